@@ -1,0 +1,207 @@
+//! Open options: durability, limits, memory budgets, clock.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+
+/// When a mutating call's data reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Every mutating call returns only after sled has fsynced.
+    Immediate,
+    /// sled fsyncs in the background every `n` milliseconds: at most that
+    /// window of acknowledged writes can be lost on a crash (not on a clean close).
+    Periodic(u64),
+    /// Nothing is fsynced until [`crate::Memory::flush`] or close.
+    Manual,
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability::Periodic(500)
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s {
+            "immediate" => Ok(Durability::Immediate),
+            "periodic" => Ok(Durability::default()),
+            "manual" => Ok(Durability::Manual),
+            other => {
+                if let Some(ms) = other.strip_prefix("periodic:") {
+                    if let Ok(ms) = ms.parse::<u64>() {
+                        if ms > 0 {
+                            return Ok(Durability::Periodic(ms));
+                        }
+                    }
+                }
+                Err(crate::Error::invalid(
+                    "durability",
+                    format!("expected \"immediate\", \"periodic\", \"periodic:<ms>\" or \"manual\", got {other:?}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Input limits. Every public entry point checks these and fails with
+/// `InvalidInput` / `LimitExceeded` naming the field and the limit.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Max bytes of a key, name or id (default 1 KiB).
+    pub max_key_bytes: usize,
+    /// Max bytes of one JSON value once encoded (default 16 MiB).
+    pub max_value_bytes: usize,
+    /// Max JSON nesting depth (default 128).
+    pub max_json_depth: usize,
+    /// Max bytes of a search query (default 4 KiB).
+    pub max_query_bytes: usize,
+    /// Max tags or participants on one episode (default 64).
+    pub max_tags: usize,
+    /// Max results one search / list call returns (default 1000).
+    pub max_results: usize,
+    /// Focus capacity of working memory (default 7).
+    pub focus_capacity: usize,
+    /// Workspace capacity of working memory (default 64).
+    pub workspace_capacity: usize,
+    /// Versions of a semantic entry kept in its history (default 32).
+    pub semantic_history: usize,
+    /// Steps one procedure run may execute before failing (default 1000).
+    pub max_steps: usize,
+    /// Steps in one procedure definition (default 256).
+    pub max_procedure_steps: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_key_bytes: 1024,
+            max_value_bytes: 16 * 1024 * 1024,
+            max_json_depth: 128,
+            max_query_bytes: 4096,
+            max_tags: 64,
+            max_results: 1000,
+            focus_capacity: 7,
+            workspace_capacity: 64,
+            semantic_history: 32,
+            max_steps: 1000,
+            max_procedure_steps: 256,
+        }
+    }
+}
+
+/// Everything [`crate::Memory`] needs to open a store. Build with [`crate::Memory::builder`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Store directory; `None` makes a temporary store deleted on close.
+    pub path: Option<PathBuf>,
+    /// Durability mode (default `Periodic(500)`).
+    pub durability: Durability,
+    /// sled page cache in bytes (default 32 MiB).
+    pub cache_bytes: u64,
+    /// tantivy writer memory budget in bytes (default 16 MB, tantivy's floor is 15 MB).
+    pub index_writer_bytes: usize,
+    /// Longest time an indexed write waits before a background commit (default 250 ms).
+    /// Searches never wait: they force a commit when documents are pending.
+    pub index_commit_interval: Duration,
+    /// How often expired short-term items are swept (default 60 s).
+    pub sweep_interval: Duration,
+    /// Input limits.
+    pub limits: Limits,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    /// Versions kept per session by `optimize(medium)` and later (default 10).
+    pub session_retention: usize,
+    /// Roots searched by `punch_out(detect_files = true)`.
+    pub workspace_roots: Vec<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            path: None,
+            durability: Durability::default(),
+            cache_bytes: 32 * 1024 * 1024,
+            index_writer_bytes: 16_000_000,
+            index_commit_interval: Duration::from_millis(250),
+            sweep_interval: Duration::from_secs(60),
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock),
+            session_retention: 10,
+            workspace_roots: Vec::new(),
+        }
+    }
+}
+
+/// Builder for [`crate::Memory`].
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct MemoryBuilder {
+    pub(crate) opts: Options,
+}
+
+impl MemoryBuilder {
+    /// Store directory (created if missing).
+    pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.opts.path = Some(path.into());
+        self
+    }
+    /// Use a temporary directory removed when the engine closes.
+    pub fn temporary(mut self) -> Self {
+        self.opts.path = None;
+        self
+    }
+    /// Durability mode.
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.opts.durability = d;
+        self
+    }
+    /// sled cache size in bytes.
+    pub fn cache_bytes(mut self, bytes: u64) -> Self {
+        self.opts.cache_bytes = bytes;
+        self
+    }
+    /// tantivy writer memory in bytes (at least 15 MB).
+    pub fn index_writer_bytes(mut self, bytes: usize) -> Self {
+        self.opts.index_writer_bytes = bytes;
+        self
+    }
+    /// Background index commit interval.
+    pub fn index_commit_interval(mut self, d: Duration) -> Self {
+        self.opts.index_commit_interval = d;
+        self
+    }
+    /// Expired-item sweep interval.
+    pub fn sweep_interval(mut self, d: Duration) -> Self {
+        self.opts.sweep_interval = d;
+        self
+    }
+    /// Input limits and capacities.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.opts.limits = limits;
+        self
+    }
+    /// Time source (tests inject a [`crate::ManualClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.opts.clock = clock;
+        self
+    }
+    /// Session versions kept by `optimize(medium|aggressive)`.
+    pub fn session_retention(mut self, n: usize) -> Self {
+        self.opts.session_retention = n;
+        self
+    }
+    /// Add a workspace root for timesheet file detection.
+    pub fn workspace_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.opts.workspace_roots.push(root.into());
+        self
+    }
+    /// Open the store.
+    pub fn open(self) -> crate::Result<crate::Memory> {
+        crate::Memory::open_with(self.opts)
+    }
+}

@@ -1,0 +1,439 @@
+//! The shared engine behind every [`crate::Memory`] handle: sled trees, the
+//! tantivy index, the background maintenance thread and the per-process
+//! registry that makes one engine per store path.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use sled::Transactional;
+use sled::transaction::{ConflictableTransactionError, TransactionalTree};
+
+use crate::codec;
+use crate::config::{Durability, Options};
+use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
+use crate::metrics::Metrics;
+use crate::{Error, Result};
+
+/// On-disk format version written to the `meta` tree. See `docs/format.md`.
+pub const FORMAT_VERSION: u32 = 1;
+
+const META_FORMAT: &[u8] = b"format_version";
+const META_INDEX_SCHEMA: &[u8] = b"index_schema_version";
+
+/// All sled trees of a store (names are part of the on-disk format).
+#[derive(Debug, Clone)]
+pub(crate) struct Trees {
+    pub meta: sled::Tree,
+    pub contexts: sled::Tree,
+    pub short_term: sled::Tree,
+    pub working: sled::Tree,
+    pub episodes: sled::Tree,
+    pub semantic: sled::Tree,
+    pub semantic_history: sled::Tree,
+    pub procedures: sled::Tree,
+    pub runs: sled::Tree,
+    pub sessions: sled::Tree,
+    pub session_versions: sled::Tree,
+    pub tasks: sled::Tree,
+    pub index_log: sled::Tree,
+}
+
+impl Trees {
+    fn open(db: &sled::Db) -> Result<Self> {
+        Ok(Trees {
+            meta: db.open_tree("meta")?,
+            contexts: db.open_tree("contexts")?,
+            short_term: db.open_tree("short_term")?,
+            working: db.open_tree("working")?,
+            episodes: db.open_tree("episodes")?,
+            semantic: db.open_tree("semantic")?,
+            semantic_history: db.open_tree("semantic_history")?,
+            procedures: db.open_tree("procedures")?,
+            runs: db.open_tree("runs")?,
+            sessions: db.open_tree("sessions")?,
+            session_versions: db.open_tree("session_versions")?,
+            tasks: db.open_tree("tasks")?,
+            index_log: db.open_tree("index_log")?,
+        })
+    }
+}
+
+/// A host action for procedures: receives the step's resolved parameters,
+/// returns its output or an error message that fails the step.
+pub trait ActionHandler: Send + Sync {
+    /// Run the action.
+    fn call(&self, parameters: &serde_json::Value) -> std::result::Result<serde_json::Value, String>;
+}
+
+impl<F> ActionHandler for F
+where
+    F: Fn(&serde_json::Value) -> std::result::Result<serde_json::Value, String> + Send + Sync,
+{
+    fn call(&self, parameters: &serde_json::Value) -> std::result::Result<serde_json::Value, String> {
+        self(parameters)
+    }
+}
+
+/// The engine. One per store path per process.
+pub(crate) struct Engine {
+    pub opts: Options,
+    pub path: PathBuf,
+    pub db: sled::Db,
+    pub t: Trees,
+    pub index: SearchIndex,
+    pub metrics: Metrics,
+    pub started: Instant,
+    /// Serialises read-modify-write updates of non-indexed records (working memory, runs, tasks...).
+    pub rmw: Mutex<()>,
+    /// Host actions registered engine-wide.
+    pub actions: parking_lot::RwLock<HashMap<String, Arc<dyn ActionHandler>>>,
+    known_contexts: Mutex<HashSet<String>>,
+    shutdown: AtomicBool,
+    bg: Mutex<Option<JoinHandle<()>>>,
+    _lock: File,
+    // Dropped last: removes a temporary store.
+    _tempdir: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Engine>>> {
+    static REG: OnceLock<Mutex<HashMap<PathBuf, Weak<Engine>>>> = OnceLock::new();
+    REG.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+impl Engine {
+    /// Open (or share) the engine for `opts.path`.
+    pub(crate) fn open(opts: Options) -> Result<Arc<Engine>> {
+        let (path, tempdir) = match &opts.path {
+            Some(p) => {
+                std::fs::create_dir_all(p).map_err(|e| {
+                    Error::invalid("path", format!("cannot create store directory {}: {e}", p.display()))
+                })?;
+                (std::fs::canonicalize(p)?, None)
+            }
+            None => {
+                let td = tempfile::Builder::new().prefix("memstrata-").tempdir()?;
+                (td.path().to_owned(), Some(td))
+            }
+        };
+        let mut reg = registry().lock();
+        if let Some(existing) = reg.get(&path).and_then(Weak::upgrade) {
+            return Ok(existing);
+        }
+        let engine = Arc::new(Self::open_new(opts, path.clone(), tempdir)?);
+        reg.retain(|_, w| w.strong_count() > 0);
+        reg.insert(path, Arc::downgrade(&engine));
+        drop(reg);
+        engine.start_background();
+        Ok(engine)
+    }
+
+    fn open_new(opts: Options, path: PathBuf, tempdir: Option<tempfile::TempDir>) -> Result<Engine> {
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.join("LOCK"))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::StoreLocked { path }),
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
+        }
+        let flush_every = match opts.durability {
+            Durability::Periodic(ms) => Some(ms.max(1)),
+            Durability::Immediate | Durability::Manual => None,
+        };
+        let db = sled::Config::new()
+            .path(path.join("db"))
+            .cache_capacity(opts.cache_bytes)
+            .flush_every_ms(flush_every)
+            .open()
+            .map_err(|e| match e {
+                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
+                    Error::StoreLocked { path: path.clone() }
+                }
+                other => Error::from(other),
+            })?;
+        let t = Trees::open(&db)?;
+
+        // Format version: refuse newer stores, stamp new ones.
+        match t.meta.get(META_FORMAT)? {
+            Some(v) => {
+                let found = u32::from_be_bytes(
+                    v.as_ref()
+                        .try_into()
+                        .map_err(|_| Error::Corrupted("format_version record is not 4 bytes".into()))?,
+                );
+                if found > FORMAT_VERSION {
+                    return Err(Error::Corrupted(format!(
+                        "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
+                        path.display()
+                    )));
+                }
+            }
+            None => {
+                t.meta.insert(META_FORMAT, &FORMAT_VERSION.to_be_bytes())?;
+            }
+        }
+        let schema_ok = t
+            .meta
+            .get(META_INDEX_SCHEMA)?
+            .is_some_and(|v| v.as_ref() == index::INDEX_SCHEMA_VERSION.to_be_bytes());
+        let (search, opened) = SearchIndex::open(&path.join("index"), opts.index_writer_bytes, schema_ok)?;
+
+        let engine = Engine {
+            opts,
+            path,
+            db,
+            t,
+            index: search,
+            metrics: Metrics::default(),
+            started: Instant::now(),
+            rmw: Mutex::new(()),
+            actions: parking_lot::RwLock::new(HashMap::new()),
+            known_contexts: Mutex::new(HashSet::new()),
+            shutdown: AtomicBool::new(false),
+            bg: Mutex::new(None),
+            _lock: lock,
+            _tempdir: tempdir,
+        };
+        match opened {
+            Opened::Existing(seq) => engine.replay_index(seq)?,
+            Opened::Fresh => engine.rebuild_index()?,
+        }
+        engine
+            .t
+            .meta
+            .insert(META_INDEX_SCHEMA, &index::INDEX_SCHEMA_VERSION.to_be_bytes())?;
+        engine.db.flush()?;
+        Ok(engine)
+    }
+
+    fn start_background(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let commit_every = self.opts.index_commit_interval;
+        let sweep_every = self.opts.sweep_interval;
+        let tick = (commit_every / 2).clamp(Duration::from_millis(10), Duration::from_millis(200));
+        let handle = std::thread::Builder::new()
+            .name("memstrata-maintenance".into())
+            .spawn(move || {
+                let mut last_sweep = Instant::now();
+                loop {
+                    std::thread::park_timeout(tick);
+                    let Some(engine) = weak.upgrade() else { break };
+                    if engine.shutdown.load(Ordering::Acquire) {
+                        break;
+                    }
+                    if let Ok(true) = engine.index.commit_if_due(commit_every) {
+                        let _ = engine.prune_index_log();
+                    }
+                    if last_sweep.elapsed() >= sweep_every {
+                        last_sweep = Instant::now();
+                        let _ = crate::short_term::sweep_expired(&engine);
+                    }
+                }
+            });
+        if let Ok(h) = handle {
+            *self.bg.lock() = Some(h);
+        }
+    }
+
+    /// Replay index-log records after `committed` (crash recovery).
+    fn replay_index(&self, committed: u64) -> Result<()> {
+        let mut st = self.index.lock();
+        let mut last = committed;
+        for item in self.t.index_log.range((committed + 1).to_be_bytes()..) {
+            let (k, v) = item?;
+            let seq = u64::from_be_bytes(k.as_ref().try_into().map_err(|_| Error::Corrupted("bad index_log key".into()))?);
+            let uids: Vec<String> = codec::decode(&v)?;
+            let mut ops = Vec::with_capacity(uids.len());
+            for uid in uids {
+                ops.push(self.current_op(&uid)?);
+            }
+            st.apply(seq, &ops)?;
+            last = seq;
+        }
+        if last > committed {
+            self.index.commit_locked(&mut st)?;
+        }
+        drop(st);
+        self.prune_index_log()?;
+        Ok(())
+    }
+
+    /// Re-add every episode and knowledge entry from sled into an empty index.
+    fn rebuild_index(&self) -> Result<()> {
+        let mut st = self.index.lock();
+        let seq = self.db.generate_id()?;
+        let mut batch = Vec::with_capacity(1024);
+        for item in self.t.episodes.iter() {
+            let (k, v) = item?;
+            let (ctx, _) = codec::split_ctx_key(&k)?;
+            batch.push(IndexOp::Upsert(crate::episodic::index_doc(&ctx, &codec::decode(&v)?)));
+            if batch.len() >= 1024 {
+                st.apply(seq, &batch)?;
+                batch.clear();
+            }
+        }
+        for item in self.t.semantic.iter() {
+            let (k, v) = item?;
+            let (ctx, key) = codec::split_ctx_key(&k)?;
+            batch.push(IndexOp::Upsert(crate::semantic::index_doc(&ctx, &key, &codec::decode(&v)?)));
+            if batch.len() >= 1024 {
+                st.apply(seq, &batch)?;
+                batch.clear();
+            }
+        }
+        st.apply(seq, &batch)?;
+        self.index.commit_locked(&mut st)?;
+        drop(st);
+        self.prune_index_log()?;
+        Ok(())
+    }
+
+    /// The index op that brings `uid` in line with sled now.
+    fn current_op(&self, uid: &str) -> Result<IndexOp> {
+        let (kind, ctx, key) = index::parse_uid(uid)?;
+        let doc = match kind {
+            Kind::Episode => crate::episodic::load_doc(self, &ctx, &key)?,
+            Kind::Knowledge => crate::semantic::load_doc(self, &ctx, &key)?,
+        };
+        Ok(match doc {
+            Some(d) => IndexOp::Upsert(d),
+            None => IndexOp::Delete(uid.to_owned()),
+        })
+    }
+
+    /// Drop index-log records already covered by a durable index commit.
+    pub(crate) fn prune_index_log(&self) -> Result<()> {
+        let (_, committed, _) = self.index.lag();
+        let mut batch = sled::Batch::default();
+        let mut n = 0;
+        for k in self.t.index_log.range(..=committed.to_be_bytes()).keys() {
+            batch.remove(k?);
+            n += 1;
+        }
+        if n > 0 {
+            self.t.index_log.apply_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Write `trees` in one sled transaction and apply the resulting index ops in sequence order.
+    ///
+    /// `f` gets one transactional view per tree in `trees` and returns the result plus the index ops.
+    /// It may run more than once (sled retries on conflict), so it must be free of side effects.
+    pub(crate) fn indexed_write<R>(
+        &self,
+        trees: &[&sled::Tree],
+        f: impl Fn(&[TransactionalTree]) -> std::result::Result<(R, Vec<IndexOp>), ConflictableTransactionError<Error>>,
+    ) -> Result<R> {
+        let mut all: Vec<&sled::Tree> = trees.to_vec();
+        all.push(&self.t.index_log);
+        let mut st = self.index.lock();
+        let seq = self.db.generate_id()?;
+        let (r, ops) = all.as_slice().transaction(|views| {
+            let (data, log) = views.split_at(views.len() - 1);
+            let (r, ops) = f(data)?;
+            if !ops.is_empty() {
+                let uids: Vec<&str> = ops.iter().map(IndexOp::uid).collect();
+                let enc = codec::encode(&uids).map_err(ConflictableTransactionError::Abort)?;
+                log[0].insert(&seq.to_be_bytes(), enc)?;
+            }
+            Ok((r, ops))
+        })?;
+        st.apply(seq, &ops)?;
+        drop(st);
+        self.after_write()?;
+        Ok(r)
+    }
+
+    /// Honour the durability mode after a mutating call.
+    pub(crate) fn after_write(&self) -> Result<()> {
+        if self.opts.durability == Durability::Immediate {
+            self.db.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Record that a context holds data.
+    pub(crate) fn touch_context(&self, ctx: &str) -> Result<()> {
+        if self.known_contexts.lock().contains(ctx) {
+            return Ok(());
+        }
+        self.t.contexts.insert(ctx.as_bytes(), &[])?;
+        self.known_contexts.lock().insert(ctx.to_owned());
+        Ok(())
+    }
+
+    /// Does `ctx` hold any data in any layer?
+    pub(crate) fn context_has_data(&self, ctx: &str) -> Result<bool> {
+        let p = codec::ctx_prefix(ctx);
+        for t in [
+            &self.t.short_term,
+            &self.t.working,
+            &self.t.episodes,
+            &self.t.semantic,
+            &self.t.procedures,
+        ] {
+            if t.scan_prefix(&p).next().transpose()?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Time a call and record it under `op`.
+    pub(crate) fn timed<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let started = Instant::now();
+        let r = f();
+        self.metrics.record(op, started, r.is_ok());
+        r
+    }
+
+    /// Make everything durable: commit the index and fsync sled.
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.db.flush()?;
+        if self.index.commit_pending()? {
+            self.prune_index_log()?;
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Store directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether this engine lives in a temporary directory.
+    pub(crate) fn is_temporary(&self) -> bool {
+        self._tempdir.is_some()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown.store(true, Ordering::Release);
+        if let Some(h) = self.bg.lock().take() {
+            if h.thread().id() != std::thread::current().id() {
+                h.thread().unpark();
+                let _ = h.join();
+            }
+        }
+        let _ = self.flush();
+        let mut reg = registry().lock();
+        reg.retain(|_, w| w.strong_count() > 0);
+    }
+}

@@ -1,0 +1,381 @@
+//! Episodic memory: timestamped episodes with BM25 full-text search (tantivy).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::clock::millis_to_dt;
+use crate::engine::Engine;
+use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
+use crate::{Error, Memory, Result, codec, validate};
+
+/// Longest text `summarize` returns, in characters.
+pub const SUMMARY_MAX_CHARS: usize = 4000;
+
+/// Default importance when none is given.
+pub const DEFAULT_IMPORTANCE: u8 = 5;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct EpisodeRecord {
+    pub id: String,
+    pub timestamp: i64,
+    pub summary: String,
+    pub content: Value,
+    pub participants: Vec<String>,
+    pub tags: Vec<String>,
+    pub importance: u8,
+}
+
+/// A stored episode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Episode {
+    /// UUIDv7 id.
+    pub id: String,
+    /// When it happened.
+    pub timestamp: DateTime<Utc>,
+    /// One-line summary (searched, boosted).
+    pub summary: String,
+    /// Arbitrary JSON content (its text is searched).
+    pub content: Value,
+    /// Who took part (searched; filter: any).
+    pub participants: Vec<String>,
+    /// Tags (searched; filter: all).
+    pub tags: Vec<String>,
+    /// 1..=10.
+    pub importance: u8,
+}
+
+impl From<EpisodeRecord> for Episode {
+    fn from(r: EpisodeRecord) -> Self {
+        Episode {
+            id: r.id,
+            timestamp: millis_to_dt(r.timestamp),
+            summary: r.summary,
+            content: r.content,
+            participants: r.participants,
+            tags: r.tags,
+            importance: r.importance,
+        }
+    }
+}
+
+/// An episode to record. Build with [`NewEpisode::new`] and the setters.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct NewEpisode {
+    /// Required, non-empty.
+    pub summary: String,
+    /// Any JSON (default null).
+    pub content: Value,
+    /// Participants.
+    pub participants: Vec<String>,
+    /// Tags (at most `max_tags`).
+    pub tags: Vec<String>,
+    /// 1..=10 (default 5).
+    pub importance: Option<u8>,
+    /// When it happened (default now).
+    pub timestamp: Option<DateTime<Utc>>,
+}
+
+impl NewEpisode {
+    /// A new episode with a summary.
+    pub fn new(summary: impl Into<String>) -> Self {
+        NewEpisode {
+            summary: summary.into(),
+            ..Default::default()
+        }
+    }
+    /// Set the content.
+    #[must_use]
+    pub fn content(mut self, content: Value) -> Self {
+        self.content = content;
+        self
+    }
+    /// Set the participants.
+    #[must_use]
+    pub fn participants<I: IntoIterator<Item = S>, S: Into<String>>(mut self, p: I) -> Self {
+        self.participants = p.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Set the tags.
+    #[must_use]
+    pub fn tags<I: IntoIterator<Item = S>, S: Into<String>>(mut self, t: I) -> Self {
+        self.tags = t.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Set the importance (1..=10).
+    #[must_use]
+    pub fn importance(mut self, i: u8) -> Self {
+        self.importance = Some(i);
+        self
+    }
+    /// Set the timestamp.
+    #[must_use]
+    pub fn timestamp(mut self, t: DateTime<Utc>) -> Self {
+        self.timestamp = Some(t);
+        self
+    }
+}
+
+/// Search filters; all optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SearchFilters {
+    /// Episodes must carry all of these tags.
+    pub tags: Vec<String>,
+    /// Episodes must include at least one of these participants.
+    pub participants: Vec<String>,
+    /// Not before this time (inclusive).
+    pub since: Option<DateTime<Utc>>,
+    /// Not after this time (inclusive).
+    pub until: Option<DateTime<Utc>>,
+    /// Importance at least this.
+    pub min_importance: Option<u8>,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpisodeHit {
+    /// The episode.
+    pub episode: Episode,
+    /// BM25 score (0 when the query had no searchable words and results are by recency).
+    pub score: f32,
+}
+
+/// Handle on the episodic layer of the active context. Get it from [`Memory::episodic`].
+#[derive(Debug, Clone)]
+pub struct Episodic {
+    pub(crate) mem: Memory,
+    pub(crate) ctx: Option<String>,
+}
+
+pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
+    let mut body = String::new();
+    validate::json_text(&r.content, &mut body);
+    IndexDoc {
+        uid: index::uid(Kind::Episode, ctx, &r.id),
+        kind: Kind::Episode,
+        ctx: ctx.to_owned(),
+        summary: r.summary.clone(),
+        body,
+        participants: r.participants.clone(),
+        tags: r.tags.clone(),
+        ts_ms: r.timestamp,
+        importance: u64::from(r.importance),
+    }
+}
+
+pub(crate) fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDoc>> {
+    Ok(match e.t.episodes.get(codec::ctx_key(ctx, id))? {
+        Some(v) => Some(index_doc(ctx, &codec::decode(&v)?)),
+        None => None,
+    })
+}
+
+fn check_list(e: &Engine, field: &str, items: &[String]) -> Result<()> {
+    if items.len() > e.opts.limits.max_tags {
+        return Err(Error::limit(field, "number of entries", e.opts.limits.max_tags as u64, items.len() as u64));
+    }
+    for (i, t) in items.iter().enumerate() {
+        validate::key(&e.opts.limits, &format!("{field}[{i}]"), t)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_new(e: &Engine, ep: &NewEpisode) -> Result<u8> {
+    if ep.summary.trim().is_empty() {
+        return Err(Error::invalid("summary", "must not be empty"));
+    }
+    if ep.summary.len() > e.opts.limits.max_value_bytes {
+        return Err(Error::limit("summary", "size in bytes", e.opts.limits.max_value_bytes as u64, ep.summary.len() as u64));
+    }
+    validate::value(&e.opts.limits, "content", &ep.content)?;
+    check_list(e, "tags", &ep.tags)?;
+    check_list(e, "participants", &ep.participants)?;
+    let importance = ep.importance.unwrap_or(DEFAULT_IMPORTANCE);
+    if !(1..=10).contains(&importance) {
+        return Err(Error::invalid("importance", format!("must be in 1..=10, got {importance}")));
+    }
+    Ok(importance)
+}
+
+/// Record an episode in `ctx` (used by the procedure engine and the timesheet too).
+pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String> {
+    let importance = validate_new(e, &ep)?;
+    let id = uuid::Uuid::now_v7().to_string();
+    let rec = EpisodeRecord {
+        id: id.clone(),
+        timestamp: ep.timestamp.unwrap_or_else(|| e.opts.clock.now()).timestamp_millis(),
+        summary: ep.summary,
+        content: ep.content,
+        participants: ep.participants,
+        tags: ep.tags,
+        importance,
+    };
+    let enc = codec::encode(&rec)?;
+    let key = codec::ctx_key(ctx, &id);
+    let doc = index_doc(ctx, &rec);
+    e.touch_context(ctx)?;
+    e.indexed_write(&[&e.t.episodes], |t| {
+        t[0].insert(key.as_slice(), enc.as_slice())?;
+        Ok(((), vec![IndexOp::Upsert(doc.clone())]))
+    })?;
+    Ok(id)
+}
+
+pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>> {
+    validate::key(&e.opts.limits, "id", id)?;
+    Ok(match e.t.episodes.get(codec::ctx_key(ctx, id))? {
+        Some(v) => Some(codec::decode::<EpisodeRecord>(&v)?.into()),
+        None => None,
+    })
+}
+
+pub(crate) fn search_in(e: &Engine, ctx: &str, query: &str, filters: &SearchFilters, limit: usize) -> Result<Vec<EpisodeHit>> {
+    let lim = &e.opts.limits;
+    if query.len() > lim.max_query_bytes {
+        return Err(Error::limit("query", "query size in bytes", lim.max_query_bytes as u64, query.len() as u64));
+    }
+    if limit == 0 {
+        return Err(Error::invalid("limit", "must be at least 1"));
+    }
+    if limit > lim.max_results {
+        return Err(Error::limit("limit", "results per call", lim.max_results as u64, limit as u64));
+    }
+    check_list(e, "tags", &filters.tags)?;
+    check_list(e, "participants", &filters.participants)?;
+    if let Some(m) = filters.min_importance {
+        if !(1..=10).contains(&m) {
+            return Err(Error::invalid("min_importance", format!("must be in 1..=10, got {m}")));
+        }
+    }
+    if let (Some(s), Some(u)) = (filters.since, filters.until) {
+        if s > u {
+            return Err(Error::invalid("since", "must not be after `until`"));
+        }
+    }
+    let q = IndexQuery {
+        kind: Kind::Episode,
+        ctx,
+        text: query,
+        tags_all: &filters.tags,
+        participants_any: &filters.participants,
+        since_ms: filters.since.map(|t| t.timestamp_millis()),
+        until_ms: filters.until.map(|t| t.timestamp_millis()),
+        min_importance: filters.min_importance.map(u64::from),
+        limit,
+    };
+    let mut hits = Vec::new();
+    for (uid, score) in e.index.search(&q)? {
+        let (_, c, id) = index::parse_uid(&uid)?;
+        // sled is the source of truth: a hit whose record is gone is dropped.
+        if let Some(ep) = get_in(e, &c, &id)? {
+            hits.push(EpisodeHit { episode: ep, score });
+        }
+    }
+    Ok(hits)
+}
+
+pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
+    validate::key(&e.opts.limits, "id", id)?;
+    let key = codec::ctx_key(ctx, id);
+    let uid = index::uid(Kind::Episode, ctx, id);
+    e.indexed_write(&[&e.t.episodes], |t| {
+        let old = t[0].remove(key.as_slice())?;
+        let ops = if old.is_some() { vec![IndexOp::Delete(uid.clone())] } else { vec![] };
+        Ok((old.is_some(), ops))
+    })
+}
+
+impl Episodic {
+    fn ctx(&self) -> String {
+        self.ctx.clone().unwrap_or_else(|| self.mem.active_context())
+    }
+
+    /// Record an episode; returns its id. It is found by the next search.
+    pub fn record(&self, episode: NewEpisode) -> Result<String> {
+        let e = &self.mem.engine;
+        e.timed("episodic.record", || record_in(e, &self.ctx(), episode))
+    }
+
+    /// The episode with `id`, or `None`.
+    pub fn get(&self, id: &str) -> Result<Option<Episode>> {
+        let e = &self.mem.engine;
+        e.timed("episodic.get", || get_in(e, &self.ctx(), id))
+    }
+
+    /// BM25 search over summary, content, participants and tags, with filters.
+    ///
+    /// `query` is plain text: no syntax, punctuation is ignored. An empty query
+    /// returns the newest episodes matching the filters.
+    pub fn search(&self, query: &str, filters: &SearchFilters, limit: usize) -> Result<Vec<EpisodeHit>> {
+        let e = &self.mem.engine;
+        e.timed("episodic.search", || search_in(e, &self.ctx(), query, filters, limit))
+    }
+
+    /// The newest `limit` episodes, newest first.
+    pub fn recent(&self, limit: usize) -> Result<Vec<Episode>> {
+        let e = &self.mem.engine;
+        e.timed("episodic.recent", || {
+            let mut out: Vec<Episode> = Vec::new();
+            let ctx = self.ctx();
+            for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
+                let (_, v) = item?;
+                out.push(codec::decode::<EpisodeRecord>(&v)?.into());
+            }
+            out.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
+            out.truncate(limit.min(e.opts.limits.max_results));
+            Ok(out)
+        })
+    }
+
+    /// Deterministic extractive summary of the given episodes: chronological,
+    /// one line each, at most [`SUMMARY_MAX_CHARS`] characters.
+    pub fn summarize(&self, ids: &[String]) -> Result<String> {
+        let e = &self.mem.engine;
+        e.timed("episodic.summarize", || {
+            if ids.len() > e.opts.limits.max_results {
+                return Err(Error::limit("ids", "episodes per call", e.opts.limits.max_results as u64, ids.len() as u64));
+            }
+            let ctx = self.ctx();
+            let mut eps = Vec::with_capacity(ids.len());
+            for (i, id) in ids.iter().enumerate() {
+                match get_in(e, &ctx, id)? {
+                    Some(ep) => eps.push(ep),
+                    None => return Err(Error::not_found(format!("episode {id:?} (ids[{i}]) in context {ctx:?}"))),
+                }
+            }
+            Ok(summarize(&eps))
+        })
+    }
+
+    /// Delete an episode; `true` when it existed. It disappears from search at once.
+    pub fn forget(&self, id: &str) -> Result<bool> {
+        let e = &self.mem.engine;
+        e.timed("episodic.forget", || forget_in(e, &self.ctx(), id))
+    }
+}
+
+/// The extractive summary used by `summarize`.
+pub(crate) fn summarize(eps: &[Episode]) -> String {
+    let mut sorted: Vec<&Episode> = eps.iter().collect();
+    sorted.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then_with(|| a.id.cmp(&b.id)));
+    sorted.dedup_by(|a, b| a.id == b.id);
+    let mut out = String::new();
+    for (i, ep) in sorted.iter().enumerate() {
+        let mut line = format!("- [{}] {}", ep.timestamp.format("%Y-%m-%d %H:%M"), ep.summary.trim());
+        if !ep.participants.is_empty() {
+            line.push_str(&format!(" (with {})", ep.participants.join(", ")));
+        }
+        if !ep.tags.is_empty() {
+            line.push_str(&format!(" #{}", ep.tags.join(" #")));
+        }
+        line.push('\n');
+        if out.chars().count() + line.chars().count() > SUMMARY_MAX_CHARS {
+            out.push_str(&format!("… and {} more episode(s)\n", sorted.len() - i));
+            break;
+        }
+        out.push_str(&line);
+    }
+    out
+}

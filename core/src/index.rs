@@ -1,0 +1,447 @@
+//! The derived tantivy index over episodes and semantic entries.
+//!
+//! sled is the source of truth. Every index-affecting write gets a sequence
+//! number and a log record in sled (same transaction as the data). The index
+//! writer applies writes in sequence order (the writer mutex is held across
+//! sequence allocation, the sled transaction and `add_document`), and each
+//! commit stores the last applied sequence as the commit payload. On open the
+//! log past the payload is replayed; a missing or unreadable index is rebuilt
+//! from sled. See `docs/architecture.md`.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use parking_lot::{Mutex, MutexGuard};
+use tantivy::collector::TopDocs;
+use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::schema::{
+    FAST, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions,
+    Value as _,
+};
+use tantivy::tokenizer::TokenStream;
+use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
+
+use crate::{Error, Result};
+
+/// Bumped whenever the schema or the document mapping changes; a mismatch rebuilds the index.
+pub(crate) const INDEX_SCHEMA_VERSION: u32 = 1;
+
+/// What a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Episode,
+    Knowledge,
+}
+
+impl Kind {
+    fn tag(self) -> &'static str {
+        match self {
+            Kind::Episode => "e",
+            Kind::Knowledge => "k",
+        }
+    }
+}
+
+/// Unique id of a document: kind, context and key separated by NUL.
+pub(crate) fn uid(kind: Kind, ctx: &str, key: &str) -> String {
+    format!("{}\0{}\0{}", kind.tag(), ctx, key)
+}
+
+/// Split a uid into (kind, ctx, key).
+pub(crate) fn parse_uid(uid: &str) -> Result<(Kind, String, String)> {
+    let mut parts = uid.splitn(3, '\0');
+    let kind = match parts.next() {
+        Some("e") => Kind::Episode,
+        Some("k") => Kind::Knowledge,
+        _ => return Err(Error::Corrupted(format!("bad index uid {uid:?}"))),
+    };
+    let ctx = parts.next().ok_or_else(|| Error::Corrupted("uid without context".into()))?;
+    let key = parts.next().ok_or_else(|| Error::Corrupted("uid without key".into()))?;
+    Ok((kind, ctx.to_owned(), key.to_owned()))
+}
+
+/// A document to (re)index.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexDoc {
+    pub uid: String,
+    pub kind: Kind,
+    pub ctx: String,
+    pub summary: String,
+    pub body: String,
+    pub participants: Vec<String>,
+    pub tags: Vec<String>,
+    pub ts_ms: i64,
+    pub importance: u64,
+}
+
+/// One change to apply to the index.
+#[derive(Debug, Clone)]
+pub(crate) enum IndexOp {
+    Upsert(IndexDoc),
+    Delete(String),
+}
+
+impl IndexOp {
+    pub(crate) fn uid(&self) -> &str {
+        match self {
+            IndexOp::Upsert(d) => &d.uid,
+            IndexOp::Delete(u) => u,
+        }
+    }
+}
+
+/// A search over the index.
+#[derive(Debug)]
+pub(crate) struct IndexQuery<'a> {
+    pub kind: Kind,
+    pub ctx: &'a str,
+    pub text: &'a str,
+    pub tags_all: &'a [String],
+    pub participants_any: &'a [String],
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+    pub min_importance: Option<u64>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    uid: tantivy::schema::Field,
+    kind: tantivy::schema::Field,
+    ctx: tantivy::schema::Field,
+    summary: tantivy::schema::Field,
+    body: tantivy::schema::Field,
+    participants: tantivy::schema::Field,
+    participant_raw: tantivy::schema::Field,
+    tags: tantivy::schema::Field,
+    tag_raw: tantivy::schema::Field,
+    ts: tantivy::schema::Field,
+    importance: tantivy::schema::Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("en_stem")
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let fields = Fields {
+        uid: b.add_text_field("uid", STRING | STORED),
+        kind: b.add_text_field("kind", STRING),
+        ctx: b.add_text_field("ctx", STRING),
+        summary: b.add_text_field("summary", text.clone()),
+        body: b.add_text_field("body", text.clone()),
+        participants: b.add_text_field("participants", text.clone()),
+        participant_raw: b.add_text_field("participant_raw", STRING),
+        tags: b.add_text_field("tags", text),
+        tag_raw: b.add_text_field("tag_raw", STRING),
+        ts: b.add_i64_field("ts", INDEXED | FAST),
+        importance: b.add_u64_field("importance", INDEXED | FAST),
+    };
+    (b.build(), fields)
+}
+
+/// Writer state guarded by one mutex: holding it orders sequence numbers.
+pub(crate) struct WriterState {
+    writer: IndexWriter,
+    fields: Fields,
+    /// Highest sequence applied to the writer.
+    pub applied_seq: u64,
+    /// Highest sequence in a durable commit.
+    pub committed_seq: u64,
+    /// Documents/deletes applied since the last commit.
+    pub pending: usize,
+    /// When the oldest pending change was applied.
+    pub pending_since: Option<Instant>,
+}
+
+impl std::fmt::Debug for WriterState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterState")
+            .field("applied_seq", &self.applied_seq)
+            .field("committed_seq", &self.committed_seq)
+            .field("pending", &self.pending)
+            .finish()
+    }
+}
+
+impl WriterState {
+    /// Apply one sequence's changes (caller holds the lock, in sequence order).
+    pub(crate) fn apply(&mut self, seq: u64, ops: &[IndexOp]) -> Result<()> {
+        for op in ops {
+            self.writer.delete_term(Term::from_field_text(self.fields.uid, op.uid()));
+            if let IndexOp::Upsert(d) = op {
+                self.writer.add_document(to_doc(&self.fields, d))?;
+            }
+        }
+        self.applied_seq = self.applied_seq.max(seq);
+        if !ops.is_empty() {
+            self.pending += ops.len();
+            self.pending_since.get_or_insert_with(Instant::now);
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, reader: &IndexReader) -> Result<()> {
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&self.applied_seq.to_string());
+        prepared.commit()?;
+        self.committed_seq = self.applied_seq;
+        self.pending = 0;
+        self.pending_since = None;
+        reader.reload()?;
+        Ok(())
+    }
+}
+
+fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
+    let mut doc = doc!(
+        f.uid => d.uid.as_str(),
+        f.kind => d.kind.tag(),
+        f.ctx => d.ctx.as_str(),
+        f.summary => d.summary.as_str(),
+        f.body => d.body.as_str(),
+        f.ts => d.ts_ms,
+        f.importance => d.importance,
+    );
+    for p in &d.participants {
+        doc.add_text(f.participants, p);
+        doc.add_text(f.participant_raw, p);
+    }
+    for t in &d.tags {
+        doc.add_text(f.tags, t);
+        doc.add_text(f.tag_raw, t);
+    }
+    doc
+}
+
+/// The index handle owned by the engine.
+pub(crate) struct SearchIndex {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    state: Mutex<WriterState>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex").field("dir", &self.dir).finish()
+    }
+}
+
+/// How the index came up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opened {
+    /// An existing index with this committed sequence: replay the log after it.
+    Existing(u64),
+    /// A fresh empty index: everything must be re-added from sled.
+    Fresh,
+}
+
+impl SearchIndex {
+    /// Open the index in `dir`, or create a fresh one if it is missing or unreadable.
+    pub(crate) fn open(dir: &Path, writer_bytes: usize, schema_version_ok: bool) -> Result<(Self, Opened)> {
+        let (schema, fields) = schema();
+        let existing = if schema_version_ok && dir.join("meta.json").exists() {
+            match Index::open_in_dir(dir) {
+                Ok(index) if index.schema() == schema => match index.load_metas() {
+                    Ok(metas) => {
+                        let seq = metas.payload.as_deref().and_then(|p| p.parse::<u64>().ok()).unwrap_or(0);
+                        Some((index, seq))
+                    }
+                    Err(_) => None,
+                },
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let (index, opened) = match existing {
+            Some((index, seq)) => (index, Opened::Existing(seq)),
+            None => {
+                if dir.exists() {
+                    std::fs::remove_dir_all(dir)?;
+                }
+                std::fs::create_dir_all(dir)?;
+                (Index::create_in_dir(dir, schema)?, Opened::Fresh)
+            }
+        };
+        let writer: IndexWriter = match index.writer_with_num_threads(1, writer_bytes.max(15_000_000)) {
+            Ok(w) => w,
+            Err(e) => return Err(Error::Index(format!("cannot open index writer in {}: {e}", dir.display()))),
+        };
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let committed = match opened {
+            Opened::Existing(s) => s,
+            Opened::Fresh => 0,
+        };
+        let state = WriterState {
+            writer,
+            fields,
+            applied_seq: committed,
+            committed_seq: committed,
+            pending: 0,
+            pending_since: None,
+        };
+        Ok((
+            SearchIndex {
+                dir: dir.to_owned(),
+                index,
+                reader,
+                fields,
+                state: Mutex::new(state),
+            },
+            opened,
+        ))
+    }
+
+    /// Lock the writer. Hold the guard across sequence allocation, the sled write and `apply`.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, WriterState> {
+        self.state.lock()
+    }
+
+    /// Commit pending changes, if any.
+    pub(crate) fn commit_pending(&self) -> Result<bool> {
+        let mut st = self.state.lock();
+        if st.pending == 0 && st.committed_seq == st.applied_seq {
+            return Ok(false);
+        }
+        st.commit(&self.reader)?;
+        Ok(true)
+    }
+
+    /// Commit if the oldest pending change is older than `interval`.
+    pub(crate) fn commit_if_due(&self, interval: std::time::Duration) -> Result<bool> {
+        let due = {
+            let st = self.state.lock();
+            st.pending_since.is_some_and(|t| t.elapsed() >= interval)
+        };
+        if due { self.commit_pending() } else { Ok(false) }
+    }
+
+    /// Force a commit with the given guard (used after replay / rebuild).
+    pub(crate) fn commit_locked(&self, st: &mut WriterState) -> Result<()> {
+        st.commit(&self.reader)
+    }
+
+    /// (applied, committed, pending).
+    pub(crate) fn lag(&self) -> (u64, u64, usize) {
+        let st = self.state.lock();
+        (st.applied_seq, st.committed_seq, st.pending)
+    }
+
+    /// Number of searchable documents and segments.
+    pub(crate) fn doc_stats(&self) -> (u64, usize) {
+        let searcher = self.reader.searcher();
+        (searcher.num_docs(), searcher.segment_readers().len())
+    }
+
+    /// Merge all segments into one (used by `optimize(aggressive)`).
+    pub(crate) fn merge_all(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        st.commit(&self.reader)?;
+        let ids = self.index.searchable_segment_ids()?;
+        if ids.len() > 1 {
+            st.writer
+                .merge(&ids)
+                .wait()
+                .map_err(|e| Error::Index(format!("merge failed: {e}")))?;
+        }
+        st.commit(&self.reader)?;
+        // Drop files no longer referenced by any segment.
+        let _ = st.writer.garbage_collect_files().wait();
+        Ok(())
+    }
+
+    /// The index directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn tokens(&self, field: tantivy::schema::Field, text: &str) -> Result<Vec<String>> {
+        let mut analyzer = self.index.tokenizer_for_field(field)?;
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while stream.advance() {
+            let t = &stream.token().text;
+            if !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Run a query. Pending changes are committed first (read-your-writes).
+    pub(crate) fn search(&self, q: &IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
+        self.commit_pending()?;
+        let f = &self.fields;
+        let mut must: Vec<(Occur, Box<dyn Query>)> = vec![
+            (Occur::Must, term(f.kind, q.kind.tag())),
+            (Occur::Must, term(f.ctx, q.ctx)),
+        ];
+        for t in q.tags_all {
+            must.push((Occur::Must, term(f.tag_raw, t)));
+        }
+        if !q.participants_any.is_empty() {
+            let any: Vec<(Occur, Box<dyn Query>)> = q
+                .participants_any
+                .iter()
+                .map(|p| (Occur::Should, term(f.participant_raw, p)))
+                .collect();
+            must.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+        }
+        if q.since_ms.is_some() || q.until_ms.is_some() {
+            let lo = q.since_ms.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.ts, v)));
+            let hi = q.until_ms.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.ts, v)));
+            must.push((Occur::Must, Box::new(RangeQuery::new(lo, hi))));
+        }
+        if let Some(min) = q.min_importance {
+            must.push((
+                Occur::Must,
+                Box::new(RangeQuery::new(
+                    Bound::Included(Term::from_field_u64(f.importance, min)),
+                    Bound::Unbounded,
+                )),
+            ));
+        }
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (field, boost) in [(f.summary, 1.5f32), (f.body, 1.0), (f.participants, 1.0), (f.tags, 1.2)] {
+            for tok in self.tokens(field, q.text)? {
+                let tq: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(field, &tok),
+                    IndexRecordOption::WithFreqs,
+                ));
+                should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost))));
+            }
+        }
+        let searcher = self.reader.searcher();
+        let limit = q.limit.max(1);
+        let addrs: Vec<(f32, tantivy::DocAddress)> = if should.is_empty() {
+            // No searchable words: filters only, newest first.
+            must.push((Occur::Must, Box::new(AllQuery)));
+            let query = BooleanQuery::new(must);
+            let hits: Vec<(Option<i64>, tantivy::DocAddress)> = searcher
+                .search(&query, &TopDocs::with_limit(limit).order_by_fast_field::<i64>("ts", Order::Desc))?;
+            hits.into_iter().map(|(_, a)| (0.0, a)).collect()
+        } else {
+            must.push((Occur::Must, Box::new(BooleanQuery::new(should))));
+            let query = BooleanQuery::new(must);
+            searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?
+        };
+        let mut out = Vec::with_capacity(addrs.len());
+        for (score, addr) in addrs {
+            let doc: TantivyDocument = searcher.doc(addr)?;
+            if let Some(uid) = doc.get_first(f.uid).and_then(|v| v.as_str()) {
+                out.push((uid.to_owned(), score));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
+    Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))
+}

@@ -1,0 +1,221 @@
+//! # Memstrata
+//!
+//! An embedded, layered memory engine for AI agents: short-term key/value with
+//! TTL, working memory, episodic memory with full-text search, semantic memory
+//! and executable procedures, plus sessions, contexts and an LLM timesheet, on
+//! sled with a derived tantivy index.
+//!
+//! ```
+//! use memstrata::{Memory, NewEpisode, SearchFilters};
+//! use serde_json::json;
+//!
+//! let mem = Memory::temporary()?;
+//! mem.short_term().store("draft", json!({"text": "hello"}), None)?;
+//! mem.episodic().record(NewEpisode::new("Deployed v2 to staging").tags(["deploy"]))?;
+//! let hits = mem.episodic().search("staging deploy", &SearchFilters::default(), 10)?;
+//! assert_eq!(hits[0].episode.summary, "Deployed v2 to staging");
+//! # Ok::<(), memstrata::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod clock;
+mod codec;
+mod config;
+mod engine;
+mod episodic;
+mod error;
+mod index;
+mod metrics;
+mod semantic;
+mod short_term;
+mod validate;
+mod working;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde::Serialize;
+
+pub use crate::clock::{Clock, ManualClock, SystemClock};
+pub use crate::config::{Durability, Limits, MemoryBuilder, Options};
+pub use crate::engine::{ActionHandler, FORMAT_VERSION};
+pub use crate::episodic::{Episode, EpisodeHit, Episodic, NewEpisode, SearchFilters, SUMMARY_MAX_CHARS};
+pub use crate::error::{Error, Result};
+pub use crate::metrics::OpMetrics;
+pub use crate::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
+pub use crate::short_term::{ShortTerm, ShortTermEntry};
+pub use crate::working::{Working, WorkspaceItem};
+
+use crate::engine::Engine;
+
+/// The context every handle starts in.
+pub const DEFAULT_CONTEXT: &str = "default";
+
+/// Handle on a Memstrata engine.
+///
+/// Cheap to clone; clones share the engine *and* the active context.
+/// [`Memory::namespace`] gives a handle with its own active context.
+/// Opening the same path twice in one process returns a handle on the same
+/// engine; another process gets [`Error::StoreLocked`].
+#[derive(Clone)]
+pub struct Memory {
+    pub(crate) engine: Arc<Engine>,
+    active: Arc<RwLock<String>>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("path", &self.engine.path)
+            .field("active_context", &*self.active.read())
+            .finish()
+    }
+}
+
+/// Result of [`Memory::switch_context`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SwitchResult {
+    /// Always true when returned.
+    pub success: bool,
+    /// The context that was active before.
+    pub previous_context: String,
+    /// True when the target context already held data.
+    pub context_loaded: bool,
+}
+
+impl Memory {
+    /// Open (or create) a store at `path` with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Memory> {
+        Memory::builder().path(path.as_ref()).open()
+    }
+
+    /// A store in a temporary directory, removed when the last handle is dropped.
+    pub fn temporary() -> Result<Memory> {
+        Memory::builder().temporary().open()
+    }
+
+    /// Options builder.
+    pub fn builder() -> MemoryBuilder {
+        MemoryBuilder::default()
+    }
+
+    /// Open with explicit options.
+    pub fn open_with(opts: Options) -> Result<Memory> {
+        let engine = Engine::open(opts)?;
+        Ok(Memory {
+            engine,
+            active: Arc::new(RwLock::new(DEFAULT_CONTEXT.to_owned())),
+        })
+    }
+
+    /// A new handle on the same engine whose active context is `name`.
+    pub fn namespace(&self, name: &str) -> Result<Memory> {
+        validate::context_name("name", name)?;
+        Ok(Memory {
+            engine: Arc::clone(&self.engine),
+            active: Arc::new(RwLock::new(name.to_owned())),
+        })
+    }
+
+    /// The active context of this handle.
+    pub fn active_context(&self) -> String {
+        self.active.read().clone()
+    }
+
+    /// Make `target` the active context of this handle. With `preserve_current = false`
+    /// the working memory of the context being left is cleared.
+    pub fn switch_context(&self, target: &str, preserve_current: bool) -> Result<SwitchResult> {
+        let e = &self.engine;
+        e.timed("context.switch", || {
+            validate::context_name("target_context", target)?;
+            let mut active = self.active.write();
+            let previous = active.clone();
+            if !preserve_current && previous != target {
+                working::clear_in(e, &previous)?;
+            }
+            let loaded = e.context_has_data(target)?;
+            *active = target.to_owned();
+            Ok(SwitchResult {
+                success: true,
+                previous_context: previous,
+                context_loaded: loaded,
+            })
+        })
+    }
+
+    /// Contexts that hold (or held) data, sorted; always includes `"default"`.
+    pub fn contexts(&self) -> Result<Vec<String>> {
+        let mut out = vec![DEFAULT_CONTEXT.to_owned()];
+        for k in self.engine.t.contexts.iter().keys() {
+            let k = k?;
+            let name = String::from_utf8(k.to_vec()).map_err(|_| Error::Corrupted("non-utf8 context name".into()))?;
+            if name != DEFAULT_CONTEXT {
+                out.push(name);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Short-term layer of the active context.
+    pub fn short_term(&self) -> ShortTerm {
+        ShortTerm {
+            mem: self.clone(),
+            ctx: None,
+        }
+    }
+
+    /// Working memory of the active context.
+    pub fn working(&self) -> Working {
+        Working { mem: self.clone() }
+    }
+
+    /// Episodic layer of the active context.
+    pub fn episodic(&self) -> Episodic {
+        Episodic {
+            mem: self.clone(),
+            ctx: None,
+        }
+    }
+
+    /// Semantic layer of the active context.
+    pub fn semantic(&self) -> Semantic {
+        Semantic {
+            mem: self.clone(),
+            ctx: None,
+        }
+    }
+
+    /// Commit the index and fsync everything now (what `Durability::Manual` users call).
+    pub fn flush(&self) -> Result<()> {
+        self.engine.flush()
+    }
+
+    /// The store directory.
+    pub fn path(&self) -> PathBuf {
+        self.engine.path().to_owned()
+    }
+
+    /// Whether the store is temporary (deleted on close).
+    pub fn is_temporary(&self) -> bool {
+        self.engine.is_temporary()
+    }
+
+    /// The options the engine was opened with.
+    pub fn options(&self) -> &Options {
+        &self.engine.opts
+    }
+}
+
+/// Convert a TTL in seconds (as bindings and MCP receive it) to a `Duration`,
+/// refusing zero, negative, NaN and absurd values with `InvalidInput { field: "ttl" }`.
+pub fn ttl_from_secs(secs: f64) -> Result<std::time::Duration> {
+    Ok(validate::ttl("ttl", Some(secs))?.unwrap_or_default())
+}
+
+/// Check a context name (`[A-Za-z0-9_.:-]{1,128}`), naming `field` in the error.
+pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
+    validate::context_name(field, name)
+}

@@ -1,0 +1,308 @@
+//! Semantic memory: keyed knowledge with merge-patch updates, bounded history and full-text query.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sled::transaction::ConflictableTransactionError;
+
+use crate::clock::millis_to_dt;
+use crate::engine::Engine;
+use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
+use crate::{Error, Memory, Result, codec, validate};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct KnowledgeRecord {
+    pub value: Value,
+    pub version: u64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct HistoryRecord {
+    pub value: Value,
+    pub recorded_at: i64,
+}
+
+/// A semantic entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Knowledge {
+    /// The key.
+    pub key: String,
+    /// The knowledge (any JSON).
+    pub knowledge: Value,
+    /// 1 on first store, +1 on every store/update.
+    pub version: u64,
+    /// First stored.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One past (or the current) version of an entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnowledgeVersion {
+    /// Version number.
+    pub version: u64,
+    /// The knowledge at that version.
+    pub knowledge: Value,
+    /// When that version was written.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// One `query` result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnowledgeHit {
+    /// The key.
+    pub key: String,
+    /// The knowledge.
+    pub knowledge: Value,
+    /// BM25 score.
+    pub score: f32,
+}
+
+/// Handle on the semantic layer of the active context. Get it from [`Memory::semantic`].
+#[derive(Debug, Clone)]
+pub struct Semantic {
+    pub(crate) mem: Memory,
+    pub(crate) ctx: Option<String>,
+}
+
+pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
+    let mut body = String::new();
+    validate::json_text(&r.value, &mut body);
+    IndexDoc {
+        uid: index::uid(Kind::Knowledge, ctx, key),
+        kind: Kind::Knowledge,
+        ctx: ctx.to_owned(),
+        summary: key.to_owned(),
+        body,
+        participants: vec![],
+        tags: vec![],
+        ts_ms: r.updated_at,
+        importance: 0,
+    }
+}
+
+pub(crate) fn load_doc(e: &Engine, ctx: &str, key: &str) -> Result<Option<IndexDoc>> {
+    Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
+        Some(v) => Some(index_doc(ctx, key, &codec::decode(&v)?)),
+        None => None,
+    })
+}
+
+fn history_key(ctx: &str, key: &str, version: u64) -> Vec<u8> {
+    let mut k = codec::ctx_key(ctx, key);
+    k.push(0);
+    k.extend_from_slice(&version.to_be_bytes());
+    k
+}
+
+fn history_prefix(ctx: &str, key: &str) -> Vec<u8> {
+    let mut k = codec::ctx_key(ctx, key);
+    k.push(0);
+    k
+}
+
+fn to_public(key: &str, r: KnowledgeRecord) -> Knowledge {
+    Knowledge {
+        key: key.to_owned(),
+        knowledge: r.value,
+        version: r.version,
+        created_at: millis_to_dt(r.created_at),
+        updated_at: millis_to_dt(r.updated_at),
+    }
+}
+
+/// Write a new version computed by `next` from the current record (None = absent).
+fn write_version(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    next: impl Fn(Option<&KnowledgeRecord>) -> Result<Value>,
+) -> Result<Knowledge> {
+    validate::key(&e.opts.limits, "key", key)?;
+    let dkey = codec::ctx_key(ctx, key);
+    let now = e.opts.clock.now().timestamp_millis();
+    let keep = e.opts.limits.semantic_history.max(1) as u64;
+    e.touch_context(ctx)?;
+    let rec = e.indexed_write(&[&e.t.semantic, &e.t.semantic_history], |t| {
+        let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
+            Some(v) => Some(codec::decode(&v).map_err(ConflictableTransactionError::Abort)?),
+            None => None,
+        };
+        let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
+        validate::value(&e.opts.limits, "knowledge", &value).map_err(ConflictableTransactionError::Abort)?;
+        let rec = KnowledgeRecord {
+            version: cur.as_ref().map_or(1, |c| c.version + 1),
+            created_at: cur.as_ref().map_or(now, |c| c.created_at),
+            updated_at: now,
+            value,
+        };
+        let enc = codec::encode(&rec).map_err(ConflictableTransactionError::Abort)?;
+        t[0].insert(dkey.as_slice(), enc)?;
+        let hist = HistoryRecord {
+            value: rec.value.clone(),
+            recorded_at: now,
+        };
+        let henc = codec::encode(&hist).map_err(ConflictableTransactionError::Abort)?;
+        t[1].insert(history_key(ctx, key, rec.version), henc)?;
+        if rec.version > keep {
+            t[1].remove(history_key(ctx, key, rec.version - keep))?;
+        }
+        let doc = index_doc(ctx, key, &rec);
+        Ok((rec, vec![IndexOp::Upsert(doc)]))
+    })?;
+    Ok(to_public(key, rec))
+}
+
+pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, knowledge: Value) -> Result<Knowledge> {
+    validate::value(&e.opts.limits, "knowledge", &knowledge)?;
+    write_version(e, ctx, key, |_| Ok(knowledge.clone()))
+}
+
+pub(crate) fn get_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Knowledge>> {
+    validate::key(&e.opts.limits, "key", key)?;
+    Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
+        Some(v) => Some(to_public(key, codec::decode(&v)?)),
+        None => None,
+    })
+}
+
+pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
+    validate::key(&e.opts.limits, "key", key)?;
+    let dkey = codec::ctx_key(ctx, key);
+    let hprefix = history_prefix(ctx, key);
+    let hkeys: Vec<sled::IVec> = e.t.semantic_history.scan_prefix(&hprefix).keys().collect::<Result<_, _>>()?;
+    let uid = index::uid(Kind::Knowledge, ctx, key);
+    e.indexed_write(&[&e.t.semantic, &e.t.semantic_history], |t| {
+        let old = t[0].remove(dkey.as_slice())?;
+        for k in &hkeys {
+            t[1].remove(k)?;
+        }
+        let ops = if old.is_some() { vec![IndexOp::Delete(uid.clone())] } else { vec![] };
+        Ok((old.is_some(), ops))
+    })
+}
+
+pub(crate) fn query_in(e: &Engine, ctx: &str, text: &str, limit: usize) -> Result<Vec<KnowledgeHit>> {
+    let lim = &e.opts.limits;
+    if text.len() > lim.max_query_bytes {
+        return Err(Error::limit("text", "query size in bytes", lim.max_query_bytes as u64, text.len() as u64));
+    }
+    if limit == 0 {
+        return Err(Error::invalid("limit", "must be at least 1"));
+    }
+    if limit > lim.max_results {
+        return Err(Error::limit("limit", "results per call", lim.max_results as u64, limit as u64));
+    }
+    let q = IndexQuery {
+        kind: Kind::Knowledge,
+        ctx,
+        text,
+        tags_all: &[],
+        participants_any: &[],
+        since_ms: None,
+        until_ms: None,
+        min_importance: None,
+        limit,
+    };
+    let mut out = Vec::new();
+    for (uid, score) in e.index.search(&q)? {
+        let (_, c, key) = index::parse_uid(&uid)?;
+        if let Some(k) = get_in(e, &c, &key)? {
+            out.push(KnowledgeHit {
+                key: k.key,
+                knowledge: k.knowledge,
+                score,
+            });
+        }
+    }
+    Ok(out)
+}
+
+impl Semantic {
+    fn ctx(&self) -> String {
+        self.ctx.clone().unwrap_or_else(|| self.mem.active_context())
+    }
+
+    /// Store (replace) the knowledge under `key`.
+    pub fn store(&self, key: &str, knowledge: Value) -> Result<Knowledge> {
+        let e = &self.mem.engine;
+        e.timed("semantic.store", || store_in(e, &self.ctx(), key, knowledge))
+    }
+
+    /// The knowledge under `key`, or `None`.
+    pub fn retrieve(&self, key: &str) -> Result<Option<Value>> {
+        Ok(self.get(key)?.map(|k| k.knowledge))
+    }
+
+    /// The entry under `key` with version and timestamps, or `None`.
+    pub fn get(&self, key: &str) -> Result<Option<Knowledge>> {
+        let e = &self.mem.engine;
+        e.timed("semantic.retrieve", || get_in(e, &self.ctx(), key))
+    }
+
+    /// Full-text query over keys and knowledge text.
+    pub fn query(&self, text: &str, limit: usize) -> Result<Vec<KnowledgeHit>> {
+        let e = &self.mem.engine;
+        e.timed("semantic.query", || query_in(e, &self.ctx(), text, limit))
+    }
+
+    /// Apply an RFC 7386 JSON Merge Patch to an existing entry (`NotFound` otherwise).
+    pub fn update(&self, key: &str, patch: Value) -> Result<Knowledge> {
+        let e = &self.mem.engine;
+        e.timed("semantic.update", || {
+            validate::value(&e.opts.limits, "patch", &patch)?;
+            let ctx = self.ctx();
+            write_version(e, &ctx, key, |cur| {
+                let Some(cur) = cur else {
+                    return Err(Error::not_found(format!("semantic key {key:?} in context {ctx:?}")));
+                };
+                let mut v = cur.value.clone();
+                json_patch::merge(&mut v, &patch);
+                Ok(v)
+            })
+        })
+    }
+
+    /// Delete the entry and its history; `true` when it existed.
+    pub fn forget(&self, key: &str) -> Result<bool> {
+        let e = &self.mem.engine;
+        e.timed("semantic.forget", || forget_in(e, &self.ctx(), key))
+    }
+
+    /// Kept versions, oldest first (the last one is the current value).
+    pub fn history(&self, key: &str) -> Result<Vec<KnowledgeVersion>> {
+        let e = &self.mem.engine;
+        e.timed("semantic.history", || {
+            validate::key(&e.opts.limits, "key", key)?;
+            let prefix = history_prefix(&self.ctx(), key);
+            let mut out = Vec::new();
+            for item in e.t.semantic_history.scan_prefix(&prefix) {
+                let (k, v) = item?;
+                let ver = k.len().checked_sub(8).map(|p| &k[p..]).and_then(|b| b.try_into().ok());
+                let version = u64::from_be_bytes(ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?);
+                let h: HistoryRecord = codec::decode(&v)?;
+                out.push(KnowledgeVersion {
+                    version,
+                    knowledge: h.value,
+                    recorded_at: millis_to_dt(h.recorded_at),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Keys starting with `prefix` (empty: all), sorted.
+    pub fn keys(&self, prefix: &str) -> Result<Vec<String>> {
+        let e = &self.mem.engine;
+        e.timed("semantic.keys", || {
+            let mut out = Vec::new();
+            for k in e.t.semantic.scan_prefix(codec::ctx_key(&self.ctx(), prefix)).keys() {
+                out.push(codec::split_ctx_key(&k?)?.1);
+            }
+            Ok(out)
+        })
+    }
+}
