@@ -94,6 +94,7 @@ pub(crate) struct Engine {
     /// Host actions registered engine-wide.
     pub actions: parking_lot::RwLock<HashMap<String, Arc<dyn ActionHandler>>>,
     known_contexts: Mutex<HashSet<String>>,
+    index_error: Mutex<Option<String>>,
     shutdown: AtomicBool,
     bg: Mutex<Option<JoinHandle<()>>>,
     _lock: File,
@@ -203,6 +204,7 @@ impl Engine {
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),
             known_contexts: Mutex::new(HashSet::new()),
+            index_error: Mutex::new(None),
             shutdown: AtomicBool::new(false),
             bg: Mutex::new(None),
             _lock: lock,
@@ -235,7 +237,11 @@ impl Engine {
                     if engine.shutdown.load(Ordering::Acquire) {
                         break;
                     }
-                    if let Ok(true) = engine.index.commit_if_due(commit_every) {
+                    let due = engine.index.commit_if_due(commit_every);
+                    if due.is_err() {
+                        let _ = engine.commit_index();
+                    }
+                    if let Ok(true) = due {
                         let _ = engine.prune_index_log();
                     }
                     if last_sweep.elapsed() >= sweep_every {
@@ -252,6 +258,13 @@ impl Engine {
     /// Replay index-log records after `committed` (crash recovery).
     fn replay_index(&self, committed: u64) -> Result<()> {
         let mut st = self.index.lock();
+        self.replay_locked(&mut st, committed)?;
+        drop(st);
+        self.prune_index_log()?;
+        Ok(())
+    }
+
+    fn replay_locked(&self, st: &mut crate::index::WriterState, committed: u64) -> Result<()> {
         let mut last = committed;
         for item in self.t.index_log.range((committed + 1).to_be_bytes()..) {
             let (k, v) = item?;
@@ -265,11 +278,48 @@ impl Engine {
             last = seq;
         }
         if last > committed {
-            self.index.commit_locked(&mut st)?;
+            self.index.commit_locked(st)?;
         }
-        drop(st);
-        self.prune_index_log()?;
         Ok(())
+    }
+
+    /// A writer operation failed: replace the writer and replay the log from
+    /// the last durable commit. sled already holds the data, so the caller's
+    /// write stands either way; a failure here is reported by `status`.
+    fn recover_index_locked(&self, st: &mut crate::index::WriterState, cause: &Error) -> Result<()> {
+        let r = self.index.reset_writer(st).and_then(|()| {
+            let committed = st.committed_seq;
+            self.replay_locked(st, committed)
+        });
+        *self.index_error.lock() = match &r {
+            Ok(()) => None,
+            Err(e) => Some(format!("index writer failed ({cause}) and could not be repaired: {e}")),
+        };
+        r
+    }
+
+    /// Commit pending index changes (repairing a failed writer), then run `q`.
+    pub(crate) fn search_index(&self, q: &crate::index::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
+        self.commit_index()?;
+        self.index.search(q)
+    }
+
+    /// Commit pending index changes, repairing a failed writer if needed.
+    pub(crate) fn commit_index(&self) -> Result<bool> {
+        match self.index.commit_pending() {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                let mut st = self.index.lock();
+                self.recover_index_locked(&mut st, &e)?;
+                self.index.commit_locked(&mut st)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// The last unrepaired index failure, if any (reported as `degraded` by status).
+    pub(crate) fn index_error(&self) -> Option<String> {
+        self.index_error.lock().clone()
     }
 
     /// Re-add every episode and knowledge entry from sled into an empty index.
@@ -353,7 +403,10 @@ impl Engine {
             }
             Ok((r, ops))
         })?;
-        st.apply(seq, &ops)?;
+        if let Err(e) = st.apply(seq, &ops) {
+            // The data and its log record are committed in sled; rebuild the writer state from the log.
+            self.recover_index_locked(&mut st, &e)?;
+        }
         drop(st);
         self.after_write()?;
         Ok(r)
@@ -405,7 +458,7 @@ impl Engine {
     /// Make everything durable: commit the index and fsync sled.
     pub(crate) fn flush(&self) -> Result<()> {
         self.db.flush()?;
-        if self.index.commit_pending()? {
+        if self.commit_index()? {
             self.prune_index_log()?;
         }
         self.db.flush()?;

@@ -266,7 +266,7 @@ pub(crate) fn search_in(e: &Engine, ctx: &str, query: &str, filters: &SearchFilt
         limit,
     };
     let mut hits = Vec::new();
-    for (uid, score) in e.index.search(&q)? {
+    for (uid, score) in e.search_index(&q)? {
         let (_, c, id) = index::parse_uid(&uid)?;
         // sled is the source of truth: a hit whose record is gone is dropped.
         if let Some(ep) = get_in(e, &c, &id)? {

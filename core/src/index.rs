@@ -145,7 +145,8 @@ fn schema() -> (Schema, Fields) {
 
 /// Writer state guarded by one mutex: holding it orders sequence numbers.
 pub(crate) struct WriterState {
-    writer: IndexWriter,
+    /// `None` only transiently while a failed writer is being replaced.
+    writer: Option<IndexWriter>,
     fields: Fields,
     /// Highest sequence applied to the writer.
     pub applied_seq: u64,
@@ -169,11 +170,20 @@ impl std::fmt::Debug for WriterState {
 
 impl WriterState {
     /// Apply one sequence's changes (caller holds the lock, in sequence order).
+    fn writer(&mut self) -> Result<&mut IndexWriter> {
+        self.writer
+            .as_mut()
+            .ok_or_else(|| Error::Index("index writer unavailable (a previous failure could not be repaired)".into()))
+    }
+
     pub(crate) fn apply(&mut self, seq: u64, ops: &[IndexOp]) -> Result<()> {
+        let uid_field = self.fields.uid;
+        let fields = self.fields;
+        let w = self.writer()?;
         for op in ops {
-            self.writer.delete_term(Term::from_field_text(self.fields.uid, op.uid()));
+            w.delete_term(Term::from_field_text(uid_field, op.uid()));
             if let IndexOp::Upsert(d) = op {
-                self.writer.add_document(to_doc(&self.fields, d))?;
+                w.add_document(to_doc(&fields, d))?;
             }
         }
         self.applied_seq = self.applied_seq.max(seq);
@@ -185,8 +195,9 @@ impl WriterState {
     }
 
     fn commit(&mut self, reader: &IndexReader) -> Result<()> {
-        let mut prepared = self.writer.prepare_commit()?;
-        prepared.set_payload(&self.applied_seq.to_string());
+        let payload = self.applied_seq.to_string();
+        let mut prepared = self.writer()?.prepare_commit()?;
+        prepared.set_payload(&payload);
         prepared.commit()?;
         self.committed_seq = self.applied_seq;
         self.pending = 0;
@@ -220,6 +231,7 @@ fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
 /// The index handle owned by the engine.
 pub(crate) struct SearchIndex {
     dir: PathBuf,
+    writer_bytes: usize,
     index: Index,
     reader: IndexReader,
     fields: Fields,
@@ -279,7 +291,7 @@ impl SearchIndex {
             Opened::Fresh => 0,
         };
         let state = WriterState {
-            writer,
+            writer: Some(writer),
             fields,
             applied_seq: committed,
             committed_seq: committed,
@@ -289,6 +301,7 @@ impl SearchIndex {
         Ok((
             SearchIndex {
                 dir: dir.to_owned(),
+                writer_bytes,
                 index,
                 reader,
                 fields,
@@ -296,6 +309,24 @@ impl SearchIndex {
             },
             opened,
         ))
+    }
+
+    /// Replace a failed writer with a fresh one. Uncommitted changes are
+    /// dropped: the caller replays the index log after `committed_seq`.
+    pub(crate) fn reset_writer(&self, st: &mut WriterState) -> Result<()> {
+        if let Some(old) = st.writer.take() {
+            // Rolls back uncommitted work, waits for merge threads and releases the directory lock.
+            drop(old);
+        }
+        let w = self
+            .index
+            .writer_with_num_threads(1, self.writer_bytes.max(15_000_000))
+            .map_err(|e| Error::Index(format!("cannot reopen index writer in {}: {e}", self.dir.display())))?;
+        st.writer = Some(w);
+        st.applied_seq = st.committed_seq;
+        st.pending = 0;
+        st.pending_since = None;
+        Ok(())
     }
 
     /// Lock the writer. Hold the guard across sequence allocation, the sled write and `apply`.
@@ -345,14 +376,14 @@ impl SearchIndex {
         st.commit(&self.reader)?;
         let ids = self.index.searchable_segment_ids()?;
         if ids.len() > 1 {
-            st.writer
+            st.writer()?
                 .merge(&ids)
                 .wait()
                 .map_err(|e| Error::Index(format!("merge failed: {e}")))?;
         }
         st.commit(&self.reader)?;
         // Drop files no longer referenced by any segment.
-        let _ = st.writer.garbage_collect_files().wait();
+        let _ = st.writer()?.garbage_collect_files().wait();
         Ok(())
     }
 
@@ -374,9 +405,9 @@ impl SearchIndex {
         Ok(out)
     }
 
-    /// Run a query. Pending changes are committed first (read-your-writes).
+    /// Run a query against the last commit. Callers go through
+    /// `Engine::search_index`, which commits pending changes first (read-your-writes).
     pub(crate) fn search(&self, q: &IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
-        self.commit_pending()?;
         let f = &self.fields;
         let mut must: Vec<(Occur, Box<dyn Query>)> = vec![
             (Occur::Must, term(f.kind, q.kind.tag())),

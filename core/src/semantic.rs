@@ -208,7 +208,7 @@ pub(crate) fn query_in(e: &Engine, ctx: &str, text: &str, limit: usize) -> Resul
         limit,
     };
     let mut out = Vec::new();
-    for (uid, score) in e.index.search(&q)? {
+    for (uid, score) in e.search_index(&q)? {
         let (_, c, key) = index::parse_uid(&uid)?;
         if let Some(k) = get_in(e, &c, &key)? {
             out.push(KnowledgeHit {
