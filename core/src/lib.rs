@@ -25,9 +25,14 @@ mod config;
 mod engine;
 mod episodic;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod index;
 mod metrics;
+pub mod procedural;
 mod semantic;
+mod session_codec;
+mod sessions;
 mod short_term;
 mod validate;
 mod working;
@@ -44,7 +49,13 @@ pub use crate::engine::{ActionHandler, FORMAT_VERSION};
 pub use crate::episodic::{Episode, EpisodeHit, Episodic, NewEpisode, SearchFilters, SUMMARY_MAX_CHARS};
 pub use crate::error::{Error, Result};
 pub use crate::metrics::OpMetrics;
+pub use crate::procedural::{
+    Actions, Branch, Next, PendingAction, Procedural, Procedure, Run, RunStatus, Step, TraceEntry,
+};
 pub use crate::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
+pub use crate::sessions::{
+    MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved, SessionVersionInfo,
+};
 pub use crate::short_term::{ShortTerm, ShortTermEntry};
 pub use crate::working::{Working, WorkspaceItem};
 

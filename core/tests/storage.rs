@@ -223,3 +223,29 @@ fn many_writes_are_all_searchable_after_reopen() {
     assert_eq!(mem.episodic().search("", &f, 1000).unwrap().len(), n);
     assert_eq!(mem.episodic().search("episode", &f, 1000).unwrap().len(), n);
 }
+
+mod decode_robustness {
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+        /// Arbitrary bytes never panic any record decoder.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = memstrata::fuzzing::decode_records(&bytes);
+        }
+
+        /// Truncated or bit-flipped valid records never panic.
+        #[test]
+        fn damaged_records_never_panic(cut in 0usize..2000, flip in 0usize..2000, big in any::<bool>()) {
+            let v = if big { serde_json::json!({"text": "lorem ipsum ".repeat(100), "n": [1, 2, 3]}) } else { serde_json::json!({"a": 1}) };
+            let mut enc = memstrata::fuzzing::encode_value(&v);
+            if !enc.is_empty() {
+                let i = flip % enc.len();
+                enc[i] ^= 0x5a;
+                enc.truncate(cut % (enc.len() + 1));
+            }
+            let _ = memstrata::fuzzing::decode_records(&enc);
+        }
+    }
+}
