@@ -1,1 +1,42 @@
-//! placeholder
+//! Python binding of Memstrata (`import memstrata`).
+//!
+//! Glue only: one file per core module, conversions in `convert.rs`, and the
+//! single error/panic/GIL choke point in `error.rs`. All behaviour lives in the
+//! `memstrata` crate.
+
+mod clock;
+mod convert;
+mod episodic;
+mod error;
+mod memory;
+mod procedural;
+mod repr;
+mod semantic;
+mod short_term;
+mod working;
+
+use pyo3::prelude::*;
+
+/// The compiled half of the `memstrata` package; import `memstrata` instead.
+#[pymodule]
+fn _memstrata(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    error::register(m)?;
+    m.add_function(wrap_pyfunction!(error::_panic_for_tests, m)?)?;
+    m.add_class::<memory::Memory>()?;
+    m.add_class::<memory::SwitchResult>()?;
+    m.add_class::<clock::ManualClock>()?;
+    m.add_class::<short_term::ShortTerm>()?;
+    m.add_class::<short_term::ShortTermEntry>()?;
+    m.add_class::<working::Working>()?;
+    m.add_class::<working::WorkspaceItem>()?;
+    m.add_class::<episodic::Episodic>()?;
+    m.add_class::<episodic::Episode>()?;
+    m.add_class::<episodic::EpisodeHit>()?;
+    m.add_class::<semantic::Semantic>()?;
+    m.add_class::<semantic::Knowledge>()?;
+    m.add_class::<semantic::KnowledgeVersion>()?;
+    m.add_class::<semantic::KnowledgeHit>()?;
+    procedural::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,65 @@
+"""Memstrata: an embedded, layered memory engine for AI agents.
+
+Open a store with :class:`Memory`; its attributes ``short_term``, ``working``,
+``episodic``, ``semantic`` and ``procedural`` are the memory layers of the
+handle's active context. Every call releases the GIL and a ``Memory`` may be
+shared between threads. Errors are subclasses of :class:`MemstrataError`.
+"""
+
+from memstrata._memstrata import (
+    ConflictError,
+    CorruptedError,
+    Episode,
+    EpisodeHit,
+    Episodic,
+    InvalidInputError,
+    IoError,
+    Knowledge,
+    KnowledgeHit,
+    KnowledgeVersion,
+    LimitExceededError,
+    ManualClock,
+    Memory,
+    MemstrataError,
+    MemstrataIndexError,
+    NotFoundError,
+    ProcedureError,
+    Semantic,
+    ShortTerm,
+    ShortTermEntry,
+    StorageError,
+    StoreLockedError,
+    SwitchResult,
+    Working,
+    WorkspaceItem,
+    __version__,
+)
+
+__all__ = [
+    "ConflictError",
+    "CorruptedError",
+    "Episode",
+    "EpisodeHit",
+    "Episodic",
+    "InvalidInputError",
+    "IoError",
+    "Knowledge",
+    "KnowledgeHit",
+    "KnowledgeVersion",
+    "LimitExceededError",
+    "ManualClock",
+    "Memory",
+    "MemstrataError",
+    "MemstrataIndexError",
+    "NotFoundError",
+    "ProcedureError",
+    "Semantic",
+    "ShortTerm",
+    "ShortTermEntry",
+    "StorageError",
+    "StoreLockedError",
+    "SwitchResult",
+    "Working",
+    "WorkspaceItem",
+    "__version__",
+]

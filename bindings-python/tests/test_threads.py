@@ -1,0 +1,123 @@
+"""One Memory shared by many threads: every call releases the GIL and nothing is lost."""
+
+import threading
+
+import memstrata
+
+THREADS = 8
+ROUNDS = 25
+
+
+def test_hammer_one_memory_from_eight_threads(store_path):
+    mem = memstrata.Memory(store_path)
+    errors: list[BaseException] = []
+    episode_ids: dict[int, list[str]] = {t: [] for t in range(THREADS)}
+    workspace_ids: dict[int, list[str]] = {t: [] for t in range(THREADS)}
+    barrier = threading.Barrier(THREADS)
+
+    def worker(t: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(ROUNDS):
+                mem.short_term.store(f"t{t}:k{i}", {"t": t, "i": i})
+                episode_ids[t].append(
+                    mem.episodic.record(f"thread{t} round{i} event", tags=[f"t{t}"], content={"i": i})
+                )
+                mem.semantic.store(f"t{t}:fact{i}", {"i": i})
+                if i % 2:
+                    mem.semantic.update(f"t{t}:fact{i}", {"odd": True})
+                workspace_ids[t].append(mem.namespace(f"ctx{t}").working.add_to_workspace(i))
+                # Reads interleaved with the writes of the other threads.
+                assert mem.short_term.retrieve(f"t{t}:k{i}") == {"t": t, "i": i}
+                mem.episodic.search(f"thread{t}", limit=5, tags=[f"t{t}"])
+                mem.semantic.query("fact", limit=3)
+                mem.short_term.keys(f"t{t}:")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+
+    for t in range(THREADS):
+        assert len(mem.short_term.keys(f"t{t}:")) == ROUNDS
+        for i in range(ROUNDS):
+            assert mem.short_term.retrieve(f"t{t}:k{i}") == {"t": t, "i": i}
+            expected = {"i": i, "odd": True} if i % 2 else {"i": i}
+            assert mem.semantic.retrieve(f"t{t}:fact{i}") == expected
+        assert len(set(episode_ids[t])) == ROUNDS
+        for eid in episode_ids[t]:
+            assert mem.episodic.get(eid) is not None
+        hits = mem.episodic.search(f"thread{t}", limit=1000, tags=[f"t{t}"])
+        assert sorted(h.episode.id for h in hits) == sorted(episode_ids[t])
+        items = mem.namespace(f"ctx{t}").working.workspace_items()
+        assert [it.id for it in items] == workspace_ids[t][-len(items):]
+        assert len(items) == min(ROUNDS, 64)
+
+    # Nothing lost across a reopen either.
+    mem.close()
+    with memstrata.Memory(store_path) as again:
+        assert sum(len(again.short_term.keys(f"t{t}:")) for t in range(THREADS)) == THREADS * ROUNDS
+        assert len(again.semantic.keys()) == THREADS * ROUNDS
+
+
+def test_other_threads_run_while_a_call_is_in_flight(mem):
+    """A Python thread keeps running while others are inside the engine (the GIL is released)."""
+    stop = threading.Event()
+    ticks = 0
+
+    def spinner() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    def writer() -> None:
+        for i in range(200):
+            mem.episodic.record(f"event {i}")
+
+    spin = threading.Thread(target=spinner)
+    spin.start()
+    w = threading.Thread(target=writer)
+    w.start()
+    w.join()
+    stop.set()
+    spin.join()
+    assert ticks > 0
+    assert len(mem.episodic.recent(limit=1000)) == 200
+
+
+def test_close_while_other_threads_use_the_memory(store_path):
+    mem = memstrata.Memory(store_path)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+    started = threading.Barrier(5)
+
+    def user(t: int) -> None:
+        started.wait()
+        for i in range(200):
+            try:
+                mem.short_term.store(f"{t}:{i}", i)
+            except memstrata.MemstrataError as e:
+                with lock:
+                    outcomes.append(e.code)
+                return
+        with lock:
+            outcomes.append("done")
+
+    threads = [threading.Thread(target=user, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    started.wait()
+    mem.close()
+    for th in threads:
+        th.join()
+    assert len(outcomes) == 4
+    assert set(outcomes) <= {"done", "CLOSED"}
+    with memstrata.Memory(store_path) as again:
+        for t in range(4):
+            keys = again.short_term.keys(f"{t}:")
+            # Every acknowledged store survived the close.
+            assert all(again.short_term.retrieve(k) == int(k.split(":")[1]) for k in keys)
