@@ -1,1 +1,26 @@
-//! placeholder
+//! # memstrata-mcp
+//!
+//! Memstrata served over the Model Context Protocol (rmcp): stdio, streamable
+//! HTTP at `/mcp`, WebSocket at `/mcp/ws`, and the plain `POST /mcp/v1/execute`
+//! envelope. See `docs/mcp.md`.
+//!
+//! - [`server::MemoryServer`]: the service, one per connection;
+//! - [`ops`]: tool arguments and what each tool does (a thin mapping onto the core);
+//! - [`http`]: the HTTP listener with Host/Origin checks, API keys, size limits;
+//! - [`auth`], [`audit`]: who may do what, and the trail of mutating calls.
+
+pub mod audit;
+pub mod auth;
+pub mod error;
+pub mod http;
+pub mod ops;
+pub mod prompts;
+pub mod resources;
+pub mod schema;
+pub mod server;
+pub mod uri;
+pub mod ws;
+
+pub use crate::auth::{Access, Auth, Principal};
+pub use crate::error::ToolError;
+pub use crate::server::{Caller, MemoryServer, Shared};

@@ -1,0 +1,309 @@
+//! The HTTP listener: streamable HTTP at `/mcp`, WebSocket at `/mcp/ws`, and
+//! the plain `POST /mcp/v1/execute` envelope, behind one set of checks:
+//!
+//! 1. `Host` and `Origin` validation (DNS-rebinding protection): only the
+//!    loopback names, the bound address and `--allowed-host` names; a
+//!    browser `Origin` must name one of those hosts or be listed with
+//!    `--allowed-origin`. Refused with 403.
+//! 2. API keys: with keys configured, `Authorization: Bearer <key>` is
+//!    required (401 otherwise); the key's [`Principal`] travels with the
+//!    request and every tool checks the contexts it touches.
+//! 3. Size limits: request bodies and WebSocket messages are capped
+//!    (`--max-body-bytes`, default 16 MiB of value plus headroom).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{DefaultBodyLimit, Extension, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{AuthFailure, Principal};
+use crate::server::{Caller, MemoryServer, Shared};
+
+/// Default request-size cap: a maximal 16 MiB value plus JSON escaping and envelope headroom.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 20 * 1024 * 1024;
+
+/// Listener settings.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Address to bind.
+    pub listen: SocketAddr,
+    /// Extra accepted `Host` names (`name` or `name:port`); `*` disables Host checks.
+    pub allowed_hosts: Vec<String>,
+    /// Extra accepted browser origins (`https://app.example.com`, or `null`).
+    pub allowed_origins: Vec<String>,
+    /// Largest request body / WebSocket message in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl HttpConfig {
+    /// Loopback defaults on `listen`.
+    pub fn new(listen: SocketAddr) -> Self {
+        HttpConfig {
+            listen,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    /// Every accepted Host name: loopback names, the bound IP (when specific), the extras.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut h: Vec<String> = ["localhost", "127.0.0.1", "::1"].iter().map(|s| (*s).to_owned()).collect();
+        let ip = self.listen.ip();
+        if !ip.is_unspecified() && !ip.is_loopback() {
+            h.push(ip.to_string());
+        }
+        h.extend(self.allowed_hosts.iter().map(|s| s.to_ascii_lowercase()));
+        h
+    }
+}
+
+#[derive(Debug)]
+struct App {
+    shared: Arc<Shared>,
+    hosts: Vec<String>,
+    any_host: bool,
+    origins: Vec<String>,
+    max_body: usize,
+    shutdown: CancellationToken,
+}
+
+/// Split `host[:port]` / `[v6]:port` into (host, port).
+fn split_authority(a: &str) -> (String, Option<&str>) {
+    let a = a.trim();
+    if let Some(rest) = a.strip_prefix('[') {
+        if let Some((h, tail)) = rest.split_once(']') {
+            return (h.to_ascii_lowercase(), tail.strip_prefix(':'));
+        }
+    }
+    match a.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') && p.chars().all(|c| c.is_ascii_digit()) => (h.to_ascii_lowercase(), Some(p)),
+        _ => (a.to_ascii_lowercase(), None),
+    }
+}
+
+impl App {
+    fn host_ok(&self, authority: &str) -> bool {
+        if self.any_host {
+            return true;
+        }
+        let (host, port) = split_authority(authority);
+        self.hosts.iter().any(|allowed| {
+            let (ah, ap) = split_authority(allowed);
+            ah == host && (ap.is_none() || ap == port)
+        })
+    }
+
+    fn origin_ok(&self, origin: &str) -> bool {
+        if self.origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
+            return true;
+        }
+        match origin.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => {
+                let authority = rest.split('/').next().unwrap_or("");
+                self.host_ok(authority)
+            }
+            _ => false,
+        }
+    }
+}
+
+fn refuse(status: StatusCode, msg: &str) -> Response {
+    let mut r = (status, axum::Json(json!({"error": msg}))).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"memstrata\""));
+    }
+    r
+}
+
+/// Host/Origin validation, then bearer authentication; the principal goes into the request.
+async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    match host {
+        Some(h) if app.host_ok(&h) => {}
+        Some(h) => {
+            tracing::warn!(host = %h, "refused a request for a Host that is not allowed (DNS rebinding protection)");
+            return refuse(StatusCode::FORBIDDEN, "Host not allowed");
+        }
+        None => return refuse(StatusCode::BAD_REQUEST, "missing Host header"),
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ok = origin.to_str().is_ok_and(|o| app.origin_ok(o));
+        if !ok {
+            tracing::warn!(origin = ?origin, "refused a request from an Origin that is not allowed");
+            return refuse(StatusCode::FORBIDDEN, "Origin not allowed");
+        }
+    }
+    let authz = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok());
+    match app.shared.auth.authenticate(authz) {
+        Ok(p) => {
+            req.extensions_mut().insert(p);
+            next.run(req).await
+        }
+        Err(AuthFailure::Missing) => refuse(StatusCode::UNAUTHORIZED, "missing bearer token (Authorization: Bearer <key>)"),
+        Err(AuthFailure::Invalid) => {
+            if let Some(a) = &app.shared.audit {
+                a.record("invalid-key", "http", "-", "-", Some("UNAUTHORIZED"));
+            }
+            refuse(StatusCode::UNAUTHORIZED, "invalid API key")
+        }
+    }
+}
+
+async fn ws(State(app): State<Arc<App>>, Extension(principal): Extension<Principal>, upgrade: WebSocketUpgrade) -> Response {
+    let shared = Arc::clone(&app.shared);
+    let ct = app.shutdown.child_token();
+    upgrade
+        .max_message_size(app.max_body)
+        .max_frame_size(app.max_body)
+        .on_upgrade(move |socket| async move {
+            let server = MemoryServer::new(shared, "ws", Caller::Fixed(principal));
+            match server.serve_with_ct(crate::ws::transport(socket), ct).await {
+                Ok(running) => {
+                    let _ = running.waiting().await;
+                }
+                Err(e) => tracing::debug!("WebSocket MCP session ended during initialization: {e}"),
+            }
+        })
+}
+
+fn rpc_error(id: Value, code: i32, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// `POST /mcp/v1/execute`: `{"jsonrpc":"2.0","id":…,"method":"execute","params":{"tool":…,"parameters":{…}}}`.
+async fn execute(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let ct_ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| v.starts_with("application/json"));
+    if !ct_ok {
+        return (StatusCode::UNSUPPORTED_MEDIA_TYPE, axum::Json(rpc_error(Value::Null, -32700, "expected Content-Type: application/json")))
+            .into_response();
+    }
+    let msg: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return (StatusCode::BAD_REQUEST, axum::Json(rpc_error(Value::Null, -32700, &format!("parse error: {e}"))))
+                .into_response();
+        }
+    };
+    let id = msg.get("id").cloned().unwrap_or(Value::Null);
+    let bad = |m: &str| (StatusCode::BAD_REQUEST, axum::Json(rpc_error(id.clone(), -32600, m))).into_response();
+    if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return bad("invalid request: \"jsonrpc\" must be \"2.0\"");
+    }
+    match msg.get("method").and_then(Value::as_str) {
+        Some("execute") => {}
+        Some(other) => {
+            return (
+                StatusCode::OK,
+                axum::Json(rpc_error(id, -32601, &format!("method not found: {other:?} (this endpoint serves \"execute\")"))),
+            )
+                .into_response();
+        }
+        None => return bad("invalid request: missing \"method\""),
+    }
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    let Some(tool) = params.get("tool").and_then(Value::as_str) else {
+        return (StatusCode::OK, axum::Json(rpc_error(id, -32602, "invalid params: \"params.tool\" must be a tool name")))
+            .into_response();
+    };
+    let parameters = match params.get("parameters") {
+        None | Some(Value::Null) => json!({}),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => {
+            return (StatusCode::OK, axum::Json(rpc_error(id, -32602, "invalid params: \"params.parameters\" must be an object")))
+                .into_response();
+        }
+    };
+    let server = MemoryServer::new(Arc::clone(&app.shared), "execute", Caller::Fixed(principal.clone()));
+    match server.execute_json(tool, parameters, &principal).await {
+        None => (StatusCode::OK, axum::Json(rpc_error(id, -32601, &format!("unknown tool {tool:?} (see tools/list on /mcp)"))))
+            .into_response(),
+        Some(Ok(result)) => (StatusCode::OK, axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}))).into_response(),
+        Some(Err(e)) => {
+            let status = if e.code() == "FORBIDDEN" { StatusCode::FORBIDDEN } else { StatusCode::OK };
+            (status, axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": e.to_jsonrpc()}))).into_response()
+        }
+    }
+}
+
+/// The axum router with every endpoint and the guard.
+pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken) -> Router {
+    let hosts = cfg.hosts();
+    let any_host = cfg.allowed_hosts.iter().any(|h| h == "*");
+    let app = Arc::new(App {
+        shared: Arc::clone(&shared),
+        hosts: hosts.clone(),
+        any_host,
+        origins: cfg.allowed_origins.clone(),
+        max_body: cfg.max_body_bytes,
+        shutdown: shutdown.clone(),
+    });
+    // The guard above does Host/Origin checks for every route; rmcp repeats the Host check on /mcp.
+    let mut mcp_cfg = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .with_max_request_body_bytes(cfg.max_body_bytes);
+    mcp_cfg = if any_host { mcp_cfg.disable_allowed_hosts() } else { mcp_cfg.with_allowed_hosts(hosts) };
+    let factory_shared = Arc::clone(&shared);
+    let mcp = StreamableHttpService::new(
+        move || Ok(MemoryServer::new(Arc::clone(&factory_shared), "http", Caller::PerRequest)),
+        Arc::new(LocalSessionManager::default()),
+        mcp_cfg,
+    );
+    Router::new()
+        .route_service("/mcp", mcp)
+        .route("/mcp/ws", get(ws))
+        .route("/mcp/v1/execute", post(execute))
+        .layer(DefaultBodyLimit::max(cfg.max_body_bytes))
+        .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
+        .with_state(app)
+}
+
+/// Bind and serve until `shutdown` is cancelled.
+pub async fn serve(shared: Arc<Shared>, cfg: HttpConfig, shutdown: CancellationToken) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
+    let local = listener.local_addr()?;
+    tracing::info!("memstrata-mcp listening on http://{local}/mcp (WebSocket ws://{local}/mcp/ws, envelope POST /mcp/v1/execute)");
+    let app = router(shared, &cfg, shutdown.clone());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities() {
+        assert_eq!(split_authority("localhost:8765"), ("localhost".into(), Some("8765")));
+        assert_eq!(split_authority("[::1]:80"), ("::1".into(), Some("80")));
+        assert_eq!(split_authority("::1"), ("::1".into(), None));
+        assert_eq!(split_authority("Example.COM"), ("example.com".into(), None));
+    }
+}

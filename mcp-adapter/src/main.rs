@@ -1,0 +1,426 @@
+//! `memstrata-mcp`: the standalone Memstrata MCP server and its admin commands.
+//!
+//! ```text
+//! memstrata-mcp [--store PATH] stdio
+//! memstrata-mcp [--store PATH] http --listen 127.0.0.1:8765 [--api-key KEY]... [--auth-config FILE]
+//! memstrata-mcp [--store PATH] status | export FILE | import FILE [--knowledge-graph] | optimize [--level L]
+//! ```
+//! stdout carries only the MCP protocol (stdio) or command output; logs go to stderr.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio_util::sync::CancellationToken;
+
+use memstrata::{Durability, Memory};
+use memstrata_mcp::http::{self, HttpConfig};
+use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
+
+#[derive(Debug, Parser)]
+#[command(name = "memstrata-mcp", version, about = "Memstrata layered memory as an MCP server")]
+struct Cli {
+    /// Store directory [env: MEMSTRATA_STORE; default: <platform data dir>/memstrata/default.mem]
+    #[arg(long, global = true, env = "MEMSTRATA_STORE", hide_env = true)]
+    store: Option<PathBuf>,
+    /// Durability: immediate, periodic, periodic:<ms> or manual.
+    #[arg(long, global = true, default_value = "periodic")]
+    durability: String,
+    /// Root scanned by llm_punch_out(detect_files=true) (repeatable).
+    #[arg(long = "workspace-root", global = true)]
+    workspace_roots: Vec<PathBuf>,
+    /// Do not append mutating calls to <store>/audit.jsonl.
+    #[arg(long, global = true)]
+    no_audit: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP over stdin/stdout (what Claude Desktop and IDEs launch).
+    Stdio,
+    /// Serve streamable HTTP at /mcp, WebSocket at /mcp/ws and POST /mcp/v1/execute.
+    Http(HttpArgs),
+    /// Show store health, counts and the latest audit records.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Audit records to show.
+        #[arg(long, default_value_t = 20)]
+        audit: usize,
+    },
+    /// Export every layer to a JSON Lines file.
+    Export {
+        /// Output file (`-` for stdout).
+        file: PathBuf,
+    },
+    /// Import a Memstrata export, or the MCP reference memory server's knowledge graph.
+    Import {
+        /// Input file.
+        file: PathBuf,
+        /// The file is a reference memory server `memory.jsonl` knowledge graph.
+        #[arg(long)]
+        knowledge_graph: bool,
+        /// Context that receives a knowledge graph.
+        #[arg(long, default_value = "default")]
+        context: String,
+    },
+    /// Reclaim space (purge expired items, prune session versions, merge index segments).
+    Optimize {
+        /// How much work to do.
+        #[arg(long, value_enum, default_value_t = Level::Light)]
+        level: Level,
+        /// Limit session pruning to this session.
+        #[arg(long)]
+        session: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Level {
+    Light,
+    Medium,
+    Aggressive,
+}
+
+#[derive(Debug, clap::Args)]
+struct HttpArgs {
+    /// Address to listen on. Non-loopback addresses need an API key (or --allow-unauthenticated-remote).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    listen: SocketAddr,
+    /// API key with access to everything (repeatable) [env: MEMSTRATA_API_KEYS, comma-separated].
+    #[arg(long = "api-key", env = "MEMSTRATA_API_KEYS", hide_env_values = true, value_delimiter = ',')]
+    api_keys: Vec<String>,
+    /// TOML or JSON file mapping API keys to the contexts they may read and write (see docs/mcp.md).
+    #[arg(long)]
+    auth_config: Option<PathBuf>,
+    /// Allow a non-loopback listen address without any API key.
+    #[arg(long)]
+    allow_unauthenticated_remote: bool,
+    /// Extra Host name clients use to reach the server (repeatable; `*` disables the Host check).
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
+    /// Browser origin allowed to call the server, e.g. https://app.example.com (repeatable).
+    #[arg(long = "allowed-origin")]
+    allowed_origins: Vec<String>,
+    /// Largest request body or WebSocket message, in bytes.
+    #[arg(long, default_value_t = http::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+}
+
+fn default_store() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("memstrata")
+        .join("default.mem")
+}
+
+fn open(cli: &Cli) -> Result<Memory, String> {
+    let path = cli.store.clone().unwrap_or_else(default_store);
+    let durability: Durability = cli.durability.parse().map_err(|e: memstrata::Error| e.to_string())?;
+    let mut b = Memory::builder().path(&path).durability(durability);
+    for r in &cli.workspace_roots {
+        b = b.workspace_root(r);
+    }
+    b.open().map_err(|e| match e {
+        memstrata::Error::StoreLocked { .. } => {
+            format!("{e} (another memstrata-mcp or program has it open; stop it or use another --store)")
+        }
+        other => format!("cannot open store {}: {other}", path.display()),
+    })
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MEMSTRATA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+fn flush(mem: &Memory) {
+    match mem.flush() {
+        Ok(()) => tracing::info!("store flushed"),
+        Err(e) => tracing::error!("flush failed: {e}"),
+    }
+}
+
+fn serve_stdio(cli: &Cli) -> Result<(), String> {
+    let mem = open(cli)?;
+    let shared = Shared::new(mem.clone(), Auth::disabled(), !cli.no_audit).map_err(|e| e.to_string())?;
+    let max_line = mem.options().limits.max_value_bytes.saturating_mul(2) + (1 << 20);
+    runtime()?.block_on(async {
+        let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
+        let transport =
+            AsyncRwTransport::<rmcp::RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout()).with_max_line_length(max_line);
+        tracing::info!(store = %mem.path().display(), "memstrata-mcp serving MCP on stdio");
+        let running = server.serve(transport).await.map_err(|e| format!("MCP initialization failed: {e}"))?;
+        let ct = running.cancellation_token();
+        tokio::select! {
+            r = running.waiting() => {
+                if let Err(e) = r {
+                    tracing::warn!("MCP session ended with an error: {e}");
+                }
+            }
+            () = shutdown_signal() => {
+                tracing::info!("signal received, shutting down");
+                ct.cancel();
+            }
+        }
+        Ok::<(), String>(())
+    })?;
+    flush(&mem);
+    Ok(())
+}
+
+fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
+    let mut auth = Auth::disabled().with_full_keys(args.api_keys.iter().cloned());
+    if let Some(p) = &args.auth_config {
+        auth = auth.load_file(p)?;
+    }
+    if !args.listen.ip().is_loopback() && !auth.enabled() && !args.allow_unauthenticated_remote {
+        return Err(format!(
+            "refusing to listen on non-loopback address {} without an API key: pass --api-key / --auth-config \
+             (or --allow-unauthenticated-remote if the network is trusted)",
+            args.listen
+        ));
+    }
+    let mem = open(cli)?;
+    let n_keys = auth.len();
+    let shared = Shared::new(mem.clone(), auth, !cli.no_audit).map_err(|e| e.to_string())?;
+    let cfg = HttpConfig {
+        listen: args.listen,
+        allowed_hosts: args.allowed_hosts.clone(),
+        allowed_origins: args.allowed_origins.clone(),
+        max_body_bytes: args.max_body_bytes,
+    };
+    tracing::info!(store = %mem.path().display(), api_keys = n_keys, "starting HTTP server");
+    runtime()?.block_on(async {
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(http::serve(shared, cfg, shutdown.clone()));
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("signal received, shutting down");
+            stop.cancel();
+        });
+        match server.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("HTTP server on {}: {e}", args.listen)),
+            Err(e) => Err(format!("HTTP server task failed: {e}")),
+        }
+    })?;
+    flush(&mem);
+    Ok(())
+}
+
+fn spinner(msg: &str) -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    pb.set_message(msg.to_owned());
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
+}
+
+fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
+    let path = cli.store.clone().unwrap_or_else(default_store);
+    let (status, note) = match open(cli) {
+        Ok(mem) => (Some(mem.status(true, true).map_err(|e| e.to_string())?), None),
+        Err(e) => (None, Some(e)),
+    };
+    let trail = audit::tail(&std::fs::canonicalize(&path).unwrap_or(path.clone()), audit_n).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let v = serde_json::json!({"store": path, "status": status, "note": note, "audit": trail});
+        writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    let _ = writeln!(out, "store: {}", path.display());
+    match &status {
+        Some(s) => {
+            let _ = writeln!(out, "status: {} (engine {}), sessions: {}", s.status, s.version, s.active_sessions.unwrap_or(0));
+            for i in &s.issues {
+                let _ = writeln!(out, "  issue: {i}");
+            }
+            if let Some(m) = &s.metrics {
+                let c = &m.items;
+                let _ = writeln!(
+                    out,
+                    "items: short-term {}, working {}, episodes {}, knowledge {}, procedures {}, runs {}, sessions {} ({} versions), tasks {}",
+                    c.short_term, c.working, c.episodes, c.semantic, c.procedures, c.runs, c.sessions, c.session_versions, c.tasks
+                );
+                let _ = writeln!(
+                    out,
+                    "disk: {} bytes; index: {} documents in {} segments, {} pending",
+                    m.bytes_on_disk, m.index.documents, m.index.segments, m.index.pending
+                );
+            }
+        }
+        None => {
+            let _ = writeln!(out, "status: unavailable: {}", note.unwrap_or_default());
+        }
+    }
+    let _ = writeln!(out, "audit trail ({} most recent mutating calls):", trail.len());
+    for a in &trail {
+        let _ = writeln!(
+            out,
+            "  {} {:<12} {:<9} {:<18} {:<16} {}",
+            a.time,
+            a.who,
+            a.transport,
+            a.tool,
+            a.context,
+            if a.ok { "ok".to_owned() } else { a.error.clone().unwrap_or_default() }
+        );
+    }
+    Ok(())
+}
+
+/// Counts bytes written, for the export spinner.
+struct Counting<W> {
+    inner: W,
+    pb: ProgressBar,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.pb.inc(n as u64);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn export(cli: &Cli, file: &Path) -> Result<(), String> {
+    let mem = open(cli)?;
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} exporting {bytes} written {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    pb.enable_steady_tick(Duration::from_millis(120));
+    let stats = if file == Path::new("-") {
+        let mut w = Counting {
+            inner: BufWriter::new(std::io::stdout().lock()),
+            pb: pb.clone(),
+        };
+        let s = mem.export(&mut w).map_err(|e| e.to_string())?;
+        w.flush().map_err(|e| e.to_string())?;
+        s
+    } else {
+        let f = File::create(file).map_err(|e| format!("cannot create {}: {e}", file.display()))?;
+        let mut w = Counting {
+            inner: BufWriter::new(f),
+            pb: pb.clone(),
+        };
+        let s = mem.export(&mut w).map_err(|e| e.to_string())?;
+        w.flush().map_err(|e| format!("writing {}: {e}", file.display()))?;
+        s
+    };
+    pb.finish_and_clear();
+    eprintln!("exported {} records: {}", stats.records, serde_json::to_string(&stats.counts).unwrap_or_default());
+    Ok(())
+}
+
+fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Result<(), String> {
+    let mem = open(cli)?;
+    let f = File::open(file).map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} importing {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut reader = BufReader::new(pb.wrap_read(f));
+    let stats = if knowledge_graph {
+        mem.namespace(context)
+            .and_then(|m| m.import_knowledge_graph(&mut reader))
+            .map_err(|e| e.to_string())?
+    } else {
+        mem.import(&mut reader).map_err(|e| e.to_string())?
+    };
+    pb.finish_and_clear();
+    mem.flush().map_err(|e| e.to_string())?;
+    eprintln!("imported {} records: {}", stats.records, serde_json::to_string(&stats.counts).unwrap_or_default());
+    Ok(())
+}
+
+fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String> {
+    let mem = open(cli)?;
+    let lvl = match level {
+        Level::Light => memstrata::OptimizeLevel::Light,
+        Level::Medium => memstrata::OptimizeLevel::Medium,
+        Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
+    };
+    let pb = spinner(&format!("optimizing ({})", lvl.as_str()));
+    let report = mem.optimize(lvl, session).map_err(|e| e.to_string())?;
+    pb.finish_and_clear();
+    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let r = match &cli.command {
+        Command::Stdio => serve_stdio(&cli),
+        Command::Http(a) => serve_http(&cli, a),
+        Command::Status { json, audit } => status(&cli, *json, *audit),
+        Command::Export { file } => export(&cli, file),
+        Command::Import {
+            file,
+            knowledge_graph,
+            context,
+        } => import(&cli, file, *knowledge_graph, context),
+        Command::Optimize { level, session } => optimize(&cli, *level, session.as_deref()),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memstrata-mcp: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

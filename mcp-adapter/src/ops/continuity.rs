@@ -1,0 +1,319 @@
+//! Continuity tools: sessions, context store/retrieve, the timesheet, status, optimize.
+//!
+//! Arguments and result fields are those of DESIGN.md §2.2.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Cx, Done, Op, ctx_target, ttl};
+use crate::auth::{Access, Target};
+use crate::error::{ToolError, ToolResult};
+use crate::uri;
+
+/// Default `compression_level` of `session_save` (lz4).
+pub const DEFAULT_COMPRESSION_LEVEL: u8 = 1;
+/// Files listed by `llm_punch_out` (the count is always exact).
+pub const MAX_LISTED_FILES: usize = 100;
+
+fn global(access: Access) -> ToolResult<Vec<Target>> {
+    Ok(vec![Target::Global(access)])
+}
+
+// ---------------------------------------------------------------- sessions
+
+/// Arguments of `session_create`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionCreate {
+    /// Human-readable name (e.g. the task), 1..=1024 bytes.
+    pub name: String,
+    /// Any JSON returned by every restore (e.g. repository, branch, goal).
+    #[serde(default)]
+    pub metadata: Option<Value>,
+}
+
+impl Op for SessionCreate {
+    const NAME: &'static str = "session_create";
+    const MUTATES: bool = true;
+    fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
+        global(Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let r = cx
+            .mem
+            .session_create(&self.name, self.metadata.unwrap_or(Value::Object(Default::default())))?;
+        let u = uri::session(&r.session_id);
+        Ok(Done::of(&r)?.changed(u, None, true))
+    }
+}
+
+/// Arguments of `session_save`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSave {
+    /// Session id from session_create.
+    pub session_id: String,
+    /// The state to save (any JSON, at most 16 MiB). Each save is a new version 1, 2, 3…
+    pub content: Value,
+    /// 0 = uncompressed, 1 = lz4 (default), 2 = structure-split + lz4, 3 = delta against the previous version.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 3))]
+    pub compression_level: Option<u8>,
+}
+
+impl Op for SessionSave {
+    const NAME: &'static str = "session_save";
+    const MUTATES: bool = true;
+    fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
+        global(Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let r = cx.mem.session_save(
+            &self.session_id,
+            self.content,
+            self.compression_level.unwrap_or(DEFAULT_COMPRESSION_LEVEL),
+        )?;
+        Ok(Done::of(&r)?.changed(uri::session(&self.session_id), None, false))
+    }
+}
+
+/// Arguments of `session_restore`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRestore {
+    /// Session id from session_create.
+    pub session_id: String,
+    /// Version to restore (default: the latest).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub version: Option<u64>,
+}
+
+impl Op for SessionRestore {
+    const NAME: &'static str = "session_restore";
+    const MUTATES: bool = false;
+    fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
+        global(Access::Read)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let r = cx.mem.session_restore(&self.session_id, self.version).map_err(|e| {
+            let nf = matches!(e, memstrata::Error::NotFound { .. });
+            let e = ToolError::from(e);
+            if nf && self.version.is_none() {
+                e.hint("Save a version with session_save first, or check the session_id")
+            } else if nf {
+                e.hint("Omit `version` to restore the latest")
+            } else {
+                e
+            }
+        })?;
+        Done::of(&r)
+    }
+}
+
+// ---------------------------------------------------------------- contexts
+
+/// Arguments of `context_store`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextStore {
+    /// Key (1..=1024 bytes). Replaces any previous value.
+    pub key: String,
+    /// Any JSON value (at most 16 MiB).
+    pub value: Value,
+    /// Time to live in seconds (> 0); without it the value never expires.
+    #[serde(default)]
+    pub ttl: Option<f64>,
+    /// Context to store in (default: the active context).
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+impl Op for ContextStore {
+    const NAME: &'static str = "context_store";
+    const MUTATES: bool = true;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        ctx_target(&self.namespace, cx, Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let r = cx
+            .mem
+            .context_store(&self.key, self.value, ttl(self.ttl)?, self.namespace.as_deref())?;
+        Done::of(&r)
+    }
+}
+
+/// Arguments of `context_retrieve`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextRetrieve {
+    /// Key to read.
+    pub key: String,
+    /// Context to read from (default: the active context).
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+impl Op for ContextRetrieve {
+    const NAME: &'static str = "context_retrieve";
+    const MUTATES: bool = false;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        ctx_target(&self.namespace, cx, Access::Read)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        match cx.mem.context_retrieve(&self.key, self.namespace.as_deref())? {
+            Some(v) => Done::of(&v),
+            None => {
+                let ctx = self.namespace.clone().unwrap_or_else(|| cx.active());
+                Err(ToolError::NotFound(format!(
+                    "no value under key {:?} in context {ctx:?}: it was never stored there, was forgotten, or its TTL has passed. \
+                     Store it with context_store, or pass `namespace` if it lives in another context",
+                    self.key
+                )))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- timesheet
+
+/// Arguments of `llm_punch_in`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmPunchIn {
+    /// Name of the model doing the work (e.g. "claude-sonnet").
+    pub llm_name: String,
+    /// What the task is.
+    pub task_description: String,
+    /// Context the task belongs to (default: the active context).
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+impl Op for LlmPunchIn {
+    const NAME: &'static str = "llm_punch_in";
+    const MUTATES: bool = true;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        let ctx = self.context.clone().unwrap_or_else(|| cx.active());
+        Ok(vec![Target::Context(ctx, Access::Write), Target::Global(Access::Write)])
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let r = cx
+            .mem
+            .punch_in(&self.llm_name, &self.task_description, self.context.as_deref())?;
+        Done::of(&r)
+    }
+}
+
+/// Arguments of `llm_punch_out`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmPunchOut {
+    /// Task id from llm_punch_in.
+    pub task_id: String,
+    /// What was done (recorded in the task and in an episode tagged `task`).
+    pub summary: String,
+    /// Count the files modified under the server's workspace roots during the task (default false).
+    #[serde(default)]
+    pub detect_files: Option<bool>,
+}
+
+impl Op for LlmPunchOut {
+    const NAME: &'static str = "llm_punch_out";
+    const MUTATES: bool = true;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        let mut t = vec![Target::Global(Access::Write)];
+        if let Some(task) = cx.mem.task(&self.task_id)? {
+            t.push(Target::Context(task.context, Access::Write));
+        }
+        Ok(t)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let mut r = cx
+            .mem
+            .punch_out(&self.task_id, &self.summary, self.detect_files.unwrap_or(false))
+            .map_err(|e| {
+                let nf = matches!(e, memstrata::Error::NotFound { .. });
+                let e = ToolError::from(e);
+                if nf { e.hint("Use the task_id returned by llm_punch_in") } else { e }
+            })?;
+        r.files.truncate(MAX_LISTED_FILES);
+        let mut done = Done::of(&r)?;
+        // The finished task is recorded as an episode: the context's episode list changed.
+        if let Some(task) = cx.mem.task(&self.task_id)? {
+            if let Some(eid) = task.episode_id {
+                done = done.changed(uri::episode(&task.context, &eid), Some(&task.context), true);
+            }
+        }
+        Ok(done)
+    }
+}
+
+// ---------------------------------------------------------------- status / optimize
+
+/// Arguments of `system_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SystemStatus {
+    /// Include the number of sessions (default true).
+    #[serde(default)]
+    pub include_sessions: Option<bool>,
+    /// Include per-operation latency, items per layer, bytes on disk and index lag (default false).
+    #[serde(default)]
+    pub include_metrics: Option<bool>,
+}
+
+impl Op for SystemStatus {
+    const NAME: &'static str = "system_status";
+    const MUTATES: bool = false;
+    fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
+        global(Access::Read)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        Done::of(
+            &cx.mem
+                .status(self.include_sessions.unwrap_or(true), self.include_metrics.unwrap_or(false))?,
+        )
+    }
+}
+
+/// Optimization level.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Purge expired items.
+    Light,
+    /// Also prune old session versions past the retention setting and recompress.
+    Medium,
+    /// Also merge index segments and garbage-collect index files.
+    Aggressive,
+}
+
+/// Arguments of `memory_optimize`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryOptimize {
+    /// Limit session pruning to this session.
+    #[serde(default)]
+    pub target_session: Option<String>,
+    /// light (default), medium or aggressive.
+    #[serde(default)]
+    pub level: Option<Level>,
+}
+
+impl Op for MemoryOptimize {
+    const NAME: &'static str = "memory_optimize";
+    const MUTATES: bool = true;
+    fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
+        global(Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let level = match self.level.unwrap_or(Level::Light) {
+            Level::Light => memstrata::OptimizeLevel::Light,
+            Level::Medium => memstrata::OptimizeLevel::Medium,
+            Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
+        };
+        Done::of(&cx.mem.optimize(level, self.target_session.as_deref())?)
+    }
+}

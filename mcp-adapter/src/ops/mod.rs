@@ -1,0 +1,155 @@
+//! Tool arguments and what each tool does: a thin mapping onto the core.
+//!
+//! Every tool has one argument struct (its JSON Schema input, field docs
+//! become descriptions) implementing [`Op`]. The MCP handler in
+//! `server.rs` and the plain `/mcp/v1/execute` envelope both go through
+//! [`Op::run`], so the two entry points cannot drift.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use memstrata::Memory;
+
+use crate::auth::{Access, Target};
+use crate::error::{ToolError, ToolResult};
+
+mod continuity;
+mod layers;
+mod procedures;
+
+pub use continuity::*;
+pub use layers::*;
+pub use procedures::*;
+
+/// Results per page when a list tool is called without `limit`.
+pub const DEFAULT_LIMIT: usize = 10;
+/// Largest `limit` a list tool honours (larger values are capped).
+pub const MAX_LIMIT: usize = 100;
+/// Most ids `episodes_summarize` accepts.
+pub const MAX_SUMMARIZE_IDS: usize = 100;
+
+/// What a tool call runs against.
+#[derive(Debug, Clone)]
+pub struct Cx {
+    /// A handle pinned to the context that was active when the call arrived.
+    pub mem: Memory,
+    /// The connection's own handle (only `context_switch` changes its active context).
+    pub conn: Memory,
+}
+
+impl Cx {
+    /// The active context at call time.
+    pub fn active(&self) -> String {
+        self.mem.active_context()
+    }
+
+    /// The handle for `namespace` (else the active context) and its name.
+    pub fn scoped(&self, namespace: &Option<String>) -> ToolResult<(Memory, String)> {
+        match namespace {
+            Some(ns) => {
+                memstrata::validate_context_name("namespace", ns)?;
+                Ok((self.mem.namespace(ns)?, ns.clone()))
+            }
+            None => Ok((self.mem.clone(), self.active())),
+        }
+    }
+}
+
+/// A change a mutating call made, for resource notifications.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Canonical (context-qualified) URI of the resource that changed.
+    pub uri: String,
+    /// Context of the resource (`None`: engine-wide, e.g. sessions).
+    pub context: Option<String>,
+    /// The resource was created or deleted (the resource list changed).
+    pub list_changed: bool,
+}
+
+/// A finished call: the structured result and the changes it made.
+#[derive(Debug)]
+pub struct Done {
+    /// The tool's `structuredContent`.
+    pub value: Value,
+    /// Changed resources.
+    pub changes: Vec<Change>,
+}
+
+impl Done {
+    /// Serialize a result.
+    pub fn of<T: Serialize>(v: &T) -> ToolResult<Done> {
+        Ok(Done {
+            value: serde_json::to_value(v).map_err(|e| ToolError::Internal(format!("serialize result: {e}")))?,
+            changes: Vec::new(),
+        })
+    }
+
+    /// Record a changed resource.
+    #[must_use]
+    pub fn changed(mut self, uri: String, context: Option<&str>, list_changed: bool) -> Done {
+        self.changes.push(Change {
+            uri,
+            context: context.map(str::to_owned),
+            list_changed,
+        });
+        self
+    }
+}
+
+/// One tool: its name, what it touches, and what it does.
+pub trait Op: DeserializeOwned + Send + 'static {
+    /// Tool name (DESIGN.md §4).
+    const NAME: &'static str;
+    /// Mutating tools are audited and publish resource notifications.
+    const MUTATES: bool;
+    /// Contexts / engine-wide data the call reads or writes, for authorization
+    /// (runs on the worker thread: it may look things up, e.g. a task's context).
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>>;
+    /// Run it (on a blocking thread).
+    fn run(self, cx: &Cx) -> ToolResult<Done>;
+}
+
+pub(crate) fn ctx_target(namespace: &Option<String>, cx: &Cx, access: Access) -> ToolResult<Vec<Target>> {
+    Ok(vec![Target::Context(namespace.clone().unwrap_or_else(|| cx.active()), access)])
+}
+
+/// Clamp a `limit` argument to `1..=MAX_LIMIT` (default [`DEFAULT_LIMIT`]).
+pub fn clamp_limit(limit: Option<u32>) -> usize {
+    limit.map_or(DEFAULT_LIMIT, |l| (l as usize).clamp(1, MAX_LIMIT))
+}
+
+/// Parse an opaque pagination cursor (as returned in `next_cursor`).
+pub fn parse_cursor(cursor: &Option<String>) -> ToolResult<usize> {
+    match cursor {
+        None => Ok(0),
+        Some(c) => c
+            .strip_prefix("o")
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| ToolError::InvalidInput {
+                field: "cursor".into(),
+                reason: format!("{c:?} is not a cursor returned by this server; omit it to start from the first page"),
+            }),
+    }
+}
+
+/// Cursor for the page after `offset + taken`.
+pub fn make_cursor(offset: usize, taken: usize, more: bool) -> Option<String> {
+    more.then(|| format!("o{}", offset + taken))
+}
+
+/// One page of `items` starting at `offset`.
+pub fn page<T>(items: Vec<T>, offset: usize, limit: usize) -> (Vec<T>, Option<String>) {
+    let more = items.len() > offset.saturating_add(limit);
+    let page: Vec<T> = items.into_iter().skip(offset).take(limit).collect();
+    let n = page.len();
+    (page, make_cursor(offset, n, more))
+}
+
+pub(crate) fn ttl(ttl: Option<f64>) -> ToolResult<Option<std::time::Duration>> {
+    Ok(match ttl {
+        Some(s) => Some(memstrata::ttl_from_secs(s)?),
+        None => None,
+    })
+}
+

@@ -1,0 +1,205 @@
+//! Procedure tools. Over MCP there are no host actions: a step whose action
+//! is not built in pauses the run (`status: "awaiting_action"`, `pending`
+//! says what to do); the model performs it and calls `procedure_resume` with
+//! the output. Runs are persisted, so this works across restarts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Cx, Done, Op, clamp_limit, ctx_target, page, parse_cursor};
+use crate::auth::{Access, Target};
+use crate::error::{ToolError, ToolResult};
+
+/// Trace entries a run result carries (the most recent ones).
+pub const MAX_TRACE: usize = 100;
+
+/// A run as a bounded JSON value: only the last [`MAX_TRACE`] trace entries,
+/// with `trace_omitted` counting the others.
+pub fn bounded_run(run: &memstrata::Run) -> ToolResult<Done> {
+    let mut done = Done::of(run)?;
+    if let Some(Value::Array(trace)) = done.value.get_mut("trace") {
+        if trace.len() > MAX_TRACE {
+            let omitted = trace.len() - MAX_TRACE;
+            trace.drain(..omitted);
+            done.value["trace_omitted"] = Value::from(omitted as u64);
+        }
+    }
+    Ok(done)
+}
+
+macro_rules! steps_args {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// Procedure name (unique per context).
+            pub name: String,
+            /// The steps; execution starts at the first. Ids must be unique, every `next` must exist and every condition must compile.
+            #[schemars(with = "Vec<crate::schema::Step>")]
+            pub steps: Value,
+            /// Context (default: the active context).
+            #[serde(default)]
+            pub namespace: Option<String>,
+        }
+    };
+}
+
+steps_args!(
+    /// Arguments of `procedure_learn`.
+    ProcedureLearn
+);
+steps_args!(
+    /// Arguments of `procedure_update`.
+    ProcedureUpdate
+);
+
+impl Op for ProcedureLearn {
+    const NAME: &'static str = "procedure_learn";
+    const MUTATES: bool = true;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        ctx_target(&self.namespace, cx, Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let (mem, _) = cx.scoped(&self.namespace)?;
+        let steps = memstrata::procedural::steps_from_json(self.steps)?;
+        let p = mem.procedural().learn(&self.name, steps).map_err(|e| {
+            let conflict = matches!(e, memstrata::Error::Conflict(_));
+            let e = ToolError::from(e);
+            if conflict { e.hint("Use procedure_update to change it") } else { e }
+        })?;
+        Done::of(&p)
+    }
+}
+
+impl Op for ProcedureUpdate {
+    const NAME: &'static str = "procedure_update";
+    const MUTATES: bool = true;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        ctx_target(&self.namespace, cx, Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let (mem, _) = cx.scoped(&self.namespace)?;
+        let steps = memstrata::procedural::steps_from_json(self.steps)?;
+        let p = mem.procedural().update(&self.name, steps).map_err(|e| {
+            let nf = matches!(e, memstrata::Error::NotFound { .. });
+            let e = ToolError::from(e);
+            if nf { e.hint("Use procedure_learn to create it") } else { e }
+        })?;
+        Done::of(&p)
+    }
+}
+
+/// Arguments of `procedure_list`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcedureList {
+    /// Names per page, 1..=100 (default 10; larger values are capped).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// `next_cursor` from the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Context (default: the active context).
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// Result of `procedure_list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProcedureNames {
+    /// Procedure names, sorted.
+    pub procedures: Vec<String>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+impl Op for ProcedureList {
+    const NAME: &'static str = "procedure_list";
+    const MUTATES: bool = false;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        ctx_target(&self.namespace, cx, Access::Read)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let (mem, _) = cx.scoped(&self.namespace)?;
+        let offset = parse_cursor(&self.cursor)?;
+        let (procedures, next_cursor) = page(mem.procedural().list()?, offset, clamp_limit(self.limit));
+        Done::of(&ProcedureNames {
+            procedures,
+            next_cursor,
+        })
+    }
+}
+
+/// Arguments of `procedure_execute`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcedureExecute {
+    /// Procedure name.
+    pub name: String,
+    /// Parameters, available to templates and conditions as `params` (default {}).
+    #[serde(default)]
+    pub params: Option<Value>,
+    /// Context (default: the active context).
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+impl Op for ProcedureExecute {
+    const NAME: &'static str = "procedure_execute";
+    const MUTATES: bool = true;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        ctx_target(&self.namespace, cx, Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let (mem, _) = cx.scoped(&self.namespace)?;
+        let run = mem.procedural().execute(
+            &self.name,
+            self.params.unwrap_or_else(|| Value::Object(Default::default())),
+            &memstrata::procedural::Actions::new(),
+        )?;
+        bounded_run(&run)
+    }
+}
+
+/// Arguments of `procedure_resume`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcedureResume {
+    /// Run id of a run whose status is awaiting_action.
+    pub run_id: String,
+    /// The output of the pending step's action (any JSON); it becomes that step's output.
+    pub output: Value,
+}
+
+impl Op for ProcedureResume {
+    const NAME: &'static str = "procedure_resume";
+    const MUTATES: bool = true;
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        let ctx = match cx.mem.procedural().run(&self.run_id)? {
+            Some(run) => run.context,
+            None => cx.active(),
+        };
+        Ok(vec![Target::Context(ctx, Access::Write)])
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let run = cx
+            .mem
+            .procedural()
+            .resume(&self.run_id, self.output, &memstrata::procedural::Actions::new())
+            .map_err(|e| {
+                let hint = match &e {
+                    memstrata::Error::NotFound { .. } => Some("Use the run_id returned by procedure_execute"),
+                    memstrata::Error::Conflict(_) => Some("Only a run with status awaiting_action can be resumed"),
+                    _ => None,
+                };
+                let e = ToolError::from(e);
+                match hint {
+                    Some(h) => e.hint(h),
+                    None => e,
+                }
+            })?;
+        bounded_run(&run)
+    }
+}

@@ -1,0 +1,928 @@
+//! The MCP service: one [`MemoryServer`] per connection, each with its own
+//! active context (a `Memory::namespace("default")` handle on the shared engine).
+//!
+//! Tools are thin: each one deserializes its arguments (`ops.rs`), checks the
+//! caller's access, runs the core call on a blocking thread, audits mutating
+//! calls, and publishes resource changes to every connection.
+
+#![allow(deprecated)] // logging is deprecated by SEP-2577 but still what 2025-era clients use
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{ToolCallContext, schema_for_output};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, ContentBlock, CompleteResult, CompletionInfo, Extensions, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use memstrata::Memory;
+
+use crate::audit::AuditLog;
+use crate::auth::{Access, Auth, Principal, Target};
+use crate::error::{ToolError, ToolResult};
+use crate::ops::{self, Change, Cx, Op};
+use crate::uri::ResourceRef;
+use crate::{prompts, resources};
+
+/// Engine-wide state shared by every connection of one server process.
+#[derive(Debug)]
+pub struct Shared {
+    /// Root handle on the engine.
+    pub mem: Memory,
+    /// Configured API keys (HTTP/WebSocket).
+    pub auth: Auth,
+    /// Audit trail of mutating calls.
+    pub audit: Option<AuditLog>,
+    hub: broadcast::Sender<Change>,
+}
+
+impl Shared {
+    /// Shared state over an open engine; `audit` appends to `<store>/audit.jsonl`.
+    pub fn new(mem: Memory, auth: Auth, audit: bool) -> std::io::Result<Arc<Shared>> {
+        let audit = if audit { Some(AuditLog::open(&mem.path())?) } else { None };
+        let (hub, _) = broadcast::channel(1024);
+        Ok(Arc::new(Shared { mem, auth, audit, hub }))
+    }
+
+    fn publish(&self, changes: Vec<Change>) {
+        for c in changes {
+            // No receivers is fine: nobody is listening.
+            let _ = self.hub.send(c);
+        }
+    }
+}
+
+/// How a connection identifies its caller.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// One principal for the whole connection (stdio, WebSocket, in-process).
+    Fixed(Principal),
+    /// Authenticated per HTTP request by the HTTP layer.
+    PerRequest,
+}
+
+#[derive(Debug)]
+struct Conn {
+    mem: Memory,
+    transport: &'static str,
+    caller: Caller,
+    /// Canonical URI -> URI as the client subscribed to it.
+    subscriptions: Mutex<HashMap<String, String>>,
+    /// Principal of the latest request (filters notifications on per-request connections).
+    last_principal: Mutex<Option<Principal>>,
+    log_level: Mutex<LoggingLevel>,
+    peer: OnceLock<Peer<RoleServer>>,
+    cancel: CancellationToken,
+}
+
+impl Conn {
+    /// URIs to notify for `change`, and whether to send `list_changed`, for this connection's caller.
+    fn route(&self, change: &Change) -> (Vec<String>, bool) {
+        let who = match &self.caller {
+            Caller::Fixed(p) => Some(p.clone()),
+            Caller::PerRequest => self.last_principal.lock().clone(),
+        };
+        let Some(who) = who else { return (Vec::new(), false) };
+        let visible = match &change.context {
+            Some(ctx) => who.can_read(ctx),
+            None => who.allows(&Target::Global(Access::Read)),
+        };
+        if !visible {
+            return (Vec::new(), false);
+        }
+        let subs = self.subscriptions.lock();
+        let mut updated: Vec<String> = subs.get(&change.uri).cloned().into_iter().collect();
+        if let Some(s) = subs.get(&ResourceRef::Status.uri()) {
+            if who.allows(&Target::Global(Access::Read)) {
+                updated.push(s.clone());
+            }
+        }
+        (updated, change.list_changed)
+    }
+
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+fn level_rank(l: LoggingLevel) -> u8 {
+    match l {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// One MCP connection.
+#[derive(Debug, Clone)]
+pub struct MemoryServer {
+    shared: Arc<Shared>,
+    conn: Arc<Conn>,
+    tool_router: ToolRouter<MemoryServer>,
+}
+
+const INSTRUCTIONS: &str = "Memstrata is a layered memory for agents. Each connection has an active context \
+(namespace, default \"default\"); context_switch changes it, and layer tools take an optional `namespace`. \
+Layers: short-term key/value with TTL (memory_*), working memory (working_*, workspace_add), episodes with \
+full-text search (episode_*), semantic knowledge with merge-patch updates and history (knowledge_*), and \
+procedures (procedure_*: steps whose actions are not built in pause the run; do the action yourself and call \
+procedure_resume with its output). Continuity: sessions (session_create/save/restore: versioned snapshots), \
+context_store/context_retrieve, a timesheet (llm_punch_in/llm_punch_out), system_status and memory_optimize. \
+Tool failures come back as isError results whose text starts with a code (NOT_FOUND, INVALID_INPUT, \
+LIMIT_EXCEEDED, CONFLICT, FORBIDDEN, ...). Lists are paged: pass `next_cursor` back as `cursor`.";
+
+impl MemoryServer {
+    /// A connection on `shared`, starting in the `default` context.
+    pub fn new(shared: Arc<Shared>, transport: &'static str, caller: Caller) -> Self {
+        let mem = shared
+            .mem
+            .namespace(memstrata::DEFAULT_CONTEXT)
+            .expect("the default context name is valid");
+        MemoryServer {
+            conn: Arc::new(Conn {
+                mem,
+                transport,
+                caller,
+                subscriptions: Mutex::new(HashMap::new()),
+                last_principal: Mutex::new(None),
+                log_level: Mutex::new(LoggingLevel::Warning),
+                peer: OnceLock::new(),
+                cancel: CancellationToken::new(),
+            }),
+            shared,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// The connection's active context.
+    pub fn active_context(&self) -> String {
+        self.conn.mem.active_context()
+    }
+
+    /// Who is calling: the connection's principal, or the one the HTTP layer
+    /// attached to this request.
+    pub fn principal(&self, ext: &Extensions) -> ToolResult<Principal> {
+        let p = match &self.conn.caller {
+            Caller::Fixed(p) => p.clone(),
+            Caller::PerRequest => ext
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Principal>())
+                .cloned()
+                .ok_or_else(|| ToolError::Forbidden("request carries no authenticated caller".into()))?,
+        };
+        *self.conn.last_principal.lock() = Some(p.clone());
+        Ok(p)
+    }
+
+    fn audit(&self, who: &Principal, tool: &str, targets: &[Target], err: Option<&ToolError>) {
+        let Some(a) = &self.shared.audit else { return };
+        let ctx = targets
+            .iter()
+            .find_map(|t| match t {
+                Target::Context(c, Access::Write) => Some(c.clone()),
+                _ => None,
+            })
+            .or_else(|| {
+                targets.iter().find_map(|t| match t {
+                    Target::Context(c, _) => Some(c.clone()),
+                    Target::Global(_) => None,
+                })
+            })
+            .unwrap_or_else(|| "*".to_owned());
+        a.record(&who.id, self.conn.transport, tool, &ctx, err.map(ToolError::code));
+    }
+
+    /// Run a tool for `who`: authorize, run on a blocking thread, audit, publish changes.
+    pub async fn execute<A: Op>(&self, args: A, who: &Principal) -> ToolResult<Value> {
+        let active = self.conn.mem.active_context();
+        let cx = Cx {
+            mem: self.conn.mem.namespace(&active)?,
+            conn: self.conn.mem.clone(),
+        };
+        let who2 = who.clone();
+        let (targets, res) = tokio::task::spawn_blocking(move || {
+            let targets = match args.targets(&cx) {
+                Ok(t) => t,
+                Err(e) => return (Vec::new(), Err(e)),
+            };
+            if let Err(e) = who2.check(&targets) {
+                return (targets, Err(e));
+            }
+            let res = args.run(&cx);
+            (targets, res)
+        })
+        .await
+        .unwrap_or_else(|e| (Vec::new(), Err(ToolError::Internal(format!("tool worker failed: {e}")))));
+        if A::MUTATES {
+            self.audit(who, A::NAME, &targets, res.as_ref().err());
+        }
+        tracing::debug!(tool = A::NAME, who = %who.id, ok = res.is_ok(), "tool call");
+        res.map(|done| {
+            self.shared.publish(done.changes);
+            done.value
+        })
+    }
+
+    /// Run a tool from raw JSON arguments (the `/mcp/v1/execute` envelope).
+    /// `Ok(None)` when no tool has this name.
+    pub async fn execute_json(&self, tool: &str, params: Value, who: &Principal) -> Option<ToolResult<Value>> {
+        async fn go<A: Op>(s: &MemoryServer, params: Value, who: &Principal) -> ToolResult<Value> {
+            let args: A = serde_json::from_value(params).map_err(|e| ToolError::InvalidInput {
+                field: "parameters".into(),
+                reason: e.to_string(),
+            })?;
+            s.execute(args, who).await
+        }
+        macro_rules! table {
+            ($($t:ty),* $(,)?) => {
+                match tool {
+                    $(<$t as Op>::NAME => Some(go::<$t>(self, params, who).await),)*
+                    _ => None,
+                }
+            };
+        }
+        table!(
+            ops::MemoryStore,
+            ops::MemoryRetrieve,
+            ops::MemoryForget,
+            ops::WorkingFocus,
+            ops::WorkingGet,
+            ops::WorkspaceAdd,
+            ops::EpisodeRecord,
+            ops::EpisodeGet,
+            ops::EpisodeSearch,
+            ops::EpisodesSummarize,
+            ops::KnowledgeStore,
+            ops::KnowledgeRetrieve,
+            ops::KnowledgeQuery,
+            ops::KnowledgeUpdate,
+            ops::ContextSwitch,
+            ops::SessionCreate,
+            ops::SessionSave,
+            ops::SessionRestore,
+            ops::ContextStore,
+            ops::ContextRetrieve,
+            ops::LlmPunchIn,
+            ops::LlmPunchOut,
+            ops::SystemStatus,
+            ops::MemoryOptimize,
+            ops::ProcedureLearn,
+            ops::ProcedureUpdate,
+            ops::ProcedureList,
+            ops::ProcedureExecute,
+            ops::ProcedureResume,
+        )
+    }
+
+    async fn call<A: Op>(&self, args: A, rc: &RequestContext<RoleServer>) -> CallToolResult {
+        let res = match self.principal(&rc.extensions) {
+            Ok(who) => self.execute(args, &who).await,
+            Err(e) => Err(e),
+        };
+        match res {
+            Ok(v) => {
+                if A::MUTATES {
+                    self.log(&rc.peer, LoggingLevel::Debug, json!({"tool": A::NAME, "ok": true})).await;
+                }
+                CallToolResult::structured(v)
+            }
+            Err(e) => {
+                self.log(
+                    &rc.peer,
+                    LoggingLevel::Warning,
+                    json!({"tool": A::NAME, "error": e.code(), "message": e.message()}),
+                )
+                .await;
+                e.into_call_result()
+            }
+        }
+    }
+
+    /// Send a `notifications/message` when `level` passes the client's threshold.
+    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, data: Value) {
+        if level_rank(level) < level_rank(*self.conn.log_level.lock()) {
+            return;
+        }
+        let _ = peer
+            .notify_logging_message(LoggingMessageNotificationParam::new(level, data).with_logger("memstrata"))
+            .await;
+    }
+
+    /// Forward resource changes to this connection's client (once per connection).
+    fn start_forwarding(&self, peer: Peer<RoleServer>) {
+        if self.conn.peer.set(peer.clone()).is_err() {
+            return;
+        }
+        let mut rx = self.shared.hub.subscribe();
+        let weak: Weak<Conn> = Arc::downgrade(&self.conn);
+        let cancel = self.conn.cancel.clone();
+        tokio::spawn(async move {
+            loop {
+                let change = tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    r = rx.recv() => match r {
+                        Ok(c) => c,
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            tracing::warn!("a connection fell {n} resource notifications behind");
+                            continue;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                };
+                let Some(conn) = weak.upgrade() else { break };
+                let (updated, list_changed) = conn.route(&change);
+                drop(conn);
+                for u in updated {
+                    if peer
+                        .notify_resource_updated(ResourceUpdatedNotificationParam::new(u))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                if list_changed && peer.notify_resource_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn qualify(&self, uri: &str) -> Result<ResourceRef, ErrorData> {
+        ResourceRef::parse(uri)
+            .map(|r| r.qualified(&self.conn.mem.active_context()))
+            .ok_or_else(|| {
+                ErrorData::resource_not_found(
+                    format!("{uri} is not a memstrata resource URI (see resources/templates/list)"),
+                    Some(json!({"uri": uri})),
+                )
+            })
+    }
+}
+
+fn protocol_error(e: ToolError) -> ErrorData {
+    match &e {
+        ToolError::InvalidInput { .. } => ErrorData::invalid_params(e.message(), Some(json!({"code": e.code()}))),
+        ToolError::Core {
+            error: memstrata::Error::InvalidInput { .. },
+            ..
+        } => ErrorData::invalid_params(e.message(), Some(json!({"code": e.code()}))),
+        ToolError::Core {
+            error: memstrata::Error::NotFound { .. },
+            ..
+        }
+        | ToolError::NotFound(_) => ErrorData::resource_not_found(e.message(), Some(json!({"code": e.code()}))),
+        _ => ErrorData::new(rmcp::model::ErrorCode(-32003), e.message(), Some(json!({"code": e.code()}))),
+    }
+}
+
+fn out<T: schemars::JsonSchema + 'static>() -> Arc<rmcp::model::JsonObject> {
+    schema_for_output::<T>()
+}
+
+#[tool_router]
+impl MemoryServer {
+    // ------------------------------------------------------------ short-term
+
+    /// Store a JSON value under a key in short-term memory, optionally with a TTL in seconds. Replaces any previous value.
+    #[tool(
+        annotations(title = "Store a short-term value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = out::<ops::MemoryStored>()
+    )]
+    async fn memory_store(&self, Parameters(a): Parameters<ops::MemoryStore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Read a short-term value. `found` is false when the key is absent or expired.
+    #[tool(
+        annotations(title = "Read a short-term value", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::MemoryRetrieved>()
+    )]
+    async fn memory_retrieve(&self, Parameters(a): Parameters<ops::MemoryRetrieve>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Remove a short-term value.
+    #[tool(
+        annotations(title = "Forget a short-term value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = out::<ops::Forgotten>()
+    )]
+    async fn memory_forget(&self, Parameters(a): Parameters<ops::MemoryForget>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ working
+
+    /// Put an item in working-memory focus (bounded; the oldest item is evicted). Returns the focus list.
+    #[tool(
+        annotations(title = "Focus on an item", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = out::<ops::Focused>()
+    )]
+    async fn working_focus(&self, Parameters(a): Parameters<ops::WorkingFocus>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Read working memory: the focus list and the workspace items.
+    #[tool(
+        annotations(title = "Read working memory", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::WorkingState>()
+    )]
+    async fn working_get(&self, Parameters(a): Parameters<ops::WorkingGet>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Add a JSON value to the working-memory workspace (bounded; the oldest item is evicted). Returns its id.
+    #[tool(
+        annotations(title = "Add to the workspace", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<ops::Created>()
+    )]
+    async fn workspace_add(&self, Parameters(a): Parameters<ops::WorkspaceAdd>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ episodic
+
+    /// Record an episode (something that happened): summary, optional JSON content, participants, tags, importance 1..=10. Returns its id; the next search finds it.
+    #[tool(
+        annotations(title = "Record an episode", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<ops::Created>()
+    )]
+    async fn episode_record(&self, Parameters(a): Parameters<ops::EpisodeRecord>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Get one episode by id. `found` is false when it does not exist in the context.
+    #[tool(
+        annotations(title = "Get an episode", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::EpisodeFound>()
+    )]
+    async fn episode_get(&self, Parameters(a): Parameters<ops::EpisodeGet>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Full-text search (BM25) over episodes with optional filters (tags: all, participants: any, time range, minimum importance). Paged with `cursor`.
+    #[tool(
+        annotations(title = "Search episodes", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::EpisodeHits>()
+    )]
+    async fn episode_search(&self, Parameters(a): Parameters<ops::EpisodeSearch>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Summarize episodes by id: deterministic, extractive, chronological, bounded length (no LLM).
+    #[tool(
+        annotations(title = "Summarize episodes", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::Summary>()
+    )]
+    async fn episodes_summarize(&self, Parameters(a): Parameters<ops::EpisodesSummarize>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ semantic
+
+    /// Store (replace) a knowledge entry under a key; the previous version stays in its history.
+    #[tool(
+        annotations(title = "Store knowledge", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<ops::KnowledgeStored>()
+    )]
+    async fn knowledge_store(&self, Parameters(a): Parameters<ops::KnowledgeStore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Read a knowledge entry with its version and timestamps. `found` is false when the key is absent.
+    #[tool(
+        annotations(title = "Read knowledge", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::KnowledgeFound>()
+    )]
+    async fn knowledge_retrieve(&self, Parameters(a): Parameters<ops::KnowledgeRetrieve>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Full-text query over knowledge keys and content. Paged with `cursor`.
+    #[tool(
+        annotations(title = "Query knowledge", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::KnowledgeHits>()
+    )]
+    async fn knowledge_query(&self, Parameters(a): Parameters<ops::KnowledgeQuery>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Apply an RFC 7386 JSON Merge Patch to an existing knowledge entry (NOT_FOUND if it does not exist). Returns the updated entry.
+    #[tool(
+        annotations(title = "Update knowledge", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::Knowledge>()
+    )]
+    async fn knowledge_update(&self, Parameters(a): Parameters<ops::KnowledgeUpdate>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ contexts
+
+    /// Make another context active for this connection. With preserve_current=false the working memory of the context being left is cleared.
+    #[tool(
+        annotations(title = "Switch context", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = out::<crate::schema::SwitchResult>()
+    )]
+    async fn context_switch(&self, Parameters(a): Parameters<ops::ContextSwitch>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ sessions
+
+    /// Create a session (a named, versioned snapshot store for an agent's state). Returns session_id and created_at.
+    #[tool(
+        annotations(title = "Create a session", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::SessionCreated>()
+    )]
+    async fn session_create(&self, Parameters(a): Parameters<ops::SessionCreate>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Save content as the next version (1, 2, 3…) of a session, at compression level 0..=3.
+    #[tool(
+        annotations(title = "Save a session version", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::SessionSaved>()
+    )]
+    async fn session_save(&self, Parameters(a): Parameters<ops::SessionSave>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Restore a session version (the latest when version is omitted): content exactly as saved, plus the session metadata.
+    #[tool(
+        annotations(title = "Restore a session", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<crate::schema::SessionRestored>()
+    )]
+    async fn session_restore(&self, Parameters(a): Parameters<ops::SessionRestore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ context store
+
+    /// Store a value in the short-term memory of a context (namespace, else the active context), optionally with a TTL in seconds.
+    #[tool(
+        annotations(title = "Store a context value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = out::<crate::schema::ContextStored>()
+    )]
+    async fn context_store(&self, Parameters(a): Parameters<ops::ContextStore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Read a value stored with context_store (NOT_FOUND when absent or expired).
+    #[tool(
+        annotations(title = "Read a context value", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<crate::schema::ContextValue>()
+    )]
+    async fn context_retrieve(&self, Parameters(a): Parameters<ops::ContextRetrieve>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ timesheet
+
+    /// Start a timesheet task for a model. Returns task_id and start_time.
+    #[tool(
+        annotations(title = "Punch in", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::PunchIn>()
+    )]
+    async fn llm_punch_in(&self, Parameters(a): Parameters<ops::LlmPunchIn>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Finish a timesheet task: duration, optionally the files modified under the workspace roots; records an episode tagged `task`.
+    #[tool(
+        annotations(title = "Punch out", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::PunchOut>()
+    )]
+    async fn llm_punch_out(&self, Parameters(a): Parameters<ops::LlmPunchOut>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ status / optimize
+
+    /// Engine health (healthy / degraded / error), version, uptime; optionally session count and metrics.
+    #[tool(
+        annotations(title = "System status", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<crate::schema::Status>()
+    )]
+    async fn system_status(&self, Parameters(a): Parameters<ops::SystemStatus>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Reclaim space: light purges expired items; medium also prunes old session versions and recompresses; aggressive also merges index segments.
+    #[tool(
+        annotations(title = "Optimize storage", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        output_schema = out::<crate::schema::OptimizeReport>()
+    )]
+    async fn memory_optimize(&self, Parameters(a): Parameters<ops::MemoryOptimize>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    // ------------------------------------------------------------ procedures
+
+    /// Learn a new procedure: a list of steps {id, description, action, parameters, next}. CONFLICT if the name exists (use procedure_update).
+    #[tool(
+        annotations(title = "Learn a procedure", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::Procedure>()
+    )]
+    async fn procedure_learn(&self, Parameters(a): Parameters<ops::ProcedureLearn>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Replace the steps of an existing procedure (NOT_FOUND otherwise); its version goes up by one.
+    #[tool(
+        annotations(title = "Update a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::Procedure>()
+    )]
+    async fn procedure_update(&self, Parameters(a): Parameters<ops::ProcedureUpdate>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// List procedure names of a context, sorted. Paged with `cursor`.
+    #[tool(
+        annotations(title = "List procedures", read_only_hint = true, open_world_hint = false),
+        output_schema = out::<ops::ProcedureNames>()
+    )]
+    async fn procedure_list(&self, Parameters(a): Parameters<ops::ProcedureList>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Run a procedure. Built-in actions run here; any other action pauses the run (status awaiting_action, `pending` says what to do): perform it and call procedure_resume with its output.
+    #[tool(
+        annotations(title = "Execute a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::Run>()
+    )]
+    async fn procedure_execute(&self, Parameters(a): Parameters<ops::ProcedureExecute>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+
+    /// Continue a run paused on an action: `output` becomes that step's output, then execution goes on until it completes, fails or pauses again.
+    #[tool(
+        annotations(title = "Resume a procedure run", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        output_schema = out::<crate::schema::Run>()
+    )]
+    async fn procedure_resume(&self, Parameters(a): Parameters<ops::ProcedureResume>, rc: RequestContext<RoleServer>) -> CallToolResult {
+        self.call(a, &rc).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MemoryServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_logging()
+                .enable_completions()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_tools()
+                .build(),
+        )
+        .with_server_info(Implementation::new("memstrata-mcp", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.clone();
+        if self.tool_router.get(&name).is_none() {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {name:?}; tools/list gives the tool names"),
+                Some(json!({"tool": name})),
+            ));
+        }
+        let tcc = ToolCallContext::new(self, request, context);
+        let mut response = self.tool_router.call(tcc).await?;
+        // Argument errors from rmcp's deserializer: give them the same `CODE: message` shape as ours.
+        if let CallToolResponse::Complete(r) = &mut response {
+            if r.is_error == Some(true) {
+                for c in &mut r.content {
+                    if let ContentBlock::Text(t) = c {
+                        if let Some(rest) = t.text.strip_prefix("failed to deserialize parameters: ") {
+                            t.text = format!(
+                                "INVALID_INPUT: invalid arguments for {name}: {rest}. The tool's inputSchema lists the fields"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(response)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.start_forwarding(context.peer);
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        *self.conn.log_level.lock() = request.level;
+        self.start_forwarding(context.peer);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let offset = ops::parse_cursor(&request.and_then(|r| r.cursor)).map_err(protocol_error)?;
+        let mem = self.conn.mem.clone();
+        let all = tokio::task::spawn_blocking(move || resources::list_all(&mem, &who))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .map_err(protocol_error)?;
+        let (items, next) = ops::page(all, offset, resources::PAGE);
+        let mut r = ListResourcesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let r = self.qualify(&request.uri)?;
+        who.check(&[resources::target(&r)]).map_err(protocol_error)?;
+        let mem = self.conn.mem.clone();
+        let r2 = r.clone();
+        let v = tokio::task::spawn_blocking(move || resources::read(&mem, &r2))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .map_err(protocol_error)?;
+        match v {
+            Some(v) => Ok(ReadResourceResult::new(vec![resources::contents(&request.uri, &v)]).into()),
+            None => Err(ErrorData::resource_not_found(
+                format!("{} does not exist (it may have been forgotten, or it lives in another context)", request.uri),
+                Some(json!({"uri": request.uri})),
+            )),
+        }
+    }
+
+    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let r = self.qualify(&request.uri)?;
+        who.check(&[resources::target(&r)]).map_err(protocol_error)?;
+        self.conn.subscriptions.lock().insert(r.uri(), request.uri);
+        self.start_forwarding(context.peer);
+        Ok(())
+    }
+
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let mut subs = self.conn.subscriptions.lock();
+        subs.retain(|_, as_given| *as_given != request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let who = self.principal(&context.request_context().extensions).map_err(protocol_error)?;
+        let accepted = context.accepted().clone();
+        let mut wanted: HashMap<String, String> = HashMap::new();
+        for u in accepted.resource_subscriptions.iter().flatten() {
+            if let Some(r) = ResourceRef::parse(u) {
+                let r = r.qualified(&self.conn.mem.active_context());
+                if who.allows(&resources::target(&r)) {
+                    wanted.insert(r.uri(), u.clone());
+                }
+            }
+        }
+        let list = accepted.resources_list_changed == Some(true);
+        let mut rx = self.shared.hub.subscribe();
+        loop {
+            let change = tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                r = rx.recv() => match r {
+                    Ok(c) => c,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            };
+            let visible = match &change.context {
+                Some(ctx) => who.can_read(ctx),
+                None => who.allows(&Target::Global(Access::Read)),
+            };
+            if !visible {
+                continue;
+            }
+            if let Some(u) = wanted.get(&change.uri) {
+                if context.sink().notify_resource_updated(u.clone()).await.is_err() {
+                    return Ok(());
+                }
+            }
+            if let Some(u) = wanted.get(&ResourceRef::Status.uri()) {
+                if context.sink().notify_resource_updated(u.clone()).await.is_err() {
+                    return Ok(());
+                }
+            }
+            if list && change.list_changed && context.sink().notify_resource_list_changed().await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        if !prompts::list().iter().any(|p| p.name == request.name) {
+            return Err(ErrorData::invalid_params(
+                format!("unknown prompt {:?}; prompts are resume_session, recall, handoff", request.name),
+                None,
+            ));
+        }
+        let active = self.conn.mem.active_context();
+        who.check(&prompts::targets(&request.name, &active)).map_err(protocol_error)?;
+        let mem = self.conn.mem.clone();
+        let args = request.arguments.unwrap_or_default();
+        let name = request.name.clone();
+        let r = tokio::task::spawn_blocking(move || prompts::get(&mem, &name, &args))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .map_err(protocol_error)?;
+        r.map(Into::into)
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown prompt {:?}", request.name), None))
+    }
+
+    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
+        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let prefix = request.argument.value.clone();
+        let arg = request.argument.name.clone();
+        let kind = match &request.r#ref {
+            Reference::Prompt(p) if p.name == "resume_session" && arg == "session_id" => "session",
+            Reference::Resource(r) if r.uri.contains("{session_id}") => "session",
+            Reference::Resource(r) if r.uri.contains("{key}") => "key",
+            Reference::Resource(r) if r.uri.contains("{context}") && arg == "context" => "context",
+            _ => "",
+        };
+        let mem = self.conn.mem.clone();
+        let values = tokio::task::spawn_blocking(move || -> ToolResult<Vec<String>> {
+            Ok(match kind {
+                "session" if who.allows(&Target::Global(Access::Read)) => mem
+                    .session_list()?
+                    .into_iter()
+                    .map(|s| s.session_id)
+                    .filter(|id| id.starts_with(&prefix))
+                    .collect(),
+                "key" if who.can_read(&mem.active_context()) => mem.semantic().keys(&prefix)?,
+                "context" => mem
+                    .contexts()?
+                    .into_iter()
+                    .filter(|c| c.starts_with(&prefix) && who.can_read(c))
+                    .collect(),
+                _ => Vec::new(),
+            })
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+        .map_err(protocol_error)?;
+        let total = values.len();
+        let shown: Vec<String> = values.into_iter().take(CompletionInfo::MAX_VALUES).collect();
+        let mut info = CompletionInfo::new(shown).map_err(|e| ErrorData::internal_error(e, None))?;
+        info.total = u32::try_from(total).ok();
+        info.has_more = Some(total > CompletionInfo::MAX_VALUES);
+        Ok(CompleteResult::new(info))
+    }
+}
