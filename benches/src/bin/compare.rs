@@ -1,0 +1,646 @@
+//! Side-by-side comparison: Memstrata vs the floor (raw sled, raw tantivy) vs
+//! SQLite FTS5, on the deterministic corpus, in one process, interleaved.
+//!
+//! ```text
+//! compare [--sizes 10000,100000] [--out FILE] [--dir DIR] [--queries N]
+//! compare probe-open <memstrata|tantivy|fts5> <path> <query>   (internal: open in a fresh process)
+//! ```
+//!
+//! Prints markdown (also written to `--out`). Run through `scripts/bench.sh`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use memstrata_benches::corpus::{Corpus, EpisodeDoc};
+use memstrata_benches::engines::fts5::Fts5;
+use memstrata_benches::engines::memstrata_engine::{self, MemstrataKv, MemstrataSearch};
+use memstrata_benches::engines::sled_raw::{RawSled, RawSledDecoded};
+use memstrata_benches::engines::tantivy_raw::RawTantivy;
+use memstrata_benches::engines::{KvEngine, KvItem, Result, SearchEngine};
+use memstrata_benches::stats::{Latency, fmt_bytes, fmt_ns, fmt_rate, median};
+use memstrata_benches::sys::{self, Hardware};
+
+const BATCH: usize = 1000;
+const LIMIT: usize = 10;
+
+#[derive(Debug, Clone)]
+struct Args {
+    sizes: Vec<usize>,
+    out: Option<PathBuf>,
+    dir: PathBuf,
+    queries: Option<usize>,
+    skip_kv: bool,
+    skip_search: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut a = Args {
+        sizes: vec![10_000, 100_000],
+        out: None,
+        dir: std::env::temp_dir(),
+        queries: None,
+        skip_kv: false,
+        skip_search: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--sizes" => {
+                a.sizes = it
+                    .next()
+                    .ok_or("--sizes needs a value")?
+                    .split(',')
+                    .map(|s| s.trim().replace('_', "").parse::<usize>())
+                    .collect::<std::result::Result<_, _>>()?
+            }
+            "--out" => a.out = Some(it.next().ok_or("--out needs a value")?.into()),
+            "--dir" => a.dir = it.next().ok_or("--dir needs a value")?.into(),
+            "--queries" => a.queries = Some(it.next().ok_or("--queries needs a value")?.parse()?),
+            "--skip-kv" => a.skip_kv = true,
+            "--skip-search" => a.skip_search = true,
+            other => return Err(format!("unknown argument {other:?}").into()),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> Result<()> {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("probe-open") {
+        return probe_open(&argv[2], Path::new(&argv[3]), &argv[4]);
+    }
+    let args = parse_args()?;
+    std::fs::create_dir_all(&args.dir)?;
+    let mut report = Report::default();
+    let hw = Hardware::detect();
+    let t0 = Instant::now();
+    let corpus = Corpus::standard();
+    for &n in &args.sizes {
+        eprintln!("== tier {n}");
+        if !args.skip_kv {
+            report.kv.push(kv_tier(&corpus, n, &args.dir)?);
+        }
+        if !args.skip_search {
+            report.search.push(search_tier(&corpus, n, &args)?);
+        }
+    }
+    let md = report.markdown(&hw, t0.elapsed());
+    println!("{md}");
+    if let Some(out) = &args.out {
+        if let Some(p) = out.parent() {
+            std::fs::create_dir_all(p)?;
+        }
+        std::fs::write(out, &md)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- short-term floor
+
+#[derive(Debug)]
+struct KvResult {
+    n: usize,
+    /// engine -> median ns/op over batches
+    store: Vec<(&'static str, f64)>,
+    retrieve: Vec<(&'static str, f64)>,
+}
+
+fn kv_items(corpus: &Corpus, range: std::ops::Range<usize>, now_ms: i64) -> Vec<KvItem> {
+    range
+        .map(|i| {
+            let value = corpus.kv_value(i);
+            let bytes = memstrata_engine::short_term_record_bytes(&value, now_ms);
+            KvItem {
+                key: Corpus::kv_key(i),
+                value,
+                bytes,
+            }
+        })
+        .collect()
+}
+
+/// Time `op` over a batch; ns per op.
+fn time_batch(k: usize, mut op: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    let t = Instant::now();
+    for i in 0..k {
+        op(i)?;
+    }
+    Ok(t.elapsed().as_nanos() as f64 / k as f64)
+}
+
+fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
+    let root = tempfile::Builder::new().prefix("memstrata-bench-kv-").tempdir_in(dir)?;
+    let mem = MemstrataKv::open(&root.path().join("memstrata"))?;
+    let raw = RawSled::open(&root.path().join("sled"))?;
+    let raw_dec = RawSledDecoded(raw.clone());
+    let now_ms = chrono::Utc::now().timestamp_millis();
+
+    // Store: the same N fresh keys into each engine, batch by batch, engines alternating.
+    let engines: [&dyn KvEngine; 2] = [&mem, &raw];
+    let mut store: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    let mut b = 0;
+    for start in (0..n).step_by(BATCH) {
+        let end = (start + BATCH).min(n);
+        let items = kv_items(corpus, start..end, now_ms);
+        for j in 0..2 {
+            let e = (b + j) % 2;
+            let mut batch = items.clone();
+            let k = batch.len();
+            let mut drain = batch.drain(..);
+            let ns = time_batch(k, |_| engines[e].store(drain.next().expect("item")))?;
+            drop(drain);
+            store[e].push(ns);
+        }
+        b += 1;
+    }
+    mem.flush()?;
+    raw.flush()?;
+
+    // Retrieve: uniformly random existing keys, same sequence for every engine.
+    let engines: [&dyn KvEngine; 3] = [&mem, &raw, &raw_dec];
+    let mut retrieve: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let mut rng = memstrata_benches::corpus::Rng::new(99);
+    let lookups = n.clamp(50_000, 200_000);
+    // Warm the caches once.
+    for e in engines {
+        for i in 0..n.min(20_000) {
+            e.retrieve(&Corpus::kv_key(i))?;
+        }
+    }
+    for b in 0..lookups / BATCH {
+        let keys: Vec<String> = (0..BATCH).map(|_| Corpus::kv_key(rng.range(0, n))).collect();
+        for j in 0..3 {
+            let e = (b + j) % 3;
+            let ns = time_batch(keys.len(), |i| {
+                if engines[e].retrieve(&keys[i])? {
+                    Ok(())
+                } else {
+                    Err(format!("{}: key {} missing", engines[e].name(), keys[i]).into())
+                }
+            })?;
+            retrieve[e].push(ns);
+        }
+    }
+    let names2 = [mem.name(), raw.name()];
+    let names3 = [mem.name(), raw.name(), raw_dec.name()];
+    let r = KvResult {
+        n,
+        store: names2.iter().zip(&store).map(|(nm, v)| (*nm, median(v))).collect(),
+        retrieve: names3.iter().zip(&retrieve).map(|(nm, v)| (*nm, median(v))).collect(),
+    };
+    eprintln!("   kv: {:?}", r);
+    Ok(r)
+}
+
+// ---------------------------------------------------------------- episodes
+
+#[derive(Debug, Default)]
+struct EngineSearch {
+    name: &'static str,
+    ingest_lat: Latency,
+    ingest_time: Duration,
+    finish_time: Duration,
+    disk_apparent: u64,
+    disk_allocated: u64,
+    disk_split: Vec<(String, u64)>,
+    segments: Option<usize>,
+    /// query class -> latency
+    search: Vec<(&'static str, Latency)>,
+    /// query class -> mean top-10 overlap with raw tantivy
+    agreement: Vec<(&'static str, f64)>,
+    open: Option<OpenProbe>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct OpenProbe {
+    open_ns: f64,
+    first_search_ns: f64,
+    rss_before: u64,
+    rss_after_open: u64,
+    rss_after_search: u64,
+}
+
+#[derive(Debug)]
+struct SearchResult {
+    n: usize,
+    engines: Vec<EngineSearch>,
+    queries: Vec<(&'static str, usize)>,
+}
+
+fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
+    let root = tempfile::Builder::new().prefix("memstrata-bench-search-").tempdir_in(&args.dir)?;
+    let mem_dir = root.path().join("memstrata");
+    let tan_dir = root.path().join("tantivy");
+    let fts_path = root.path().join("fts5.sqlite");
+
+    let mut results: Vec<EngineSearch> = ["memstrata", "raw tantivy", "sqlite fts5"]
+        .iter()
+        .map(|nm| EngineSearch {
+            name: nm,
+            ..Default::default()
+        })
+        .collect();
+
+    // Ingest, batch by batch, engines alternating (generation is not timed).
+    let ids = {
+        let mut mem = MemstrataSearch::open(&mem_dir, HashMap::with_capacity(n))?;
+        let mut tan = RawTantivy::create(&tan_dir)?;
+        let mut fts = Fts5::open(&fts_path)?;
+        {
+            let mut engines: [&mut dyn SearchEngine; 3] = [&mut mem, &mut tan, &mut fts];
+            let t = Instant::now();
+            for (b, start) in (0..n).step_by(BATCH).enumerate() {
+                let batch: Vec<EpisodeDoc> = (start..(start + BATCH).min(n)).map(|i| corpus.episode(i)).collect();
+                for j in 0..3 {
+                    let e = (b + j) % 3;
+                    let r = &mut results[e];
+                    r.ingest_time += engines[e].ingest(&batch, &mut r.ingest_lat)?;
+                }
+                if b % 50 == 49 {
+                    eprintln!("   ingested {} / {n} ({:.0?})", start + BATCH, t.elapsed());
+                }
+            }
+            for (e, engine) in engines.iter_mut().enumerate() {
+                let t = Instant::now();
+                engine.finish()?;
+                results[e].finish_time = t.elapsed();
+            }
+        }
+        drop(tan);
+        drop(fts);
+        mem.close() // drops the engine: flush + close
+    };
+    eprintln!("   ingest done");
+
+    // Disk footprint of closed stores.
+    for (e, paths) in [
+        vec![mem_dir.clone()],
+        vec![tan_dir.clone()],
+        vec![fts_path.clone(), PathBuf::from(format!("{}-wal", fts_path.display()))],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for p in paths {
+            let (a, al) = sys::disk_usage(&p);
+            results[e].disk_apparent += a;
+            results[e].disk_allocated += al;
+        }
+    }
+    for part in ["db", "index"] {
+        results[0].disk_split.push((part.into(), sys::disk_usage(&mem_dir.join(part)).1));
+    }
+
+    // Cold open + RSS, each in a fresh process.
+    let exe = std::env::current_exe()?;
+    let probe_query = corpus.keyword_queries(1).remove(0);
+    for (e, (kind, path)) in [("memstrata", &mem_dir), ("tantivy", &tan_dir), ("fts5", &fts_path)]
+        .into_iter()
+        .enumerate()
+    {
+        let out = std::process::Command::new(&exe)
+            .args(["probe-open", kind, &path.to_string_lossy(), &probe_query])
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("probe-open {kind}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        results[e].open = Some(OpenProbe {
+            open_ns: f("open_ns"),
+            first_search_ns: f("first_search_ns"),
+            rss_before: f("rss_before") as u64,
+            rss_after_open: f("rss_after_open") as u64,
+            rss_after_search: f("rss_after_search") as u64,
+        });
+    }
+
+    // Search: reopen, warm up, then every query on every engine, engines rotating.
+    let mem = MemstrataSearch::open(&mem_dir, ids)?;
+    let tan = RawTantivy::open(&tan_dir)?;
+    let fts = Fts5::open(&fts_path)?;
+    let engines: [&dyn SearchEngine; 3] = [&mem, &tan, &fts];
+    for (e, engine) in engines.iter().enumerate() {
+        results[e].segments = engine.segments();
+    }
+    let (nk, nq) = match args.queries {
+        Some(q) => (q, q),
+        None if n <= 10_000 => (1000, 1000),
+        None if n <= 100_000 => (1000, 300),
+        None => (300, 100),
+    };
+    let classes = [("keywords", corpus.keyword_queries(nk)), ("question", corpus.question_queries(nq))];
+    let mut queries = Vec::new();
+    for (class, qs) in &classes {
+        queries.push((*class, qs.len()));
+        let warm = qs.len().min(50);
+        for engine in engines {
+            for q in &qs[..warm] {
+                engine.search(q, LIMIT)?;
+            }
+        }
+        let mut lats: Vec<Latency> = (0..3).map(|_| Latency::new()).collect();
+        let mut overlap = [0.0f64; 3];
+        let t = Instant::now();
+        for (i, q) in qs.iter().enumerate() {
+            let mut hits: [Vec<usize>; 3] = Default::default();
+            for j in 0..3 {
+                let e = (i + j) % 3;
+                let t = Instant::now();
+                hits[e] = engines[e].search(q, LIMIT)?;
+                lats[e].record(t.elapsed());
+            }
+            for e in 0..3 {
+                overlap[e] += top_overlap(&hits[e], &hits[1]);
+            }
+        }
+        eprintln!("   {class}: {} queries in {:.1?}", qs.len(), t.elapsed());
+        for (e, lat) in lats.into_iter().enumerate() {
+            results[e].search.push((class, lat));
+            results[e].agreement.push((class, overlap[e] / qs.len() as f64));
+        }
+    }
+    drop(mem);
+    Ok(SearchResult {
+        n,
+        engines: results,
+        queries,
+    })
+}
+
+/// Share of `b`'s hits that `a` also returned.
+fn top_overlap(a: &[usize], b: &[usize]) -> f64 {
+    if b.is_empty() {
+        return if a.is_empty() { 1.0 } else { 0.0 };
+    }
+    b.iter().filter(|x| a.contains(x)).count() as f64 / b.len() as f64
+}
+
+/// In a fresh process: open a store, run one search, report times and RSS.
+fn probe_open(kind: &str, path: &Path, query: &str) -> Result<()> {
+    let rss_before = sys::rss_bytes();
+    let t = Instant::now();
+    let engine: Box<dyn SearchEngine> = match kind {
+        "memstrata" => Box::new(MemstrataSearch::open(path, HashMap::new())?),
+        "tantivy" => Box::new(RawTantivy::open(path)?),
+        "fts5" => Box::new(Fts5::open(path)?),
+        other => return Err(format!("unknown engine {other}").into()),
+    };
+    let open_ns = t.elapsed().as_nanos();
+    let rss_after_open = sys::rss_bytes();
+    let t = Instant::now();
+    engine.search(query, LIMIT)?;
+    let first_search_ns = t.elapsed().as_nanos();
+    let rss_after_search = sys::rss_bytes();
+    println!(
+        "{}",
+        serde_json::json!({
+            "open_ns": open_ns as f64,
+            "first_search_ns": first_search_ns as f64,
+            "rss_before": rss_before,
+            "rss_after_open": rss_after_open,
+            "rss_after_search": rss_after_search,
+        })
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- report
+
+#[derive(Debug, Default)]
+struct Report {
+    kv: Vec<KvResult>,
+    search: Vec<SearchResult>,
+}
+
+fn status(ok: bool) -> &'static str {
+    if ok { "met" } else { "**missed**" }
+}
+
+fn size_label(n: usize) -> String {
+    if n >= 1_000_000 && n % 1_000_000 == 0 {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 1000 && n % 1000 == 0 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+fn lookup(v: &[(&'static str, f64)], name: &str) -> f64 {
+    v.iter().find(|(n, _)| *n == name).map_or(f64::NAN, |(_, x)| *x)
+}
+
+fn dep_versions() -> Vec<(String, String)> {
+    let lock = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock")).unwrap_or_default();
+    let mut out = Vec::new();
+    for name in ["sled", "tantivy", "rusqlite"] {
+        let needle = format!("name = \"{name}\"\nversion = \"");
+        if let Some(p) = lock.find(&needle) {
+            let rest = &lock[p + needle.len()..];
+            out.push((name.to_owned(), rest[..rest.find('"').unwrap_or(0)].to_owned()));
+        }
+    }
+    out.push(("SQLite".into(), Fts5::sqlite_version()));
+    out
+}
+
+impl Report {
+    fn markdown(&self, hw: &Hardware, elapsed: Duration) -> String {
+        let mut s = String::new();
+        let w = &mut s;
+        let _ = writeln!(w, "## Machine\n");
+        let _ = writeln!(
+            w,
+            "- CPU: {} ({} logical cores)\n- RAM: {}\n- OS: {}",
+            hw.cpu,
+            hw.cores,
+            fmt_bytes(hw.ram_bytes as f64),
+            hw.kernel
+        );
+        let vers: Vec<String> = dep_versions().into_iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let _ = writeln!(w, "- Engines: memstrata {}, {}", env!("CARGO_PKG_VERSION"), vers.join(", "));
+        let _ = writeln!(w, "- Build: `--release`; this run took {:.0?}\n", elapsed);
+
+        // Headline: targets.
+        let _ = writeln!(w, "## Targets\n");
+        let _ = writeln!(w, "| target | size | measured | goal | status |\n|---|---|---|---|---|");
+        for k in &self.kv {
+            let r = lookup(&k.retrieve, "memstrata short_term") / lookup(&k.retrieve, "raw sled");
+            let st = lookup(&k.store, "memstrata short_term") / lookup(&k.store, "raw sled");
+            let _ = writeln!(
+                w,
+                "| short-term `retrieve` vs raw sled `get` (median) | {} | {r:.2}× | ≤ 1.5× | {} |",
+                size_label(k.n),
+                status(r <= 1.5)
+            );
+            let _ = writeln!(
+                w,
+                "| short-term `store` vs raw sled `insert` (median) | {} | {st:.2}× | ≤ 2× | {} |",
+                size_label(k.n),
+                status(st <= 2.0)
+            );
+        }
+        for t in &self.search {
+            let (m, tv, f) = (&t.engines[0], &t.engines[1], &t.engines[2]);
+            for (ci, (class, _)) in t.queries.iter().enumerate() {
+                let r = m.search[ci].1.p50() as f64 / tv.search[ci].1.p50() as f64;
+                let _ = writeln!(
+                    w,
+                    "| episode search vs raw tantivy, {class} queries (p50) | {} | {r:.2}× | ≤ 1.3× | {} |",
+                    size_label(t.n),
+                    status(r <= 1.3)
+                );
+            }
+            for (ci, (class, _)) in t.queries.iter().enumerate() {
+                let r = f.search[ci].1.p50() as f64 / m.search[ci].1.p50() as f64;
+                let goal = if t.n >= 100_000 { "≥ 2× faster" } else { "(informative)" };
+                let st = if t.n >= 100_000 { status(r >= 2.0) } else { "–" };
+                let _ = writeln!(
+                    w,
+                    "| episode search speed-up over SQLite FTS5, {class} queries (p50) | {} | {r:.2}× faster | {goal} | {st} |",
+                    size_label(t.n)
+                );
+            }
+            let d = m.disk_allocated as f64 / f.disk_allocated as f64;
+            let _ = writeln!(
+                w,
+                "| disk footprint vs SQLite FTS5 | {} | {d:.2}× | ≤ 1.5× | {} |",
+                size_label(t.n),
+                status(d <= 1.5)
+            );
+        }
+        let _ = writeln!(w);
+
+        // Short-term floor detail.
+        if !self.kv.is_empty() {
+            let _ = writeln!(w, "## Short-term layer vs raw sled\n");
+            let _ = writeln!(
+                w,
+                "Median time per operation over batches of {BATCH}, engines alternating batch by batch. \
+                 Both stores use sled {} with a 32 MiB cache and `flush_every_ms = 500` \
+                 (Memstrata's `Durability::Periodic(500)`); raw sled writes the exact key and record bytes \
+                 Memstrata writes. `retrieve` reads uniformly random existing keys. \"raw sled + decode\" also \
+                 decodes the record into a `serde_json::Value`, as a hand-written store would have to.\n",
+                dep_versions().first().map_or(String::new(), |v| v.1.clone())
+            );
+            let _ = writeln!(
+                w,
+                "| keys | op | memstrata | raw sled | raw sled + decode | memstrata / raw sled |\n|---|---|---|---|---|---|"
+            );
+            for k in &self.kv {
+                let ms = lookup(&k.store, "memstrata short_term");
+                let rs = lookup(&k.store, "raw sled");
+                let _ = writeln!(
+                    w,
+                    "| {} | store | {} | {} | – | {:.2}× |",
+                    size_label(k.n),
+                    fmt_ns(ms),
+                    fmt_ns(rs),
+                    ms / rs
+                );
+                let mr = lookup(&k.retrieve, "memstrata short_term");
+                let rr = lookup(&k.retrieve, "raw sled");
+                let rd = lookup(&k.retrieve, "raw sled + decode");
+                let _ = writeln!(
+                    w,
+                    "| {} | retrieve | {} | {} | {} | {:.2}× |",
+                    size_label(k.n),
+                    fmt_ns(mr),
+                    fmt_ns(rr),
+                    fmt_ns(rd),
+                    mr / rr
+                );
+            }
+            let _ = writeln!(w);
+        }
+
+        if !self.search.is_empty() {
+            let _ = writeln!(w, "## Episode search: Memstrata vs raw tantivy vs SQLite FTS5\n");
+            let _ = writeln!(
+                w,
+                "Same documents, same queries, top {LIMIT} with each hit's document decoded. Queries run \
+                 interleaved (every query on every engine, engine order rotating) after a warm-up of 50 \
+                 queries per class. *keywords*: 2–4 content words; *question*: a natural-language question \
+                 with function words (\"what did we decide about the …?\"). *agreement*: share of raw \
+                 tantivy's top {LIMIT} that the engine also returned.\n"
+            );
+            let _ = writeln!(
+                w,
+                "| episodes | queries | engine | p50 | p95 | p99 | mean | vs memstrata (p50) | agreement |\n|---|---|---|---|---|---|---|---|---|"
+            );
+            for t in &self.search {
+                for (ci, (class, nq)) in t.queries.iter().enumerate() {
+                    let base = t.engines[0].search[ci].1.p50() as f64;
+                    for e in &t.engines {
+                        let l = &e.search[ci].1;
+                        let _ = writeln!(
+                            w,
+                            "| {} | {class} ({nq}) | {} | {} | {} | {} | {} | {:.2}× | {:.0}% |",
+                            size_label(t.n),
+                            e.name,
+                            fmt_ns(l.p50() as f64),
+                            fmt_ns(l.q(0.95) as f64),
+                            fmt_ns(l.q(0.99) as f64),
+                            fmt_ns(l.mean()),
+                            l.p50() as f64 / base,
+                            e.agreement[ci].1 * 100.0
+                        );
+                    }
+                }
+            }
+            let _ = writeln!(w);
+
+            let _ = writeln!(w, "## Ingest, footprint, open\n");
+            let _ = writeln!(
+                w,
+                "Each engine's normal per-item write path: Memstrata `episodic().record()` under \
+                 `Durability::Periodic(500)` (one sled transaction + one tantivy `add_document` per episode, \
+                 index committed every 250 ms); raw tantivy `add_document` with one commit at the end; \
+                 FTS5 one transaction per episode (WAL, `synchronous = NORMAL`). Throughput includes the final \
+                 flush/commit. Disk is allocated bytes of the closed store. Open time and RSS are measured in a \
+                 fresh process (`VmRSS` from `/proc/self/status`), then one search.\n"
+            );
+            let _ = writeln!(
+                w,
+                "| episodes | engine | ingest | record p50 | record p99 | disk | bytes/episode | segments | open | RSS after open | first search | RSS after search |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+            );
+            for t in &self.search {
+                for e in &t.engines {
+                    let secs = (e.ingest_time + e.finish_time).as_secs_f64();
+                    let o = e.open.clone().unwrap_or_default();
+                    let _ = writeln!(
+                        w,
+                        "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} |",
+                        size_label(t.n),
+                        e.name,
+                        fmt_rate(t.n as f64 / secs),
+                        fmt_ns(e.ingest_lat.p50() as f64),
+                        fmt_ns(e.ingest_lat.q(0.99) as f64),
+                        fmt_bytes(e.disk_allocated as f64),
+                        e.disk_allocated as f64 / t.n as f64,
+                        e.segments.map_or("–".into(), |s| s.to_string()),
+                        fmt_ns(o.open_ns),
+                        fmt_bytes(o.rss_after_open as f64),
+                        fmt_ns(o.first_search_ns),
+                        fmt_bytes(o.rss_after_search as f64),
+                    );
+                }
+            }
+            let _ = writeln!(w);
+            let split: Vec<String> = self
+                .search
+                .iter()
+                .map(|t| {
+                    let parts: Vec<String> =
+                        t.engines[0].disk_split.iter().map(|(p, b)| format!("{p} {}", fmt_bytes(*b as f64))).collect();
+                    format!("{}: {}", size_label(t.n), parts.join(", "))
+                })
+                .collect();
+            let _ = writeln!(w, "Memstrata's footprint by part (sled `db/`, tantivy `index/`): {}.\n", split.join("; "));
+        }
+        s
+    }
+}

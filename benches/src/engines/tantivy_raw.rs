@@ -1,0 +1,191 @@
+//! Raw tantivy: the floor under episodic search. Same tantivy version, same
+//! `en_stem` tokenizer, the same searchable fields and boosts, the same query
+//! construction (one boosted term query per field and query word, OR-ed),
+//! the same writer budget; the whole episode is kept in tantivy's doc store,
+//! as a single-purpose search index would keep it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
+    TextOptions, Value as _,
+};
+use tantivy::tokenizer::TokenStream;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+
+use super::{Result, SearchEngine, TANTIVY_WRITER_BYTES, idx_from_id};
+use crate::corpus::EpisodeDoc;
+use crate::stats::Latency;
+
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    id: Field,
+    summary: Field,
+    body: Field,
+    participants: Field,
+    participant_raw: Field,
+    tags: Field,
+    tag_raw: Field,
+    ts: Field,
+    importance: Field,
+    doc: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("en_stem")
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let f = Fields {
+        id: b.add_text_field("id", STRING | STORED),
+        summary: b.add_text_field("summary", text.clone()),
+        body: b.add_text_field("body", text.clone()),
+        participants: b.add_text_field("participants", text.clone()),
+        participant_raw: b.add_text_field("participant_raw", STRING),
+        tags: b.add_text_field("tags", text),
+        tag_raw: b.add_text_field("tag_raw", STRING),
+        ts: b.add_i64_field("ts", INDEXED | FAST),
+        importance: b.add_u64_field("importance", INDEXED | FAST),
+        doc: b.add_text_field("doc", STORED),
+    };
+    (b.build(), f)
+}
+
+/// A tantivy index holding the episodes.
+pub struct RawTantivy {
+    index: Index,
+    reader: IndexReader,
+    writer: Option<IndexWriter>,
+    f: Fields,
+}
+
+impl std::fmt::Debug for RawTantivy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawTantivy").finish_non_exhaustive()
+    }
+}
+
+impl RawTantivy {
+    /// Create an empty index in `dir`.
+    pub fn create(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let (schema, f) = schema();
+        let index = Index::create_in_dir(dir, schema)?;
+        let writer = index.writer_with_num_threads(1, TANTIVY_WRITER_BYTES)?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok(RawTantivy {
+            index,
+            reader,
+            writer: Some(writer),
+            f,
+        })
+    }
+
+    /// Open an existing index read-only.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let index = Index::open_in_dir(dir)?;
+        let (_, f) = schema();
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok(RawTantivy {
+            index,
+            reader,
+            writer: None,
+            f,
+        })
+    }
+
+    fn to_doc(&self, d: &EpisodeDoc) -> TantivyDocument {
+        let f = &self.f;
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.id, &d.id);
+        doc.add_text(f.summary, &d.summary);
+        doc.add_text(f.body, d.body());
+        doc.add_i64(f.ts, d.ts_ms);
+        doc.add_u64(f.importance, u64::from(d.importance));
+        for p in &d.participants {
+            doc.add_text(f.participants, p);
+            doc.add_text(f.participant_raw, p);
+        }
+        for t in &d.tags {
+            doc.add_text(f.tags, t);
+            doc.add_text(f.tag_raw, t);
+        }
+        doc.add_text(f.doc, d.to_json().to_string());
+        doc
+    }
+
+    fn tokens(&self, field: Field, text: &str) -> Result<Vec<String>> {
+        let mut analyzer = self.index.tokenizer_for_field(field)?;
+        let mut stream = analyzer.token_stream(text);
+        let mut out: Vec<String> = Vec::new();
+        while stream.advance() {
+            let t = &stream.token().text;
+            if !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl SearchEngine for RawTantivy {
+    fn name(&self) -> &'static str {
+        "raw tantivy"
+    }
+    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<Duration> {
+        let docs: Vec<TantivyDocument> = batch.iter().map(|d| self.to_doc(d)).collect();
+        let w = self.writer.as_mut().ok_or("index opened read-only")?;
+        let mut total = Duration::ZERO;
+        for doc in docs {
+            let t = Instant::now();
+            w.add_document(doc)?;
+            let d = t.elapsed();
+            lat.record(d);
+            total += d;
+        }
+        Ok(total)
+    }
+    fn finish(&mut self) -> Result<()> {
+        if let Some(mut w) = self.writer.take() {
+            w.commit()?;
+            w.wait_merging_threads()?;
+        }
+        self.reader.reload()?;
+        Ok(())
+    }
+    fn search(&self, query: &str, limit: usize) -> Result<Vec<usize>> {
+        let f = &self.f;
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (field, boost) in [(f.summary, 1.5f32), (f.body, 1.0), (f.participants, 1.0), (f.tags, 1.2)] {
+            for tok in self.tokens(field, query)? {
+                let tq: Box<dyn Query> =
+                    Box::new(TermQuery::new(Term::from_field_text(field, &tok), IndexRecordOption::WithFreqs));
+                should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost))));
+            }
+        }
+        if should.is_empty() {
+            return Ok(Vec::new());
+        }
+        let q = BooleanQuery::new(should);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut out = Vec::with_capacity(top.len());
+        for (_score, addr) in top {
+            let doc: TantivyDocument = searcher.doc(addr)?;
+            let json = doc.get_first(f.doc).and_then(|v| v.as_str()).ok_or("doc not stored")?;
+            let ep: serde_json::Value = serde_json::from_str(json)?;
+            let id = doc.get_first(f.id).and_then(|v| v.as_str()).ok_or("id not stored")?;
+            std::hint::black_box(&ep);
+            out.extend(idx_from_id(id));
+        }
+        Ok(out)
+    }
+    fn segments(&self) -> Option<usize> {
+        Some(self.reader.searcher().segment_readers().len())
+    }
+}
