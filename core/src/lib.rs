@@ -22,18 +22,23 @@
 mod clock;
 mod codec;
 mod config;
+mod contexts;
 mod engine;
 mod episodic;
 mod error;
+mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
 mod metrics;
+mod optimize;
 pub mod procedural;
 mod semantic;
 mod session_codec;
 mod sessions;
 mod short_term;
+mod status;
+mod timesheet;
 mod validate;
 mod working;
 
@@ -45,10 +50,13 @@ use serde::Serialize;
 
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use crate::config::{Durability, Limits, MemoryBuilder, Options};
+pub use crate::contexts::{ContextStored, ContextValue};
 pub use crate::engine::{ActionHandler, FORMAT_VERSION};
 pub use crate::episodic::{Episode, EpisodeHit, Episodic, NewEpisode, SearchFilters, SUMMARY_MAX_CHARS};
 pub use crate::error::{Error, Result};
+pub use crate::export::{ENTITY_KEY_PREFIX, EXPORT_FORMAT_VERSION, ExportStats, ImportStats};
 pub use crate::metrics::OpMetrics;
+pub use crate::optimize::{OptimizeLevel, OptimizeReport};
 pub use crate::procedural::{
     Actions, Branch, Next, PendingAction, Procedural, Procedure, Run, RunStatus, Step, TraceEntry,
 };
@@ -57,6 +65,10 @@ pub use crate::sessions::{
     MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved, SessionVersionInfo,
 };
 pub use crate::short_term::{ShortTerm, ShortTermEntry};
+pub use crate::status::{DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts, Status, StatusMetrics};
+pub use crate::timesheet::{
+    LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus, TaskStatusFilter, TimesheetReport,
+};
 pub use crate::working::{Working, WorkspaceItem};
 
 use crate::engine::Engine;

@@ -62,27 +62,50 @@ pub(crate) fn clear_in(e: &Engine, ctx: &str) -> Result<()> {
     e.after_write()
 }
 
+/// Put `item` in focus in `ctx` (used by [`Working::focus`] and the procedure engine).
+pub(crate) fn focus_in(e: &Engine, ctx: &str, item: &str) -> Result<bool> {
+    validate::key(&e.opts.limits, "item", item)?;
+    let _g = e.rmw.lock();
+    let mut st = load(e, ctx)?;
+    if st.focus.iter().any(|f| f == item) {
+        return Ok(false);
+    }
+    st.focus.push(item.to_owned());
+    let cap = e.opts.limits.focus_capacity.max(1);
+    if st.focus.len() > cap {
+        let drop_n = st.focus.len() - cap;
+        st.focus.drain(..drop_n);
+    }
+    save(e, ctx, &st)?;
+    Ok(true)
+}
+
+/// Add `value` to the workspace of `ctx`; returns its id (used by [`Working::add_to_workspace`]
+/// and the procedure engine).
+pub(crate) fn add_in(e: &Engine, ctx: &str, value: Value) -> Result<String> {
+    validate::value(&e.opts.limits, "value", &value)?;
+    let _g = e.rmw.lock();
+    let mut st = load(e, ctx)?;
+    let id = uuid::Uuid::now_v7().to_string();
+    st.workspace.push(WsRecord {
+        id: id.clone(),
+        value,
+        added_at: e.opts.clock.now().timestamp_millis(),
+    });
+    let cap = e.opts.limits.workspace_capacity.max(1);
+    if st.workspace.len() > cap {
+        let drop_n = st.workspace.len() - cap;
+        st.workspace.drain(..drop_n);
+    }
+    save(e, ctx, &st)?;
+    Ok(id)
+}
+
 impl Working {
     /// Put `item` in focus; `false` when it already was. The oldest item is evicted past capacity.
     pub fn focus(&self, item: &str) -> Result<bool> {
         let e = &self.mem.engine;
-        e.timed("working.focus", || {
-            validate::key(&e.opts.limits, "item", item)?;
-            let ctx = self.mem.active_context();
-            let _g = e.rmw.lock();
-            let mut st = load(e, &ctx)?;
-            if st.focus.iter().any(|f| f == item) {
-                return Ok(false);
-            }
-            st.focus.push(item.to_owned());
-            let cap = e.opts.limits.focus_capacity.max(1);
-            if st.focus.len() > cap {
-                let drop_n = st.focus.len() - cap;
-                st.focus.drain(..drop_n);
-            }
-            save(e, &ctx, &st)?;
-            Ok(true)
-        })
+        e.timed("working.focus", || focus_in(e, &self.mem.active_context(), item))
     }
 
     /// Items in focus, oldest first.
@@ -94,25 +117,7 @@ impl Working {
     /// Add a value to the workspace; returns its id. The oldest item is evicted past capacity.
     pub fn add_to_workspace(&self, value: Value) -> Result<String> {
         let e = &self.mem.engine;
-        e.timed("working.add_to_workspace", || {
-            validate::value(&e.opts.limits, "value", &value)?;
-            let ctx = self.mem.active_context();
-            let _g = e.rmw.lock();
-            let mut st = load(e, &ctx)?;
-            let id = uuid::Uuid::now_v7().to_string();
-            st.workspace.push(WsRecord {
-                id: id.clone(),
-                value,
-                added_at: e.opts.clock.now().timestamp_millis(),
-            });
-            let cap = e.opts.limits.workspace_capacity.max(1);
-            if st.workspace.len() > cap {
-                let drop_n = st.workspace.len() - cap;
-                st.workspace.drain(..drop_n);
-            }
-            save(e, &ctx, &st)?;
-            Ok(id)
-        })
+        e.timed("working.add_to_workspace", || add_in(e, &self.mem.active_context(), value))
     }
 
     /// Workspace values, oldest first.
