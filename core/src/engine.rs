@@ -95,11 +95,14 @@ pub(crate) struct Engine {
     pub actions: parking_lot::RwLock<HashMap<String, Arc<dyn ActionHandler>>>,
     known_contexts: Mutex<HashSet<String>>,
     index_error: Mutex<Option<String>>,
+    registered: Arc<AtomicBool>,
     shutdown: AtomicBool,
     bg: Mutex<Option<JoinHandle<()>>>,
     _lock: File,
-    // Dropped last: removes a temporary store.
+    // Dropped after everything above: removes a temporary store.
     _tempdir: Option<tempfile::TempDir>,
+    // Dropped last of all.
+    _registration: Registration,
 }
 
 impl std::fmt::Debug for Engine {
@@ -128,12 +131,29 @@ impl Engine {
                 (td.path().to_owned(), Some(td))
             }
         };
-        let mut reg = registry().lock();
-        if let Some(existing) = reg.get(&path).and_then(Weak::upgrade) {
-            return Ok(existing);
-        }
+        // An engine for this path whose last handle was just dropped may still be
+        // closing on another thread (e.g. the maintenance thread held the last
+        // reference): wait for it to release the store instead of failing.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut reg = loop {
+            let mut reg = registry().lock();
+            match reg.get(&path) {
+                Some(w) => {
+                    if let Some(existing) = w.upgrade() {
+                        return Ok(existing);
+                    }
+                    if Instant::now() >= deadline {
+                        reg.remove(&path);
+                        break reg;
+                    }
+                }
+                None => break reg,
+            }
+            drop(reg);
+            std::thread::sleep(Duration::from_millis(2));
+        };
         let engine = Arc::new(Self::open_new(opts, path.clone(), tempdir)?);
-        reg.retain(|_, w| w.strong_count() > 0);
+        engine.registered.store(true, Ordering::Release);
         reg.insert(path, Arc::downgrade(&engine));
         drop(reg);
         engine.start_background();
@@ -193,6 +213,8 @@ impl Engine {
             .is_some_and(|v| v.as_ref() == index::INDEX_SCHEMA_VERSION.to_be_bytes());
         let (search, opened) = SearchIndex::open(&path.join("index"), opts.index_writer_bytes, schema_ok)?;
 
+        let registered = Arc::new(AtomicBool::new(false));
+        let reg_path = path.clone();
         let engine = Engine {
             opts,
             path,
@@ -205,10 +227,15 @@ impl Engine {
             actions: parking_lot::RwLock::new(HashMap::new()),
             known_contexts: Mutex::new(HashSet::new()),
             index_error: Mutex::new(None),
+            registered: registered.clone(),
             shutdown: AtomicBool::new(false),
             bg: Mutex::new(None),
             _lock: lock,
             _tempdir: tempdir,
+            _registration: Registration {
+                path: reg_path,
+                registered,
+            },
         };
         match opened {
             Opened::Existing(seq) => engine.replay_index(seq)?,
@@ -301,7 +328,15 @@ impl Engine {
     /// Commit pending index changes (repairing a failed writer), then run `q`.
     pub(crate) fn search_index(&self, q: &crate::index::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
         self.commit_index()?;
-        self.index.search(q)
+        match self.index.search(q) {
+            Ok(hits) => Ok(hits),
+            Err(Error::Index(_)) => {
+                // A damaged segment: sled is the source of truth, rebuild and retry once.
+                self.rebuild_index_in_place()?;
+                self.index.search(q)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Commit pending index changes, repairing a failed writer if needed.
@@ -325,6 +360,22 @@ impl Engine {
     /// Re-add every episode and knowledge entry from sled into an empty index.
     fn rebuild_index(&self) -> Result<()> {
         let mut st = self.index.lock();
+        self.rebuild_locked(&mut st)?;
+        drop(st);
+        self.prune_index_log()
+    }
+
+    /// Replace a corrupt index by a fresh one built from sled.
+    pub(crate) fn rebuild_index_in_place(&self) -> Result<()> {
+        let mut st = self.index.lock();
+        self.index.recreate(&mut st)?;
+        self.rebuild_locked(&mut st)?;
+        drop(st);
+        *self.index_error.lock() = None;
+        self.prune_index_log()
+    }
+
+    fn rebuild_locked(&self, st: &mut crate::index::WriterState) -> Result<()> {
         let seq = self.db.generate_id()?;
         let mut batch = Vec::with_capacity(1024);
         for item in self.t.episodes.iter() {
@@ -346,9 +397,7 @@ impl Engine {
             }
         }
         st.apply(seq, &batch)?;
-        self.index.commit_locked(&mut st)?;
-        drop(st);
-        self.prune_index_log()?;
+        self.index.commit_locked(st)?;
         Ok(())
     }
 
@@ -486,7 +535,27 @@ impl Drop for Engine {
             }
         }
         let _ = self.flush();
-        let mut reg = registry().lock();
-        reg.retain(|_, w| w.strong_count() > 0);
+        // The registry entry is removed by `_registration`, the last field to
+        // drop, so a concurrent open waits until sled, the index writer and the
+        // store lock are all released.
+    }
+}
+
+/// Removes the engine's registry entry when dropped (declared last in `Engine`).
+struct Registration {
+    path: PathBuf,
+    registered: Arc<AtomicBool>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // Only a registered engine has an entry; an engine dropped inside
+        // `open` (whose caller holds the registry lock) must not take it.
+        if self.registered.load(Ordering::Acquire) {
+            let mut reg = registry().lock();
+            if reg.get(&self.path).is_some_and(|w| w.strong_count() == 0) {
+                reg.remove(&self.path);
+            }
+        }
     }
 }

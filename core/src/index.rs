@@ -232,8 +232,8 @@ fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
 pub(crate) struct SearchIndex {
     dir: PathBuf,
     writer_bytes: usize,
-    index: Index,
-    reader: IndexReader,
+    /// Swapped whole when a corrupt index is rebuilt in place.
+    inner: parking_lot::RwLock<Inner>,
     fields: Fields,
     state: Mutex<WriterState>,
 }
@@ -242,6 +242,11 @@ impl std::fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SearchIndex").field("dir", &self.dir).finish()
     }
+}
+
+struct Inner {
+    index: Index,
+    reader: IndexReader,
 }
 
 /// How the index came up.
@@ -258,34 +263,17 @@ impl SearchIndex {
     pub(crate) fn open(dir: &Path, writer_bytes: usize, schema_version_ok: bool) -> Result<(Self, Opened)> {
         let (schema, fields) = schema();
         let existing = if schema_version_ok && dir.join("meta.json").exists() {
-            match Index::open_in_dir(dir) {
-                Ok(index) if index.schema() == schema => match index.load_metas() {
-                    Ok(metas) => {
-                        let seq = metas.payload.as_deref().and_then(|p| p.parse::<u64>().ok()).unwrap_or(0);
-                        Some((index, seq))
-                    }
-                    Err(_) => None,
-                },
-                _ => None,
-            }
+            Self::open_existing(dir, &schema, writer_bytes).ok()
         } else {
             None
         };
-        let (index, opened) = match existing {
-            Some((index, seq)) => (index, Opened::Existing(seq)),
+        let (index, writer, reader, opened) = match existing {
+            Some((index, writer, reader, seq)) => (index, writer, reader, Opened::Existing(seq)),
             None => {
-                if dir.exists() {
-                    std::fs::remove_dir_all(dir)?;
-                }
-                std::fs::create_dir_all(dir)?;
-                (Index::create_in_dir(dir, schema)?, Opened::Fresh)
+                let (index, writer, reader) = Self::create_fresh(dir, schema, writer_bytes)?;
+                (index, writer, reader, Opened::Fresh)
             }
         };
-        let writer: IndexWriter = match index.writer_with_num_threads(1, writer_bytes.max(15_000_000)) {
-            Ok(w) => w,
-            Err(e) => return Err(Error::Index(format!("cannot open index writer in {}: {e}", dir.display()))),
-        };
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let committed = match opened {
             Opened::Existing(s) => s,
             Opened::Fresh => 0,
@@ -302,13 +290,55 @@ impl SearchIndex {
             SearchIndex {
                 dir: dir.to_owned(),
                 writer_bytes,
-                index,
-                reader,
+                inner: parking_lot::RwLock::new(Inner { index, reader }),
                 fields,
                 state: Mutex::new(state),
             },
             opened,
         ))
+    }
+
+    /// Open an existing index; any failure (unreadable metas, schema change,
+    /// a segment file that does not open) means "rebuild".
+    fn open_existing(dir: &Path, schema: &Schema, writer_bytes: usize) -> Result<(Index, IndexWriter, IndexReader, u64)> {
+        let index = Index::open_in_dir(dir)?;
+        if index.schema() != *schema {
+            return Err(Error::Index("schema changed".into()));
+        }
+        let metas = index.load_metas()?;
+        let seq = metas.payload.as_deref().and_then(|p| p.parse::<u64>().ok()).unwrap_or(0);
+        let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let writer: IndexWriter = index.writer_with_num_threads(1, writer_bytes.max(15_000_000))?;
+        Ok((index, writer, reader, seq))
+    }
+
+    fn create_fresh(dir: &Path, schema: Schema, writer_bytes: usize) -> Result<(Index, IndexWriter, IndexReader)> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        let index = Index::create_in_dir(dir, schema)?;
+        let writer: IndexWriter = index
+            .writer_with_num_threads(1, writer_bytes.max(15_000_000))
+            .map_err(|e| Error::Index(format!("cannot open index writer in {}: {e}", dir.display())))?;
+        let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok((index, writer, reader))
+    }
+
+    /// Throw the index away and start an empty one in its place (the caller
+    /// re-adds every document from sled while still holding `st`).
+    pub(crate) fn recreate(&self, st: &mut WriterState) -> Result<()> {
+        drop(st.writer.take());
+        let (schema, _) = schema();
+        let mut inner = self.inner.write();
+        let (index, writer, reader) = Self::create_fresh(&self.dir, schema, self.writer_bytes)?;
+        *inner = Inner { index, reader };
+        st.writer = Some(writer);
+        st.applied_seq = 0;
+        st.committed_seq = 0;
+        st.pending = 0;
+        st.pending_since = None;
+        Ok(())
     }
 
     /// Replace a failed writer with a fresh one. Uncommitted changes are
@@ -319,6 +349,8 @@ impl SearchIndex {
             drop(old);
         }
         let w = self
+            .inner
+            .read()
             .index
             .writer_with_num_threads(1, self.writer_bytes.max(15_000_000))
             .map_err(|e| Error::Index(format!("cannot reopen index writer in {}: {e}", self.dir.display())))?;
@@ -340,7 +372,7 @@ impl SearchIndex {
         if st.pending == 0 && st.committed_seq == st.applied_seq {
             return Ok(false);
         }
-        st.commit(&self.reader)?;
+        st.commit(&self.inner.read().reader)?;
         Ok(true)
     }
 
@@ -355,7 +387,7 @@ impl SearchIndex {
 
     /// Force a commit with the given guard (used after replay / rebuild).
     pub(crate) fn commit_locked(&self, st: &mut WriterState) -> Result<()> {
-        st.commit(&self.reader)
+        st.commit(&self.inner.read().reader)
     }
 
     /// (applied, committed, pending).
@@ -366,34 +398,30 @@ impl SearchIndex {
 
     /// Number of searchable documents and segments.
     pub(crate) fn doc_stats(&self) -> (u64, usize) {
-        let searcher = self.reader.searcher();
+        let searcher = self.inner.read().reader.searcher();
         (searcher.num_docs(), searcher.segment_readers().len())
     }
 
     /// Merge all segments into one (used by `optimize(aggressive)`).
     pub(crate) fn merge_all(&self) -> Result<()> {
         let mut st = self.state.lock();
-        st.commit(&self.reader)?;
-        let ids = self.index.searchable_segment_ids()?;
+        st.commit(&self.inner.read().reader)?;
+        let ids = self.inner.read().index.searchable_segment_ids()?;
         if ids.len() > 1 {
             st.writer()?
                 .merge(&ids)
                 .wait()
                 .map_err(|e| Error::Index(format!("merge failed: {e}")))?;
         }
-        st.commit(&self.reader)?;
+        st.commit(&self.inner.read().reader)?;
         // Drop files no longer referenced by any segment.
         let _ = st.writer()?.garbage_collect_files().wait();
         Ok(())
     }
 
-    /// The index directory.
-    pub(crate) fn dir(&self) -> &Path {
-        &self.dir
-    }
 
     fn tokens(&self, field: tantivy::schema::Field, text: &str) -> Result<Vec<String>> {
-        let mut analyzer = self.index.tokenizer_for_field(field)?;
+        let mut analyzer = self.inner.read().index.tokenizer_for_field(field)?;
         let mut stream = analyzer.token_stream(text);
         let mut out = Vec::new();
         while stream.advance() {
@@ -448,7 +476,7 @@ impl SearchIndex {
                 should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost))));
             }
         }
-        let searcher = self.reader.searcher();
+        let searcher = self.inner.read().reader.searcher();
         let limit = q.limit.max(1);
         let addrs: Vec<(f32, tantivy::DocAddress)> = if should.is_empty() {
             // No searchable words: filters only, newest first.

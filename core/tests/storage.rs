@@ -249,3 +249,21 @@ mod decode_robustness {
         }
     }
 }
+
+#[test]
+fn reopen_right_after_drop_never_reports_locked() {
+    // The maintenance thread may hold the last reference for a moment; a
+    // reopen must wait for that engine to close, not fail with StoreLocked.
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        let mem = Memory::builder()
+            .path(dir.path())
+            .index_commit_interval(std::time::Duration::from_millis(1))
+            .open()
+            .unwrap_or_else(|e| panic!("reopen {i} failed: {e}"));
+        mem.episodic().record(NewEpisode::new(format!("reopen probe {i}"))).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(i % 5));
+    }
+    let mem = Memory::open(dir.path()).unwrap();
+    assert_eq!(search_ids(&mem, "probe").len(), 60);
+}

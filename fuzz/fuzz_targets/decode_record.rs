@@ -1,0 +1,5 @@
+#![no_main]
+//! Stored-record decoding must never panic on arbitrary bytes.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = memstrata::fuzzing::decode_records(data);
+});
