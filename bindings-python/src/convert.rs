@@ -289,3 +289,9 @@ pub(crate) fn str_list(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<
     }
     Ok(out)
 }
+
+/// A core record that has no typed Python class (metrics, report details) goes
+/// through its serde form: `convert::to_py(py, &serde_json::to_value(x).map_err(ser_err)?)`.
+pub(crate) fn ser_err(e: serde_json::Error) -> PyErr {
+    error::to_py(memstrata::Error::Corrupted(format!("cannot convert a result: {e}")))
+}

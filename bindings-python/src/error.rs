@@ -223,3 +223,21 @@ where
 pub(crate) fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
     run(py, || -> memstrata::Result<()> { panic!("deliberate panic from memstrata._memstrata._panic_for_tests") })
 }
+
+/// An I/O error on a file the binding opened itself (export / import): an `IoError`
+/// (an `OSError`) with `errno`, the message and `filename` set.
+pub(crate) fn io_error_at(e: std::io::Error, path: &std::path::Path) -> PyErr {
+    Python::attach(|py| {
+        let shown = path.display().to_string();
+        let err = match e.raw_os_error() {
+            Some(errno) => {
+                let text = e.to_string();
+                let strerror = text.split(" (os error").next().unwrap_or(&text).to_owned();
+                PyErr::from_type(io_error_type(py), (errno, strerror, shown))
+            }
+            None => PyErr::from_type(io_error_type(py), format!("i/o error on {shown}: {e}")),
+        };
+        let _ = err.value(py).setattr("code", "IO");
+        err
+    })
+}

@@ -5,14 +5,19 @@
 //! `memstrata` crate.
 
 mod clock;
+mod contexts;
 mod convert;
 mod episodic;
 mod error;
+mod export;
 mod memory;
 mod procedural;
 mod repr;
 mod semantic;
+mod sessions;
 mod short_term;
+mod status;
+mod timesheet;
 mod working;
 
 use pyo3::prelude::*;
@@ -38,5 +43,10 @@ fn _memstrata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<semantic::KnowledgeVersion>()?;
     m.add_class::<semantic::KnowledgeHit>()?;
     procedural::register(m)?;
+    sessions::register(m)?;
+    contexts::register(m)?;
+    timesheet::register(m)?;
+    status::register(m)?;
+    export::register(m)?;
     Ok(())
 }

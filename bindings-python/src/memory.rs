@@ -9,6 +9,7 @@ use pyo3::types::PyType;
 use crate::clock::ManualClock;
 use crate::convert;
 use crate::episodic::Episodic;
+use crate::{contexts, export, sessions, status, timesheet};
 use crate::error::{closed, run};
 use crate::procedural::Procedural;
 use crate::semantic::Semantic;
@@ -227,6 +228,190 @@ impl Memory {
     fn is_temporary(&self) -> PyResult<bool> {
         Ok(self.core()?.is_temporary())
     }
+
+    // ------------------------------------------------------------ sessions
+
+    /// Create a session; `metadata` (JSON-like, default {}) comes back with every restore.
+    #[pyo3(signature = (name, metadata=None))]
+    fn session_create(
+        &self,
+        py: Python<'_>,
+        name: String,
+        metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<sessions::SessionCreated> {
+        sessions::create(py, &self.core()?, name, metadata)
+    }
+
+    /// Save `content` as the next version of a session. `compression_level` 0..=3
+    /// (0: none, 1: lz4 (default), 2: lz4 high, 3: + delta against the previous version).
+    #[pyo3(signature = (session_id, content, compression_level=None))]
+    fn session_save(
+        &self,
+        py: Python<'_>,
+        session_id: String,
+        content: &Bound<'_, PyAny>,
+        compression_level: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<sessions::SessionSaved> {
+        sessions::save(py, &self.core()?, session_id, content, compression_level)
+    }
+
+    /// Restore a session: the latest version, or `version`. NotFoundError when absent.
+    #[pyo3(signature = (session_id, version=None))]
+    fn session_restore(
+        &self,
+        py: Python<'_>,
+        session_id: String,
+        version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<sessions::SessionRestored> {
+        sessions::restore(py, &self.core()?, session_id, version)
+    }
+
+    /// Every session, with its latest version and version count.
+    fn session_list(&self, py: Python<'_>) -> PyResult<Vec<sessions::SessionInfo>> {
+        sessions::list(py, &self.core()?)
+    }
+
+    /// The kept versions of a session, oldest first.
+    fn session_versions(&self, py: Python<'_>, session_id: String) -> PyResult<Vec<sessions::SessionVersionInfo>> {
+        sessions::versions(py, &self.core()?, session_id)
+    }
+
+    /// Delete a session and its versions; True when it existed.
+    fn session_delete(&self, py: Python<'_>, session_id: String) -> PyResult<bool> {
+        sessions::delete(py, &self.core()?, session_id)
+    }
+
+    // ------------------------------------------------------------ contexts
+
+    /// Store `value` under `key` in the short-term layer of `namespace` (else the active context).
+    #[pyo3(signature = (key, value, ttl=None, namespace=None))]
+    fn context_store(
+        &self,
+        py: Python<'_>,
+        key: String,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        namespace: Option<String>,
+    ) -> PyResult<contexts::ContextStored> {
+        contexts::store(py, &self.core()?, key, value, ttl, namespace)
+    }
+
+    /// The value under `key` in `namespace` (else the active context) with its
+    /// timestamps, or None when absent or expired.
+    #[pyo3(signature = (key, namespace=None))]
+    fn context_retrieve(
+        &self,
+        py: Python<'_>,
+        key: String,
+        namespace: Option<String>,
+    ) -> PyResult<Option<contexts::ContextValue>> {
+        contexts::retrieve(py, &self.core()?, key, namespace)
+    }
+
+    // ------------------------------------------------------------ timesheet
+
+    /// Start a task for `llm_name` in `context` (else the active context).
+    #[pyo3(signature = (llm_name, task_description, context=None))]
+    fn punch_in(
+        &self,
+        py: Python<'_>,
+        llm_name: String,
+        task_description: String,
+        context: Option<String>,
+    ) -> PyResult<timesheet::PunchIn> {
+        timesheet::punch_in(py, &self.core()?, llm_name, task_description, context)
+    }
+
+    /// Close a task (NotFoundError if unknown, ConflictError if already closed). With
+    /// `detect_files`, files modified under the workspace roots since punch-in are listed.
+    #[pyo3(signature = (task_id, summary, detect_files=false))]
+    fn punch_out(
+        &self,
+        py: Python<'_>,
+        task_id: String,
+        summary: String,
+        detect_files: bool,
+    ) -> PyResult<timesheet::PunchOut> {
+        timesheet::punch_out(py, &self.core()?, task_id, summary, detect_files)
+    }
+
+    /// The task `task_id`, or None.
+    fn task(&self, py: Python<'_>, task_id: String) -> PyResult<Option<timesheet::Task>> {
+        timesheet::task(py, &self.core()?, task_id)
+    }
+
+    /// Tasks, newest first, filtered by model, context, status ("open" | "closed" |
+    /// "all"), start time range; at most `limit`.
+    #[pyo3(
+        signature = (*, llm_name=None, context=None, status=String::from("all"), since=None, until=None, limit=None),
+        text_signature = "($self, *, llm_name=None, context=None, status='all', since=None, until=None, limit=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn tasks(
+        &self,
+        py: Python<'_>,
+        llm_name: Option<String>,
+        context: Option<String>,
+        status: String,
+        since: Option<&Bound<'_, PyAny>>,
+        until: Option<&Bound<'_, PyAny>>,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<timesheet::Task>> {
+        timesheet::tasks(py, &self.core()?, llm_name, context, status, since, until, limit)
+    }
+
+    /// Time worked per model over tasks started in [since, until].
+    #[pyo3(signature = (since=None, until=None))]
+    fn timesheet_report(
+        &self,
+        py: Python<'_>,
+        since: Option<&Bound<'_, PyAny>>,
+        until: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<timesheet::TimesheetReport> {
+        timesheet::report(py, &self.core()?, since, until)
+    }
+
+    // ------------------------------------------------------------ status, maintenance
+
+    /// Health, version, uptime; session count and metrics when asked for.
+    #[pyo3(signature = (include_sessions=true, include_metrics=false))]
+    fn status(&self, py: Python<'_>, include_sessions: bool, include_metrics: bool) -> PyResult<status::Status> {
+        status::status(py, &self.core()?, include_sessions, include_metrics)
+    }
+
+    /// Maintenance: "light" purges expired items; "medium" also prunes session versions
+    /// past the retention and recompresses; "aggressive" also merges index segments.
+    #[pyo3(
+        signature = (level=String::from("light"), target_session=None),
+        text_signature = "($self, level='light', target_session=None)"
+    )]
+    fn optimize(
+        &self,
+        py: Python<'_>,
+        level: String,
+        target_session: Option<String>,
+    ) -> PyResult<status::OptimizeReport> {
+        status::optimize(py, &self.core()?, level, target_session)
+    }
+
+    // ------------------------------------------------------------ export / import
+
+    /// Write every layer of every context to `path` (JSON Lines, docs/export-format.md).
+    fn export(&self, py: Python<'_>, path: PathBuf) -> PyResult<export::ExportStats> {
+        export::export(py, &self.core()?, path)
+    }
+
+    /// Load a file written by `export` into this store.
+    fn import_(&self, py: Python<'_>, path: PathBuf) -> PyResult<export::ImportStats> {
+        export::import(py, &self.core()?, path)
+    }
+
+    /// Load the MCP reference memory server's JSONL knowledge graph into semantic memory.
+    fn import_knowledge_graph(&self, py: Python<'_>, path: PathBuf) -> PyResult<export::ImportStats> {
+        export::import_knowledge_graph(py, &self.core()?, path)
+    }
+
+    // ------------------------------------------------------------ lifecycle
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf

@@ -87,7 +87,7 @@ def test_context_manager_closes():
 
 
 def test_every_call_after_close_raises(mem):
-    layers = (mem.short_term, mem.working, mem.episodic, mem.semantic)
+    layers = (mem.short_term, mem.working, mem.episodic, mem.semantic, mem.procedural)
     mem.close()
     mem.close()  # idempotent
     assert repr(mem) == "Memory(<closed>)"
@@ -107,6 +107,21 @@ def test_every_call_after_close_raises(mem):
         lambda: mem.flush(),
         lambda: mem.active_context,
         lambda: mem.path,
+        lambda: layers[4].list(),
+        lambda: layers[4].execute("p"),
+        lambda: layers[4].register_action("x", print),
+        lambda: mem.session_create("s"),
+        lambda: mem.session_list(),
+        lambda: mem.context_store("k", 1),
+        lambda: mem.context_retrieve("k"),
+        lambda: mem.punch_in("a", "b"),
+        lambda: mem.tasks(),
+        lambda: mem.timesheet_report(),
+        lambda: mem.status(),
+        lambda: mem.optimize(),
+        lambda: mem.export("x.jsonl"),
+        lambda: mem.import_("x.jsonl"),
+        lambda: mem.import_knowledge_graph("x.jsonl"),
     ]
     for call in calls:
         with pytest.raises(memstrata.MemstrataError) as ei:

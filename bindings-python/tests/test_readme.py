@@ -22,6 +22,10 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "Deployed v2 to staging" in out
     assert "INVALID_INPUT key" in out
+    assert "awaiting_action page" in out
+    assert "completed" in out
+    assert "healthy" in out
+    assert (tmp_path / "backup.jsonl").is_file()
     assert (tmp_path / "agent.mem").is_dir()
 
 
