@@ -276,6 +276,27 @@ pub(crate) fn search_in(e: &Engine, ctx: &str, query: &str, filters: &SearchFilt
     Ok(hits)
 }
 
+/// Write episodes with the ids and timestamps they carry (import), through the indexed
+/// write path so they are searchable at once. Existing episodes with the same id are replaced.
+pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)]) -> Result<()> {
+    for chunk in records.chunks(256) {
+        let mut rows = Vec::with_capacity(chunk.len());
+        for (ctx, rec) in chunk {
+            e.touch_context(ctx)?;
+            rows.push((codec::ctx_key(ctx, &rec.id), codec::encode(rec)?, index_doc(ctx, rec)));
+        }
+        e.indexed_write(&[&e.t.episodes], |t| {
+            let mut ops = Vec::with_capacity(rows.len());
+            for (key, enc, doc) in &rows {
+                t[0].insert(key.as_slice(), enc.as_slice())?;
+                ops.push(IndexOp::Upsert(doc.clone()));
+            }
+            Ok(((), ops))
+        })?;
+    }
+    Ok(())
+}
+
 pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
     validate::key(&e.opts.limits, "id", id)?;
     let key = codec::ctx_key(ctx, id);

@@ -169,6 +169,48 @@ pub(crate) fn get_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Knowledg
     })
 }
 
+/// Kept history of an entry, oldest first: (version, record).
+pub(crate) fn history_in(e: &Engine, ctx: &str, key: &str) -> Result<Vec<(u64, HistoryRecord)>> {
+    let mut out = Vec::new();
+    for item in e.t.semantic_history.scan_prefix(history_prefix(ctx, key)) {
+        let (k, v) = item?;
+        let ver = k.len().checked_sub(8).map(|p| &k[p..]).and_then(|b| b.try_into().ok());
+        let version = u64::from_be_bytes(ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?);
+        out.push((version, codec::decode(&v)?));
+    }
+    Ok(out)
+}
+
+/// Write an entry and its history exactly as given (import), replacing any existing
+/// entry and history under `key`, through the indexed write path.
+pub(crate) fn insert_record_in(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    rec: &KnowledgeRecord,
+    history: &[(u64, HistoryRecord)],
+) -> Result<()> {
+    let dkey = codec::ctx_key(ctx, key);
+    let enc = codec::encode(rec)?;
+    let mut hist = Vec::with_capacity(history.len());
+    for (v, h) in history {
+        hist.push((history_key(ctx, key, *v), codec::encode(h)?));
+    }
+    let old: Vec<sled::IVec> = e.t.semantic_history.scan_prefix(history_prefix(ctx, key)).keys().collect::<Result<_, _>>()?;
+    let doc = index_doc(ctx, key, rec);
+    e.touch_context(ctx)?;
+    e.indexed_write(&[&e.t.semantic, &e.t.semantic_history], |t| {
+        for k in &old {
+            t[1].remove(k)?;
+        }
+        for (k, v) in &hist {
+            t[1].insert(k.as_slice(), v.as_slice())?;
+        }
+        t[0].insert(dkey.as_slice(), enc.as_slice())?;
+        Ok(((), vec![IndexOp::Upsert(doc.clone())]))
+    })
+}
+
 pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
     validate::key(&e.opts.limits, "key", key)?;
     let dkey = codec::ctx_key(ctx, key);

@@ -1,0 +1,78 @@
+//! `context_store` / `context_retrieve`: the short-term layer of a named (else the active) context.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{Memory, Result, short_term, validate};
+
+/// Result of [`Memory::context_store`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextStored {
+    /// Always true when returned.
+    pub success: bool,
+    /// When the value expires (`None`: no TTL).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Result of [`Memory::context_retrieve`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextValue {
+    /// Always true when returned.
+    pub success: bool,
+    /// The stored value.
+    pub value: Value,
+    /// When it was stored.
+    pub stored_at: DateTime<Utc>,
+    /// When it expires (`None`: no TTL).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl Memory {
+    fn context_or_active(&self, namespace: Option<&str>) -> Result<String> {
+        match namespace {
+            Some(ns) => {
+                validate::context_name("namespace", ns)?;
+                Ok(ns.to_owned())
+            }
+            None => Ok(self.active_context()),
+        }
+    }
+
+    /// Store `value` under `key` in the short-term layer of `namespace` (else the
+    /// active context), replacing any previous value; `ttl` makes it expire.
+    pub fn context_store(
+        &self,
+        key: &str,
+        value: Value,
+        ttl: Option<Duration>,
+        namespace: Option<&str>,
+    ) -> Result<ContextStored> {
+        let e = &self.engine;
+        e.timed("context.store", || {
+            let ctx = self.context_or_active(namespace)?;
+            let entry = short_term::store_in(e, &ctx, key, value, ttl)?;
+            Ok(ContextStored {
+                success: true,
+                expires_at: entry.expires_at,
+            })
+        })
+    }
+
+    /// The value under `key` in the short-term layer of `namespace` (else the active
+    /// context), or `None` when absent or expired.
+    pub fn context_retrieve(&self, key: &str, namespace: Option<&str>) -> Result<Option<ContextValue>> {
+        let e = &self.engine;
+        e.timed("context.retrieve", || {
+            let ctx = self.context_or_active(namespace)?;
+            Ok(short_term::entry_in(e, &ctx, key)?.map(|entry| ContextValue {
+                success: true,
+                value: entry.value,
+                stored_at: entry.stored_at,
+                expires_at: entry.expires_at,
+            }))
+        })
+    }
+}

@@ -1,0 +1,137 @@
+//! `optimize`: purge expired items, prune and recompress session versions, merge index segments.
+//!
+//! * `light`: sweep expired short-term items (all contexts), flush.
+//! * `medium`: + keep the newest `Options::session_retention` versions of every session (or of
+//!   `target_session` only), re-basing kept level-3 deltas whose base is pruned, and re-encode the
+//!   kept versions at their level.
+//! * `aggressive`: + commit and merge all index segments into one, garbage-collect unreferenced
+//!   index files and drop index-log records covered by the commit.
+//!
+//! sled 0.34 has no compaction API and cannot be swapped under live handles, so no level copies
+//! the database: space freed in sled is reused by later writes, and the file shrinks only when
+//! sled releases trailing segments. `bytes_saved` is what the store directory really lost,
+//! measured after a flush before and after (it can be 0 or negative when sled keeps or grows
+//! its file). See `docs/sessions.md` ("Retention and optimize").
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::status::dir_size;
+use crate::{Error, Memory, Result, sessions, short_term, validate};
+
+/// How much work [`Memory::optimize`] does (ordered: each level includes the ones before).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizeLevel {
+    /// Purge expired items.
+    #[default]
+    Light,
+    /// Also prune session versions past the retention setting and recompress.
+    Medium,
+    /// Also merge index segments and garbage-collect index files.
+    Aggressive,
+}
+
+impl OptimizeLevel {
+    /// `"light"`, `"medium"` or `"aggressive"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptimizeLevel::Light => "light",
+            OptimizeLevel::Medium => "medium",
+            OptimizeLevel::Aggressive => "aggressive",
+        }
+    }
+}
+
+impl std::str::FromStr for OptimizeLevel {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "light" => Ok(OptimizeLevel::Light),
+            "medium" => Ok(OptimizeLevel::Medium),
+            "aggressive" => Ok(OptimizeLevel::Aggressive),
+            other => Err(Error::invalid(
+                "level",
+                format!("expected \"light\", \"medium\" or \"aggressive\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// Result of [`Memory::optimize`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OptimizeReport {
+    /// Always true when returned.
+    pub success: bool,
+    /// Store directory size before minus after (each measured after a flush); may be ≤ 0.
+    pub bytes_saved: i64,
+    /// What each step did (counts, bytes, index segments before/after).
+    pub optimization_details: Value,
+}
+
+impl Memory {
+    /// Reclaim space and tidy the store; see [`OptimizeLevel`]. `target_session` limits
+    /// session pruning (medium and aggressive) to one session (`NotFound` if unknown).
+    pub fn optimize(&self, level: OptimizeLevel, target_session: Option<&str>) -> Result<OptimizeReport> {
+        let e = &self.engine;
+        e.timed("optimize", || {
+            if let Some(sid) = target_session {
+                validate::key(&e.opts.limits, "target_session", sid)?;
+                if sessions::load_session(e, sid)?.is_none() {
+                    return Err(Error::not_found(format!("session {sid:?}")));
+                }
+            }
+            e.flush()?;
+            let bytes_before = dir_size(e.path());
+
+            let expired = short_term::sweep_expired(e)?;
+            let mut details = json!({
+                "level": level.as_str(),
+                "target_session": target_session,
+                "expired_items_removed": expired,
+            });
+
+            if level >= OptimizeLevel::Medium {
+                let keep = e.opts.session_retention.max(1);
+                let s = sessions::prune_and_recompress(e, target_session, keep)?;
+                details["sessions"] = json!({
+                    "retention": keep,
+                    "sessions_examined": s.sessions_examined,
+                    "versions_pruned": s.versions_pruned,
+                    "versions_rewritten": s.versions_rewritten,
+                    "stored_bytes_before": s.stored_bytes_before,
+                    "stored_bytes_after": s.stored_bytes_after,
+                });
+            }
+
+            if level >= OptimizeLevel::Aggressive {
+                e.commit_index()?;
+                let (_, segments_before) = e.index.doc_stats();
+                e.index.merge_all()?;
+                e.prune_index_log()?;
+                let (documents, segments_after) = e.index.doc_stats();
+                details["index"] = json!({
+                    "segments_before": segments_before,
+                    "segments_after": segments_after,
+                    "documents": documents,
+                    "log_entries": e.t.index_log.len(),
+                });
+            }
+
+            e.flush()?;
+            let bytes_after = dir_size(e.path());
+            let saved = i64::try_from(bytes_before).unwrap_or(i64::MAX) - i64::try_from(bytes_after).unwrap_or(i64::MAX);
+            details["storage"] = json!({
+                "bytes_before": bytes_before,
+                "bytes_after": bytes_after,
+                "note": "sled 0.34 is not compacted in place: freed pages are reused by later writes; \
+                         the directory shrinks only when sled releases whole trailing segments",
+            });
+            Ok(OptimizeReport {
+                success: true,
+                bytes_saved: saved,
+                optimization_details: details,
+            })
+        })
+    }
+}

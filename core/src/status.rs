@@ -1,0 +1,236 @@
+//! `status`: health, version, uptime, and real metrics (per-operation latency, items per
+//! layer, bytes on disk, index lag).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::metrics::OpMetrics;
+use crate::short_term::StRecord;
+use crate::working::WorkingState;
+use crate::{Memory, Result, codec};
+
+/// Index-log entries (or uncommitted index changes) above which status is `degraded`.
+pub const DEGRADED_INDEX_LAG: u64 = 10_000;
+
+/// Overall health.
+/// Ordered from best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Everything answers and the index keeps up.
+    Healthy,
+    /// Works, but the index lags far behind or its writer failed (searches may miss recent writes).
+    Degraded,
+    /// The store could not be read while gathering status.
+    Error,
+}
+
+impl Health {
+    /// `"healthy"`, `"degraded"` or `"error"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::Healthy => "healthy",
+            Health::Degraded => "degraded",
+            Health::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Result of [`Memory::status`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    /// `healthy`, `degraded` or `error`.
+    pub status: Health,
+    /// Crate version of the engine.
+    pub version: String,
+    /// Seconds since this engine was opened in this process.
+    pub uptime_seconds: f64,
+    /// Sessions in the store (when asked for).
+    pub active_sessions: Option<u64>,
+    /// Metrics (when asked for).
+    pub metrics: Option<StatusMetrics>,
+    /// Why the status is not `healthy` (empty when it is).
+    pub issues: Vec<String>,
+}
+
+/// Items per layer (all contexts).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ItemCounts {
+    /// Unexpired short-term items.
+    pub short_term: u64,
+    /// Focus items plus workspace items.
+    pub working: u64,
+    /// Episodes.
+    pub episodes: u64,
+    /// Semantic entries.
+    pub semantic: u64,
+    /// Procedures.
+    pub procedures: u64,
+    /// Procedure runs.
+    pub runs: u64,
+    /// Sessions.
+    pub sessions: u64,
+    /// Stored session versions.
+    pub session_versions: u64,
+    /// Timesheet tasks.
+    pub tasks: u64,
+}
+
+/// State of the full-text index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IndexStats {
+    /// Searchable documents (episodes + semantic entries, as of the last commit).
+    pub documents: u64,
+    /// Index segments.
+    pub segments: u64,
+    /// Highest write sequence applied to the index writer.
+    pub applied_seq: u64,
+    /// Highest write sequence in a durable index commit.
+    pub committed_seq: u64,
+    /// Changes applied but not yet committed.
+    pub pending: u64,
+    /// Index-log records in sled not yet covered by a commit (the replay work after a crash).
+    pub log_entries: u64,
+}
+
+/// The `metrics` part of [`Status`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatusMetrics {
+    /// Per-operation counts and latency percentiles since open.
+    pub operations: BTreeMap<String, OpMetrics>,
+    /// Items per layer.
+    pub items: ItemCounts,
+    /// Size of the store directory (sled + index) in bytes.
+    pub bytes_on_disk: u64,
+    /// Index state and lag.
+    pub index: IndexStats,
+}
+
+/// Total size of the regular files under `dir` (links are not followed).
+pub(crate) fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for ent in rd.flatten() {
+            // Files may vanish while we walk (sled and tantivy rotate files): skip them.
+            let Ok(md) = std::fs::symlink_metadata(ent.path()) else { continue };
+            if md.is_dir() {
+                stack.push(ent.path());
+            } else if md.is_file() {
+                total += md.len();
+            }
+        }
+    }
+    total
+}
+
+fn count_items(e: &Engine) -> Result<ItemCounts> {
+    let now = e.opts.clock.now().timestamp_millis();
+    let mut short_term = 0u64;
+    for item in e.t.short_term.iter() {
+        let (_, v) = item?;
+        let r: StRecord = codec::decode(&v)?;
+        if r.expires_at.is_none_or(|t| t > now) {
+            short_term += 1;
+        }
+    }
+    let mut working = 0u64;
+    for item in e.t.working.iter() {
+        let (_, v) = item?;
+        let st: WorkingState = codec::decode(&v)?;
+        working += (st.focus.len() + st.workspace.len()) as u64;
+    }
+    Ok(ItemCounts {
+        short_term,
+        working,
+        episodes: e.t.episodes.len() as u64,
+        semantic: e.t.semantic.len() as u64,
+        procedures: e.t.procedures.len() as u64,
+        runs: e.t.runs.len() as u64,
+        sessions: e.t.sessions.len() as u64,
+        session_versions: e.t.session_versions.len() as u64,
+        tasks: e.t.tasks.len() as u64,
+    })
+}
+
+pub(crate) fn index_stats(e: &Engine) -> IndexStats {
+    let (applied, committed, pending) = e.index.lag();
+    let (documents, segments) = e.index.doc_stats();
+    IndexStats {
+        documents,
+        segments: segments as u64,
+        applied_seq: applied,
+        committed_seq: committed,
+        pending: pending as u64,
+        log_entries: e.t.index_log.len() as u64,
+    }
+}
+
+impl Memory {
+    /// Health, version and uptime; with `include_sessions` the number of sessions, with
+    /// `include_metrics` per-operation latency, items per layer, bytes on disk and index lag.
+    ///
+    /// Never fails because the store is unhealthy: that is reported as `status: error`
+    /// with the reason in `issues`.
+    pub fn status(&self, include_sessions: bool, include_metrics: bool) -> Result<Status> {
+        let e = &self.engine;
+        e.timed("status", || {
+            let mut issues = Vec::new();
+            let mut health = Health::Healthy;
+            let index = index_stats(e);
+            // A cheap read proves the store answers.
+            if let Err(err) = e.t.meta.get(b"format_version") {
+                health = health.max(Health::Error);
+                issues.push(format!("cannot read the store: {err}"));
+            }
+            if let Some(err) = e.index_error() {
+                health = health.max(Health::Degraded);
+                issues.push(err);
+            }
+            if index.log_entries > DEGRADED_INDEX_LAG || index.pending > DEGRADED_INDEX_LAG {
+                health = health.max(Health::Degraded);
+                issues.push(format!(
+                    "index lags: {} log entries, {} uncommitted changes (threshold {DEGRADED_INDEX_LAG})",
+                    index.log_entries, index.pending
+                ));
+            }
+            let active_sessions = include_sessions.then(|| e.t.sessions.len() as u64);
+            let metrics = if include_metrics {
+                let items = match count_items(e) {
+                    Ok(i) => i,
+                    Err(err) => {
+                        health = health.max(Health::Error);
+                        issues.push(format!("cannot read the store: {err}"));
+                        ItemCounts::default()
+                    }
+                };
+                Some(StatusMetrics {
+                    operations: e.metrics.snapshot(),
+                    items,
+                    bytes_on_disk: dir_size(e.path()),
+                    index,
+                })
+            } else {
+                None
+            };
+            Ok(Status {
+                status: health,
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                uptime_seconds: e.started.elapsed().as_secs_f64(),
+                active_sessions,
+                metrics,
+                issues,
+            })
+        })
+    }
+}
