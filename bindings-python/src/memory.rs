@@ -170,8 +170,10 @@ impl Memory {
 
     /// The active context of this handle.
     #[getter]
-    fn active_context(&self) -> PyResult<String> {
-        Ok(self.core()?.active_context())
+    fn active_context(&self, py: Python<'_>) -> PyResult<String> {
+        let mem = self.core()?;
+        // Reading it may wait for a `switch_context` in progress: do it without the GIL.
+        run(py, || Ok(mem.active_context()))
     }
 
     /// Make `target` the active context of this handle. With `preserve_current=False`
