@@ -26,6 +26,15 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _memstrata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_CONTEXT", memstrata::DEFAULT_CONTEXT)?;
+    m.add("FORMAT_VERSION", memstrata::FORMAT_VERSION)?;
+    m.add("EXPORT_FORMAT_VERSION", memstrata::EXPORT_FORMAT_VERSION)?;
+    m.add("MAX_COMPRESSION_LEVEL", memstrata::MAX_COMPRESSION_LEVEL)?;
+    m.add("SUMMARY_MAX_CHARS", memstrata::SUMMARY_MAX_CHARS)?;
+    m.add(
+        "BUILTIN_ACTIONS",
+        pyo3::types::PyTuple::new(m.py(), memstrata::procedural::BUILTIN_ACTIONS)?,
+    )?;
     error::register(m)?;
     m.add_function(wrap_pyfunction!(error::_panic_for_tests, m)?)?;
     m.add_class::<memory::Memory>()?;

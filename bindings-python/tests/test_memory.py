@@ -219,3 +219,18 @@ def test_flush(mem):
 def test_version():
     assert isinstance(memstrata.__version__, str)
     assert memstrata.__version__.count(".") == 2
+
+
+def test_module_constants(mem):
+    assert memstrata.DEFAULT_CONTEXT == mem.active_context == "default"
+    assert isinstance(memstrata.FORMAT_VERSION, int) and memstrata.FORMAT_VERSION >= 1
+    assert isinstance(memstrata.EXPORT_FORMAT_VERSION, int) and memstrata.EXPORT_FORMAT_VERSION >= 1
+    assert memstrata.SUMMARY_MAX_CHARS > 0
+    s = mem.session_create("s")
+    mem.session_save(s.session_id, 1, compression_level=memstrata.MAX_COMPRESSION_LEVEL)
+    with pytest.raises(memstrata.InvalidInputError):
+        mem.session_save(s.session_id, 1, compression_level=memstrata.MAX_COMPRESSION_LEVEL + 1)
+    assert isinstance(memstrata.BUILTIN_ACTIONS, tuple) and "set" in memstrata.BUILTIN_ACTIONS
+    for name in memstrata.BUILTIN_ACTIONS:
+        with pytest.raises(memstrata.InvalidInputError):
+            mem.procedural.register_action(name, lambda p: p)

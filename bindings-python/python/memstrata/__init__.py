@@ -7,6 +7,12 @@ shared between threads. Errors are subclasses of :class:`MemstrataError`.
 """
 
 from memstrata._memstrata import (
+    BUILTIN_ACTIONS,
+    DEFAULT_CONTEXT,
+    EXPORT_FORMAT_VERSION,
+    FORMAT_VERSION,
+    MAX_COMPRESSION_LEVEL,
+    SUMMARY_MAX_CHARS,
     ConflictError,
     ContextStored,
     ContextValue,
@@ -57,6 +63,12 @@ from memstrata._memstrata import (
 )
 
 __all__ = [
+    "BUILTIN_ACTIONS",
+    "DEFAULT_CONTEXT",
+    "EXPORT_FORMAT_VERSION",
+    "FORMAT_VERSION",
+    "MAX_COMPRESSION_LEVEL",
+    "SUMMARY_MAX_CHARS",
     "ConflictError",
     "ContextStored",
     "ContextValue",

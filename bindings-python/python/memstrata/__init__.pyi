@@ -1,6 +1,12 @@
 """Memstrata: an embedded, layered memory engine for AI agents (see ``memstrata._memstrata``)."""
 
 from memstrata._memstrata import (
+    BUILTIN_ACTIONS as BUILTIN_ACTIONS,
+    DEFAULT_CONTEXT as DEFAULT_CONTEXT,
+    EXPORT_FORMAT_VERSION as EXPORT_FORMAT_VERSION,
+    FORMAT_VERSION as FORMAT_VERSION,
+    MAX_COMPRESSION_LEVEL as MAX_COMPRESSION_LEVEL,
+    SUMMARY_MAX_CHARS as SUMMARY_MAX_CHARS,
     ConflictError as ConflictError,
     ContextStored as ContextStored,
     ContextValue as ContextValue,
@@ -51,6 +57,12 @@ from memstrata._memstrata import (
 )
 
 __all__ = [
+    "BUILTIN_ACTIONS",
+    "DEFAULT_CONTEXT",
+    "EXPORT_FORMAT_VERSION",
+    "FORMAT_VERSION",
+    "MAX_COMPRESSION_LEVEL",
+    "SUMMARY_MAX_CHARS",
     "ConflictError",
     "ContextStored",
     "ContextValue",

@@ -17,9 +17,21 @@ _Durability: TypeAlias = Union[Literal["periodic", "immediate", "manual"], str]
 _StrPath: TypeAlias = Union[str, os.PathLike[str]]
 
 __version__: str
+DEFAULT_CONTEXT: str
+FORMAT_VERSION: int
+EXPORT_FORMAT_VERSION: int
+MAX_COMPRESSION_LEVEL: int
+SUMMARY_MAX_CHARS: int
+BUILTIN_ACTIONS: tuple[str, ...]
 
 __all__ = [
     "__version__",
+    "DEFAULT_CONTEXT",
+    "FORMAT_VERSION",
+    "EXPORT_FORMAT_VERSION",
+    "MAX_COMPRESSION_LEVEL",
+    "SUMMARY_MAX_CHARS",
+    "BUILTIN_ACTIONS",
     "MemstrataError",
     "NotFoundError",
     "InvalidInputError",
