@@ -402,6 +402,12 @@ impl SearchIndex {
         (searcher.num_docs(), searcher.segment_readers().len())
     }
 
+    /// Segments in the last commit on disk (the reader may still show an older view:
+    /// tantivy merges in the background and the reader reloads only on commit).
+    pub(crate) fn committed_segments(&self) -> Result<usize> {
+        Ok(self.inner.read().index.searchable_segment_ids()?.len())
+    }
+
     /// Merge all segments into one (used by `optimize(aggressive)`).
     pub(crate) fn merge_all(&self) -> Result<()> {
         let mut st = self.state.lock();

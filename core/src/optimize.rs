@@ -69,6 +69,24 @@ pub struct OptimizeReport {
     pub optimization_details: Value,
 }
 
+/// Merge every index segment into one. tantivy's background merge policy may merge some
+/// of the same segments concurrently, which makes an explicit merge fail with "segments …
+/// could not be found"; the segment list is then re-read and the merge retried.
+fn merge_index(e: &crate::engine::Engine) -> Result<()> {
+    let mut attempt = 0u64;
+    loop {
+        match e.index.merge_all() {
+            Ok(()) => return Ok(()),
+            Err(Error::Index(_)) if attempt < 20 => {
+                attempt += 1;
+                // Let the background merge that won the race finish.
+                std::thread::sleep(std::time::Duration::from_millis(10 * attempt));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
 impl Memory {
     /// Reclaim space and tidy the store; see [`OptimizeLevel`]. `target_session` limits
     /// session pruning (medium and aggressive) to one session (`NotFound` if unknown).
@@ -106,10 +124,11 @@ impl Memory {
 
             if level >= OptimizeLevel::Aggressive {
                 e.commit_index()?;
-                let (_, segments_before) = e.index.doc_stats();
-                e.index.merge_all()?;
+                let segments_before = e.index.committed_segments()?;
+                merge_index(e)?;
                 e.prune_index_log()?;
-                let (documents, segments_after) = e.index.doc_stats();
+                let segments_after = e.index.committed_segments()?;
+                let (documents, _) = e.index.doc_stats();
                 details["index"] = json!({
                     "segments_before": segments_before,
                     "segments_after": segments_after,

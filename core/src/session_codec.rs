@@ -157,9 +157,10 @@ pub(crate) fn lz4(bytes: &[u8]) -> Vec<u8> {
 pub(crate) fn unlz4(bytes: &[u8], max_len: usize, what: &str) -> Result<Vec<u8>> {
     let (claimed, _) = lz4_flex::block::uncompressed_size(bytes)
         .map_err(|e| Error::Corrupted(format!("{what}: lz4 header: {e}")))?;
-    if claimed > max_len {
+    // lz4 cannot expand more than ~255:1, so a larger claim is damage (and would be a huge allocation).
+    if claimed > max_len || claimed > bytes.len().saturating_mul(255).saturating_add(64) {
         return Err(Error::Corrupted(format!(
-            "{what}: lz4 block claims {claimed} bytes, more than the {max_len} expected"
+            "{what}: lz4 block claims {claimed} bytes, more than the {max_len} expected or its size allows"
         )));
     }
     lz4_flex::decompress_size_prepended(bytes).map_err(|e| Error::Corrupted(format!("{what}: lz4: {e}")))
@@ -312,6 +313,9 @@ fn huffman_decode(input: &[u8], max_len: usize) -> Result<Vec<u8>> {
     }
     let bits = r.rest();
     let total_bits = bits.len() as u64 * 8;
+    if n as u64 > total_bits {
+        return Err(bad("declared length exceeds the bit stream"));
+    }
     let mut used: u64 = 0;
     let mut out = Vec::with_capacity(n);
     let mut acc: u64 = 0;
@@ -685,7 +689,8 @@ pub(crate) fn delta_apply(base: &[u8], delta: &[u8], max_len: usize) -> Result<V
     if total > max_len {
         return Err(Error::Corrupted(format!("session delta: target of {total} bytes exceeds {max_len}")));
     }
-    let mut out = Vec::with_capacity(total);
+    // Grow as needed: `total` comes from stored bytes, do not trust it for one big allocation.
+    let mut out = Vec::with_capacity(total.min(base.len().saturating_add(delta.len()).saturating_mul(2)));
     while out.len() < total {
         let n = r.len()?;
         out.extend_from_slice(r.bytes(n)?);
@@ -803,6 +808,45 @@ mod tests {
         };
         let enc = huffman_encode(&fib);
         assert_eq!(huffman_decode(&enc, fib.len()).unwrap(), fib);
+    }
+
+    #[test]
+    fn damaged_payloads_never_panic() {
+        let v = sample();
+        let split = split_encode(&v);
+        let canon = canonical(&v).unwrap();
+        let mut changed = v.clone();
+        changed["state"]["long"] = json!("y".repeat(150));
+        let target = canonical(&changed).unwrap();
+        let delta = pack(&delta_encode(&canon, &target));
+        let mut x: u64 = 99;
+        for round in 0..3000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let (src, which) = match round % 3 {
+                0 => (&split, 0),
+                1 => (&delta, 1),
+                _ => (&canon, 2),
+            };
+            let mut bad = src.clone();
+            let pos = (x >> 33) as usize % bad.len();
+            bad[pos] ^= 1 << ((x >> 20) % 8);
+            if round % 7 == 0 {
+                bad.truncate(pos);
+            }
+            match which {
+                0 => {
+                    let _ = split_decode(&bad, 1 << 20, 128);
+                }
+                1 => {
+                    if let Ok(d) = unpack(&bad, 1 << 20, "t") {
+                        let _ = delta_apply(&canon, &d, 1 << 20);
+                    }
+                }
+                _ => {
+                    let _ = from_canonical(&bad);
+                }
+            }
+        }
     }
 
     #[test]

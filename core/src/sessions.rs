@@ -288,7 +288,8 @@ enum Load {
 
 /// Read `version` and the chain of delta bases under it.
 fn try_load(e: &Engine, sid: &str, version: u64) -> Result<Load> {
-    let max_depth = e.opts.limits.max_json_depth.max(1);
+    // Decoding guard only: content was depth-checked when saved (a lowered limit must not break restores).
+    let max_depth = e.opts.limits.max_json_depth.max(256);
     let mut chain: Vec<(u64, VersionHeader, sled::IVec)> = Vec::new();
     let mut cur = version;
     loop {
@@ -390,7 +391,8 @@ fn range_text(versions: &[u64]) -> String {
 /// Canonical bytes of every stored version of `sid`, oldest first (one pass, reusing each
 /// version as the base of the next). Caller holds `rmw` for a consistent view.
 pub(crate) fn materialize_all(e: &Engine, sid: &str) -> Result<Vec<(u64, VersionHeader, Vec<u8>)>> {
-    let max_depth = e.opts.limits.max_json_depth.max(1);
+    // Decoding guard only: content was depth-checked when saved (a lowered limit must not break restores).
+    let max_depth = e.opts.limits.max_json_depth.max(256);
     let mut out: Vec<(u64, VersionHeader, Vec<u8>)> = Vec::new();
     for item in e.t.session_versions.scan_prefix(version_prefix(sid)) {
         let (k, raw) = item?;

@@ -527,8 +527,10 @@ fn optimize_purges_expired_data_and_old_versions() {
 
     let aggressive = mem.optimize(OptimizeLevel::Aggressive, Some(&s.session_id)).unwrap();
     let idx = &aggressive.optimization_details["index"];
-    assert!(idx["segments_before"].as_u64().unwrap() > 1, "{idx}");
+    // (segments_before depends on how far tantivy's background merges got.)
+    assert!(idx["segments_before"].as_u64().unwrap() >= 1, "{idx}");
     assert_eq!(idx["segments_after"], json!(1));
+    assert_eq!(mem.status(false, true).unwrap().metrics.unwrap().index.segments, 1);
     assert_eq!(idx["documents"], json!(50));
     assert_eq!(mem.episodic().search("episode", &SearchFilters::default(), 100).unwrap().len(), 50);
     assert!(matches!(mem.optimize(OptimizeLevel::Light, Some("nope")).unwrap_err(), Error::NotFound { .. }));
