@@ -645,12 +645,23 @@ impl Memory {
         let e = &self.engine;
         e.timed("session.restore", || {
             let rec = require_session(e, session_id)?;
-            let v = match version {
-                Some(v) => v,
-                None => latest_version(e, session_id)?
-                    .ok_or_else(|| Error::not_found(format!("saved version of session {session_id:?}: it has no saved versions")))?,
+            let mut attempts = 0;
+            let (v, loaded) = loop {
+                let v = match version {
+                    Some(v) => v,
+                    None => latest_version(e, session_id)?.ok_or_else(|| {
+                        Error::not_found(format!("saved version of session {session_id:?}: it has no saved versions"))
+                    })?,
+                };
+                let loaded = load(e, session_id, v)?;
+                // The newest version can be pruned between finding it and reading it only if
+                // newer ones were saved meanwhile: look again.
+                attempts += 1;
+                if loaded.is_some() || version.is_some() || attempts >= 4 {
+                    break (v, loaded);
+                }
             };
-            match load(e, session_id, v)? {
+            match loaded {
                 Some((body, _)) => Ok(SessionRestored {
                     success: true,
                     content: body.into_value()?,

@@ -194,6 +194,72 @@ fn retention_pruning_keeps_every_remaining_version_exact() {
 }
 
 #[test]
+fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mem, _) = open(dir.path());
+    let sid = mem.session_create("shared", json!({})).unwrap().session_id;
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let mem = mem.clone();
+            let sid = sid.clone();
+            std::thread::spawn(move || {
+                (0..10)
+                    .map(|i| {
+                        let mut c = agent_state(i);
+                        c["thread"] = json!(t);
+                        let v = mem.session_save(&sid, c.clone(), 3 - (i % 2) as u8).unwrap().version;
+                        // Reads interleave with other threads' saves.
+                        assert_eq!(mem.session_restore(&sid, Some(v)).unwrap().content, c);
+                        (v, c)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut all: Vec<(u64, Value)> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    all.sort_by_key(|(v, _)| *v);
+    assert_eq!(all.iter().map(|(v, _)| *v).collect::<Vec<_>>(), (1..=40).collect::<Vec<u64>>());
+    for (v, c) in &all {
+        assert_eq!(&mem.session_restore(&sid, Some(*v)).unwrap().content, c, "version {v}");
+    }
+}
+
+#[test]
+fn restores_racing_with_pruning_never_see_a_missing_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _) = builder(dir.path());
+    let mem = b.session_retention(2).open().unwrap();
+    let sid = mem.session_create("raced", json!({})).unwrap().session_id;
+    mem.session_save(&sid, agent_state(0), 3).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (mem, sid, stop) = (mem.clone(), sid.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // The newest version is never pruned; it must always restore exactly.
+                    let r = mem.session_restore(&sid, None).unwrap();
+                    assert_eq!(r.content, agent_state(r.version as usize - 1));
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for i in 1..40 {
+        mem.session_save(&sid, agent_state(i), 3).unwrap();
+        mem.optimize(OptimizeLevel::Medium, Some(&sid)).unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let kept: Vec<u64> = mem.session_versions(&sid).unwrap().iter().map(|v| v.version).collect();
+    assert_eq!(kept, vec![39, 40]);
+}
+
+#[test]
 fn session_errors_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, _) = open(dir.path());
@@ -479,6 +545,30 @@ fn status_reports_real_metrics_after_operations() {
     assert!(m.index.committed_seq > 0 && m.index.applied_seq >= m.index.committed_seq);
     let v = serde_json::to_value(mem.status(true, true).unwrap()).unwrap();
     assert_eq!(v["status"], json!("healthy"));
+}
+
+#[test]
+fn status_is_degraded_while_the_index_lags_far_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _) = builder(dir.path());
+    let mem = b
+        .durability(memstrata::Durability::Manual)
+        .index_commit_interval(Duration::from_secs(3600))
+        .open()
+        .unwrap();
+    let n = memstrata::DEGRADED_INDEX_LAG as usize + 1;
+    for i in 0..n {
+        mem.episodic().record(NewEpisode::new(format!("lagging episode {i}"))).unwrap();
+    }
+    let st = mem.status(false, true).unwrap();
+    assert_eq!(st.status, Health::Degraded);
+    assert!(st.issues.iter().any(|i| i.contains("index lags")), "{:?}", st.issues);
+    let idx = st.metrics.unwrap().index;
+    assert!(idx.pending as usize >= n && idx.log_entries as usize >= n, "{idx:?}");
+    mem.flush().unwrap();
+    let st = mem.status(false, true).unwrap();
+    assert_eq!(st.status, Health::Healthy, "{:?}", st.issues);
+    assert_eq!(st.metrics.unwrap().index.documents, n as u64);
 }
 
 #[test]
