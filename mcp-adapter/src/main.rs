@@ -190,7 +190,8 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
     let mem = open(cli)?;
     let shared = Shared::new(mem.clone(), Auth::disabled(), !cli.no_audit).map_err(|e| e.to_string())?;
     let max_line = mem.options().limits.max_value_bytes.saturating_mul(2) + (1 << 20);
-    runtime()?.block_on(async {
+    let rt = runtime()?;
+    let r = rt.block_on(async {
         let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
         let transport =
             AsyncRwTransport::<rmcp::RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout()).with_max_line_length(max_line);
@@ -209,7 +210,10 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
             }
         }
         Ok::<(), String>(())
-    })?;
+    });
+    // tokio's stdin reader sits in a blocking read(2); do not wait for it.
+    rt.shutdown_background();
+    r?;
     flush(&mem);
     Ok(())
 }

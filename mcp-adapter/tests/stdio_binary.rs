@@ -1,0 +1,124 @@
+//! The built `memstrata-mcp` binary over stdio: protocol-only stdout, persistence
+//! across restarts, clean shutdown on EOF and on SIGTERM.
+
+mod common;
+
+use std::process::Stdio;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_memstrata-mcp");
+
+fn spawn(store: &std::path::Path) -> Child {
+    Command::new(BIN)
+        .arg("--store")
+        .arg(store)
+        .arg("stdio")
+        .env("MEMSTRATA_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn memstrata-mcp")
+}
+
+async fn call(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, name: &str, args: Value) -> Value {
+    let Value::Object(args) = args else { unreachable!() };
+    let r = client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
+        .await
+        .expect("tools/call");
+    assert_ne!(r.is_error, Some(true), "{name}: {}", common::text(&r));
+    r.structured_content.expect("structured result")
+}
+
+async fn stderr_of(child: &mut Child) -> String {
+    let mut s = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use tokio::io::AsyncReadExt;
+        let _ = e.read_to_string(&mut s).await;
+    }
+    s
+}
+
+#[tokio::test]
+async fn persists_across_restarts_and_exits_cleanly_on_eof() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("agent.mem");
+
+    let mut child = spawn(&store);
+    let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = ().serve(io).await.expect("initialize");
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 29);
+    let sid = call(&client, "session_create", json!({"name": "across restarts"})).await["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    call(&client, "session_save", json!({"session_id": sid, "content": {"step": 1}})).await;
+    call(&client, "knowledge_store", json!({"key": "fact", "knowledge": "sky is blue"})).await;
+    // Closing stdin ends the session; the server flushes and exits 0.
+    client.cancel().await.unwrap();
+    let status = child.wait().await.unwrap();
+    let err = stderr_of(&mut child).await;
+    assert!(status.success(), "exit {status:?}; stderr: {err}");
+    assert!(err.contains("store flushed"), "{err}");
+
+    let mut child = spawn(&store);
+    let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = ().serve(io).await.expect("initialize");
+    let r = call(&client, "session_restore", json!({"session_id": sid})).await;
+    assert_eq!(r["content"], json!({"step": 1}));
+    let k = call(&client, "knowledge_retrieve", json!({"key": "fact"})).await;
+    assert_eq!(k["entry"]["knowledge"], "sky is blue");
+    client.cancel().await.unwrap();
+    assert!(child.wait().await.unwrap().success());
+    // The audit trail of the first run is in the store.
+    let trail = std::fs::read_to_string(store.join("audit.jsonl")).unwrap();
+    assert!(trail.contains("\"tool\":\"session_save\"") && trail.contains("\"who\":\"local\""), "{trail}");
+}
+
+#[tokio::test]
+async fn stdout_is_protocol_only_and_sigterm_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn(&dir.path().join("s.mem"));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let msgs = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_store", "arguments": {"key": "k", "value": [1, 2]}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "episode_get", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "no/such/method"}),
+    ];
+    for m in &msgs {
+        stdin.write_all(format!("{m}\n").as_bytes()).await.unwrap();
+    }
+    stdin.flush().await.unwrap();
+    let mut responses = std::collections::BTreeMap::new();
+    while responses.len() < 5 {
+        let line = lines.next_line().await.unwrap().expect("server closed stdout early");
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+        assert_eq!(v["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = v.get("id").and_then(Value::as_u64) {
+            responses.insert(id, v);
+        }
+    }
+    assert_eq!(responses[&3]["result"]["structuredContent"]["success"], true);
+    assert_eq!(responses[&4]["result"]["isError"], true);
+    assert_eq!(responses[&5]["error"]["code"], -32601);
+    // SIGTERM: clean shutdown with a flush, exit status 0.
+    let pid = child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = child.wait().await.unwrap();
+    let err = stderr_of(&mut child).await;
+    assert!(status.success(), "exit {status:?}; stderr: {err}");
+    assert!(err.contains("signal received") && err.contains("store flushed"), "{err}");
+}
