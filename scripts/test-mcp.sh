@@ -1,3 +1,20 @@
 #!/usr/bin/env bash
+# MCP interoperability suite (run by `make test-mcp`, after scripts/venv.sh):
+#   1. build the memstrata-mcp binary once;
+#   2. the official Python MCP SDK drives it over stdio and streamable HTTP (pytest);
+#   3. the official MCP conformance suite runs against it (Node 22 in .tools/).
+# The adapter's Rust tests (in-process and binary-over-stdio) run with `make test-rust`.
 set -euo pipefail
-echo "test-mcp: suite not written yet"
+cd "$(dirname "$0")/.."
+export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+
+echo "== test-mcp: building memstrata-mcp"
+cargo build -p memstrata-mcp --bin memstrata-mcp
+export MEMSTRATA_MCP_BIN=$CARGO_TARGET_DIR/debug/memstrata-mcp
+
+echo "== test-mcp: Python MCP SDK (stdio + HTTP)"
+.venv/bin/python -m pytest -q mcp-adapter/tests/python
+
+echo "== test-mcp: MCP conformance suite"
+bash mcp-adapter/scripts/conformance.sh "$MEMSTRATA_MCP_BIN"
