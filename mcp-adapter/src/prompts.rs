@@ -44,7 +44,7 @@ pub fn list() -> Vec<Prompt> {
         ),
         Prompt::new(
             "handoff",
-            Some("A summary for handing the current work to another model: focus, workspace, recent episodes, open sessions"),
+            Some("A summary for handing the current work to another model: focus, workspace, recent episodes, open tasks, sessions"),
             Some(vec![
                 PromptArgument::new("to")
                     .with_description("Who takes over (e.g. another model's name)")
@@ -211,6 +211,25 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
         let mut ids: Vec<String> = recent.iter().map(|e| e.id.clone()).collect();
         ids.reverse();
         let _ = writeln!(text, "\nRecent episodes (chronological):\n{}", mem.episodic().summarize(&ids)?);
+    }
+    let open = mem.tasks(&memstrata::TaskFilter {
+        context: Some(ctx.clone()),
+        status: memstrata::TaskStatusFilter::Open,
+        limit: Some(LIST),
+        ..Default::default()
+    })?;
+    if !open.is_empty() {
+        text.push_str("\nOpen timesheet tasks (close them with llm_punch_out when done):\n");
+        for t in &open {
+            let _ = writeln!(
+                text,
+                "- {} by {} since {} (task_id {})",
+                t.task_description,
+                t.llm_name,
+                t.start_time.to_rfc3339(),
+                t.task_id
+            );
+        }
     }
     let mut sessions = mem.session_list()?;
     sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));

@@ -436,7 +436,13 @@ async fn resources_prompts_and_subscriptions() {
         .await
         .unwrap();
     assert!(serde_json::to_string(&p.messages).unwrap().contains("step"));
-    let p = h.client.get_prompt(GetPromptRequestParams::new("handoff")).await.unwrap();
-    assert!(serde_json::to_string(&p.messages).unwrap().contains("s1"));
+    h.call("llm_punch_in", json!({"llm_name": "claude", "task_description": "port the parser"})).await;
+    let p = h
+        .client
+        .get_prompt(GetPromptRequestParams::new("handoff").with_arguments(args(json!({"to": "gpt"})).unwrap()))
+        .await
+        .unwrap();
+    let t = serde_json::to_string(&p.messages).unwrap();
+    assert!(t.contains("s1") && t.contains("port the parser") && t.contains("Handoff to gpt"), "{t}");
     assert!(h.client.get_prompt(GetPromptRequestParams::new("recall")).await.is_err(), "missing required argument");
 }

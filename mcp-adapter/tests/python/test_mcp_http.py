@@ -212,3 +212,29 @@ def test_admin_export_import_optimize(binary: str, tmp_path: Path) -> None:
     assert json.loads(r.stdout)["success"] is True
     r = run("--store", str(dst), "status", "--json")
     assert json.loads(r.stdout)["status"]["metrics"]["items"]["semantic"] >= 1
+
+
+async def test_resource_subscription_over_http(http_server: HttpServer) -> None:
+    import anyio
+    import mcp_types
+
+    updated: list[str] = []
+    got = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mcp_types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+            got.set()
+
+    headers = None
+    transport = streamable_http_client(f"{http_server.url}/mcp", http_client=create_mcp_http_client(headers=headers))
+    async with Client(transport, mode="legacy", message_handler=on_message) as c:
+        await ok(c, "knowledge_store", {"key": "watched", "knowledge": {"v": 1}})
+        await c.subscribe_resource("memstrata://knowledge/watched")
+        # Another client (the plain envelope) changes it: this session is told.
+        r = execute(http_server, "knowledge_update", {"key": "watched", "patch": {"v": 2}})
+        assert r.json()["result"]["version"] == 2
+        with anyio.fail_after(30):  # turns a lost notification into a failure instead of a hang
+            await got.wait()
+        assert updated == ["memstrata://knowledge/watched"]
+        await c.unsubscribe_resource("memstrata://knowledge/watched")

@@ -184,3 +184,22 @@ async def test_state_survives_restart(binary: str, tmp_path: Path) -> None:
         # A paused run continues after the restart.
         done = await ok(c, "procedure_resume", {"run_id": run["run_id"], "output": "yes"})
         assert done["status"] == "completed" and done["outputs"]["q"] == "yes"
+
+
+async def test_modern_listen_stream(binary: str, tmp_path: Path) -> None:
+    """2026-07-28 `subscriptions/listen`: resource updates and list changes arrive as events."""
+    import anyio
+    from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+
+    async with Client(server(binary, tmp_path / "listen.mem"), mode="auto") as c:
+        await ok(c, "knowledge_store", {"key": "watched", "knowledge": 1})
+        async with c.listen(resources_list_changed=True, resource_subscriptions=["memstrata://knowledge/watched"]) as sub:
+            assert sub.honored.resource_subscriptions == ["memstrata://knowledge/watched"]
+            await ok(c, "knowledge_update", {"key": "watched", "patch": 2})
+            await ok(c, "knowledge_store", {"key": "new-entry", "knowledge": 3})
+            seen: list[object] = []
+            with anyio.fail_after(30):  # turns a lost event into a failure instead of a hang
+                async for event in sub:
+                    seen.append(event)
+                    if ResourceUpdated(uri="memstrata://knowledge/watched") in seen and ResourcesListChanged() in seen:
+                        break
