@@ -70,7 +70,9 @@ impl AuditLog {
             ok: error.is_none(),
             error: error.map(str::to_owned),
         };
-        let Ok(mut line) = serde_json::to_vec(&entry) else { return };
+        let Ok(mut line) = serde_json::to_vec(&entry) else {
+            return;
+        };
         line.push(b'\n');
         let mut f = self.file.lock();
         if let Err(e) = f.write_all(&line) {
@@ -115,7 +117,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = AuditLog::open(dir.path()).unwrap();
         for i in 0..5 {
-            log.record("bot", "http", &format!("tool{i}"), "ctx", if i == 4 { Some("FORBIDDEN") } else { None });
+            log.record(
+                "bot",
+                "http",
+                &format!("tool{i}"),
+                "ctx",
+                if i == 4 { Some("FORBIDDEN") } else { None },
+            );
         }
         let t = tail(dir.path(), 2).unwrap();
         assert_eq!(t.len(), 2);

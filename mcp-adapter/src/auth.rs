@@ -251,8 +251,13 @@ impl Auth {
         for (i, k) in cfg.keys.into_iter().enumerate() {
             let secret = match (k.key, k.key_env) {
                 (Some(s), None) => s,
-                (None, Some(var)) => std::env::var(&var)
-                    .map_err(|_| format!("{}: keys[{i}] ({}): environment variable {var} is not set", path.display(), k.id))?,
+                (None, Some(var)) => std::env::var(&var).map_err(|_| {
+                    format!(
+                        "{}: keys[{i}] ({}): environment variable {var} is not set",
+                        path.display(),
+                        k.id
+                    )
+                })?,
                 _ => {
                     return Err(format!(
                         "{}: keys[{i}] ({}): give exactly one of `key` or `key_env`",
@@ -262,7 +267,11 @@ impl Auth {
                 }
             };
             if secret.len() < 8 {
-                return Err(format!("{}: keys[{i}] ({}): key is shorter than 8 characters", path.display(), k.id));
+                return Err(format!(
+                    "{}: keys[{i}] ({}): key is shorter than 8 characters",
+                    path.display(),
+                    k.id
+                ));
             }
             for p in k.read.iter().chain(&k.write) {
                 let name = p.strip_suffix('*').unwrap_or(p);
@@ -345,8 +354,14 @@ mod tests {
     fn bearer_tokens() {
         let auth = Auth::disabled().with_full_keys(["secret-one"]);
         assert_eq!(auth.authenticate(None).unwrap_err(), AuthFailure::Missing);
-        assert_eq!(auth.authenticate(Some("Bearer nope")).unwrap_err(), AuthFailure::Invalid);
-        assert_eq!(auth.authenticate(Some("Basic secret-one")).unwrap_err(), AuthFailure::Missing);
+        assert_eq!(
+            auth.authenticate(Some("Bearer nope")).unwrap_err(),
+            AuthFailure::Invalid
+        );
+        assert_eq!(
+            auth.authenticate(Some("Basic secret-one")).unwrap_err(),
+            AuthFailure::Missing
+        );
         let p = auth.authenticate(Some("Bearer secret-one")).unwrap();
         assert!(p.id.starts_with("key-"));
         assert!(p.allows(&Target::Global(Access::Write)));
@@ -368,7 +383,11 @@ mod tests {
         let json_path = dir.path().join("keys.json");
         std::fs::write(&json_path, r#"{"keys": [{"id": "x", "key": "short"}]}"#).unwrap();
         assert!(Auth::disabled().load_file(&json_path).unwrap_err().contains("shorter"));
-        std::fs::write(&json_path, r#"{"keys": [{"id": "x", "key": "long-enough", "read": ["bad name"]}]}"#).unwrap();
+        std::fs::write(
+            &json_path,
+            r#"{"keys": [{"id": "x", "key": "long-enough", "read": ["bad name"]}]}"#,
+        )
+        .unwrap();
         assert!(Auth::disabled().load_file(&json_path).is_err());
     }
 }

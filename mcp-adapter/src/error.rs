@@ -80,7 +80,10 @@ impl ToolError {
     pub fn jsonrpc_code(&self) -> i32 {
         match self {
             ToolError::InvalidInput { .. } => -32602,
-            ToolError::Core { error, .. } if matches!(error, memstrata::Error::InvalidInput { .. }) => -32602,
+            ToolError::Core {
+                error: memstrata::Error::InvalidInput { .. },
+                ..
+            } => -32602,
             ToolError::Internal(_) => -32603,
             // Implementation-defined server errors.
             ToolError::Forbidden(_) => -32003,

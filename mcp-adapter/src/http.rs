@@ -60,7 +60,10 @@ impl HttpConfig {
 
     /// Every accepted Host name: loopback names, the bound IP (when specific), the extras.
     pub fn hosts(&self) -> Vec<String> {
-        let mut h: Vec<String> = ["localhost", "127.0.0.1", "::1"].iter().map(|s| (*s).to_owned()).collect();
+        let mut h: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
         let ip = self.listen.ip();
         if !ip.is_unspecified() && !ip.is_loopback() {
             h.push(ip.to_string());
@@ -83,10 +86,10 @@ struct App {
 /// Split `host[:port]` / `[v6]:port` into (host, port).
 fn split_authority(a: &str) -> (String, Option<&str>) {
     let a = a.trim();
-    if let Some(rest) = a.strip_prefix('[') {
-        if let Some((h, tail)) = rest.split_once(']') {
-            return (h.to_ascii_lowercase(), tail.strip_prefix(':'));
-        }
+    if let Some(rest) = a.strip_prefix('[')
+        && let Some((h, tail)) = rest.split_once(']')
+    {
+        return (h.to_ascii_lowercase(), tail.strip_prefix(':'));
     }
     match a.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') && p.chars().all(|c| c.is_ascii_digit()) => (h.to_ascii_lowercase(), Some(p)),
@@ -123,8 +126,10 @@ impl App {
 fn refuse(status: StatusCode, msg: &str) -> Response {
     let mut r = (status, axum::Json(json!({"error": msg}))).into_response();
     if status == StatusCode::UNAUTHORIZED {
-        r.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"memstrata\""));
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"memstrata\""),
+        );
     }
     r
 }
@@ -158,7 +163,10 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
             req.extensions_mut().insert(p);
             next.run(req).await
         }
-        Err(AuthFailure::Missing) => refuse(StatusCode::UNAUTHORIZED, "missing bearer token (Authorization: Bearer <key>)"),
+        Err(AuthFailure::Missing) => refuse(
+            StatusCode::UNAUTHORIZED,
+            "missing bearer token (Authorization: Bearer <key>)",
+        ),
         Err(AuthFailure::Invalid) => {
             if let Some(a) = &app.shared.audit {
                 a.record("invalid-key", "http", "-", "-", Some("UNAUTHORIZED"));
@@ -168,7 +176,11 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
     }
 }
 
-async fn ws(State(app): State<Arc<App>>, Extension(principal): Extension<Principal>, upgrade: WebSocketUpgrade) -> Response {
+async fn ws(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
     let shared = Arc::clone(&app.shared);
     let ct = app.shutdown.child_token();
     upgrade
@@ -201,13 +213,23 @@ async fn execute(
         .and_then(|v| v.to_str().ok())
         .is_none_or(|v| v.starts_with("application/json"));
     if !ct_ok {
-        return (StatusCode::UNSUPPORTED_MEDIA_TYPE, axum::Json(rpc_error(Value::Null, -32700, "expected Content-Type: application/json")))
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            axum::Json(rpc_error(
+                Value::Null,
+                -32700,
+                "expected Content-Type: application/json",
+            )),
+        )
             .into_response();
     }
     let msg: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
-            return (StatusCode::BAD_REQUEST, axum::Json(rpc_error(Value::Null, -32700, &format!("parse error: {e}"))))
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(rpc_error(Value::Null, -32700, &format!("parse error: {e}"))),
+            )
                 .into_response();
         }
     };
@@ -221,7 +243,11 @@ async fn execute(
         Some(other) => {
             return (
                 StatusCode::OK,
-                axum::Json(rpc_error(id, -32601, &format!("method not found: {other:?} (this endpoint serves \"execute\")"))),
+                axum::Json(rpc_error(
+                    id,
+                    -32601,
+                    &format!("method not found: {other:?} (this endpoint serves \"execute\")"),
+                )),
             )
                 .into_response();
         }
@@ -229,25 +255,58 @@ async fn execute(
     }
     let params = msg.get("params").cloned().unwrap_or(Value::Null);
     let Some(tool) = params.get("tool").and_then(Value::as_str) else {
-        return (StatusCode::OK, axum::Json(rpc_error(id, -32602, "invalid params: \"params.tool\" must be a tool name")))
+        return (
+            StatusCode::OK,
+            axum::Json(rpc_error(
+                id,
+                -32602,
+                "invalid params: \"params.tool\" must be a tool name",
+            )),
+        )
             .into_response();
     };
     let parameters = match params.get("parameters") {
         None | Some(Value::Null) => json!({}),
         Some(p @ Value::Object(_)) => p.clone(),
         Some(_) => {
-            return (StatusCode::OK, axum::Json(rpc_error(id, -32602, "invalid params: \"params.parameters\" must be an object")))
+            return (
+                StatusCode::OK,
+                axum::Json(rpc_error(
+                    id,
+                    -32602,
+                    "invalid params: \"params.parameters\" must be an object",
+                )),
+            )
                 .into_response();
         }
     };
     let server = MemoryServer::new(Arc::clone(&app.shared), "execute", Caller::Fixed(principal.clone()));
     match server.execute_json(tool, parameters, &principal).await {
-        None => (StatusCode::OK, axum::Json(rpc_error(id, -32601, &format!("unknown tool {tool:?} (see tools/list on /mcp)"))))
+        None => (
+            StatusCode::OK,
+            axum::Json(rpc_error(
+                id,
+                -32601,
+                &format!("unknown tool {tool:?} (see tools/list on /mcp)"),
+            )),
+        )
             .into_response(),
-        Some(Ok(result)) => (StatusCode::OK, axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}))).into_response(),
+        Some(Ok(result)) => (
+            StatusCode::OK,
+            axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+        )
+            .into_response(),
         Some(Err(e)) => {
-            let status = if e.code() == "FORBIDDEN" { StatusCode::FORBIDDEN } else { StatusCode::OK };
-            (status, axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": e.to_jsonrpc()}))).into_response()
+            let status = if e.code() == "FORBIDDEN" {
+                StatusCode::FORBIDDEN
+            } else {
+                StatusCode::OK
+            };
+            (
+                status,
+                axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": e.to_jsonrpc()})),
+            )
+                .into_response()
         }
     }
 }
@@ -268,10 +327,20 @@ pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken
     let mut mcp_cfg = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(cfg.max_body_bytes);
-    mcp_cfg = if any_host { mcp_cfg.disable_allowed_hosts() } else { mcp_cfg.with_allowed_hosts(hosts) };
+    mcp_cfg = if any_host {
+        mcp_cfg.disable_allowed_hosts()
+    } else {
+        mcp_cfg.with_allowed_hosts(hosts)
+    };
     let factory_shared = Arc::clone(&shared);
     let mcp = StreamableHttpService::new(
-        move || Ok(MemoryServer::new(Arc::clone(&factory_shared), "http", Caller::PerRequest)),
+        move || {
+            Ok(MemoryServer::new(
+                Arc::clone(&factory_shared),
+                "http",
+                Caller::PerRequest,
+            ))
+        },
         Arc::new(LocalSessionManager::default()),
         mcp_cfg,
     );
@@ -288,7 +357,9 @@ pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken
 pub async fn serve(shared: Arc<Shared>, cfg: HttpConfig, shutdown: CancellationToken) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
     let local = listener.local_addr()?;
-    tracing::info!("memstrata-mcp listening on http://{local}/mcp (WebSocket ws://{local}/mcp/ws, envelope POST /mcp/v1/execute)");
+    tracing::info!(
+        "memstrata-mcp listening on http://{local}/mcp (WebSocket ws://{local}/mcp/ws, envelope POST /mcp/v1/execute)"
+    );
     let app = router(shared, &cfg, shutdown.clone());
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })

@@ -98,7 +98,12 @@ struct HttpArgs {
     #[arg(long, default_value = "127.0.0.1:8765")]
     listen: SocketAddr,
     /// API key with access to everything (repeatable) [env: MEMSTRATA_API_KEYS, comma-separated].
-    #[arg(long = "api-key", env = "MEMSTRATA_API_KEYS", hide_env_values = true, value_delimiter = ',')]
+    #[arg(
+        long = "api-key",
+        env = "MEMSTRATA_API_KEYS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
     api_keys: Vec<String>,
     /// TOML or JSON file mapping API keys to the contexts they may read and write (see docs/mcp.md).
     #[arg(long)]
@@ -193,10 +198,13 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
     let rt = runtime()?;
     let r = rt.block_on(async {
         let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
-        let transport =
-            AsyncRwTransport::<rmcp::RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout()).with_max_line_length(max_line);
+        let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
+            .with_max_line_length(max_line);
         tracing::info!(store = %mem.path().display(), "memstrata-mcp serving MCP on stdio");
-        let running = server.serve(transport).await.map_err(|e| format!("MCP initialization failed: {e}"))?;
+        let running = server
+            .serve(transport)
+            .await
+            .map_err(|e| format!("MCP initialization failed: {e}"))?;
         let ct = running.cancellation_token();
         tokio::select! {
             r = running.waiting() => {
@@ -261,7 +269,9 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
 
 fn spinner(msg: &str) -> ProgressBar {
     let pb = ProgressBar::new_spinner();
-    pb.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
     pb.set_message(msg.to_owned());
     pb.enable_steady_tick(Duration::from_millis(120));
     pb
@@ -273,7 +283,8 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
         Ok(mem) => (Some(mem.status(true, true).map_err(|e| e.to_string())?), None),
         Err(e) => (None, Some(e)),
     };
-    let trail = audit::tail(&std::fs::canonicalize(&path).unwrap_or(path.clone()), audit_n).map_err(|e| e.to_string())?;
+    let trail =
+        audit::tail(&std::fs::canonicalize(&path).unwrap_or(path.clone()), audit_n).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     if json {
         let v = serde_json::json!({"store": path, "status": status, "note": note, "audit": trail});
@@ -283,7 +294,13 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
     let _ = writeln!(out, "store: {}", path.display());
     match &status {
         Some(s) => {
-            let _ = writeln!(out, "status: {} (engine {}), sessions: {}", s.status, s.version, s.active_sessions.unwrap_or(0));
+            let _ = writeln!(
+                out,
+                "status: {} (engine {}), sessions: {}",
+                s.status,
+                s.version,
+                s.active_sessions.unwrap_or(0)
+            );
             for i in &s.issues {
                 let _ = writeln!(out, "  issue: {i}");
             }
@@ -292,7 +309,15 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
                 let _ = writeln!(
                     out,
                     "items: short-term {}, working {}, episodes {}, knowledge {}, procedures {}, runs {}, sessions {} ({} versions), tasks {}",
-                    c.short_term, c.working, c.episodes, c.semantic, c.procedures, c.runs, c.sessions, c.session_versions, c.tasks
+                    c.short_term,
+                    c.working,
+                    c.episodes,
+                    c.semantic,
+                    c.procedures,
+                    c.runs,
+                    c.sessions,
+                    c.session_versions,
+                    c.tasks
                 );
                 let _ = writeln!(
                     out,
@@ -315,7 +340,11 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
             a.transport,
             a.tool,
             a.context,
-            if a.ok { "ok".to_owned() } else { a.error.clone().unwrap_or_default() }
+            if a.ok {
+                "ok".to_owned()
+            } else {
+                a.error.clone().unwrap_or_default()
+            }
         );
     }
     Ok(())
@@ -342,7 +371,8 @@ fn export(cli: &Cli, file: &Path) -> Result<(), String> {
     let mem = open(cli)?;
     let pb = ProgressBar::new_spinner();
     pb.set_style(
-        ProgressStyle::with_template("{spinner} exporting {bytes} written {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ProgressStyle::with_template("{spinner} exporting {bytes} written {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     pb.enable_steady_tick(Duration::from_millis(120));
     let stats = if file == Path::new("-") {
@@ -364,7 +394,11 @@ fn export(cli: &Cli, file: &Path) -> Result<(), String> {
         s
     };
     pb.finish_and_clear();
-    eprintln!("exported {} records: {}", stats.records, serde_json::to_string(&stats.counts).unwrap_or_default());
+    eprintln!(
+        "exported {} records: {}",
+        stats.records,
+        serde_json::to_string(&stats.counts).unwrap_or_default()
+    );
     Ok(())
 }
 
@@ -387,7 +421,11 @@ fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Resul
     };
     pb.finish_and_clear();
     mem.flush().map_err(|e| e.to_string())?;
-    eprintln!("imported {} records: {}", stats.records, serde_json::to_string(&stats.counts).unwrap_or_default());
+    eprintln!(
+        "imported {} records: {}",
+        stats.records,
+        serde_json::to_string(&stats.counts).unwrap_or_default()
+    );
     Ok(())
 }
 

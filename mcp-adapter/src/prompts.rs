@@ -44,7 +44,9 @@ pub fn list() -> Vec<Prompt> {
         ),
         Prompt::new(
             "handoff",
-            Some("A summary for handing the current work to another model: focus, workspace, recent episodes, open tasks, sessions"),
+            Some(
+                "A summary for handing the current work to another model: focus, workspace, recent episodes, open tasks, sessions",
+            ),
             Some(vec![
                 PromptArgument::new("to")
                     .with_description("Who takes over (e.g. another model's name)")
@@ -61,7 +63,10 @@ pub fn list() -> Vec<Prompt> {
 pub fn targets(name: &str, active: &str) -> Vec<Target> {
     match name {
         "resume_session" => vec![Target::Global(Access::Read)],
-        "handoff" => vec![Target::Context(active.to_owned(), Access::Read), Target::Global(Access::Read)],
+        "handoff" => vec![
+            Target::Context(active.to_owned(), Access::Read),
+            Target::Global(Access::Read),
+        ],
         _ => vec![Target::Context(active.to_owned(), Access::Read)],
     }
 }
@@ -153,7 +158,13 @@ fn recall(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResult
         text.push_str("Episodes, best match first:\n");
         for h in &episodes {
             let e = &h.episode;
-            let _ = write!(text, "- [{}] {} (importance {}", e.timestamp.to_rfc3339(), e.summary, e.importance);
+            let _ = write!(
+                text,
+                "- [{}] {} (importance {}",
+                e.timestamp.to_rfc3339(),
+                e.summary,
+                e.importance
+            );
             if !e.tags.is_empty() {
                 let _ = write!(text, ", tags: {}", e.tags.join(", "));
             }
@@ -210,7 +221,11 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
     if !recent.is_empty() {
         let mut ids: Vec<String> = recent.iter().map(|e| e.id.clone()).collect();
         ids.reverse();
-        let _ = writeln!(text, "\nRecent episodes (chronological):\n{}", mem.episodic().summarize(&ids)?);
+        let _ = writeln!(
+            text,
+            "\nRecent episodes (chronological):\n{}",
+            mem.episodic().summarize(&ids)?
+        );
     }
     let open = mem.tasks(&memstrata::TaskFilter {
         context: Some(ctx.clone()),
@@ -232,7 +247,7 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
         }
     }
     let mut sessions = mem.session_list()?;
-    sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
     if !sessions.is_empty() {
         text.push_str("\nMost recently saved sessions (resume with the resume_session prompt or session_restore):\n");
         for s in sessions.iter().take(5) {

@@ -35,7 +35,9 @@ pub fn templates() -> Vec<ResourceTemplate> {
             .with_mime_type("application/json"),
         ResourceTemplate::new("memstrata://knowledge/{key}", "knowledge")
             .with_title("Knowledge entry (active context)")
-            .with_description("A semantic-memory entry of the active context, with its version history (keys percent-encoded)")
+            .with_description(
+                "A semantic-memory entry of the active context, with its version history (keys percent-encoded)",
+            )
             .with_mime_type("application/json"),
         ResourceTemplate::new("memstrata://contexts/{context}/episodes/{id}", "context-episode")
             .with_title("Episode (named context)")
@@ -94,7 +96,10 @@ pub fn list_all(mem: &Memory, who: &Principal) -> ToolResult<Vec<Resource>> {
             };
             out.push(
                 Resource::new(r.uri(), short(&ep.summary))
-                    .with_description(format!("Episode of {} in context {active:?}", ep.timestamp.to_rfc3339()))
+                    .with_description(format!(
+                        "Episode of {} in context {active:?}",
+                        ep.timestamp.to_rfc3339()
+                    ))
                     .with_mime_type("application/json"),
             );
         }

@@ -15,11 +15,12 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{ToolCallContext, schema_for_output};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, ContentBlock, CompleteResult, CompletionInfo, Extensions, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, ResourceUpdatedNotificationParam, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
+    ContentBlock, Extensions, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -51,7 +52,11 @@ pub struct Shared {
 impl Shared {
     /// Shared state over an open engine; `audit` appends to `<store>/audit.jsonl`.
     pub fn new(mem: Memory, auth: Auth, audit: bool) -> std::io::Result<Arc<Shared>> {
-        let audit = if audit { Some(AuditLog::open(&mem.path())?) } else { None };
+        let audit = if audit {
+            Some(AuditLog::open(&mem.path())?)
+        } else {
+            None
+        };
         let (hub, _) = broadcast::channel(1024);
         Ok(Arc::new(Shared { mem, auth, audit, hub }))
     }
@@ -104,14 +109,13 @@ impl Conn {
         }
         let subs = self.subscriptions.lock();
         let mut updated: Vec<String> = subs.get(&change.uri).cloned().into_iter().collect();
-        if let Some(s) = subs.get(&ResourceRef::Status.uri()) {
-            if who.allows(&Target::Global(Access::Read)) {
-                updated.push(s.clone());
-            }
+        if let Some(s) = subs.get(&ResourceRef::Status.uri())
+            && who.allows(&Target::Global(Access::Read))
+        {
+            updated.push(s.clone());
         }
         (updated, change.list_changed)
     }
-
 }
 
 impl Drop for Conn {
@@ -302,7 +306,8 @@ impl MemoryServer {
         match res {
             Ok(v) => {
                 if A::MUTATES {
-                    self.log(&rc.peer, LoggingLevel::Debug, json!({"tool": A::NAME, "ok": true})).await;
+                    self.log(&rc.peer, LoggingLevel::Debug, json!({"tool": A::NAME, "ok": true}))
+                        .await;
                 }
                 CallToolResult::structured(v)
             }
@@ -392,7 +397,11 @@ fn protocol_error(e: ToolError) -> ErrorData {
             ..
         }
         | ToolError::NotFound(_) => ErrorData::resource_not_found(e.message(), Some(json!({"code": e.code()}))),
-        _ => ErrorData::new(rmcp::model::ErrorCode(-32003), e.message(), Some(json!({"code": e.code()}))),
+        _ => ErrorData::new(
+            rmcp::model::ErrorCode(-32003),
+            e.message(),
+            Some(json!({"code": e.code()})),
+        ),
     }
 }
 
@@ -409,7 +418,11 @@ impl MemoryServer {
         annotations(title = "Store a short-term value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         output_schema = out::<ops::MemoryStored>()
     )]
-    async fn memory_store(&self, Parameters(a): Parameters<ops::MemoryStore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn memory_store(
+        &self,
+        Parameters(a): Parameters<ops::MemoryStore>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -418,7 +431,11 @@ impl MemoryServer {
         annotations(title = "Read a short-term value", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::MemoryRetrieved>()
     )]
-    async fn memory_retrieve(&self, Parameters(a): Parameters<ops::MemoryRetrieve>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn memory_retrieve(
+        &self,
+        Parameters(a): Parameters<ops::MemoryRetrieve>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -427,7 +444,11 @@ impl MemoryServer {
         annotations(title = "Forget a short-term value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         output_schema = out::<ops::Forgotten>()
     )]
-    async fn memory_forget(&self, Parameters(a): Parameters<ops::MemoryForget>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn memory_forget(
+        &self,
+        Parameters(a): Parameters<ops::MemoryForget>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -438,7 +459,11 @@ impl MemoryServer {
         annotations(title = "Focus on an item", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         output_schema = out::<ops::Focused>()
     )]
-    async fn working_focus(&self, Parameters(a): Parameters<ops::WorkingFocus>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn working_focus(
+        &self,
+        Parameters(a): Parameters<ops::WorkingFocus>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -447,7 +472,11 @@ impl MemoryServer {
         annotations(title = "Read working memory", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::WorkingState>()
     )]
-    async fn working_get(&self, Parameters(a): Parameters<ops::WorkingGet>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn working_get(
+        &self,
+        Parameters(a): Parameters<ops::WorkingGet>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -456,7 +485,11 @@ impl MemoryServer {
         annotations(title = "Add to the workspace", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<ops::Created>()
     )]
-    async fn workspace_add(&self, Parameters(a): Parameters<ops::WorkspaceAdd>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn workspace_add(
+        &self,
+        Parameters(a): Parameters<ops::WorkspaceAdd>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -467,7 +500,11 @@ impl MemoryServer {
         annotations(title = "Record an episode", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<ops::Created>()
     )]
-    async fn episode_record(&self, Parameters(a): Parameters<ops::EpisodeRecord>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn episode_record(
+        &self,
+        Parameters(a): Parameters<ops::EpisodeRecord>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -476,7 +513,11 @@ impl MemoryServer {
         annotations(title = "Get an episode", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::EpisodeFound>()
     )]
-    async fn episode_get(&self, Parameters(a): Parameters<ops::EpisodeGet>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn episode_get(
+        &self,
+        Parameters(a): Parameters<ops::EpisodeGet>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -485,7 +526,11 @@ impl MemoryServer {
         annotations(title = "Search episodes", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::EpisodeHits>()
     )]
-    async fn episode_search(&self, Parameters(a): Parameters<ops::EpisodeSearch>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn episode_search(
+        &self,
+        Parameters(a): Parameters<ops::EpisodeSearch>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -494,7 +539,11 @@ impl MemoryServer {
         annotations(title = "Summarize episodes", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::Summary>()
     )]
-    async fn episodes_summarize(&self, Parameters(a): Parameters<ops::EpisodesSummarize>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn episodes_summarize(
+        &self,
+        Parameters(a): Parameters<ops::EpisodesSummarize>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -505,7 +554,11 @@ impl MemoryServer {
         annotations(title = "Store knowledge", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<ops::KnowledgeStored>()
     )]
-    async fn knowledge_store(&self, Parameters(a): Parameters<ops::KnowledgeStore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn knowledge_store(
+        &self,
+        Parameters(a): Parameters<ops::KnowledgeStore>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -514,7 +567,11 @@ impl MemoryServer {
         annotations(title = "Read knowledge", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::KnowledgeFound>()
     )]
-    async fn knowledge_retrieve(&self, Parameters(a): Parameters<ops::KnowledgeRetrieve>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn knowledge_retrieve(
+        &self,
+        Parameters(a): Parameters<ops::KnowledgeRetrieve>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -523,7 +580,11 @@ impl MemoryServer {
         annotations(title = "Query knowledge", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::KnowledgeHits>()
     )]
-    async fn knowledge_query(&self, Parameters(a): Parameters<ops::KnowledgeQuery>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn knowledge_query(
+        &self,
+        Parameters(a): Parameters<ops::KnowledgeQuery>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -532,7 +593,11 @@ impl MemoryServer {
         annotations(title = "Update knowledge", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::Knowledge>()
     )]
-    async fn knowledge_update(&self, Parameters(a): Parameters<ops::KnowledgeUpdate>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn knowledge_update(
+        &self,
+        Parameters(a): Parameters<ops::KnowledgeUpdate>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -543,7 +608,11 @@ impl MemoryServer {
         annotations(title = "Switch context", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         output_schema = out::<crate::schema::SwitchResult>()
     )]
-    async fn context_switch(&self, Parameters(a): Parameters<ops::ContextSwitch>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn context_switch(
+        &self,
+        Parameters(a): Parameters<ops::ContextSwitch>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -554,7 +623,11 @@ impl MemoryServer {
         annotations(title = "Create a session", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::SessionCreated>()
     )]
-    async fn session_create(&self, Parameters(a): Parameters<ops::SessionCreate>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn session_create(
+        &self,
+        Parameters(a): Parameters<ops::SessionCreate>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -563,7 +636,11 @@ impl MemoryServer {
         annotations(title = "Save a session version", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::SessionSaved>()
     )]
-    async fn session_save(&self, Parameters(a): Parameters<ops::SessionSave>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn session_save(
+        &self,
+        Parameters(a): Parameters<ops::SessionSave>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -572,7 +649,11 @@ impl MemoryServer {
         annotations(title = "Restore a session", read_only_hint = true, open_world_hint = false),
         output_schema = out::<crate::schema::SessionRestored>()
     )]
-    async fn session_restore(&self, Parameters(a): Parameters<ops::SessionRestore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn session_restore(
+        &self,
+        Parameters(a): Parameters<ops::SessionRestore>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -583,7 +664,11 @@ impl MemoryServer {
         annotations(title = "Store a context value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         output_schema = out::<crate::schema::ContextStored>()
     )]
-    async fn context_store(&self, Parameters(a): Parameters<ops::ContextStore>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn context_store(
+        &self,
+        Parameters(a): Parameters<ops::ContextStore>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -592,7 +677,11 @@ impl MemoryServer {
         annotations(title = "Read a context value", read_only_hint = true, open_world_hint = false),
         output_schema = out::<crate::schema::ContextValue>()
     )]
-    async fn context_retrieve(&self, Parameters(a): Parameters<ops::ContextRetrieve>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn context_retrieve(
+        &self,
+        Parameters(a): Parameters<ops::ContextRetrieve>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -603,7 +692,11 @@ impl MemoryServer {
         annotations(title = "Punch in", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::PunchIn>()
     )]
-    async fn llm_punch_in(&self, Parameters(a): Parameters<ops::LlmPunchIn>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn llm_punch_in(
+        &self,
+        Parameters(a): Parameters<ops::LlmPunchIn>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -612,7 +705,11 @@ impl MemoryServer {
         annotations(title = "Punch out", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::PunchOut>()
     )]
-    async fn llm_punch_out(&self, Parameters(a): Parameters<ops::LlmPunchOut>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn llm_punch_out(
+        &self,
+        Parameters(a): Parameters<ops::LlmPunchOut>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -623,7 +720,11 @@ impl MemoryServer {
         annotations(title = "System status", read_only_hint = true, open_world_hint = false),
         output_schema = out::<crate::schema::Status>()
     )]
-    async fn system_status(&self, Parameters(a): Parameters<ops::SystemStatus>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn system_status(
+        &self,
+        Parameters(a): Parameters<ops::SystemStatus>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -632,7 +733,11 @@ impl MemoryServer {
         annotations(title = "Optimize storage", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         output_schema = out::<crate::schema::OptimizeReport>()
     )]
-    async fn memory_optimize(&self, Parameters(a): Parameters<ops::MemoryOptimize>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn memory_optimize(
+        &self,
+        Parameters(a): Parameters<ops::MemoryOptimize>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -643,7 +748,11 @@ impl MemoryServer {
         annotations(title = "Learn a procedure", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::Procedure>()
     )]
-    async fn procedure_learn(&self, Parameters(a): Parameters<ops::ProcedureLearn>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn procedure_learn(
+        &self,
+        Parameters(a): Parameters<ops::ProcedureLearn>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -652,7 +761,11 @@ impl MemoryServer {
         annotations(title = "Update a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::Procedure>()
     )]
-    async fn procedure_update(&self, Parameters(a): Parameters<ops::ProcedureUpdate>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn procedure_update(
+        &self,
+        Parameters(a): Parameters<ops::ProcedureUpdate>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -661,7 +774,11 @@ impl MemoryServer {
         annotations(title = "List procedures", read_only_hint = true, open_world_hint = false),
         output_schema = out::<ops::ProcedureNames>()
     )]
-    async fn procedure_list(&self, Parameters(a): Parameters<ops::ProcedureList>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn procedure_list(
+        &self,
+        Parameters(a): Parameters<ops::ProcedureList>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -670,7 +787,11 @@ impl MemoryServer {
         annotations(title = "Execute a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::Run>()
     )]
-    async fn procedure_execute(&self, Parameters(a): Parameters<ops::ProcedureExecute>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn procedure_execute(
+        &self,
+        Parameters(a): Parameters<ops::ProcedureExecute>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 
@@ -679,7 +800,11 @@ impl MemoryServer {
         annotations(title = "Resume a procedure run", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         output_schema = out::<crate::schema::Run>()
     )]
-    async fn procedure_resume(&self, Parameters(a): Parameters<ops::ProcedureResume>, rc: RequestContext<RoleServer>) -> CallToolResult {
+    async fn procedure_resume(
+        &self,
+        Parameters(a): Parameters<ops::ProcedureResume>,
+        rc: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         self.call(a, &rc).await
     }
 }
@@ -702,7 +827,11 @@ impl ServerHandler for MemoryServer {
         .with_instructions(INSTRUCTIONS)
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.clone();
         if self.tool_router.get(&name).is_none() {
             return Err(ErrorData::invalid_params(
@@ -713,16 +842,16 @@ impl ServerHandler for MemoryServer {
         let tcc = ToolCallContext::new(self, request, context);
         let mut response = self.tool_router.call(tcc).await?;
         // Argument errors from rmcp's deserializer: give them the same `CODE: message` shape as ours.
-        if let CallToolResponse::Complete(r) = &mut response {
-            if r.is_error == Some(true) {
-                for c in &mut r.content {
-                    if let ContentBlock::Text(t) = c {
-                        if let Some(rest) = t.text.strip_prefix("failed to deserialize parameters: ") {
-                            t.text = format!(
-                                "INVALID_INPUT: invalid arguments for {name}: {rest}. The tool's inputSchema lists the fields"
-                            );
-                        }
-                    }
+        if let CallToolResponse::Complete(r) = &mut response
+            && r.is_error == Some(true)
+        {
+            for c in &mut r.content {
+                if let ContentBlock::Text(t) = c
+                    && let Some(rest) = t.text.strip_prefix("failed to deserialize parameters: ")
+                {
+                    t.text = format!(
+                        "INVALID_INPUT: invalid arguments for {name}: {rest}. The tool's inputSchema lists the fields"
+                    );
                 }
             }
         }
@@ -733,7 +862,11 @@ impl ServerHandler for MemoryServer {
         self.start_forwarding(context.peer);
     }
 
-    async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         *self.conn.log_level.lock() = request.level;
         self.start_forwarding(context.peer);
         Ok(())
@@ -782,13 +915,20 @@ impl ServerHandler for MemoryServer {
         match v {
             Some(v) => Ok(ReadResourceResult::new(vec![resources::contents(&request.uri, &v)]).into()),
             None => Err(ErrorData::resource_not_found(
-                format!("{} does not exist (it may have been forgotten, or it lives in another context)", request.uri),
+                format!(
+                    "{} does not exist (it may have been forgotten, or it lives in another context)",
+                    request.uri
+                ),
                 Some(json!({"uri": request.uri})),
             )),
         }
     }
 
-    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         let who = self.principal(&context.extensions).map_err(protocol_error)?;
         let r = self.qualify(&request.uri)?;
         who.check(&[resources::target(&r)]).map_err(protocol_error)?;
@@ -797,7 +937,11 @@ impl ServerHandler for MemoryServer {
         Ok(())
     }
 
-    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         let mut subs = self.conn.subscriptions.lock();
         subs.retain(|_, as_given| *as_given != request.uri);
         Ok(())
@@ -808,7 +952,9 @@ impl ServerHandler for MemoryServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let who = self.principal(&context.request_context().extensions).map_err(protocol_error)?;
+        let who = self
+            .principal(&context.request_context().extensions)
+            .map_err(protocol_error)?;
         let accepted = context.accepted().clone();
         let mut wanted: HashMap<String, String> = HashMap::new();
         for u in accepted.resource_subscriptions.iter().flatten() {
@@ -837,15 +983,15 @@ impl ServerHandler for MemoryServer {
             if !visible {
                 continue;
             }
-            if let Some(u) = wanted.get(&change.uri) {
-                if context.sink().notify_resource_updated(u.clone()).await.is_err() {
-                    return Ok(());
-                }
+            if let Some(u) = wanted.get(&change.uri)
+                && context.sink().notify_resource_updated(u.clone()).await.is_err()
+            {
+                return Ok(());
             }
-            if let Some(u) = wanted.get(&ResourceRef::Status.uri()) {
-                if context.sink().notify_resource_updated(u.clone()).await.is_err() {
-                    return Ok(());
-                }
+            if let Some(u) = wanted.get(&ResourceRef::Status.uri())
+                && context.sink().notify_resource_updated(u.clone()).await.is_err()
+            {
+                return Ok(());
             }
             if list && change.list_changed && context.sink().notify_resource_list_changed().await.is_err() {
                 return Ok(());
@@ -869,12 +1015,16 @@ impl ServerHandler for MemoryServer {
         let who = self.principal(&context.extensions).map_err(protocol_error)?;
         if !prompts::list().iter().any(|p| p.name == request.name) {
             return Err(ErrorData::invalid_params(
-                format!("unknown prompt {:?}; prompts are resume_session, recall, handoff", request.name),
+                format!(
+                    "unknown prompt {:?}; prompts are resume_session, recall, handoff",
+                    request.name
+                ),
                 None,
             ));
         }
         let active = self.conn.mem.active_context();
-        who.check(&prompts::targets(&request.name, &active)).map_err(protocol_error)?;
+        who.check(&prompts::targets(&request.name, &active))
+            .map_err(protocol_error)?;
         let mem = self.conn.mem.clone();
         let args = request.arguments.unwrap_or_default();
         let name = request.name.clone();
@@ -886,7 +1036,11 @@ impl ServerHandler for MemoryServer {
             .ok_or_else(|| ErrorData::invalid_params(format!("unknown prompt {:?}", request.name), None))
     }
 
-    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
         let who = self.principal(&context.extensions).map_err(protocol_error)?;
         let prefix = request.argument.value.clone();
         let arg = request.argument.name.clone();

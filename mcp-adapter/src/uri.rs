@@ -144,7 +144,9 @@ impl ResourceRef {
             ResourceRef::Session(id) => format!("{SCHEME}sessions/{}", encode(id)),
             ResourceRef::Episode { ctx: None, id } => format!("{SCHEME}episodes/{}", encode(id)),
             ResourceRef::Knowledge { ctx: None, key } => format!("{SCHEME}knowledge/{}", encode(key)),
-            ResourceRef::Episode { ctx: Some(c), id } => format!("{SCHEME}contexts/{}/episodes/{}", encode(c), encode(id)),
+            ResourceRef::Episode { ctx: Some(c), id } => {
+                format!("{SCHEME}contexts/{}/episodes/{}", encode(c), encode(id))
+            }
             ResourceRef::Knowledge { ctx: Some(c), key } => {
                 format!("{SCHEME}contexts/{}/knowledge/{}", encode(c), encode(key))
             }
@@ -200,7 +202,10 @@ mod tests {
         assert_eq!(ResourceRef::parse("memstrata://knowledge/%zz"), None);
         assert_eq!(ResourceRef::parse("file:///etc/passwd"), None);
         assert_eq!(
-            ResourceRef::parse("memstrata://knowledge/k").unwrap().qualified("proj").uri(),
+            ResourceRef::parse("memstrata://knowledge/k")
+                .unwrap()
+                .qualified("proj")
+                .uri(),
             "memstrata://contexts/proj/knowledge/k"
         );
     }

@@ -31,7 +31,10 @@ fn cfg() -> HttpConfig {
 }
 
 fn envelope(tool: &str, parameters: Value) -> Body {
-    Body::from(json!({"jsonrpc": "2.0", "id": 7, "method": "execute", "params": {"tool": tool, "parameters": parameters}}).to_string())
+    Body::from(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "execute", "params": {"tool": tool, "parameters": parameters}})
+            .to_string(),
+    )
 }
 
 async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, Value) {
@@ -49,9 +52,10 @@ fn post(host: &str) -> axum::http::request::Builder {
 
 #[tokio::test]
 async fn guard_checks_host_origin_and_keys() {
-    let auth = Auth::disabled()
-        .with_full_keys(["full-access-key"])
-        .with_key("scoped-key-123", Principal::restricted("scoped", &[], &["team-*"], Access::None));
+    let auth = Auth::disabled().with_full_keys(["full-access-key"]).with_key(
+        "scoped-key-123",
+        Principal::restricted("scoped", &[], &["team-*"], Access::None),
+    );
     let app = router(shared(auth), &cfg(), CancellationToken::new());
     let ok_req = |key: Option<&str>, tool: &str, params: Value| {
         let mut b = post("localhost:8765");
@@ -73,16 +77,34 @@ async fn guard_checks_host_origin_and_keys() {
         .unwrap();
     assert_eq!(send(&app, r).await.0, StatusCode::FORBIDDEN);
     // Keys.
-    assert_eq!(send(&app, ok_req(None, "system_status", json!({}))).await.0, StatusCode::UNAUTHORIZED);
-    assert_eq!(send(&app, ok_req(Some("nope"), "system_status", json!({}))).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        send(&app, ok_req(None, "system_status", json!({}))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        send(&app, ok_req(Some("nope"), "system_status", json!({}))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
     let (s, v) = send(&app, ok_req(Some("full-access-key"), "system_status", json!({}))).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["id"], 7);
     assert_eq!(v["result"]["status"], "healthy");
     // A scoped key inside and outside its contexts.
-    let (s, v) = send(&app, ok_req(Some("scoped-key-123"), "memory_store", json!({"key": "k", "value": 1, "namespace": "team-a"}))).await;
+    let (s, v) = send(
+        &app,
+        ok_req(
+            Some("scoped-key-123"),
+            "memory_store",
+            json!({"key": "k", "value": 1, "namespace": "team-a"}),
+        ),
+    )
+    .await;
     assert_eq!((s, v["result"]["success"].clone()), (StatusCode::OK, json!(true)));
-    let (s, v) = send(&app, ok_req(Some("scoped-key-123"), "memory_store", json!({"key": "k", "value": 1}))).await;
+    let (s, v) = send(
+        &app,
+        ok_req(Some("scoped-key-123"), "memory_store", json!({"key": "k", "value": 1})),
+    )
+    .await;
     assert_eq!(s, StatusCode::FORBIDDEN);
     assert_eq!(v["error"]["data"]["code"], "FORBIDDEN");
     // The same guard sits in front of /mcp.
@@ -98,24 +120,45 @@ async fn guard_checks_host_origin_and_keys() {
 async fn envelope_errors_are_json_rpc() {
     let app = router(shared(Auth::disabled()), &cfg(), CancellationToken::new());
     let req = |body: Body| post("localhost").body(body).unwrap();
-    let (s, v) = send(&app, req(envelope("knowledge_update", json!({"key": "nope", "patch": {}})))).await;
+    let (s, v) = send(
+        &app,
+        req(envelope("knowledge_update", json!({"key": "nope", "patch": {}}))),
+    )
+    .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["error"]["data"]["code"], "NOT_FOUND");
     assert!(v["error"]["message"].as_str().unwrap().contains("knowledge_store"));
-    let (_, v) = send(&app, req(envelope("episode_record", json!({"summary": "x", "importance": 99})))).await;
+    let (_, v) = send(
+        &app,
+        req(envelope("episode_record", json!({"summary": "x", "importance": 99}))),
+    )
+    .await;
     assert_eq!(v["error"]["code"], -32602);
     let (_, v) = send(&app, req(envelope("nope", json!({})))).await;
     assert_eq!(v["error"]["code"], -32601);
     let (s, v) = send(&app, req(Body::from("[1,2"))).await;
-    assert_eq!((s, v["error"]["code"].clone()), (StatusCode::BAD_REQUEST, json!(-32700)));
-    let (s, _) = send(&app, req(Body::from(json!({"jsonrpc": "1.0", "id": 1, "method": "execute"}).to_string()))).await;
+    assert_eq!(
+        (s, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32700))
+    );
+    let (s, _) = send(
+        &app,
+        req(Body::from(
+            json!({"jsonrpc": "1.0", "id": 1, "method": "execute"}).to_string(),
+        )),
+    )
+    .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let small = HttpConfig {
         max_body_bytes: 1024,
         ..cfg()
     };
     let app = router(shared(Auth::disabled()), &small, CancellationToken::new());
-    let (s, _) = send(&app, req(envelope("memory_store", json!({"key": "k", "value": "x".repeat(4096)})))).await;
+    let (s, _) = send(
+        &app,
+        req(envelope("memory_store", json!({"key": "k", "value": "x".repeat(4096)}))),
+    )
+    .await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
 }
 
@@ -127,7 +170,8 @@ fn ws_client(
     impl futures::Stream<Item = RxJsonRpcMessage<RoleClient>> + Send + Unpin + 'static,
 ) {
     let (sink, stream) = ws.split();
-    let sink = sink.with(|m: TxJsonRpcMessage<RoleClient>| ready(Ok(Message::Text(serde_json::to_string(&m).unwrap().into()))));
+    let sink = sink
+        .with(|m: TxJsonRpcMessage<RoleClient>| ready(Ok(Message::Text(serde_json::to_string(&m).unwrap().into()))));
     let stream = stream.filter_map(|m| {
         ready(match m {
             Ok(Message::Text(t)) => serde_json::from_str(t.as_str()).ok(),
@@ -157,7 +201,8 @@ async fn mcp_over_websocket() {
     assert!(refused.to_string().contains("401"), "{refused}");
 
     let mut req = format!("ws://{addr}/mcp/ws").into_client_request().unwrap();
-    req.headers_mut().insert("authorization", "Bearer ws-key-0123456789".parse().unwrap());
+    req.headers_mut()
+        .insert("authorization", "Bearer ws-key-0123456789".parse().unwrap());
     let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
     let client = ().serve(ws_client(ws)).await.expect("initialize over WebSocket");
     assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
@@ -167,15 +212,23 @@ async fn mcp_over_websocket() {
     };
     let r = call("context_switch", json!({"target_context": "ws"})).await.unwrap();
     assert_eq!(r.structured_content.unwrap()["previous_context"], "default");
-    call("memory_store", json!({"key": "k", "value": "over ws"})).await.unwrap();
+    call("memory_store", json!({"key": "k", "value": "over ws"}))
+        .await
+        .unwrap();
     // The switch persisted for this WebSocket connection.
     let r = call("memory_retrieve", json!({"key": "k"})).await.unwrap();
     assert_eq!(r.structured_content.unwrap()["value"], "over ws");
-    let r = call("memory_retrieve", json!({"key": "k", "namespace": "ws"})).await.unwrap();
+    let r = call("memory_retrieve", json!({"key": "k", "namespace": "ws"}))
+        .await
+        .unwrap();
     assert_eq!(r.structured_content.unwrap()["found"], true);
     client.cancel().await.unwrap();
     stop.cancel();
     server.await.unwrap().unwrap();
     let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
-    assert!(trail.iter().any(|a| a.transport == "ws" && a.tool == "memory_store" && a.context == "ws"));
+    assert!(
+        trail
+            .iter()
+            .any(|a| a.transport == "ws" && a.tool == "memory_store" && a.context == "ws")
+    );
 }

@@ -60,8 +60,18 @@ async fn persists_across_restarts_and_exits_cleanly_on_eof() {
         .as_str()
         .unwrap()
         .to_owned();
-    call(&client, "session_save", json!({"session_id": sid, "content": {"step": 1}})).await;
-    call(&client, "knowledge_store", json!({"key": "fact", "knowledge": "sky is blue"})).await;
+    call(
+        &client,
+        "session_save",
+        json!({"session_id": sid, "content": {"step": 1}}),
+    )
+    .await;
+    call(
+        &client,
+        "knowledge_store",
+        json!({"key": "fact", "knowledge": "sky is blue"}),
+    )
+    .await;
     // Closing stdin ends the session; the server flushes and exits 0.
     client.cancel().await.unwrap();
     let status = child.wait().await.unwrap();
@@ -80,7 +90,10 @@ async fn persists_across_restarts_and_exits_cleanly_on_eof() {
     assert!(child.wait().await.unwrap().success());
     // The audit trail of the first run is in the store.
     let trail = std::fs::read_to_string(store.join("audit.jsonl")).unwrap();
-    assert!(trail.contains("\"tool\":\"session_save\"") && trail.contains("\"who\":\"local\""), "{trail}");
+    assert!(
+        trail.contains("\"tool\":\"session_save\"") && trail.contains("\"who\":\"local\""),
+        "{trail}"
+    );
 }
 
 #[tokio::test]
@@ -116,9 +129,18 @@ async fn stdout_is_protocol_only_and_sigterm_flushes() {
     assert_eq!(responses[&5]["error"]["code"], -32601);
     // SIGTERM: clean shutdown with a flush, exit status 0.
     let pid = child.id().unwrap().to_string();
-    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let status = child.wait().await.unwrap();
     let err = stderr_of(&mut child).await;
     assert!(status.success(), "exit {status:?}; stderr: {err}");
-    assert!(err.contains("signal received") && err.contains("store flushed"), "{err}");
+    assert!(
+        err.contains("signal received") && err.contains("store flushed"),
+        "{err}"
+    );
 }

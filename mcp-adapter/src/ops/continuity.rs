@@ -236,15 +236,19 @@ impl Op for LlmPunchOut {
             .map_err(|e| {
                 let nf = matches!(e, memstrata::Error::NotFound { .. });
                 let e = ToolError::from(e);
-                if nf { e.hint("Use the task_id returned by llm_punch_in") } else { e }
+                if nf {
+                    e.hint("Use the task_id returned by llm_punch_in")
+                } else {
+                    e
+                }
             })?;
         r.files.truncate(MAX_LISTED_FILES);
         let mut done = Done::of(&r)?;
         // The finished task is recorded as an episode: the context's episode list changed.
-        if let Some(task) = cx.mem.task(&self.task_id)? {
-            if let Some(eid) = task.episode_id {
-                done = done.changed(uri::episode(&task.context, &eid), Some(&task.context), true);
-            }
+        if let Some(task) = cx.mem.task(&self.task_id)?
+            && let Some(eid) = task.episode_id
+        {
+            done = done.changed(uri::episode(&task.context, &eid), Some(&task.context), true);
         }
         Ok(done)
     }
@@ -271,10 +275,10 @@ impl Op for SystemStatus {
         global(Access::Read)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        Done::of(
-            &cx.mem
-                .status(self.include_sessions.unwrap_or(true), self.include_metrics.unwrap_or(false))?,
-        )
+        Done::of(&cx.mem.status(
+            self.include_sessions.unwrap_or(true),
+            self.include_metrics.unwrap_or(false),
+        )?)
     }
 }
 

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Cx, Done, Op, clamp_limit, ctx_target, page, parse_cursor, ttl, MAX_SUMMARIZE_IDS};
+use super::{Cx, Done, MAX_SUMMARIZE_IDS, Op, clamp_limit, ctx_target, page, parse_cursor, ttl};
 use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
 use crate::uri;
@@ -619,7 +619,11 @@ impl Op for KnowledgeUpdate {
         let k = mem.semantic().update(&self.key, self.patch).map_err(|e| {
             let nf = matches!(e, memstrata::Error::NotFound { .. });
             let e = ToolError::from(e);
-            if nf { e.hint("Create it with knowledge_store first") } else { e }
+            if nf {
+                e.hint("Create it with knowledge_store first")
+            } else {
+                e
+            }
         })?;
         let u = uri::knowledge(&ctx, &k.key);
         Ok(Done::of(&k)?.changed(u, Some(&ctx), false))

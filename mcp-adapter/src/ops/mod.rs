@@ -5,8 +5,8 @@
 //! `server.rs` and the plain `/mcp/v1/execute` envelope both go through
 //! [`Op::run`], so the two entry points cannot drift.
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use memstrata::Memory;
@@ -111,7 +111,10 @@ pub trait Op: DeserializeOwned + Send + 'static {
 }
 
 pub(crate) fn ctx_target(namespace: &Option<String>, cx: &Cx, access: Access) -> ToolResult<Vec<Target>> {
-    Ok(vec![Target::Context(namespace.clone().unwrap_or_else(|| cx.active()), access)])
+    Ok(vec![Target::Context(
+        namespace.clone().unwrap_or_else(|| cx.active()),
+        access,
+    )])
 }
 
 /// Clamp a `limit` argument to `1..=MAX_LIMIT` (default [`DEFAULT_LIMIT`]).
@@ -152,4 +155,3 @@ pub(crate) fn ttl(ttl: Option<f64>) -> ToolResult<Option<std::time::Duration>> {
         None => None,
     })
 }
-

@@ -18,12 +18,12 @@ pub const MAX_TRACE: usize = 100;
 /// with `trace_omitted` counting the others.
 pub fn bounded_run(run: &memstrata::Run) -> ToolResult<Done> {
     let mut done = Done::of(run)?;
-    if let Some(Value::Array(trace)) = done.value.get_mut("trace") {
-        if trace.len() > MAX_TRACE {
-            let omitted = trace.len() - MAX_TRACE;
-            trace.drain(..omitted);
-            done.value["trace_omitted"] = Value::from(omitted as u64);
-        }
+    if let Some(Value::Array(trace)) = done.value.get_mut("trace")
+        && trace.len() > MAX_TRACE
+    {
+        let omitted = trace.len() - MAX_TRACE;
+        trace.drain(..omitted);
+        done.value["trace_omitted"] = Value::from(omitted as u64);
     }
     Ok(done)
 }
@@ -67,7 +67,11 @@ impl Op for ProcedureLearn {
         let p = mem.procedural().learn(&self.name, steps).map_err(|e| {
             let conflict = matches!(e, memstrata::Error::Conflict(_));
             let e = ToolError::from(e);
-            if conflict { e.hint("Use procedure_update to change it") } else { e }
+            if conflict {
+                e.hint("Use procedure_update to change it")
+            } else {
+                e
+            }
         })?;
         Done::of(&p)
     }
@@ -85,7 +89,11 @@ impl Op for ProcedureUpdate {
         let p = mem.procedural().update(&self.name, steps).map_err(|e| {
             let nf = matches!(e, memstrata::Error::NotFound { .. });
             let e = ToolError::from(e);
-            if nf { e.hint("Use procedure_learn to create it") } else { e }
+            if nf {
+                e.hint("Use procedure_learn to create it")
+            } else {
+                e
+            }
         })?;
         Done::of(&p)
     }

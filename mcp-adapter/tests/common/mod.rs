@@ -71,7 +71,9 @@ pub fn shared_temp() -> Arc<Shared> {
 impl Harness {
     /// Call a tool; panics on a JSON-RPC error.
     pub async fn call_raw(&self, name: &str, args: Value) -> CallToolResult {
-        let Value::Object(args) = args else { panic!("arguments must be an object") };
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
         self.client
             .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
             .await
@@ -82,7 +84,10 @@ impl Harness {
     pub async fn call(&self, name: &str, args: Value) -> Value {
         let r = self.call_raw(name, args).await;
         assert_ne!(r.is_error, Some(true), "{name} failed: {:?}", text(&r));
-        let v = r.structured_content.clone().unwrap_or_else(|| panic!("{name}: no structuredContent"));
+        let v = r
+            .structured_content
+            .clone()
+            .unwrap_or_else(|| panic!("{name}: no structuredContent"));
         let tool = self.tools.get(name).unwrap_or_else(|| panic!("{name} not listed"));
         let schema = Value::Object(tool.output_schema.as_ref().expect("output schema").as_ref().clone());
         if let Err(e) = check(&schema, &schema, &v, "$") {
@@ -97,7 +102,12 @@ impl Harness {
     /// Call a tool that must fail as a tool error (`isError: true`); returns the message.
     pub async fn call_err(&self, name: &str, args: Value) -> String {
         let r = self.call_raw(name, args).await;
-        assert_eq!(r.is_error, Some(true), "{name} should have failed: {:?}", r.structured_content);
+        assert_eq!(
+            r.is_error,
+            Some(true),
+            "{name} should have failed: {:?}",
+            r.structured_content
+        );
         text(&r)
     }
 }
@@ -153,32 +163,32 @@ pub fn check(root: &Value, schema: &Value, v: &Value, path: &str) -> Result<(), 
             return Err(format!("{path}: expected type {t}, got {v}"));
         }
     }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
-        if !e.contains(v) {
-            return Err(format!("{path}: {v} not in {e:?}"));
-        }
+    if let Some(e) = schema.get("enum").and_then(Value::as_array)
+        && !e.contains(v)
+    {
+        return Err(format!("{path}: {v} not in {e:?}"));
     }
-    if let Some(c) = schema.get("const") {
-        if c != v {
-            return Err(format!("{path}: {v} != const {c}"));
-        }
+    if let Some(c) = schema.get("const")
+        && c != v
+    {
+        return Err(format!("{path}: {v} != const {c}"));
     }
     for key in ["anyOf", "oneOf"] {
-        if let Some(alts) = schema.get(key).and_then(Value::as_array) {
-            if !alts.iter().any(|s| check(root, s, v, path).is_ok()) {
-                return Err(format!("{path}: {v} matches none of {key}"));
-            }
+        if let Some(alts) = schema.get(key).and_then(Value::as_array)
+            && !alts.iter().any(|s| check(root, s, v, path).is_ok())
+        {
+            return Err(format!("{path}: {v} matches none of {key}"));
         }
     }
-    if let (Some(min), Some(n)) = (schema.get("minimum").and_then(Value::as_f64), v.as_f64()) {
-        if n < min {
-            return Err(format!("{path}: {n} < minimum {min}"));
-        }
+    if let (Some(min), Some(n)) = (schema.get("minimum").and_then(Value::as_f64), v.as_f64())
+        && n < min
+    {
+        return Err(format!("{path}: {n} < minimum {min}"));
     }
-    if let (Some(max), Some(n)) = (schema.get("maximum").and_then(Value::as_f64), v.as_f64()) {
-        if n > max {
-            return Err(format!("{path}: {n} > maximum {max}"));
-        }
+    if let (Some(max), Some(n)) = (schema.get("maximum").and_then(Value::as_f64), v.as_f64())
+        && n > max
+    {
+        return Err(format!("{path}: {n} > maximum {max}"));
     }
     if let Value::Object(obj) = v {
         let props = schema.get("properties").and_then(Value::as_object);
