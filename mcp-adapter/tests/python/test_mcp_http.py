@@ -238,3 +238,14 @@ async def test_resource_subscription_over_http(http_server: HttpServer) -> None:
             await got.wait()
         assert updated == ["memstrata://knowledge/watched"]
         await c.unsubscribe_resource("memstrata://knowledge/watched")
+
+
+def test_api_keys_from_environment(binary: str, tmp_path: Path) -> None:
+    from conftest import start_http
+
+    s = start_http(binary, tmp_path / "env.mem", env={"MEMSTRATA_API_KEYS": "env-key-one-0000,env-key-two-0000"})
+    try:
+        assert execute(s, "system_status", {}).status_code == 401
+        assert execute(s, "system_status", {}, key="env-key-two-0000").json()["result"]["status"] == "healthy"
+    finally:
+        assert stop(s) == 0
