@@ -129,8 +129,22 @@ fn default_store() -> PathBuf {
         .join("default.mem")
 }
 
+fn store_path(cli: &Cli) -> PathBuf {
+    cli.store.clone().unwrap_or_else(default_store)
+}
+
+/// The admin commands that read a store refuse to create an empty one by accident.
+fn require_existing(cli: &Cli) -> Result<(), String> {
+    let path = store_path(cli);
+    if path.join("db").exists() {
+        Ok(())
+    } else {
+        Err(format!("no store at {} (pass --store or set MEMSTRATA_STORE)", path.display()))
+    }
+}
+
 fn open(cli: &Cli) -> Result<Memory, String> {
-    let path = cli.store.clone().unwrap_or_else(default_store);
+    let path = store_path(cli);
     let durability: Durability = cli.durability.parse().map_err(|e: memstrata::Error| e.to_string())?;
     let mut b = Memory::builder().path(&path).durability(durability);
     for r in &cli.workspace_roots {
@@ -238,6 +252,12 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
             args.listen
         ));
     }
+    if args.listen.ip().is_unspecified() && args.allowed_hosts.is_empty() {
+        tracing::warn!(
+            "listening on {} but only loopback Host names are accepted; list the names remote clients use with --allowed-host",
+            args.listen
+        );
+    }
     let mem = open(cli)?;
     let n_keys = auth.len();
     let shared = Shared::new(mem.clone(), auth, !cli.no_audit).map_err(|e| e.to_string())?;
@@ -278,7 +298,8 @@ fn spinner(msg: &str) -> ProgressBar {
 }
 
 fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
-    let path = cli.store.clone().unwrap_or_else(default_store);
+    require_existing(cli)?;
+    let path = store_path(cli);
     let (status, note) = match open(cli) {
         Ok(mem) => (Some(mem.status(true, true).map_err(|e| e.to_string())?), None),
         Err(e) => (None, Some(e)),
@@ -368,6 +389,7 @@ impl<W: Write> Write for Counting<W> {
 }
 
 fn export(cli: &Cli, file: &Path) -> Result<(), String> {
+    require_existing(cli)?;
     let mem = open(cli)?;
     let pb = ProgressBar::new_spinner();
     pb.set_style(
@@ -430,6 +452,7 @@ fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Resul
 }
 
 fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String> {
+    require_existing(cli)?;
     let mem = open(cli)?;
     let lvl = match level {
         Level::Light => memstrata::OptimizeLevel::Light,

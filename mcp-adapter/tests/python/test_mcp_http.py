@@ -168,6 +168,9 @@ def test_audit_trail_and_status_command(binary: str, auth_server: HttpServer) ->
     execute(auth_server, "memory_store", {"key": "a", "value": 1, "namespace": "proj-x"}, key=PROJ)
     execute(auth_server, "memory_store", {"key": "a", "value": 1, "namespace": "nope"}, key=PROJ)
     execute(auth_server, "knowledge_store", {"key": "fact", "knowledge": 1}, key=ADMIN)
+    # While the server holds the store, `status` still shows the audit trail.
+    busy = subprocess.run([binary, "--store", str(auth_server.store), "status"], capture_output=True, text=True, check=True)
+    assert "status: unavailable" in busy.stdout and "locked" in busy.stdout and "knowledge_store" in busy.stdout
     assert stop(auth_server) == 0
     lines = [json.loads(line) for line in (auth_server.store / "audit.jsonl").read_text().splitlines()]
     assert {"who": "proj-bot", "tool": "memory_store", "context": "proj-x", "ok": True}.items() <= lines[0].items()
@@ -212,6 +215,9 @@ def test_admin_export_import_optimize(binary: str, tmp_path: Path) -> None:
     assert json.loads(r.stdout)["success"] is True
     r = run("--store", str(dst), "status", "--json")
     assert json.loads(r.stdout)["status"]["metrics"]["items"]["semantic"] >= 1
+    # Read-only admin commands do not create a store by accident.
+    r = run("--store", str(tmp_path / "missing.mem"), "status")
+    assert r.returncode != 0 and "no store" in r.stderr and not (tmp_path / "missing.mem").exists()
 
 
 async def test_resource_subscription_over_http(http_server: HttpServer) -> None:
