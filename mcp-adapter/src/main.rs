@@ -139,7 +139,10 @@ fn require_existing(cli: &Cli) -> Result<(), String> {
     if path.join("db").exists() {
         Ok(())
     } else {
-        Err(format!("no store at {} (pass --store or set MEMSTRATA_STORE)", path.display()))
+        Err(format!(
+            "no store at {} (pass --store or set MEMSTRATA_STORE)",
+            path.display()
+        ))
     }
 }
 

@@ -385,23 +385,22 @@ impl MemoryServer {
     }
 }
 
+/// A failure outside `tools/call` (resources, prompts, completion) as a JSON-RPC error.
 fn protocol_error(e: ToolError) -> ErrorData {
+    let data = Some(json!({"code": e.code()}));
     match &e {
-        ToolError::InvalidInput { .. } => ErrorData::invalid_params(e.message(), Some(json!({"code": e.code()}))),
-        ToolError::Core {
-            error: memstrata::Error::InvalidInput { .. },
+        ToolError::InvalidInput { .. }
+        | ToolError::Core {
+            error: memstrata::Error::InvalidInput { .. } | memstrata::Error::LimitExceeded { .. },
             ..
-        } => ErrorData::invalid_params(e.message(), Some(json!({"code": e.code()}))),
-        ToolError::Core {
+        } => ErrorData::invalid_params(e.message(), data),
+        ToolError::NotFound(_)
+        | ToolError::Core {
             error: memstrata::Error::NotFound { .. },
             ..
-        }
-        | ToolError::NotFound(_) => ErrorData::resource_not_found(e.message(), Some(json!({"code": e.code()}))),
-        _ => ErrorData::new(
-            rmcp::model::ErrorCode(-32003),
-            e.message(),
-            Some(json!({"code": e.code()})),
-        ),
+        } => ErrorData::resource_not_found(e.message(), data),
+        ToolError::Forbidden(_) => ErrorData::new(rmcp::model::ErrorCode(-32003), e.message(), data),
+        _ => ErrorData::internal_error(e.message(), data),
     }
 }
 
