@@ -89,6 +89,9 @@ struct Conn {
     last_principal: Mutex<Option<Principal>>,
     log_level: Mutex<LoggingLevel>,
     peer: OnceLock<Peer<RoleServer>>,
+    /// Change receivers opened when a `subscriptions/listen` filter is accepted, i.e. before
+    /// the acknowledgment goes out, so no change made after the ack can be missed.
+    listen_rx: Mutex<std::collections::VecDeque<broadcast::Receiver<Change>>>,
     cancel: CancellationToken,
 }
 
@@ -171,6 +174,7 @@ impl MemoryServer {
                 last_principal: Mutex::new(None),
                 log_level: Mutex::new(LoggingLevel::Warning),
                 peer: OnceLock::new(),
+                listen_rx: Mutex::new(std::collections::VecDeque::new()),
                 cancel: CancellationToken::new(),
             }),
             shared,
@@ -947,6 +951,7 @@ impl ServerHandler for MemoryServer {
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.conn.listen_rx.lock().push_back(self.shared.hub.subscribe());
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 
@@ -965,7 +970,8 @@ impl ServerHandler for MemoryServer {
             }
         }
         let list = accepted.resources_list_changed == Some(true);
-        let mut rx = self.shared.hub.subscribe();
+        let queued = self.conn.listen_rx.lock().pop_front();
+        let mut rx = queued.unwrap_or_else(|| self.shared.hub.subscribe());
         loop {
             let change = tokio::select! {
                 _ = context.cancelled() => return Ok(()),

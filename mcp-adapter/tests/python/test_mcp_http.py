@@ -20,6 +20,8 @@ pytestmark = pytest.mark.anyio
 ADMIN = "admin-key-0123456789"
 PROJ = "proj-key-0123456789"
 CLI_KEY = "cli-key-0123456789"
+# Generous: the debug binary on a loaded 2-core machine can be slow; this is not a performance check.
+TIMEOUT = 120
 
 
 def connect(server: HttpServer, key: str | None = None, mode: str = "legacy") -> Client:
@@ -43,7 +45,7 @@ async def err(c: Client, name: str, args: dict[str, Any]) -> str:
 def execute(server: HttpServer, tool: str, params: dict[str, Any], key: str | None = None, rid: Any = 1) -> httpx.Response:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     body = {"jsonrpc": "2.0", "id": rid, "method": "execute", "params": {"tool": tool, "parameters": params}}
-    return httpx.post(f"{server.url}/mcp/v1/execute", json=body, headers=headers, timeout=60)
+    return httpx.post(f"{server.url}/mcp/v1/execute", json=body, headers=headers, timeout=TIMEOUT)
 
 
 async def test_workflow_over_streamable_http(http_server: HttpServer) -> None:
@@ -96,16 +98,16 @@ def test_execute_envelope(http_server: HttpServer) -> None:
     assert r.json()["error"]["code"] == -32601
     r = execute(http_server, "memory_store", {"value": 1})
     assert r.json()["error"]["code"] == -32602 and "key" in r.json()["error"]["message"]
-    r = httpx.post(f"{http_server.url}/mcp/v1/execute", content=b"{not json", headers={"Content-Type": "application/json"})
+    r = httpx.post(f"{http_server.url}/mcp/v1/execute", content=b"{not json", headers={"Content-Type": "application/json"}, timeout=TIMEOUT)
     assert r.status_code == 400 and r.json()["error"]["code"] == -32700
-    r = httpx.post(f"{http_server.url}/mcp/v1/execute", json={"jsonrpc": "2.0", "id": 1, "method": "run", "params": {}})
+    r = httpx.post(f"{http_server.url}/mcp/v1/execute", json={"jsonrpc": "2.0", "id": 1, "method": "run", "params": {}}, timeout=TIMEOUT)
     assert r.json()["error"]["code"] == -32601
 
 
 def test_request_size_limit(http_server: HttpServer) -> None:
     big = {"jsonrpc": "2.0", "id": 1, "method": "execute",
            "params": {"tool": "memory_store", "parameters": {"key": "big", "value": "x" * (24 * 1024 * 1024)}}}  # fmt: skip
-    r = httpx.post(f"{http_server.url}/mcp/v1/execute", json=big, timeout=120)
+    r = httpx.post(f"{http_server.url}/mcp/v1/execute", json=big, timeout=TIMEOUT)
     assert r.status_code == 413
     # Just above the value limit but within the body limit: the engine refuses it.
     r = execute(http_server, "memory_store", {"key": "big", "value": "x" * (16 * 1024 * 1024 + 10)})
@@ -116,9 +118,9 @@ def test_dns_rebinding_protection(http_server: HttpServer) -> None:
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
     hdrs = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    evil = httpx.post(f"{http_server.url}/mcp", json=init, headers={**hdrs, "Host": "evil.example.com"})
+    evil = httpx.post(f"{http_server.url}/mcp", json=init, headers={**hdrs, "Host": "evil.example.com"}, timeout=TIMEOUT)
     assert evil.status_code == 403
-    spoofed = httpx.post(f"{http_server.url}/mcp", json=init, headers={**hdrs, "Origin": "http://evil.example.com"})
+    spoofed = httpx.post(f"{http_server.url}/mcp", json=init, headers={**hdrs, "Origin": "http://evil.example.com"}, timeout=TIMEOUT)
     assert spoofed.status_code == 403
     r = execute(http_server, "system_status", {})
     assert r.status_code == 200
@@ -126,9 +128,10 @@ def test_dns_rebinding_protection(http_server: HttpServer) -> None:
         f"{http_server.url}/mcp/v1/execute",
         json={"jsonrpc": "2.0", "id": 1, "method": "execute", "params": {"tool": "system_status"}},
         headers={"Origin": "https://attacker.test"},
+        timeout=TIMEOUT,
     )
     assert r.status_code == 403
-    good = httpx.post(f"{http_server.url}/mcp", json=init, headers={**hdrs, "Origin": f"http://localhost:{http_server.port}"})
+    good = httpx.post(f"{http_server.url}/mcp", json=init, headers={**hdrs, "Origin": f"http://localhost:{http_server.port}"}, timeout=TIMEOUT)
     assert good.status_code == 200
 
 
@@ -137,7 +140,7 @@ async def test_api_keys(auth_server: HttpServer) -> None:
     assert execute(auth_server, "system_status", {}).status_code == 401
     r = execute(auth_server, "system_status", {}, key="wrong-key-0000000")
     assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
-    r = httpx.post(f"{auth_server.url}/mcp", json={}, headers={"Accept": "application/json, text/event-stream"})
+    r = httpx.post(f"{auth_server.url}/mcp", json={}, headers={"Accept": "application/json, text/event-stream"}, timeout=TIMEOUT)
     assert r.status_code == 401
     with pytest.raises(Exception):
         async with connect(auth_server, key="wrong-key-0000000") as c:
