@@ -252,7 +252,7 @@ impl MemoryServer {
     }
 
     /// Run a tool from raw JSON arguments (the `/mcp/v1/execute` envelope).
-    /// `Ok(None)` when no tool has this name.
+    /// `None` when no tool has this name.
     pub async fn execute_json(&self, tool: &str, params: Value, who: &Principal) -> Option<ToolResult<Value>> {
         async fn go<A: Op>(s: &MemoryServer, params: Value, who: &Principal) -> ToolResult<Value> {
             let args: A = serde_json::from_value(params).map_err(|e| ToolError::InvalidInput {
