@@ -47,6 +47,23 @@ impl Latency {
     pub fn p50(&self) -> u64 {
         self.q(0.5)
     }
+    /// Share of the summed time spent in samples above `ns` (0..=1).
+    pub fn share_above(&self, ns: u64) -> f64 {
+        let mut total = 0.0;
+        let mut above = 0.0;
+        for v in self.hist.iter_recorded() {
+            let t = v.value_iterated_to() as f64 * v.count_at_value() as f64;
+            total += t;
+            if v.value_iterated_to() > ns {
+                above += t;
+            }
+        }
+        if total > 0.0 { above / total } else { 0.0 }
+    }
+    /// Largest sample in nanoseconds.
+    pub fn max(&self) -> u64 {
+        self.hist.max()
+    }
     /// Mean in nanoseconds.
     pub fn mean(&self) -> f64 {
         self.hist.mean()

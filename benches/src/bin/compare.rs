@@ -14,16 +14,65 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use memstrata_benches::corpus::{Corpus, EpisodeDoc};
+
 use memstrata_benches::engines::fts5::Fts5;
 use memstrata_benches::engines::memstrata_engine::{self, MemstrataKv, MemstrataSearch};
 use memstrata_benches::engines::sled_raw::{RawSled, RawSledDecoded};
-use memstrata_benches::engines::tantivy_raw::RawTantivy;
+use memstrata_benches::engines::tantivy_raw::{RawTantivy, Scoping};
 use memstrata_benches::engines::{KvEngine, KvItem, Result, SearchEngine};
 use memstrata_benches::stats::{Latency, fmt_bytes, fmt_ns, fmt_rate, median};
 use memstrata_benches::sys::{self, Hardware};
 
 const BATCH: usize = 1000;
+
+/// Progress counter watched by [`watchdog`].
+static PROGRESS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static PHASE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+fn tick() {
+    PROGRESS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn phase(p: String) {
+    eprintln!("   {p}");
+    *PHASE.lock().unwrap_or_else(|e| e.into_inner()) = p;
+    tick();
+}
+
+/// Exit with status 75 when nothing progresses for `BENCH_STALL_SECS`
+/// (default 180 s). sled 0.34.7 can deadlock under sustained writes (its
+/// segment accountant waits, under its mutex, for a file truncation queued
+/// on its own starved I/O pool); `scripts/bench.sh` then retries the run and
+/// says so in the report rather than hanging for ever.
+fn watchdog() {
+    let stall = std::env::var("BENCH_STALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(180u64);
+    std::thread::spawn(move || {
+        let mut last = PROGRESS.load(std::sync::atomic::Ordering::Relaxed);
+        let mut since = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_secs(5));
+            let now = PROGRESS.load(std::sync::atomic::Ordering::Relaxed);
+            if now != last {
+                last = now;
+                since = Instant::now();
+            } else if since.elapsed() >= Duration::from_secs(stall) {
+                let p = PHASE.lock().map(|p| p.clone()).unwrap_or_default();
+                eprintln!("STALLED: no progress for {stall} s during \"{p}\" (pid {})", std::process::id());
+                if let Ok(dir) = std::env::var("BENCH_STALL_DUMP") {
+                    let _ = std::process::Command::new("gdb")
+                        .args(["-p", &std::process::id().to_string(), "-batch", "-ex", "thread apply all bt 30"])
+                        .stdout(std::fs::File::create(Path::new(&dir).join("stall-backtrace.txt")).map_or(std::process::Stdio::null(), Into::into))
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                }
+                std::process::exit(75);
+            }
+        }
+    });
+}
 const LIMIT: usize = 10;
+/// Search engines compared: memstrata, raw tantivy, FTS5, then two diagnostic variants of raw tantivy.
+const NE: usize = 5;
 
 #[derive(Debug, Clone)]
 struct Args {
@@ -68,11 +117,21 @@ fn parse_args() -> Result<Args> {
 
 fn main() -> Result<()> {
     let argv: Vec<String> = std::env::args().collect();
-    if argv.get(1).map(String::as_str) == Some("probe-open") {
-        return probe_open(&argv[2], Path::new(&argv[3]), &argv[4]);
+    match argv.get(1).map(String::as_str) {
+        Some("probe-open") => return probe_open(&argv[2], Path::new(&argv[3]), &argv[4]),
+        Some("build-store") => return build_store(Path::new(&argv[2]), argv[3].parse()?),
+        Some("profile-search") => return profile_search(&argv[2], Path::new(&argv[3]), argv[4].parse()?),
+        Some("profile-kv") => return profile_kv(&argv[2], argv[3].parse()?, argv[4].parse()?),
+        Some("inspect-store") => {
+            let v = inspect_store(Path::new(&argv[2]))?;
+            println!("{v}");
+            return Ok(());
+        }
+        _ => {}
     }
     let args = parse_args()?;
     std::fs::create_dir_all(&args.dir)?;
+    watchdog();
     let mut report = Report::default();
     let hw = Hardware::detect();
     let t0 = Instant::now();
@@ -131,6 +190,7 @@ fn time_batch(k: usize, mut op: impl FnMut(usize) -> Result<()>) -> Result<f64> 
 }
 
 fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
+    phase(format!("{n}: short-term store/retrieve"));
     let root = tempfile::Builder::new().prefix("memstrata-bench-kv-").tempdir_in(dir)?;
     let mem = MemstrataKv::open(&root.path().join("memstrata"))?;
     let raw = RawSled::open(&root.path().join("sled"))?;
@@ -154,6 +214,7 @@ fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
             store[e].push(ns);
         }
         b += 1;
+        tick();
     }
     mem.flush()?;
     raw.flush()?;
@@ -182,6 +243,7 @@ fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
             })?;
             retrieve[e].push(ns);
         }
+        tick();
     }
     let names2 = [mem.name(), raw.name()];
     let names3 = [mem.name(), raw.name(), raw_dec.name()];
@@ -210,7 +272,12 @@ struct EngineSearch {
     search: Vec<(&'static str, Latency)>,
     /// query class -> mean top-10 overlap with raw tantivy
     agreement: Vec<(&'static str, f64)>,
+    /// First open after the writing process closed the store.
     open: Option<OpenProbe>,
+    /// A second open (a store that was opened and closed cleanly since).
+    reopen: Option<OpenProbe>,
+    /// Memstrata: live key + value bytes in sled.
+    live_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -243,35 +310,36 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
         })
         .collect();
 
-    // Ingest, batch by batch, engines alternating (generation is not timed).
-    let ids = {
-        let mut mem = MemstrataSearch::open(&mem_dir, HashMap::with_capacity(n))?;
-        let mut tan = RawTantivy::create(&tan_dir)?;
-        let mut fts = Fts5::open(&fts_path)?;
-        {
-            let mut engines: [&mut dyn SearchEngine; 3] = [&mut mem, &mut tan, &mut fts];
-            let t = Instant::now();
-            for (b, start) in (0..n).step_by(BATCH).enumerate() {
-                let batch: Vec<EpisodeDoc> = (start..(start + BATCH).min(n)).map(|i| corpus.episode(i)).collect();
-                for j in 0..3 {
-                    let e = (b + j) % 3;
-                    let r = &mut results[e];
-                    r.ingest_time += engines[e].ingest(&batch, &mut r.ingest_lat)?;
-                }
-                if b % 50 == 49 {
-                    eprintln!("   ingested {} / {n} ({:.0?})", start + BATCH, t.elapsed());
-                }
-            }
-            for (e, engine) in engines.iter_mut().enumerate() {
-                let t = Instant::now();
-                engine.finish()?;
-                results[e].finish_time = t.elapsed();
-            }
+    // Ingest: each engine alone (so no engine's background indexing overlaps
+    // another's timed work), through its normal per-item write path, batch by
+    // batch; the clock covers preparing the engine's input, every add and the
+    // final flush/commit, not generating the corpus.
+    let docs: Vec<EpisodeDoc> = (0..n).map(|i| corpus.episode(i)).collect();
+    let mut ids = HashMap::new();
+    for e in 0..3 {
+        let r = &mut results[e];
+        let mut engine: Box<dyn SearchEngine> = match e {
+            0 => Box::new(MemstrataSearch::open(&mem_dir, HashMap::with_capacity(n))?),
+            1 => Box::new(RawTantivy::create(&tan_dir)?),
+            _ => Box::new(Fts5::open(&fts_path)?),
+        };
+        let t = Instant::now();
+        phase(format!("{n}: {} ingest", r.name));
+        for batch in docs.chunks(BATCH) {
+            engine.ingest(batch, &mut r.ingest_lat)?;
+            tick();
         }
-        drop(tan);
-        drop(fts);
-        mem.close() // drops the engine: flush + close
-    };
+        let f = Instant::now();
+        engine.finish()?;
+        r.finish_time = f.elapsed();
+        r.ingest_time = t.elapsed();
+        if let Some(ids_of) = engine.take_ids() {
+            ids = ids_of;
+        }
+        drop(engine); // close (Memstrata: flush + close)
+        eprintln!("   {} ingested {n} in {:.1?}", r.name, r.ingest_time);
+    }
+    drop(docs);
     eprintln!("   ingest done");
 
     // Disk footprint of closed stores.
@@ -293,36 +361,60 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
         results[0].disk_split.push((part.into(), sys::disk_usage(&mem_dir.join(part)).1));
     }
 
-    // Cold open + RSS, each in a fresh process.
+    // Open time + RSS, each in a fresh process, twice: the first open after the
+    // writer closed the store, then a reopen.
     let exe = std::env::current_exe()?;
     let probe_query = corpus.keyword_queries(1).remove(0);
     for (e, (kind, path)) in [("memstrata", &mem_dir), ("tantivy", &tan_dir), ("fts5", &fts_path)]
         .into_iter()
         .enumerate()
     {
-        let out = std::process::Command::new(&exe)
-            .args(["probe-open", kind, &path.to_string_lossy(), &probe_query])
-            .output()?;
-        if !out.status.success() {
-            return Err(format!("probe-open {kind}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        for round in 0..2 {
+            phase(format!("{n}: {kind} open probe {round}"));
+            let out = std::process::Command::new(&exe)
+                .args(["probe-open", kind, &path.to_string_lossy(), &probe_query])
+                .output()?;
+            if !out.status.success() {
+                return Err(format!("probe-open {kind}: {}", String::from_utf8_lossy(&out.stderr)).into());
+            }
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+            let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+            let probe = Some(OpenProbe {
+                open_ns: f("open_ns"),
+                first_search_ns: f("first_search_ns"),
+                rss_before: f("rss_before") as u64,
+                rss_after_open: f("rss_after_open") as u64,
+                rss_after_search: f("rss_after_search") as u64,
+            });
+            if round == 0 {
+                results[e].open = probe;
+            } else {
+                results[e].reopen = probe;
+            }
         }
+    }
+    let out = std::process::Command::new(&exe)
+        .args(["inspect-store", &mem_dir.to_string_lossy()])
+        .output()?;
+    if out.status.success() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        results[e].open = Some(OpenProbe {
-            open_ns: f("open_ns"),
-            first_search_ns: f("first_search_ns"),
-            rss_before: f("rss_before") as u64,
-            rss_after_open: f("rss_after_open") as u64,
-            rss_after_search: f("rss_after_search") as u64,
-        });
+        results[0].live_bytes = v["live_bytes"].as_u64();
     }
 
     // Search: reopen, warm up, then every query on every engine, engines rotating.
     let mem = MemstrataSearch::open(&mem_dir, ids)?;
     let tan = RawTantivy::open(&tan_dir)?;
     let fts = Fts5::open(&fts_path)?;
-    let engines: [&dyn SearchEngine; 3] = [&mem, &tan, &fts];
+    let tan_must = tan.with_scoping(Scoping::MustClauses);
+    let tan_over = tan.with_scoping(Scoping::OverFetch);
+    let engines: [&dyn SearchEngine; NE] = [&mem, &tan, &fts, &tan_must, &tan_over];
     for (e, engine) in engines.iter().enumerate() {
+        if e >= results.len() {
+            results.push(EngineSearch {
+                name: engine.name(),
+                ..Default::default()
+            });
+        }
         results[e].segments = engine.segments();
     }
     let (nk, nq) = match args.queries {
@@ -334,6 +426,7 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
     let classes = [("keywords", corpus.keyword_queries(nk)), ("question", corpus.question_queries(nq))];
     let mut queries = Vec::new();
     for (class, qs) in &classes {
+        phase(format!("{n}: {class} searches"));
         queries.push((*class, qs.len()));
         let warm = qs.len().min(50);
         for engine in engines {
@@ -341,18 +434,19 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
                 engine.search(q, LIMIT)?;
             }
         }
-        let mut lats: Vec<Latency> = (0..3).map(|_| Latency::new()).collect();
-        let mut overlap = [0.0f64; 3];
+        let mut lats: Vec<Latency> = (0..NE).map(|_| Latency::new()).collect();
+        let mut overlap = [0.0f64; NE];
         let t = Instant::now();
         for (i, q) in qs.iter().enumerate() {
-            let mut hits: [Vec<usize>; 3] = Default::default();
-            for j in 0..3 {
-                let e = (i + j) % 3;
+            let mut hits: [Vec<usize>; NE] = Default::default();
+            tick();
+            for j in 0..NE {
+                let e = (i + j) % NE;
                 let t = Instant::now();
                 hits[e] = engines[e].search(q, LIMIT)?;
                 lats[e].record(t.elapsed());
             }
-            for e in 0..3 {
+            for e in 0..NE {
                 overlap[e] += top_overlap(&hits[e], &hits[1]);
             }
         }
@@ -404,6 +498,94 @@ fn probe_open(kind: &str, path: &Path, query: &str) -> Result<()> {
             "rss_after_search": rss_after_search,
         })
     );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- profiling entry points
+//
+// For `valgrind --tool=callgrind` (see scripts/bench.sh `profile`): build a
+// store natively, then profile only the operation of interest.
+
+fn build_store(dir: &Path, n: usize) -> Result<()> {
+    let corpus = Corpus::standard();
+    let docs: Vec<EpisodeDoc> = (0..n).map(|i| corpus.episode(i)).collect();
+    let mut lat = Latency::new();
+    let mut mem = MemstrataSearch::open(&dir.join("memstrata"), HashMap::new())?;
+    let mut tan = RawTantivy::create(&dir.join("tantivy"))?;
+    for e in [&mut mem as &mut dyn SearchEngine, &mut tan] {
+        for b in docs.chunks(BATCH) {
+            e.ingest(b, &mut lat)?;
+        }
+        e.finish()?;
+    }
+    let ids = mem.close();
+    std::fs::write(dir.join("ids.json"), serde_json::to_vec(&ids)?)?;
+    Ok(())
+}
+
+fn profile_search(engine: &str, dir: &Path, queries: usize) -> Result<()> {
+    let corpus = Corpus::standard();
+    let e: Box<dyn SearchEngine> = match engine {
+        "memstrata" => {
+            let ids: HashMap<String, usize> = serde_json::from_slice(&std::fs::read(dir.join("ids.json"))?)?;
+            Box::new(MemstrataSearch::open(&dir.join("memstrata"), ids)?)
+        }
+        "tantivy" => Box::new(RawTantivy::open(&dir.join("tantivy"))?),
+        "tantivy-must" => Box::new(RawTantivy::open(&dir.join("tantivy"))?.with_scoping(Scoping::MustClauses)),
+        "tantivy-overfetch" => Box::new(RawTantivy::open(&dir.join("tantivy"))?.with_scoping(Scoping::OverFetch)),
+        other => return Err(format!("unknown engine {other}").into()),
+    };
+    let mut hits = 0;
+    for q in corpus.keyword_queries(queries).iter().chain(&corpus.question_queries(queries)) {
+        hits += e.search(q, LIMIT)?.len();
+    }
+    eprintln!("{engine}: {hits} hits");
+    Ok(())
+}
+
+/// Open a closed Memstrata store's sled database directly (in this fresh
+/// process): time the bare sled open, and sum the live key + value bytes of
+/// every tree, to separate sled's space amplification from the data itself.
+fn inspect_store(store: &Path) -> Result<serde_json::Value> {
+    let t = Instant::now();
+    let db = sled::Config::new()
+        .path(store.join("db"))
+        .cache_capacity(memstrata_benches::engines::SLED_CACHE_BYTES)
+        .open()?;
+    let sled_open_ns = t.elapsed().as_nanos() as f64;
+    let mut trees = serde_json::Map::new();
+    let mut live = 0u64;
+    for name in db.tree_names() {
+        let tree = db.open_tree(&name)?;
+        let mut bytes = 0u64;
+        let mut n = 0u64;
+        for kv in tree.iter() {
+            let (k, v) = kv?;
+            bytes += (k.len() + v.len()) as u64;
+            n += 1;
+        }
+        live += bytes;
+        trees.insert(String::from_utf8_lossy(&name).into_owned(), serde_json::json!({"items": n, "bytes": bytes}));
+    }
+    drop(db);
+    Ok(serde_json::json!({"sled_open_ns": sled_open_ns, "live_bytes": live, "trees": trees}))
+}
+
+fn profile_kv(engine: &str, n: usize, lookups: usize) -> Result<()> {
+    let corpus = Corpus::standard();
+    let dir = tempfile::tempdir()?;
+    let e: Box<dyn KvEngine> = match engine {
+        "memstrata" => Box::new(MemstrataKv::open(&dir.path().join("m"))?),
+        "sled" => Box::new(RawSled::open(&dir.path().join("s"))?),
+        other => return Err(format!("unknown engine {other}").into()),
+    };
+    for it in kv_items(&corpus, 0..n, 0) {
+        e.store(it)?;
+    }
+    let mut rng = memstrata_benches::corpus::Rng::new(5);
+    for _ in 0..lookups {
+        e.retrieve(&Corpus::kv_key(rng.range(0, n)))?;
+    }
     Ok(())
 }
 
@@ -565,7 +747,10 @@ impl Report {
                  interleaved (every query on every engine, engine order rotating) after a warm-up of 50 \
                  queries per class. *keywords*: 2–4 content words; *question*: a natural-language question \
                  with function words (\"what did we decide about the …?\"). *agreement*: share of raw \
-                 tantivy's top {LIMIT} that the engine also returned.\n"
+                 tantivy's top {LIMIT} that the engine also returned. The *diag* rows are the raw tantivy index \
+                 searched with Memstrata's scoping (`kind`/`ctx` as `Must` clauses) and with the proposed \
+                 alternative (pure disjunction, over-fetch, filter on a fast field); they explain the overhead \
+                 and are not targets.\n"
             );
             let _ = writeln!(
                 w,
@@ -605,15 +790,16 @@ impl Report {
             );
             let _ = writeln!(
                 w,
-                "| episodes | engine | ingest | record p50 | record p99 | disk | bytes/episode | segments | open | RSS after open | first search | RSS after search |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+                "| episodes | engine | ingest | record p50 | record p99 | disk | bytes/episode | segments | first open | reopen | RSS after reopen | first search | RSS after search |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
             );
             for t in &self.search {
-                for e in &t.engines {
-                    let secs = (e.ingest_time + e.finish_time).as_secs_f64();
-                    let o = e.open.clone().unwrap_or_default();
+                for e in &t.engines[..3] {
+                    let secs = e.ingest_time.as_secs_f64();
+                    let first = e.open.clone().unwrap_or_default();
+                    let o = e.reopen.clone().unwrap_or_default();
                     let _ = writeln!(
                         w,
-                        "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} |",
+                        "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} |",
                         size_label(t.n),
                         e.name,
                         fmt_rate(t.n as f64 / secs),
@@ -622,6 +808,7 @@ impl Report {
                         fmt_bytes(e.disk_allocated as f64),
                         e.disk_allocated as f64 / t.n as f64,
                         e.segments.map_or("–".into(), |s| s.to_string()),
+                        fmt_ns(first.open_ns),
                         fmt_ns(o.open_ns),
                         fmt_bytes(o.rss_after_open as f64),
                         fmt_ns(o.first_search_ns),
@@ -630,16 +817,39 @@ impl Report {
                 }
             }
             let _ = writeln!(w);
+            if let Some(o) = self.search.last().and_then(|t| t.engines[0].open.clone()) {
+                let _ = writeln!(w, "A fresh probe process has an RSS of {} before it opens anything.\n", fmt_bytes(o.rss_before as f64));
+            }
             let split: Vec<String> = self
                 .search
                 .iter()
                 .map(|t| {
-                    let parts: Vec<String> =
-                        t.engines[0].disk_split.iter().map(|(p, b)| format!("{p} {}", fmt_bytes(*b as f64))).collect();
-                    format!("{}: {}", size_label(t.n), parts.join(", "))
+                    let m = &t.engines[0];
+                    let mut parts: Vec<String> =
+                        m.disk_split.iter().map(|(p, b)| format!("{p} {}", fmt_bytes(*b as f64))).collect();
+                    if let (Some(live), Some((_, db))) = (m.live_bytes, m.disk_split.first()) {
+                        parts.push(format!(
+                            "live records in sled {} (sled file / live = {:.2}×)",
+                            fmt_bytes(live as f64),
+                            *db as f64 / live as f64
+                        ));
+                    }
+                    let ingest: Vec<String> = t.engines[..3]
+                        .iter()
+                        .map(|e| format!("{} {}", e.name, fmt_ns(e.finish_time.as_nanos() as f64)))
+                        .collect();
+                    format!(
+                        "{}: {}; Memstrata `record`: wall time per episode {}, slowest call {}, {:.0}% of the time inside `record` spent in calls slower than 1 ms; final flush: {}",
+                        size_label(t.n),
+                        parts.join(", "),
+                        fmt_ns(m.ingest_time.as_nanos() as f64 / t.n as f64),
+                        fmt_ns(m.ingest_lat.max() as f64),
+                        m.ingest_lat.share_above(1_000_000) * 100.0,
+                        ingest.join(", ")
+                    )
                 })
                 .collect();
-            let _ = writeln!(w, "Memstrata's footprint by part (sled `db/`, tantivy `index/`): {}.\n", split.join("; "));
+            let _ = writeln!(w, "Memstrata's footprint by part (sled `db/`, tantivy `index/`), and ingest detail — {}.\n", split.join("; "));
         }
         s
     }

@@ -12,7 +12,7 @@
 //! and its content JSON parsed.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rusqlite::{Connection, params};
 
@@ -91,7 +91,7 @@ impl SearchEngine for Fts5 {
     fn name(&self) -> &'static str {
         "sqlite fts5"
     }
-    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<Duration> {
+    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<()> {
         let rows: Vec<_> = batch
             .iter()
             .map(|d| {
@@ -108,7 +108,6 @@ impl SearchEngine for Fts5 {
                 )
             })
             .collect();
-        let mut total = Duration::ZERO;
         for (rowid, id, ts, imp, summary, parts, tags, content, body) in rows {
             let t = Instant::now();
             let tx = self.conn.transaction()?;
@@ -120,11 +119,9 @@ impl SearchEngine for Fts5 {
             tx.prepare_cached("INSERT INTO episodes_fts(rowid, summary, body, participants, tags) VALUES (?1, ?2, ?3, ?4, ?5)")?
                 .execute(params![rowid, summary, body, parts, tags])?;
             tx.commit()?;
-            let d = t.elapsed();
-            lat.record(d);
-            total += d;
+            lat.record(t.elapsed());
         }
-        Ok(total)
+        Ok(())
     }
     fn finish(&mut self) -> Result<()> {
         self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;

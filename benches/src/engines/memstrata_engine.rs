@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use memstrata::{Durability, Memory, NewEpisode, SearchFilters};
@@ -14,11 +14,15 @@ use crate::corpus::EpisodeDoc;
 use crate::stats::Latency;
 
 /// Open a store the way the benches do: `Durability::Periodic(500)`, default budgets.
+///
+/// `BENCH_EXPERIMENT_COMMIT_MS` overrides the index commit interval, for
+/// experiments only (`scripts/bench.sh` never sets it).
 pub fn open(path: &Path) -> Result<Memory> {
-    Ok(Memory::builder()
-        .path(path)
-        .durability(Durability::Periodic(FLUSH_EVERY_MS))
-        .open()?)
+    let mut b = Memory::builder().path(path).durability(Durability::Periodic(FLUSH_EVERY_MS));
+    if let Some(ms) = std::env::var("BENCH_EXPERIMENT_COMMIT_MS").ok().and_then(|v| v.parse().ok()) {
+        b = b.index_commit_interval(std::time::Duration::from_millis(ms));
+    }
+    Ok(b.open()?)
 }
 
 #[derive(Serialize)]
@@ -132,18 +136,15 @@ impl SearchEngine for MemstrataSearch {
     fn name(&self) -> &'static str {
         "memstrata"
     }
-    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<Duration> {
+    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<()> {
         let prepared: Vec<(usize, NewEpisode)> = batch.iter().map(|d| (d.idx, to_new_episode(d))).collect();
-        let mut total = Duration::ZERO;
         for (idx, ne) in prepared {
             let t = Instant::now();
             let id = self.ep.record(ne)?;
-            let d = t.elapsed();
-            lat.record(d);
-            total += d;
+            lat.record(t.elapsed());
             self.ids.insert(id, idx);
         }
-        Ok(total)
+        Ok(())
     }
     fn finish(&mut self) -> Result<()> {
         Ok(self.mem.flush()?)
@@ -154,6 +155,9 @@ impl SearchEngine for MemstrataSearch {
     }
     fn segments(&self) -> Option<usize> {
         count_segments(&self.path.join("index"))
+    }
+    fn take_ids(&mut self) -> Option<HashMap<String, usize>> {
+        Some(std::mem::take(&mut self.ids))
     }
 }
 

@@ -5,8 +5,6 @@
 //!   documents, same natural-language queries, top 10 with each hit's document decoded.
 
 use std::path::Path;
-use std::time::Duration;
-
 use serde_json::Value;
 
 use crate::corpus::EpisodeDoc;
@@ -57,10 +55,10 @@ pub trait KvEngine {
 pub trait SearchEngine {
     /// Label in tables.
     fn name(&self) -> &'static str;
-    /// Add a batch of episodes through the engine's normal per-item write path.
-    /// Preparation (building the engine's input types) is not timed; each
-    /// add is, into `lat`. Returns the total timed duration.
-    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<Duration>;
+    /// Add a batch of episodes through the engine's normal per-item write
+    /// path, recording each add's latency into `lat` (the harness times the
+    /// whole ingest, preparation included).
+    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<()>;
     /// End of ingest: make everything durable and searchable.
     fn finish(&mut self) -> Result<()>;
     /// Top `limit` hits for natural-language text, each hit's document decoded;
@@ -68,6 +66,10 @@ pub trait SearchEngine {
     fn search(&self, query: &str, limit: usize) -> Result<Vec<usize>>;
     /// Number of index segments (tantivy engines), for the record.
     fn segments(&self) -> Option<usize> {
+        None
+    }
+    /// Engine-assigned ids to corpus positions, when the engine assigns its own ids.
+    fn take_ids(&mut self) -> Option<std::collections::HashMap<String, usize>> {
         None
     }
 }

@@ -3,9 +3,14 @@
 //! construction (one boosted term query per field and query word, OR-ed),
 //! the same writer budget; the whole episode is kept in tantivy's doc store,
 //! as a single-purpose search index would keep it.
+//!
+//! The index also carries Memstrata's scope fields (`kind`, `ctx`, and a
+//! `scope` u64 fast field) so that one index serves the diagnostic variants
+//! ([`Scoping`]) that explain the search overhead; the plain floor never
+//! queries them.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
@@ -32,6 +37,36 @@ struct Fields {
     ts: Field,
     importance: Field,
     doc: Field,
+    kind: Field,
+    ctx: Field,
+    scope: Field,
+}
+
+/// How a search is restricted to one (kind, context) scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scoping {
+    /// Not at all: the floor (a single-purpose index).
+    None,
+    /// `kind` and `ctx` as `Must` term clauses around the text disjunction:
+    /// the query shape Memstrata builds. Any `Must` clause makes tantivy
+    /// score every matching document (no block-WAND pruning).
+    MustClauses,
+    /// Pure disjunction (block-WAND): the top `limit` fetched and filtered on
+    /// the `scope` fast field, the fetch widened ×4 until `limit` in-scope
+    /// hits are found (exact: any better in-scope hit would be in the wider
+    /// top). The fix proposed for Memstrata's `index.rs`.
+    OverFetch,
+}
+
+/// The `scope` fast-field value of Memstrata's episodes in the default context.
+pub fn scope_hash(kind: &str, ctx: &str) -> u64 {
+    // FNV-1a: stable across runs and platforms.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in kind.bytes().chain([0u8]).chain(ctx.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 fn schema() -> (Schema, Fields) {
@@ -52,12 +87,16 @@ fn schema() -> (Schema, Fields) {
         ts: b.add_i64_field("ts", INDEXED | FAST),
         importance: b.add_u64_field("importance", INDEXED | FAST),
         doc: b.add_text_field("doc", STORED),
+        kind: b.add_text_field("kind", STRING),
+        ctx: b.add_text_field("ctx", STRING),
+        scope: b.add_u64_field("scope", FAST),
     };
     (b.build(), f)
 }
 
 /// A tantivy index holding the episodes.
 pub struct RawTantivy {
+    scoping: Scoping,
     index: Index,
     reader: IndexReader,
     writer: Option<IndexWriter>,
@@ -79,6 +118,7 @@ impl RawTantivy {
         let writer = index.writer_with_num_threads(1, TANTIVY_WRITER_BYTES)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         Ok(RawTantivy {
+            scoping: Scoping::None,
             index,
             reader,
             writer: Some(writer),
@@ -92,11 +132,23 @@ impl RawTantivy {
         let (_, f) = schema();
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         Ok(RawTantivy {
+            scoping: Scoping::None,
             index,
             reader,
             writer: None,
             f,
         })
+    }
+
+    /// The same index searched with another [`Scoping`].
+    pub fn with_scoping(&self, scoping: Scoping) -> RawTantivy {
+        RawTantivy {
+            scoping,
+            index: self.index.clone(),
+            reader: self.reader.clone(),
+            writer: None,
+            f: self.f,
+        }
     }
 
     fn to_doc(&self, d: &EpisodeDoc) -> TantivyDocument {
@@ -116,6 +168,9 @@ impl RawTantivy {
             doc.add_text(f.tag_raw, t);
         }
         doc.add_text(f.doc, d.to_json().to_string());
+        doc.add_text(f.kind, "e");
+        doc.add_text(f.ctx, "default");
+        doc.add_u64(f.scope, scope_hash("e", "default"));
         doc
     }
 
@@ -135,20 +190,21 @@ impl RawTantivy {
 
 impl SearchEngine for RawTantivy {
     fn name(&self) -> &'static str {
-        "raw tantivy"
+        match self.scoping {
+            Scoping::None => "raw tantivy",
+            Scoping::MustClauses => "diag: raw tantivy + Must scope clauses",
+            Scoping::OverFetch => "diag: raw tantivy + over-fetch scope filter",
+        }
     }
-    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<Duration> {
+    fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<()> {
         let docs: Vec<TantivyDocument> = batch.iter().map(|d| self.to_doc(d)).collect();
         let w = self.writer.as_mut().ok_or("index opened read-only")?;
-        let mut total = Duration::ZERO;
         for doc in docs {
             let t = Instant::now();
             w.add_document(doc)?;
-            let d = t.elapsed();
-            lat.record(d);
-            total += d;
+            lat.record(t.elapsed());
         }
-        Ok(total)
+        Ok(())
     }
     fn finish(&mut self) -> Result<()> {
         if let Some(mut w) = self.writer.take() {
@@ -171,9 +227,44 @@ impl SearchEngine for RawTantivy {
         if should.is_empty() {
             return Ok(Vec::new());
         }
-        let q = BooleanQuery::new(should);
+        let union = BooleanQuery::new(should);
         let searcher = self.reader.searcher();
-        let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
+        let top: Vec<(f32, tantivy::DocAddress)> = match self.scoping {
+            Scoping::None => searcher.search(&union, &TopDocs::with_limit(limit).order_by_score())?,
+            Scoping::MustClauses => {
+                let term = |field, text: &str| -> Box<dyn Query> {
+                    Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))
+                };
+                let q = BooleanQuery::new(vec![
+                    (Occur::Must, term(f.kind, "e")),
+                    (Occur::Must, term(f.ctx, "default")),
+                    (Occur::Must, Box::new(union)),
+                ]);
+                searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?
+            }
+            Scoping::OverFetch => {
+                let want = scope_hash("e", "default");
+                let columns = searcher
+                    .segment_readers()
+                    .iter()
+                    .map(|r| r.fast_fields().u64("scope"))
+                    .collect::<tantivy::Result<Vec<_>>>()?;
+                let mut fetch = limit;
+                loop {
+                    let cand = searcher.search(&union, &TopDocs::with_limit(fetch).order_by_score())?;
+                    let exhausted = cand.len() < fetch;
+                    let kept: Vec<_> = cand
+                        .into_iter()
+                        .filter(|(_, a)| columns[a.segment_ord as usize].first(a.doc_id) == Some(want))
+                        .take(limit)
+                        .collect();
+                    if kept.len() == limit || exhausted {
+                        break kept;
+                    }
+                    fetch *= 4;
+                }
+            }
+        };
         let mut out = Vec::with_capacity(top.len());
         for (_score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr)?;
