@@ -3,47 +3,61 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pyo3::prelude::*;
 
 use crate::error::{io_error_at, run};
 
-fn open_read(path: &Path) -> PyResult<BufReader<File>> {
-    File::open(path).map(BufReader::new).map_err(|e| io_error_at(e, path))
-}
+// Files are opened inside `run`, without the GIL: opening can block (a FIFO, a
+// network mount). An open failure comes back as `Ok(Err(io))` so the exception
+// can name the file.
 
 pub(crate) fn export(py: Python<'_>, mem: &memstrata::Memory, path: PathBuf) -> PyResult<ExportStats> {
-    let file = File::create(&path).map_err(|e| io_error_at(e, &path))?;
-    let stats = run(py, move || {
+    let r = run(py, || {
+        let file = match File::create(&path) {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
         let mut w = BufWriter::new(file);
         let stats = mem.export(&mut w)?;
         w.flush()?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        Ok(stats)
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        // Make a backup file durable; a pipe or a device cannot be fsynced.
+        if file.metadata()?.is_file() {
+            file.sync_all()?;
+        }
+        Ok(Ok(stats))
     })?;
+    let stats = r.map_err(|e| io_error_at(e, &path))?;
     Ok(ExportStats {
         records: stats.records,
         counts: stats.counts,
     })
 }
 
-pub(crate) fn import(py: Python<'_>, mem: &memstrata::Memory, path: PathBuf) -> PyResult<ImportStats> {
-    let mut r = open_read(&path)?;
-    let stats = run(py, || mem.import(&mut r))?;
+fn import_with(
+    py: Python<'_>,
+    path: PathBuf,
+    f: impl Send + FnOnce(&mut BufReader<File>) -> memstrata::Result<memstrata::ImportStats>,
+) -> PyResult<ImportStats> {
+    let r = run(py, || match File::open(&path) {
+        Ok(file) => f(&mut BufReader::new(file)).map(Ok),
+        Err(e) => Ok(Err(e)),
+    })?;
+    let stats = r.map_err(|e| io_error_at(e, &path))?;
     Ok(ImportStats {
         records: stats.records,
         counts: stats.counts,
     })
 }
 
+pub(crate) fn import(py: Python<'_>, mem: &memstrata::Memory, path: PathBuf) -> PyResult<ImportStats> {
+    import_with(py, path, |r| mem.import(r))
+}
+
 pub(crate) fn import_knowledge_graph(py: Python<'_>, mem: &memstrata::Memory, path: PathBuf) -> PyResult<ImportStats> {
-    let mut r = open_read(&path)?;
-    let stats = run(py, || mem.import_knowledge_graph(&mut r))?;
-    Ok(ImportStats {
-        records: stats.records,
-        counts: stats.counts,
-    })
+    import_with(py, path, |r| mem.import_knowledge_graph(r))
 }
 
 macro_rules! stats_class {

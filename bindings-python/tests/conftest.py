@@ -1,10 +1,23 @@
 import datetime as dt
+import faulthandler
+import sys
 
 import pytest
 
 import memstrata
 
 UTC = dt.timezone.utc
+
+# A test that hangs (a deadlock in the engine or the binding) dumps every
+# thread's Python stack and ends the run instead of stalling CI.
+HANG_TIMEOUT_S = 300
+
+
+@pytest.fixture(autouse=True)
+def hang_watchdog():
+    faulthandler.dump_traceback_later(HANG_TIMEOUT_S, exit=True, file=sys.stderr)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture

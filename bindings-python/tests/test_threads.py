@@ -1,6 +1,12 @@
 """One Memory shared by many threads: every call releases the GIL and nothing is lost."""
 
+import json
+import os
+import subprocess
+import sys
 import threading
+
+import pytest
 
 import memstrata
 
@@ -64,29 +70,46 @@ def test_hammer_one_memory_from_eight_threads(store_path):
         assert len(again.semantic.keys()) == THREADS * ROUNDS
 
 
-def test_other_threads_run_while_a_call_is_in_flight(mem):
-    """A Python thread keeps running while others are inside the engine (the GIL is released)."""
-    stop = threading.Event()
-    ticks = 0
+GIL_PROBE = r"""
+import json, os, sys, threading
+import memstrata
 
-    def spinner() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
+tmp = sys.argv[1]
+fifo = os.path.join(tmp, "pipe")
+os.mkfifo(fifo)
+mem = memstrata.Memory(os.path.join(tmp, "store"))
+mem.semantic.store("k", {"v": 1})
+result = {}
 
-    def writer() -> None:
-        for i in range(200):
-            mem.episodic.record(f"event {i}")
+# export() blocks opening the FIFO until a reader appears. The reader is this
+# (main) Python thread: it can only run if export() released the GIL.
+t = threading.Thread(target=lambda: result.setdefault("export", mem.export(fifo).records))
+t.start()
+with open(fifo, encoding="utf-8") as f:
+    lines = f.read().splitlines()
+t.join()
 
-    spin = threading.Thread(target=spinner)
-    spin.start()
-    w = threading.Thread(target=writer)
-    w.start()
-    w.join()
-    stop.set()
-    spin.join()
-    assert ticks > 0
-    assert len(mem.episodic.recent(limit=1000)) == 200
+# Same for import_(): it blocks until this thread opens the FIFO for writing.
+other = memstrata.Memory(os.path.join(tmp, "other"))
+t = threading.Thread(target=lambda: result.setdefault("import", other.import_(fifo).records))
+t.start()
+with open(fifo, "w", encoding="utf-8") as f:
+    f.write("\n".join(lines) + "\n")
+t.join()
+print(json.dumps({"lines": len(lines), **result, "value": other.semantic.retrieve("k")}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+def test_blocking_calls_release_the_gil(tmp_path):
+    """A core call blocked on I/O lets other Python threads run (else this would deadlock)."""
+    out = subprocess.run(
+        [sys.executable, "-c", GIL_PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["export"] == got["import"] == got["lines"] - 1
+    assert got["value"] == {"v": 1}
 
 
 def test_close_while_other_threads_use_the_memory(store_path):
