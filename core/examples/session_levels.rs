@@ -26,7 +26,10 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
     fn below(&mut self, n: usize) -> usize {
@@ -38,23 +41,136 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "a", "we", "should", "check", "whether", "index", "commit", "segment", "writer", "reader", "query",
-    "test", "fails", "because", "timeout", "after", "before", "function", "returns", "error", "value", "config",
-    "option", "cache", "memory", "thread", "lock", "mutex", "async", "runtime", "request", "response", "handler",
-    "parse", "serialize", "field", "struct", "module", "crate", "build", "release", "debug", "log", "trace",
-    "user", "session", "token", "limit", "retry", "backoff", "queue", "batch", "flush", "sync", "disk", "file",
-    "path", "directory", "update", "delete", "insert", "select", "table", "row", "column", "schema", "migration",
-    "version", "upgrade", "deprecated", "warning", "refactor", "rename", "extract", "inline", "closure", "trait",
-    "generic", "lifetime", "borrow", "clone", "reference", "pointer", "slice", "vector", "map", "set", "iterator",
-    "and", "or", "not", "then", "so", "it", "is", "was", "will", "can", "to", "of", "in", "on", "with", "for",
+    "the",
+    "a",
+    "we",
+    "should",
+    "check",
+    "whether",
+    "index",
+    "commit",
+    "segment",
+    "writer",
+    "reader",
+    "query",
+    "test",
+    "fails",
+    "because",
+    "timeout",
+    "after",
+    "before",
+    "function",
+    "returns",
+    "error",
+    "value",
+    "config",
+    "option",
+    "cache",
+    "memory",
+    "thread",
+    "lock",
+    "mutex",
+    "async",
+    "runtime",
+    "request",
+    "response",
+    "handler",
+    "parse",
+    "serialize",
+    "field",
+    "struct",
+    "module",
+    "crate",
+    "build",
+    "release",
+    "debug",
+    "log",
+    "trace",
+    "user",
+    "session",
+    "token",
+    "limit",
+    "retry",
+    "backoff",
+    "queue",
+    "batch",
+    "flush",
+    "sync",
+    "disk",
+    "file",
+    "path",
+    "directory",
+    "update",
+    "delete",
+    "insert",
+    "select",
+    "table",
+    "row",
+    "column",
+    "schema",
+    "migration",
+    "version",
+    "upgrade",
+    "deprecated",
+    "warning",
+    "refactor",
+    "rename",
+    "extract",
+    "inline",
+    "closure",
+    "trait",
+    "generic",
+    "lifetime",
+    "borrow",
+    "clone",
+    "reference",
+    "pointer",
+    "slice",
+    "vector",
+    "map",
+    "set",
+    "iterator",
+    "and",
+    "or",
+    "not",
+    "then",
+    "so",
+    "it",
+    "is",
+    "was",
+    "will",
+    "can",
+    "to",
+    "of",
+    "in",
+    "on",
+    "with",
+    "for",
 ];
 
 const FILES: &[&str] = &[
-    "src/lib.rs", "src/engine.rs", "src/index.rs", "src/codec.rs", "src/config.rs", "src/episodic.rs",
-    "src/semantic.rs", "tests/storage.rs", "tests/layers.rs", "Cargo.toml", "docs/format.md", "README.md",
+    "src/lib.rs",
+    "src/engine.rs",
+    "src/index.rs",
+    "src/codec.rs",
+    "src/config.rs",
+    "src/episodic.rs",
+    "src/semantic.rs",
+    "tests/storage.rs",
+    "tests/layers.rs",
+    "Cargo.toml",
+    "docs/format.md",
+    "README.md",
 ];
 
-const TOOLS: &[&str] = &["read_file", "edit_file", "run_tests", "grep", "list_dir", "git_diff"];
+const TOOLS: &[&str] = &[
+    "read_file",
+    "edit_file",
+    "run_tests",
+    "grep",
+    "list_dir",
+    "git_diff",
+];
 
 fn sentence(r: &mut Rng, words: usize) -> String {
     let mut s = String::new();
@@ -85,16 +201,27 @@ fn code_snippet(r: &mut Rng) -> String {
     for i in 0..n {
         let w1 = r.pick(WORDS);
         let w2 = r.pick(WORDS);
-        s.push_str(&format!("{:4} |     let {w1}_{i} = self.{w2}(&{w1}, {})?;\n", 100 + i, r.below(64)));
+        s.push_str(&format!(
+            "{:4} |     let {w1}_{i} = self.{w2}(&{w1}, {})?;\n",
+            100 + i,
+            r.below(64)
+        ));
     }
     s
 }
 
 fn message(r: &mut Rng, n: usize, ts: &mut i64) -> Value {
     *ts += 5 + r.below(90) as i64;
-    let stamp = format!("2026-01-01T{:02}:{:02}:{:02}Z", (*ts / 3600) % 24, (*ts / 60) % 60, *ts % 60);
+    let stamp = format!(
+        "2026-01-01T{:02}:{:02}:{:02}Z",
+        (*ts / 3600) % 24,
+        (*ts / 60) % 60,
+        *ts % 60
+    );
     match n % 3 {
-        0 => json!({"role": "user", "content": paragraph(r), "timestamp": stamp, "tokens": 20 + r.below(200)}),
+        0 => {
+            json!({"role": "user", "content": paragraph(r), "timestamp": stamp, "tokens": 20 + r.below(200)})
+        }
         1 => {
             let tool = r.pick(TOOLS);
             let path = r.pick(FILES);
@@ -133,7 +260,13 @@ fn history() -> Vec<Value> {
         }
         let done = (save * plan.len()) / SAVES;
         for (i, p) in plan.iter_mut().enumerate() {
-            p["status"] = json!(if i < done { "done" } else if i == done { "in_progress" } else { "pending" });
+            p["status"] = json!(if i < done {
+                "done"
+            } else if i == done {
+                "in_progress"
+            } else {
+                "pending"
+            });
         }
         let f = r.pick(FILES).to_owned();
         if !touched.contains(&f) {
@@ -172,7 +305,10 @@ fn run(level: u8, versions: &[Value]) -> Measure {
         .durability(Durability::Manual)
         .open()
         .expect("open a temporary store");
-    let sid = mem.session_create("bench", json!({"level": level})).expect("create").session_id;
+    let sid = mem
+        .session_create("bench", json!({"level": level}))
+        .expect("create")
+        .session_id;
     let t0 = Instant::now();
     for v in versions {
         mem.session_save(&sid, v.clone(), level).expect("save");
@@ -180,14 +316,23 @@ fn run(level: u8, versions: &[Value]) -> Measure {
     let save = t0.elapsed();
     let t1 = Instant::now();
     for (i, v) in versions.iter().enumerate() {
-        let got = mem.session_restore(&sid, Some(i as u64 + 1)).expect("restore");
-        assert!(&got.content == v, "level {level} version {} restores exactly", i + 1);
+        let got = mem
+            .session_restore(&sid, Some(i as u64 + 1))
+            .expect("restore");
+        assert!(
+            &got.content == v,
+            "level {level} version {} restores exactly",
+            i + 1
+        );
     }
     let restore = t1.elapsed();
     let infos = mem.session_versions(&sid).expect("versions");
     let last = infos.last().expect("at least one version");
     Measure {
-        per_version: infos.iter().map(|i| (i.raw_bytes, i.stored_bytes)).collect(),
+        per_version: infos
+            .iter()
+            .map(|i| (i.raw_bytes, i.stored_bytes))
+            .collect(),
         raw: infos.iter().map(|i| i.raw_bytes).sum(),
         stored: infos.iter().map(|i| i.stored_bytes).sum(),
         save,
@@ -207,9 +352,14 @@ fn main() {
     let versions = history();
     println!(
         "History: {SAVES} saves, final version {} messages.\n",
-        versions.last().and_then(|v| v["messages"].as_array()).map_or(0, Vec::len)
+        versions
+            .last()
+            .and_then(|v| v["messages"].as_array())
+            .map_or(0, Vec::len)
     );
-    println!("| level | raw bytes (all versions) | stored bytes | ratio | last version raw -> stored | save MB/s | restore MB/s |");
+    println!(
+        "| level | raw bytes (all versions) | stored bytes | ratio | last version raw -> stored | save MB/s | restore MB/s |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for level in 0..=3u8 {
         let runs: Vec<Measure> = (0..RUNS).map(|_| run(level, &versions)).collect();
@@ -228,8 +378,15 @@ fn main() {
             mb / restore.as_secs_f64(),
         );
         if detail {
-            let sizes: Vec<String> = m.per_version.iter().map(|(r, s)| format!("{r}->{s}")).collect();
-            eprintln!("level {level} per version (raw->stored): {}", sizes.join(" "));
+            let sizes: Vec<String> = m
+                .per_version
+                .iter()
+                .map(|(r, s)| format!("{r}->{s}"))
+                .collect();
+            eprintln!(
+                "level {level} per version (raw->stored): {}",
+                sizes.join(" ")
+            );
         }
     }
 }

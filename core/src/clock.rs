@@ -42,7 +42,8 @@ impl ManualClock {
 
     /// Move the clock forward (or backward, with a negative duration).
     pub fn advance(&self, by: std::time::Duration) {
-        self.millis.fetch_add(by.as_millis() as i64, Ordering::SeqCst);
+        self.millis
+            .fetch_add(by.as_millis() as i64, Ordering::SeqCst);
     }
 
     /// Set the clock to an absolute time.

@@ -64,8 +64,10 @@ pub(crate) fn split_ctx_key(k: &[u8]) -> Result<(String, String)> {
         .iter()
         .position(|b| *b == 0)
         .ok_or_else(|| Error::Corrupted("key without context separator".into()))?;
-    let ctx = std::str::from_utf8(&k[..pos]).map_err(|_| Error::Corrupted("non-utf8 context".into()))?;
-    let key = std::str::from_utf8(&k[pos + 1..]).map_err(|_| Error::Corrupted("non-utf8 key".into()))?;
+    let ctx =
+        std::str::from_utf8(&k[..pos]).map_err(|_| Error::Corrupted("non-utf8 context".into()))?;
+    let key =
+        std::str::from_utf8(&k[pos + 1..]).map_err(|_| Error::Corrupted("non-utf8 key".into()))?;
     Ok((ctx.to_owned(), key.to_owned()))
 }
 

@@ -41,7 +41,9 @@ impl std::str::FromStr for Durability {
                 }
                 Err(crate::Error::invalid(
                     "durability",
-                    format!("expected \"immediate\", \"periodic\", \"periodic:<ms>\" or \"manual\", got {other:?}"),
+                    format!(
+                        "expected \"immediate\", \"periodic\", \"periodic:<ms>\" or \"manual\", got {other:?}"
+                    ),
                 ))
             }
         }

@@ -63,16 +63,22 @@ impl Memory {
 
     /// The value under `key` in the short-term layer of `namespace` (else the active
     /// context), or `None` when absent or expired.
-    pub fn context_retrieve(&self, key: &str, namespace: Option<&str>) -> Result<Option<ContextValue>> {
+    pub fn context_retrieve(
+        &self,
+        key: &str,
+        namespace: Option<&str>,
+    ) -> Result<Option<ContextValue>> {
         let e = &self.engine;
         e.timed("context.retrieve", || {
             let ctx = self.context_or_active(namespace)?;
-            Ok(short_term::entry_in(e, &ctx, key)?.map(|entry| ContextValue {
-                success: true,
-                value: entry.value,
-                stored_at: entry.stored_at,
-                expires_at: entry.expires_at,
-            }))
+            Ok(
+                short_term::entry_in(e, &ctx, key)?.map(|entry| ContextValue {
+                    success: true,
+                    value: entry.value,
+                    stored_at: entry.stored_at,
+                    expires_at: entry.expires_at,
+                }),
+            )
         })
     }
 }

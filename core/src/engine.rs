@@ -68,14 +68,20 @@ impl Trees {
 /// returns its output or an error message that fails the step.
 pub trait ActionHandler: Send + Sync {
     /// Run the action.
-    fn call(&self, parameters: &serde_json::Value) -> std::result::Result<serde_json::Value, String>;
+    fn call(
+        &self,
+        parameters: &serde_json::Value,
+    ) -> std::result::Result<serde_json::Value, String>;
 }
 
 impl<F> ActionHandler for F
 where
     F: Fn(&serde_json::Value) -> std::result::Result<serde_json::Value, String> + Send + Sync,
 {
-    fn call(&self, parameters: &serde_json::Value) -> std::result::Result<serde_json::Value, String> {
+    fn call(
+        &self,
+        parameters: &serde_json::Value,
+    ) -> std::result::Result<serde_json::Value, String> {
         self(parameters)
     }
 }
@@ -107,7 +113,9 @@ pub(crate) struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -122,7 +130,10 @@ impl Engine {
         let (path, tempdir) = match &opts.path {
             Some(p) => {
                 std::fs::create_dir_all(p).map_err(|e| {
-                    Error::invalid("path", format!("cannot create store directory {}: {e}", p.display()))
+                    Error::invalid(
+                        "path",
+                        format!("cannot create store directory {}: {e}", p.display()),
+                    )
                 })?;
                 (std::fs::canonicalize(p)?, None)
             }
@@ -160,7 +171,11 @@ impl Engine {
         Ok(engine)
     }
 
-    fn open_new(opts: Options, path: PathBuf, tempdir: Option<tempfile::TempDir>) -> Result<Engine> {
+    fn open_new(
+        opts: Options,
+        path: PathBuf,
+        tempdir: Option<tempfile::TempDir>,
+    ) -> Result<Engine> {
         let lock = File::options()
             .create(true)
             .truncate(false)
@@ -191,11 +206,9 @@ impl Engine {
         // Format version: refuse newer stores, stamp new ones.
         match t.meta.get(META_FORMAT)? {
             Some(v) => {
-                let found = u32::from_be_bytes(
-                    v.as_ref()
-                        .try_into()
-                        .map_err(|_| Error::Corrupted("format_version record is not 4 bytes".into()))?,
-                );
+                let found = u32::from_be_bytes(v.as_ref().try_into().map_err(|_| {
+                    Error::Corrupted("format_version record is not 4 bytes".into())
+                })?);
                 if found > FORMAT_VERSION {
                     return Err(Error::Corrupted(format!(
                         "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
@@ -211,7 +224,8 @@ impl Engine {
             .meta
             .get(META_INDEX_SCHEMA)?
             .is_some_and(|v| v.as_ref() == index::INDEX_SCHEMA_VERSION.to_be_bytes());
-        let (search, opened) = SearchIndex::open(&path.join("index"), opts.index_writer_bytes, schema_ok)?;
+        let (search, opened) =
+            SearchIndex::open(&path.join("index"), opts.index_writer_bytes, schema_ok)?;
 
         let registered = Arc::new(AtomicBool::new(false));
         let reg_path = path.clone();
@@ -241,10 +255,10 @@ impl Engine {
             Opened::Existing(seq) => engine.replay_index(seq)?,
             Opened::Fresh => engine.rebuild_index()?,
         }
-        engine
-            .t
-            .meta
-            .insert(META_INDEX_SCHEMA, &index::INDEX_SCHEMA_VERSION.to_be_bytes())?;
+        engine.t.meta.insert(
+            META_INDEX_SCHEMA,
+            &index::INDEX_SCHEMA_VERSION.to_be_bytes(),
+        )?;
         engine.db.flush()?;
         Ok(engine)
     }
@@ -295,7 +309,11 @@ impl Engine {
         let mut last = committed;
         for item in self.t.index_log.range((committed + 1).to_be_bytes()..) {
             let (k, v) = item?;
-            let seq = u64::from_be_bytes(k.as_ref().try_into().map_err(|_| Error::Corrupted("bad index_log key".into()))?);
+            let seq = u64::from_be_bytes(
+                k.as_ref()
+                    .try_into()
+                    .map_err(|_| Error::Corrupted("bad index_log key".into()))?,
+            );
             let uids: Vec<String> = codec::decode(&v)?;
             let mut ops = Vec::with_capacity(uids.len());
             for uid in uids {
@@ -313,20 +331,29 @@ impl Engine {
     /// A writer operation failed: replace the writer and replay the log from
     /// the last durable commit. sled already holds the data, so the caller's
     /// write stands either way; a failure here is reported by `status`.
-    fn recover_index_locked(&self, st: &mut crate::index::WriterState, cause: &Error) -> Result<()> {
+    fn recover_index_locked(
+        &self,
+        st: &mut crate::index::WriterState,
+        cause: &Error,
+    ) -> Result<()> {
         let r = self.index.reset_writer(st).and_then(|()| {
             let committed = st.committed_seq;
             self.replay_locked(st, committed)
         });
         *self.index_error.lock() = match &r {
             Ok(()) => None,
-            Err(e) => Some(format!("index writer failed ({cause}) and could not be repaired: {e}")),
+            Err(e) => Some(format!(
+                "index writer failed ({cause}) and could not be repaired: {e}"
+            )),
         };
         r
     }
 
     /// Commit pending index changes (repairing a failed writer), then run `q`.
-    pub(crate) fn search_index(&self, q: &crate::index::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
+    pub(crate) fn search_index(
+        &self,
+        q: &crate::index::IndexQuery<'_>,
+    ) -> Result<Vec<(String, f32)>> {
         self.commit_index()?;
         match self.index.search(q) {
             Ok(hits) => Ok(hits),
@@ -381,7 +408,10 @@ impl Engine {
         for item in self.t.episodes.iter() {
             let (k, v) = item?;
             let (ctx, _) = codec::split_ctx_key(&k)?;
-            batch.push(IndexOp::Upsert(crate::episodic::index_doc(&ctx, &codec::decode(&v)?)));
+            batch.push(IndexOp::Upsert(crate::episodic::index_doc(
+                &ctx,
+                &codec::decode(&v)?,
+            )));
             if batch.len() >= 1024 {
                 st.apply(seq, &batch)?;
                 batch.clear();
@@ -390,7 +420,11 @@ impl Engine {
         for item in self.t.semantic.iter() {
             let (k, v) = item?;
             let (ctx, key) = codec::split_ctx_key(&k)?;
-            batch.push(IndexOp::Upsert(crate::semantic::index_doc(&ctx, &key, &codec::decode(&v)?)));
+            batch.push(IndexOp::Upsert(crate::semantic::index_doc(
+                &ctx,
+                &key,
+                &codec::decode(&v)?,
+            )));
             if batch.len() >= 1024 {
                 st.apply(seq, &batch)?;
                 batch.clear();
@@ -436,15 +470,36 @@ impl Engine {
     pub(crate) fn indexed_write<R>(
         &self,
         trees: &[&sled::Tree],
-        f: impl Fn(&[TransactionalTree]) -> std::result::Result<(R, Vec<IndexOp>), ConflictableTransactionError<Error>>,
+        f: impl Fn(
+            &[TransactionalTree],
+        )
+            -> std::result::Result<(R, Vec<IndexOp>), ConflictableTransactionError<Error>>,
+    ) -> Result<R> {
+        self.indexed_write_prepared(trees, || Ok(()), |t, ()| f(t))
+    }
+
+    /// Like [`Engine::indexed_write`], with `prepare` run under the index writer
+    /// lock but outside the sled transaction (reading a tree inside a sled
+    /// transaction over that tree deadlocks). Every indexed write holds the same
+    /// lock, so what `prepare` reads cannot change before the transaction runs.
+    pub(crate) fn indexed_write_prepared<R, P>(
+        &self,
+        trees: &[&sled::Tree],
+        prepare: impl FnOnce() -> Result<P>,
+        f: impl Fn(
+            &[TransactionalTree],
+            &P,
+        )
+            -> std::result::Result<(R, Vec<IndexOp>), ConflictableTransactionError<Error>>,
     ) -> Result<R> {
         let mut all: Vec<&sled::Tree> = trees.to_vec();
         all.push(&self.t.index_log);
         let mut st = self.index.lock();
+        let prepared = prepare()?;
         let seq = self.db.generate_id()?;
         let (r, ops) = all.as_slice().transaction(|views| {
             let (data, log) = views.split_at(views.len() - 1);
-            let (r, ops) = f(data)?;
+            let (r, ops) = f(data, &prepared)?;
             if !ops.is_empty() {
                 let uids: Vec<&str> = ops.iter().map(IndexOp::uid).collect();
                 let enc = codec::encode(&uids).map_err(ConflictableTransactionError::Abort)?;

@@ -174,7 +174,12 @@ pub(crate) fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDo
 
 fn check_list(e: &Engine, field: &str, items: &[String]) -> Result<()> {
     if items.len() > e.opts.limits.max_tags {
-        return Err(Error::limit(field, "number of entries", e.opts.limits.max_tags as u64, items.len() as u64));
+        return Err(Error::limit(
+            field,
+            "number of entries",
+            e.opts.limits.max_tags as u64,
+            items.len() as u64,
+        ));
     }
     for (i, t) in items.iter().enumerate() {
         validate::key(&e.opts.limits, &format!("{field}[{i}]"), t)?;
@@ -187,14 +192,22 @@ pub(crate) fn validate_new(e: &Engine, ep: &NewEpisode) -> Result<u8> {
         return Err(Error::invalid("summary", "must not be empty"));
     }
     if ep.summary.len() > e.opts.limits.max_value_bytes {
-        return Err(Error::limit("summary", "size in bytes", e.opts.limits.max_value_bytes as u64, ep.summary.len() as u64));
+        return Err(Error::limit(
+            "summary",
+            "size in bytes",
+            e.opts.limits.max_value_bytes as u64,
+            ep.summary.len() as u64,
+        ));
     }
     validate::value(&e.opts.limits, "content", &ep.content)?;
     check_list(e, "tags", &ep.tags)?;
     check_list(e, "participants", &ep.participants)?;
     let importance = ep.importance.unwrap_or(DEFAULT_IMPORTANCE);
     if !(1..=10).contains(&importance) {
-        return Err(Error::invalid("importance", format!("must be in 1..=10, got {importance}")));
+        return Err(Error::invalid(
+            "importance",
+            format!("must be in 1..=10, got {importance}"),
+        ));
     }
     Ok(importance)
 }
@@ -205,7 +218,10 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
     let id = uuid::Uuid::now_v7().to_string();
     let rec = EpisodeRecord {
         id: id.clone(),
-        timestamp: ep.timestamp.unwrap_or_else(|| e.opts.clock.now()).timestamp_millis(),
+        timestamp: ep
+            .timestamp
+            .unwrap_or_else(|| e.opts.clock.now())
+            .timestamp_millis(),
         summary: ep.summary,
         content: ep.content,
         participants: ep.participants,
@@ -231,22 +247,41 @@ pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>>
     })
 }
 
-pub(crate) fn search_in(e: &Engine, ctx: &str, query: &str, filters: &SearchFilters, limit: usize) -> Result<Vec<EpisodeHit>> {
+pub(crate) fn search_in(
+    e: &Engine,
+    ctx: &str,
+    query: &str,
+    filters: &SearchFilters,
+    limit: usize,
+) -> Result<Vec<EpisodeHit>> {
     let lim = &e.opts.limits;
     if query.len() > lim.max_query_bytes {
-        return Err(Error::limit("query", "query size in bytes", lim.max_query_bytes as u64, query.len() as u64));
+        return Err(Error::limit(
+            "query",
+            "query size in bytes",
+            lim.max_query_bytes as u64,
+            query.len() as u64,
+        ));
     }
     if limit == 0 {
         return Err(Error::invalid("limit", "must be at least 1"));
     }
     if limit > lim.max_results {
-        return Err(Error::limit("limit", "results per call", lim.max_results as u64, limit as u64));
+        return Err(Error::limit(
+            "limit",
+            "results per call",
+            lim.max_results as u64,
+            limit as u64,
+        ));
     }
     check_list(e, "tags", &filters.tags)?;
     check_list(e, "participants", &filters.participants)?;
     if let Some(m) = filters.min_importance {
         if !(1..=10).contains(&m) {
-            return Err(Error::invalid("min_importance", format!("must be in 1..=10, got {m}")));
+            return Err(Error::invalid(
+                "min_importance",
+                format!("must be in 1..=10, got {m}"),
+            ));
         }
     }
     if let (Some(s), Some(u)) = (filters.since, filters.until) {
@@ -283,7 +318,11 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
         let mut rows = Vec::with_capacity(chunk.len());
         for (ctx, rec) in chunk {
             e.touch_context(ctx)?;
-            rows.push((codec::ctx_key(ctx, &rec.id), codec::encode(rec)?, index_doc(ctx, rec)));
+            rows.push((
+                codec::ctx_key(ctx, &rec.id),
+                codec::encode(rec)?,
+                index_doc(ctx, rec),
+            ));
         }
         e.indexed_write(&[&e.t.episodes], |t| {
             let mut ops = Vec::with_capacity(rows.len());
@@ -303,14 +342,20 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
     let uid = index::uid(Kind::Episode, ctx, id);
     e.indexed_write(&[&e.t.episodes], |t| {
         let old = t[0].remove(key.as_slice())?;
-        let ops = if old.is_some() { vec![IndexOp::Delete(uid.clone())] } else { vec![] };
+        let ops = if old.is_some() {
+            vec![IndexOp::Delete(uid.clone())]
+        } else {
+            vec![]
+        };
         Ok((old.is_some(), ops))
     })
 }
 
 impl Episodic {
     fn ctx(&self) -> String {
-        self.ctx.clone().unwrap_or_else(|| self.mem.active_context())
+        self.ctx
+            .clone()
+            .unwrap_or_else(|| self.mem.active_context())
     }
 
     /// Record an episode; returns its id. It is found by the next search.
@@ -329,9 +374,16 @@ impl Episodic {
     ///
     /// `query` is plain text: no syntax, punctuation is ignored. An empty query
     /// returns the newest episodes matching the filters.
-    pub fn search(&self, query: &str, filters: &SearchFilters, limit: usize) -> Result<Vec<EpisodeHit>> {
+    pub fn search(
+        &self,
+        query: &str,
+        filters: &SearchFilters,
+        limit: usize,
+    ) -> Result<Vec<EpisodeHit>> {
         let e = &self.mem.engine;
-        e.timed("episodic.search", || search_in(e, &self.ctx(), query, filters, limit))
+        e.timed("episodic.search", || {
+            search_in(e, &self.ctx(), query, filters, limit)
+        })
     }
 
     /// The newest `limit` episodes, newest first.
@@ -356,14 +408,23 @@ impl Episodic {
         let e = &self.mem.engine;
         e.timed("episodic.summarize", || {
             if ids.len() > e.opts.limits.max_results {
-                return Err(Error::limit("ids", "episodes per call", e.opts.limits.max_results as u64, ids.len() as u64));
+                return Err(Error::limit(
+                    "ids",
+                    "episodes per call",
+                    e.opts.limits.max_results as u64,
+                    ids.len() as u64,
+                ));
             }
             let ctx = self.ctx();
             let mut eps = Vec::with_capacity(ids.len());
             for (i, id) in ids.iter().enumerate() {
                 match get_in(e, &ctx, id)? {
                     Some(ep) => eps.push(ep),
-                    None => return Err(Error::not_found(format!("episode {id:?} (ids[{i}]) in context {ctx:?}"))),
+                    None => {
+                        return Err(Error::not_found(format!(
+                            "episode {id:?} (ids[{i}]) in context {ctx:?}"
+                        )));
+                    }
                 }
             }
             Ok(summarize(&eps))
@@ -384,7 +445,11 @@ pub(crate) fn summarize(eps: &[Episode]) -> String {
     sorted.dedup_by(|a, b| a.id == b.id);
     let mut out = String::new();
     for (i, ep) in sorted.iter().enumerate() {
-        let mut line = format!("- [{}] {}", ep.timestamp.format("%Y-%m-%d %H:%M"), ep.summary.trim());
+        let mut line = format!(
+            "- [{}] {}",
+            ep.timestamp.format("%Y-%m-%d %H:%M"),
+            ep.summary.trim()
+        );
         if !ep.participants.is_empty() {
             line.push_str(&format!(" (with {})", ep.participants.join(", ")));
         }

@@ -79,7 +79,12 @@ impl Error {
     }
 
     /// Shorthand for [`Error::LimitExceeded`].
-    pub fn limit(field: impl Into<String>, what: impl Into<String>, limit: u64, actual: u64) -> Self {
+    pub fn limit(
+        field: impl Into<String>,
+        what: impl Into<String>,
+        limit: u64,
+        actual: u64,
+    ) -> Self {
         Error::LimitExceeded {
             field: field.into(),
             what: what.into(),

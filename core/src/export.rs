@@ -231,7 +231,9 @@ fn trace_suffix(k: &[u8], run_id: &str) -> Result<u64> {
     k.get(run_id.len() + 1..)
         .and_then(|s| <[u8; 8]>::try_from(s).ok())
         .map(u64::from_be_bytes)
-        .ok_or_else(|| Error::Corrupted(format!("run {run_id}: trace key is not `run_id 0x00 u64`")))
+        .ok_or_else(|| {
+            Error::Corrupted(format!("run {run_id}: trace key is not `run_id 0x00 u64`"))
+        })
 }
 
 fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
@@ -248,7 +250,8 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
 
     for k in e.t.contexts.iter().keys() {
         let k = k?;
-        let name = String::from_utf8(k.to_vec()).map_err(|_| Error::Corrupted("non-UTF-8 context name".into()))?;
+        let name = String::from_utf8(k.to_vec())
+            .map_err(|_| Error::Corrupted("non-UTF-8 context name".into()))?;
         write_line(w, "context", &ContextLine { name })?;
         stats.add("context");
     }
@@ -340,7 +343,15 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
         let (k, v) = item?;
         let (context, name) = codec::split_ctx_key(&k)?;
         let record: Value = codec::decode(&v)?;
-        write_line(w, "procedure", &ProcedureLine { context, name, record })?;
+        write_line(
+            w,
+            "procedure",
+            &ProcedureLine {
+                context,
+                name,
+                record,
+            },
+        )?;
         stats.add("procedure");
     }
 
@@ -351,7 +362,8 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
         if k.contains(&0) {
             continue;
         }
-        let run_id = String::from_utf8(k.to_vec()).map_err(|_| Error::Corrupted("non-UTF-8 run id".into()))?;
+        let run_id = String::from_utf8(k.to_vec())
+            .map_err(|_| Error::Corrupted("non-UTF-8 run id".into()))?;
         headers.push((run_id, codec::decode(&v)?));
     }
     for (run_id, record) in headers {
@@ -365,7 +377,15 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
                 entry: codec::decode(&v)?,
             });
         }
-        write_line(w, "run", &RunLine { run_id, record, trace })?;
+        write_line(
+            w,
+            "run",
+            &RunLine {
+                run_id,
+                record,
+                trace,
+            },
+        )?;
         stats.add("run");
     }
 
@@ -452,14 +472,17 @@ fn next_line(r: &mut dyn BufRead, buf: &mut String, n: usize) -> Result<Option<(
             }
             Ok(Some(()))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(line_err(n, "not valid UTF-8")),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Err(line_err(n, "not valid UTF-8"))
+        }
         Err(e) => Err(Error::Io(e)),
     }
 }
 
 /// Parse one line into (type, remaining object).
 fn split_type(n: usize, text: &str) -> Result<(String, Value)> {
-    let v: Value = serde_json::from_str(text).map_err(|e| line_err(n, format!("not valid JSON: {e}")))?;
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| line_err(n, format!("not valid JSON: {e}")))?;
     let Value::Object(mut m) = v else {
         return Err(line_err(n, "expected a JSON object"));
     };
@@ -482,11 +505,17 @@ fn check(n: usize, ty: &str, r: Result<()>) -> Result<()> {
 
 fn read_header(r: &mut dyn BufRead, buf: &mut String) -> Result<()> {
     if next_line(r, buf, 1)?.is_none() || buf.trim().is_empty() {
-        return Err(line_err(1, "empty input: expected the memstrata_export header line"));
+        return Err(line_err(
+            1,
+            "empty input: expected the memstrata_export header line",
+        ));
     }
     let (ty, rest) = split_type(1, buf)?;
     if ty != HEADER_TYPE {
-        return Err(line_err(1, format!("expected the header (type {HEADER_TYPE:?}), found type {ty:?}")));
+        return Err(line_err(
+            1,
+            format!("expected the header (type {HEADER_TYPE:?}), found type {ty:?}"),
+        ));
     }
     let version = rest.get("format_version").and_then(Value::as_u64);
     match version {
@@ -552,15 +581,29 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
                 }
                 let mut workspace = Vec::with_capacity(l.workspace.len());
                 for (i, item) in l.workspace.into_iter().enumerate() {
-                    check(n, &ty, validate::key(lim, &format!("workspace[{i}].id"), &item.id))?;
-                    check(n, &ty, validate::value(lim, &format!("workspace[{i}].value"), &item.value))?;
+                    check(
+                        n,
+                        &ty,
+                        validate::key(lim, &format!("workspace[{i}].id"), &item.id),
+                    )?;
+                    check(
+                        n,
+                        &ty,
+                        validate::value(lim, &format!("workspace[{i}].value"), &item.value),
+                    )?;
                     workspace.push(WsRecord {
                         id: item.id,
                         value: item.value,
                         added_at: ms(item.added_at),
                     });
                 }
-                plan.working.push((l.context, WorkingState { focus: l.focus, workspace }));
+                plan.working.push((
+                    l.context,
+                    WorkingState {
+                        focus: l.focus,
+                        workspace,
+                    },
+                ));
             }
             "episode" => {
                 let l: EpisodeLine = fields(n, &ty, v)?;
@@ -594,7 +637,10 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
                 check(n, &ty, validate::key(lim, "key", &l.key))?;
                 check(n, &ty, validate::value(lim, "knowledge", &l.knowledge))?;
                 if l.version == 0 {
-                    return Err(line_err(n, "knowledge record: `version` must be at least 1"));
+                    return Err(line_err(
+                        n,
+                        "knowledge record: `version` must be at least 1",
+                    ));
                 }
                 let mut history = Vec::with_capacity(l.history.len());
                 let mut last = 0u64;
@@ -602,11 +648,18 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
                     if h.version <= last || h.version > l.version {
                         return Err(line_err(
                             n,
-                            format!("knowledge record: history[{i}].version must ascend and not exceed `version` ({})", l.version),
+                            format!(
+                                "knowledge record: history[{i}].version must ascend and not exceed `version` ({})",
+                                l.version
+                            ),
                         ));
                     }
                     last = h.version;
-                    check(n, &ty, validate::value(lim, &format!("history[{i}].knowledge"), &h.knowledge))?;
+                    check(
+                        n,
+                        &ty,
+                        validate::value(lim, &format!("history[{i}].knowledge"), &h.knowledge),
+                    )?;
                     history.push((
                         h.version,
                         HistoryRecord {
@@ -631,24 +684,33 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
                 let l: ProcedureLine = fields(n, &ty, v)?;
                 ctx_ok(&l.context)?;
                 check(n, &ty, validate::key(lim, "name", &l.name))?;
-                let steps = l
-                    .record
-                    .get("steps")
-                    .cloned()
-                    .ok_or_else(|| line_err(n, "procedure record: `record.steps` is missing"))?;
-                check(n, &ty, crate::procedural::steps_from_json(steps).map(|_| ()))?;
+                let steps =
+                    l.record.get("steps").cloned().ok_or_else(|| {
+                        line_err(n, "procedure record: `record.steps` is missing")
+                    })?;
+                check(
+                    n,
+                    &ty,
+                    crate::procedural::steps_from_json(steps).map(|_| ()),
+                )?;
                 plan.procedures.push((l.context, l.name, l.record));
             }
             "run" => {
                 let l: RunLine = fields(n, &ty, v)?;
                 check(n, &ty, validate::key(lim, "run_id", &l.run_id))?;
                 if l.record.get("run_id").and_then(Value::as_str) != Some(l.run_id.as_str()) {
-                    return Err(line_err(n, "run record: `record.run_id` must equal `run_id`"));
+                    return Err(line_err(
+                        n,
+                        "run record: `record.run_id` must equal `run_id`",
+                    ));
                 }
                 let mut trace = Vec::with_capacity(l.trace.len());
                 for (i, t) in l.trace.into_iter().enumerate() {
                     if !t.entry.is_object() {
-                        return Err(line_err(n, format!("run record: trace[{i}].entry must be an object")));
+                        return Err(line_err(
+                            n,
+                            format!("run record: trace[{i}].entry must be an object"),
+                        ));
                     }
                     trace.push((t.seq, t.entry));
                 }
@@ -674,11 +736,18 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
                     if sv.compression_level > sessions::MAX_COMPRESSION_LEVEL {
                         return Err(line_err(
                             n,
-                            format!("session record: versions[{i}].compression_level must be in 0..=3, got {}", sv.compression_level),
+                            format!(
+                                "session record: versions[{i}].compression_level must be in 0..=3, got {}",
+                                sv.compression_level
+                            ),
                         ));
                     }
                     last = sv.version;
-                    check(n, &ty, validate::value(lim, &format!("versions[{i}].content"), &sv.content))?;
+                    check(
+                        n,
+                        &ty,
+                        validate::value(lim, &format!("versions[{i}].content"), &sv.content),
+                    )?;
                     versions.push(ImportedVersion {
                         version: sv.version,
                         saved_at: ms(sv.saved_at),
@@ -704,10 +773,16 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
                 check(n, &ty, validate::key(lim, "llm_name", &l.llm_name))?;
                 ctx_ok(&l.context)?;
                 if l.end_time.is_some_and(|t| t < l.start_time) {
-                    return Err(line_err(n, "task record: `end_time` is before `start_time`"));
+                    return Err(line_err(
+                        n,
+                        "task record: `end_time` is before `start_time`",
+                    ));
                 }
                 if l.end_time.is_some() != l.duration_seconds.is_some() {
-                    return Err(line_err(n, "task record: `end_time` and `duration_seconds` go together"));
+                    return Err(line_err(
+                        n,
+                        "task record: `end_time` and `duration_seconds` go together",
+                    ));
                 }
                 plan.tasks.push(TaskRecord {
                     task_id: l.task_id,
@@ -750,7 +825,8 @@ fn apply(e: &Engine, plan: Plan) -> Result<ImportStats> {
         for (ctx, st) in &plan.working {
             e.touch_context(ctx)?;
             // Key layout of the working tree: `ctx 0x00 "state"` (docs/format.md).
-            e.t.working.insert(codec::ctx_key(ctx, "state"), codec::encode(st)?)?;
+            e.t.working
+                .insert(codec::ctx_key(ctx, "state"), codec::encode(st)?)?;
         }
     }
     stats.add("working", plan.working.len() as u64);
@@ -826,7 +902,11 @@ struct KgRelation {
 /// Semantic key of a knowledge-graph entity.
 pub const ENTITY_KEY_PREFIX: &str = "entity:";
 
-fn entity_value(entity_type: Option<&str>, observations: &[String], relations: &[(String, String)]) -> Value {
+fn entity_value(
+    entity_type: Option<&str>,
+    observations: &[String],
+    relations: &[(String, String)],
+) -> Value {
     json!({
         "entityType": entity_type,
         "observations": observations,
@@ -908,8 +988,14 @@ impl Memory {
                 match ty.as_str() {
                     "entity" => {
                         let ent: KgEntity = fields(n, "entity", v)?;
-                        check(n, "entity", validate::key(lim, "name", &format!("{ENTITY_KEY_PREFIX}{}", ent.name)))?;
-                        let slot = entities.entry(ent.name).or_insert_with(|| (None, Vec::new(), Vec::new()));
+                        check(
+                            n,
+                            "entity",
+                            validate::key(lim, "name", &format!("{ENTITY_KEY_PREFIX}{}", ent.name)),
+                        )?;
+                        let slot = entities
+                            .entry(ent.name)
+                            .or_insert_with(|| (None, Vec::new(), Vec::new()));
                         if ent.entity_type.is_some() {
                             slot.0 = ent.entity_type;
                         }
@@ -922,13 +1008,26 @@ impl Memory {
                     }
                     "relation" => {
                         let rel: KgRelation = fields(n, "relation", v)?;
-                        check(n, "relation", validate::key(lim, "from", &format!("{ENTITY_KEY_PREFIX}{}", rel.from)))?;
+                        check(
+                            n,
+                            "relation",
+                            validate::key(lim, "from", &format!("{ENTITY_KEY_PREFIX}{}", rel.from)),
+                        )?;
                         check(n, "relation", validate::key(lim, "to", &rel.to))?;
-                        check(n, "relation", validate::key(lim, "relationType", &rel.relation_type))?;
+                        check(
+                            n,
+                            "relation",
+                            validate::key(lim, "relationType", &rel.relation_type),
+                        )?;
                         relations.push(rel);
                         stats.add("relation", 1);
                     }
-                    other => return Err(line_err(n, format!("expected type \"entity\" or \"relation\", got {other:?}"))),
+                    other => {
+                        return Err(line_err(
+                            n,
+                            format!("expected type \"entity\" or \"relation\", got {other:?}"),
+                        ));
+                    }
                 }
             }
             for rel in relations {
@@ -941,9 +1040,13 @@ impl Memory {
                     list.push(pair);
                 }
             }
-            let mut values: Vec<(String, Value)> = Vec::with_capacity(entities.len() + outside.len());
+            let mut values: Vec<(String, Value)> =
+                Vec::with_capacity(entities.len() + outside.len());
             for (name, (et, obs, rels)) in &entities {
-                values.push((format!("{ENTITY_KEY_PREFIX}{name}"), entity_value(et.as_deref(), obs, rels)));
+                values.push((
+                    format!("{ENTITY_KEY_PREFIX}{name}"),
+                    entity_value(et.as_deref(), obs, rels),
+                ));
             }
             for (name, rels) in outside {
                 let key = format!("{ENTITY_KEY_PREFIX}{name}");
@@ -959,7 +1062,11 @@ impl Memory {
                         if let Value::Object(m) = &mut v {
                             m.insert(
                                 "relations".into(),
-                                Value::Array(cur.iter().map(|(rt, to)| json!({"relationType": rt, "to": to})).collect()),
+                                Value::Array(
+                                    cur.iter()
+                                        .map(|(rt, to)| json!({"relationType": rt, "to": to}))
+                                        .collect(),
+                                ),
                             );
                             v
                         } else {
@@ -971,7 +1078,8 @@ impl Memory {
                 values.push((key, v));
             }
             for (key, v) in &values {
-                validate::value(lim, "knowledge", v).map_err(|err| Error::invalid(key.as_str(), err.to_string()))?;
+                validate::value(lim, "knowledge", v)
+                    .map_err(|err| Error::invalid(key.as_str(), err.to_string()))?;
             }
             for (key, v) in values {
                 semantic::store_in(e, &ctx, &key, v)?;

@@ -16,8 +16,8 @@ use parking_lot::{Mutex, MutexGuard};
 use tantivy::collector::TopDocs;
 use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
-    FAST, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions,
-    Value as _,
+    FAST, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
+    TextOptions, Value as _,
 };
 use tantivy::tokenizer::TokenStream;
 use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
@@ -56,8 +56,12 @@ pub(crate) fn parse_uid(uid: &str) -> Result<(Kind, String, String)> {
         Some("k") => Kind::Knowledge,
         _ => return Err(Error::Corrupted(format!("bad index uid {uid:?}"))),
     };
-    let ctx = parts.next().ok_or_else(|| Error::Corrupted("uid without context".into()))?;
-    let key = parts.next().ok_or_else(|| Error::Corrupted("uid without key".into()))?;
+    let ctx = parts
+        .next()
+        .ok_or_else(|| Error::Corrupted("uid without context".into()))?;
+    let key = parts
+        .next()
+        .ok_or_else(|| Error::Corrupted("uid without key".into()))?;
     Ok((kind, ctx.to_owned(), key.to_owned()))
 }
 
@@ -171,9 +175,11 @@ impl std::fmt::Debug for WriterState {
 impl WriterState {
     /// Apply one sequence's changes (caller holds the lock, in sequence order).
     fn writer(&mut self) -> Result<&mut IndexWriter> {
-        self.writer
-            .as_mut()
-            .ok_or_else(|| Error::Index("index writer unavailable (a previous failure could not be repaired)".into()))
+        self.writer.as_mut().ok_or_else(|| {
+            Error::Index(
+                "index writer unavailable (a previous failure could not be repaired)".into(),
+            )
+        })
     }
 
     pub(crate) fn apply(&mut self, seq: u64, ops: &[IndexOp]) -> Result<()> {
@@ -240,7 +246,9 @@ pub(crate) struct SearchIndex {
 
 impl std::fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SearchIndex").field("dir", &self.dir).finish()
+        f.debug_struct("SearchIndex")
+            .field("dir", &self.dir)
+            .finish()
     }
 }
 
@@ -260,7 +268,11 @@ pub(crate) enum Opened {
 
 impl SearchIndex {
     /// Open the index in `dir`, or create a fresh one if it is missing or unreadable.
-    pub(crate) fn open(dir: &Path, writer_bytes: usize, schema_version_ok: bool) -> Result<(Self, Opened)> {
+    pub(crate) fn open(
+        dir: &Path,
+        writer_bytes: usize,
+        schema_version_ok: bool,
+    ) -> Result<(Self, Opened)> {
         let (schema, fields) = schema();
         let existing = if schema_version_ok && dir.join("meta.json").exists() {
             Self::open_existing(dir, &schema, writer_bytes).ok()
@@ -300,19 +312,34 @@ impl SearchIndex {
 
     /// Open an existing index; any failure (unreadable metas, schema change,
     /// a segment file that does not open) means "rebuild".
-    fn open_existing(dir: &Path, schema: &Schema, writer_bytes: usize) -> Result<(Index, IndexWriter, IndexReader, u64)> {
+    fn open_existing(
+        dir: &Path,
+        schema: &Schema,
+        writer_bytes: usize,
+    ) -> Result<(Index, IndexWriter, IndexReader, u64)> {
         let index = Index::open_in_dir(dir)?;
         if index.schema() != *schema {
             return Err(Error::Index("schema changed".into()));
         }
         let metas = index.load_metas()?;
-        let seq = metas.payload.as_deref().and_then(|p| p.parse::<u64>().ok()).unwrap_or(0);
-        let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let seq = metas
+            .payload
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok())
+            .unwrap_or(0);
+        let reader: IndexReader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         let writer: IndexWriter = index.writer_with_num_threads(1, writer_bytes.max(15_000_000))?;
         Ok((index, writer, reader, seq))
     }
 
-    fn create_fresh(dir: &Path, schema: Schema, writer_bytes: usize) -> Result<(Index, IndexWriter, IndexReader)> {
+    fn create_fresh(
+        dir: &Path,
+        schema: Schema,
+        writer_bytes: usize,
+    ) -> Result<(Index, IndexWriter, IndexReader)> {
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
         }
@@ -320,8 +347,16 @@ impl SearchIndex {
         let index = Index::create_in_dir(dir, schema)?;
         let writer: IndexWriter = index
             .writer_with_num_threads(1, writer_bytes.max(15_000_000))
-            .map_err(|e| Error::Index(format!("cannot open index writer in {}: {e}", dir.display())))?;
-        let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+            .map_err(|e| {
+                Error::Index(format!(
+                    "cannot open index writer in {}: {e}",
+                    dir.display()
+                ))
+            })?;
+        let reader: IndexReader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         Ok((index, writer, reader))
     }
 
@@ -353,7 +388,12 @@ impl SearchIndex {
             .read()
             .index
             .writer_with_num_threads(1, self.writer_bytes.max(15_000_000))
-            .map_err(|e| Error::Index(format!("cannot reopen index writer in {}: {e}", self.dir.display())))?;
+            .map_err(|e| {
+                Error::Index(format!(
+                    "cannot reopen index writer in {}: {e}",
+                    self.dir.display()
+                ))
+            })?;
         st.writer = Some(w);
         st.applied_seq = st.committed_seq;
         st.pending = 0;
@@ -382,7 +422,11 @@ impl SearchIndex {
             let st = self.state.lock();
             st.pending_since.is_some_and(|t| t.elapsed() >= interval)
         };
-        if due { self.commit_pending() } else { Ok(false) }
+        if due {
+            self.commit_pending()
+        } else {
+            Ok(false)
+        }
     }
 
     /// Force a commit with the given guard (used after replay / rebuild).
@@ -425,7 +469,6 @@ impl SearchIndex {
         Ok(())
     }
 
-
     fn tokens(&self, field: tantivy::schema::Field, text: &str) -> Result<Vec<String>> {
         let mut analyzer = self.inner.read().index.tokenizer_for_field(field)?;
         let mut stream = analyzer.token_stream(text);
@@ -459,8 +502,12 @@ impl SearchIndex {
             must.push((Occur::Must, Box::new(BooleanQuery::new(any))));
         }
         if q.since_ms.is_some() || q.until_ms.is_some() {
-            let lo = q.since_ms.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.ts, v)));
-            let hi = q.until_ms.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.ts, v)));
+            let lo = q.since_ms.map_or(Bound::Unbounded, |v| {
+                Bound::Included(Term::from_field_i64(f.ts, v))
+            });
+            let hi = q.until_ms.map_or(Bound::Unbounded, |v| {
+                Bound::Included(Term::from_field_i64(f.ts, v))
+            });
             must.push((Occur::Must, Box::new(RangeQuery::new(lo, hi))));
         }
         if let Some(min) = q.min_importance {
@@ -473,7 +520,12 @@ impl SearchIndex {
             ));
         }
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (field, boost) in [(f.summary, 1.5f32), (f.body, 1.0), (f.participants, 1.0), (f.tags, 1.2)] {
+        for (field, boost) in [
+            (f.summary, 1.5f32),
+            (f.body, 1.0),
+            (f.participants, 1.0),
+            (f.tags, 1.2),
+        ] {
             for tok in self.tokens(field, q.text)? {
                 let tq: Box<dyn Query> = Box::new(TermQuery::new(
                     Term::from_field_text(field, &tok),
@@ -488,8 +540,10 @@ impl SearchIndex {
             // No searchable words: filters only, newest first.
             must.push((Occur::Must, Box::new(AllQuery)));
             let query = BooleanQuery::new(must);
-            let hits: Vec<(Option<i64>, tantivy::DocAddress)> = searcher
-                .search(&query, &TopDocs::with_limit(limit).order_by_fast_field::<i64>("ts", Order::Desc))?;
+            let hits: Vec<(Option<i64>, tantivy::DocAddress)> = searcher.search(
+                &query,
+                &TopDocs::with_limit(limit).order_by_fast_field::<i64>("ts", Order::Desc),
+            )?;
             hits.into_iter().map(|(_, a)| (0.0, a)).collect()
         } else {
             must.push((Occur::Must, Box::new(BooleanQuery::new(should))));
@@ -508,5 +562,8 @@ impl SearchIndex {
 }
 
 fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
-    Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, text),
+        IndexRecordOption::Basic,
+    ))
 }

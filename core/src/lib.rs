@@ -52,7 +52,9 @@ pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use crate::config::{Durability, Limits, MemoryBuilder, Options};
 pub use crate::contexts::{ContextStored, ContextValue};
 pub use crate::engine::{ActionHandler, FORMAT_VERSION};
-pub use crate::episodic::{Episode, EpisodeHit, Episodic, NewEpisode, SearchFilters, SUMMARY_MAX_CHARS};
+pub use crate::episodic::{
+    Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
+};
 pub use crate::error::{Error, Result};
 pub use crate::export::{ENTITY_KEY_PREFIX, EXPORT_FORMAT_VERSION, ExportStats, ImportStats};
 pub use crate::metrics::OpMetrics;
@@ -62,12 +64,16 @@ pub use crate::procedural::{
 };
 pub use crate::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
 pub use crate::sessions::{
-    MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved, SessionVersionInfo,
+    MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved,
+    SessionVersionInfo,
 };
 pub use crate::short_term::{ShortTerm, ShortTermEntry};
-pub use crate::status::{DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts, Status, StatusMetrics};
+pub use crate::status::{
+    DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts, Status, StatusMetrics,
+};
 pub use crate::timesheet::{
-    LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus, TaskStatusFilter, TimesheetReport,
+    LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus, TaskStatusFilter,
+    TimesheetReport,
 };
 pub use crate::working::{Working, WorkspaceItem};
 
@@ -173,7 +179,8 @@ impl Memory {
         let mut out = vec![DEFAULT_CONTEXT.to_owned()];
         for k in self.engine.t.contexts.iter().keys() {
             let k = k?;
-            let name = String::from_utf8(k.to_vec()).map_err(|_| Error::Corrupted("non-utf8 context name".into()))?;
+            let name = String::from_utf8(k.to_vec())
+                .map_err(|_| Error::Corrupted("non-utf8 context name".into()))?;
             if name != DEFAULT_CONTEXT {
                 out.push(name);
             }

@@ -43,7 +43,8 @@ impl Metrics {
         let e = ops.entry(op).or_insert_with(|| Entry {
             // 1 µs .. 1 hour, 3 significant digits; auto-resize past that.
             hist: {
-                let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds");
+                let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3)
+                    .expect("valid histogram bounds");
                 h.auto(true);
                 h
             },

@@ -90,7 +90,11 @@ fn merge_index(e: &crate::engine::Engine) -> Result<()> {
 impl Memory {
     /// Reclaim space and tidy the store; see [`OptimizeLevel`]. `target_session` limits
     /// session pruning (medium and aggressive) to one session (`NotFound` if unknown).
-    pub fn optimize(&self, level: OptimizeLevel, target_session: Option<&str>) -> Result<OptimizeReport> {
+    pub fn optimize(
+        &self,
+        level: OptimizeLevel,
+        target_session: Option<&str>,
+    ) -> Result<OptimizeReport> {
         let e = &self.engine;
         e.timed("optimize", || {
             if let Some(sid) = target_session {

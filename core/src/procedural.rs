@@ -432,7 +432,9 @@ impl Exec {
 
 impl Procedural {
     fn ctx(&self) -> String {
-        self.ctx.clone().unwrap_or_else(|| self.mem.active_context())
+        self.ctx
+            .clone()
+            .unwrap_or_else(|| self.mem.active_context())
     }
 
     /// Store a new procedure. Validates the graph (see `docs/procedures.md`);
@@ -479,7 +481,9 @@ impl Procedural {
             let rec = {
                 let _g = e.rmw.lock();
                 let Some(cur) = load_procedure(e, &ctx, name)? else {
-                    return Err(Error::not_found(format!("procedure {name:?} in context {ctx:?}")));
+                    return Err(Error::not_found(format!(
+                        "procedure {name:?} in context {ctx:?}"
+                    )));
                 };
                 let rec = ProcedureRecord {
                     steps,
@@ -509,7 +513,11 @@ impl Procedural {
         let e = &self.mem.engine;
         e.timed("procedural.list", || {
             let mut out = Vec::new();
-            for k in e.t.procedures.scan_prefix(codec::ctx_prefix(&self.ctx())).keys() {
+            for k in
+                e.t.procedures
+                    .scan_prefix(codec::ctx_prefix(&self.ctx()))
+                    .keys()
+            {
                 out.push(codec::split_ctx_key(&k?)?.1);
             }
             Ok(out)
@@ -553,7 +561,9 @@ impl Procedural {
             validate::value(&e.opts.limits, "params", &params)?;
             let ctx = self.ctx();
             let Some(proc_rec) = load_procedure(e, &ctx, name)? else {
-                return Err(Error::not_found(format!("procedure {name:?} in context {ctx:?}")));
+                return Err(Error::not_found(format!(
+                    "procedure {name:?} in context {ctx:?}"
+                )));
             };
             let rec = RunRecord {
                 run_id: uuid::Uuid::now_v7().to_string(),
@@ -606,7 +616,9 @@ impl Procedural {
                     )));
                 }
                 let Some(pending) = rec.pending.take() else {
-                    return Err(Error::Corrupted(format!("run {run_id} awaits an action but has no pending step")));
+                    return Err(Error::Corrupted(format!(
+                        "run {run_id} awaits an action but has no pending step"
+                    )));
                 };
                 let Some(idx) = rec.steps.iter().position(|s| s.id == pending.step) else {
                     return Err(Error::Corrupted(format!(
@@ -723,10 +735,12 @@ fn step_from_json(i: usize, item: Value) -> Result<Step> {
             format!("must be a JSON object, got {}", json_type(&item)),
         ));
     };
-    if let Some(k) = m
-        .keys()
-        .find(|k| !matches!(k.as_str(), "id" | "description" | "action" | "parameters" | "next"))
-    {
+    if let Some(k) = m.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "id" | "description" | "action" | "parameters" | "next"
+        )
+    }) {
         return Err(Error::invalid(
             field(k),
             "unknown field (a step has id, description, action, parameters, next)",
@@ -758,11 +772,20 @@ fn step_from_json(i: usize, item: Value) -> Result<Step> {
                 let Value::Object(mut bm) = b else {
                     return Err(Error::invalid(
                         format!("steps[{i}].next[{j}]"),
-                        format!("a branch must be an object {{condition, next}}, got {}", json_type(&b)),
+                        format!(
+                            "a branch must be an object {{condition, next}}, got {}",
+                            json_type(&b)
+                        ),
                     ));
                 };
-                if let Some(k) = bm.keys().find(|k| !matches!(k.as_str(), "condition" | "next")) {
-                    return Err(Error::invalid(bfield(k), "unknown field (a branch has condition, next)"));
+                if let Some(k) = bm
+                    .keys()
+                    .find(|k| !matches!(k.as_str(), "condition" | "next"))
+                {
+                    return Err(Error::invalid(
+                        bfield(k),
+                        "unknown field (a branch has condition, next)",
+                    ));
                 }
                 let condition = required_string(bm.remove("condition"), &bfield("condition"))?;
                 let next = required_string(bm.remove("next"), &bfield("next"))?;
@@ -793,7 +816,10 @@ fn required_string(v: Option<Value>, field: &str) -> Result<String> {
     match v {
         Some(Value::String(s)) => Ok(s),
         None | Some(Value::Null) => Err(Error::invalid(field, "is required")),
-        Some(other) => Err(Error::invalid(field, format!("must be a string, got {}", json_type(&other)))),
+        Some(other) => Err(Error::invalid(
+            field,
+            format!("must be a string, got {}", json_type(&other)),
+        )),
     }
 }
 
@@ -832,7 +858,10 @@ fn check_expr_size(field: &str, src: &str) -> Result<()> {
 fn validate_steps(e: &Engine, steps: &[Step]) -> Result<()> {
     let lim = &e.opts.limits;
     if steps.is_empty() {
-        return Err(Error::invalid("steps", "a procedure needs at least one step"));
+        return Err(Error::invalid(
+            "steps",
+            "a procedure needs at least one step",
+        ));
     }
     if steps.len() > lim.max_procedure_steps {
         return Err(Error::limit(
@@ -877,7 +906,10 @@ fn validate_steps(e: &Engine, steps: &[Step]) -> Result<()> {
                 for (j, b) in branches.iter().enumerate() {
                     let cfield = format!("steps[{i}].next[{j}].condition");
                     if b.condition.trim().is_empty() {
-                        return Err(Error::invalid(cfield, format!("step {:?}: condition must not be empty", s.id)));
+                        return Err(Error::invalid(
+                            cfield,
+                            format!("step {:?}: condition must not be empty", s.id),
+                        ));
                     }
                     check_expr_size(&cfield, &b.condition)?;
                     if !ids.contains_key(b.next.as_str()) {
@@ -896,7 +928,8 @@ fn validate_steps(e: &Engine, steps: &[Step]) -> Result<()> {
             }
         }
         // Templates in parameters, walked iteratively with their paths.
-        let mut stack: Vec<(String, &Value)> = vec![(format!("steps[{i}].parameters"), &s.parameters)];
+        let mut stack: Vec<(String, &Value)> =
+            vec![(format!("steps[{i}].parameters"), &s.parameters)];
         while let Some((path, v)) = stack.pop() {
             match v {
                 Value::String(text) => {
@@ -957,7 +990,11 @@ fn validate_steps(e: &Engine, steps: &[Step]) -> Result<()> {
 }
 
 fn one_line(s: &str) -> String {
-    s.split('\n').map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+    s.split('\n')
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 // ---------------------------------------------------------------------------
@@ -980,7 +1017,10 @@ fn parse_template(s: &str) -> std::result::Result<Vec<Seg<'_>>, String> {
         }
         let after = &rest[start + 2..];
         let Some(end) = after.find("}}") else {
-            return Err("unterminated `{{` in template (for a literal `{{` write `{{ \"{{\" }}`)".to_owned());
+            return Err(
+                "unterminated `{{` in template (for a literal `{{` write `{{ \"{{\" }}`)"
+                    .to_owned(),
+            );
         };
         let expr = after[..end].trim();
         if expr.is_empty() {
@@ -1024,9 +1064,12 @@ fn on_cel_stack<R: Send>(f: impl FnOnce() -> R + Send) -> std::result::Result<R,
             .stack_size(CEL_STACK_BYTES)
             .spawn_scoped(s, f)
             .map_err(|e| format!("cannot start the expression thread: {e}"))?;
-        handle
-            .join()
-            .map_err(|p| format!("expression evaluator panicked: {}", panic_message(p.as_ref())))
+        handle.join().map_err(|p| {
+            format!(
+                "expression evaluator panicked: {}",
+                panic_message(p.as_ref())
+            )
+        })
     })
 }
 
@@ -1056,7 +1099,8 @@ fn to_cel(v: &Value) -> cel::Value {
         Value::String(s) => cel::Value::String(Arc::new(s.clone())),
         Value::Array(a) => cel::Value::List(Arc::new(a.iter().map(to_cel).collect())),
         Value::Object(o) => {
-            let m: HashMap<String, cel::Value> = o.iter().map(|(k, v)| (k.clone(), to_cel(v))).collect();
+            let m: HashMap<String, cel::Value> =
+                o.iter().map(|(k, v)| (k.clone(), to_cel(v))).collect();
             cel::Value::from(m)
         }
     }
@@ -1083,7 +1127,8 @@ impl<'a> Evaluator<'a> {
                 .outputs
                 .iter()
                 .map(|(id, out)| {
-                    let entry: HashMap<String, cel::Value> = HashMap::from([("output".to_owned(), to_cel(out))]);
+                    let entry: HashMap<String, cel::Value> =
+                        HashMap::from([("output".to_owned(), to_cel(out))]);
                     (id.clone(), cel::Value::from(entry))
                 })
                 .collect();
@@ -1094,15 +1139,19 @@ impl<'a> Evaluator<'a> {
 
     fn eval(&mut self, src: &str) -> std::result::Result<cel::Value, String> {
         if src.len() > MAX_EXPRESSION_BYTES {
-            return Err(format!("expression longer than {MAX_EXPRESSION_BYTES} bytes"));
+            return Err(format!(
+                "expression longer than {MAX_EXPRESSION_BYTES} bytes"
+            ));
         }
-        let program = cel::Program::compile(src).map_err(|e| format!("does not compile: {}", one_line(&e.to_string())))?;
+        let program = cel::Program::compile(src)
+            .map_err(|e| format!("does not compile: {}", one_line(&e.to_string())))?;
         program.execute(self.context()).map_err(|e| e.to_string())
     }
 
     fn eval_json(&mut self, src: &str) -> std::result::Result<Value, String> {
         let v = self.eval(src)?;
-        v.json().map_err(|e| format!("result cannot be converted to JSON: {e}"))
+        v.json()
+            .map_err(|e| format!("result cannot be converted to JSON: {e}"))
     }
 
     /// Resolve every template in `v`; `path` names the value in errors.
@@ -1119,9 +1168,9 @@ impl<'a> Evaluator<'a> {
                         match seg {
                             Seg::Text(t) => out.push_str(t),
                             Seg::Expr(src) => {
-                                let v = self
-                                    .eval_json(src)
-                                    .map_err(|e| format!("{path}: template `{{{{ {src} }}}}`: {e}"))?;
+                                let v = self.eval_json(src).map_err(|e| {
+                                    format!("{path}: template `{{{{ {src} }}}}`: {e}")
+                                })?;
                                 match v {
                                     Value::String(s) => out.push_str(&s),
                                     other => out.push_str(&other.to_string()),
@@ -1158,7 +1207,10 @@ fn resolve_parameters(parameters: &Value, vars: &Vars<'_>) -> std::result::Resul
 }
 
 /// The next step after a step whose `next` is `branches`: the first true condition wins.
-fn choose_branch(branches: &[Branch], vars: &Vars<'_>) -> std::result::Result<Option<String>, String> {
+fn choose_branch(
+    branches: &[Branch],
+    vars: &Vars<'_>,
+) -> std::result::Result<Option<String>, String> {
     on_cel_stack(|| {
         let mut ev = Evaluator::new(vars);
         for (j, b) in branches.iter().enumerate() {
@@ -1190,8 +1242,19 @@ enum Outcome {
 
 /// Execute from `ex.rec.cursor` until the run ends or pauses. `route_from` is
 /// the index of a step that just finished, whose `next` must be followed first.
-fn drive(e: &Engine, ex: &mut Exec, actions: &Actions, mut route_from: Option<usize>) -> Result<()> {
-    let index: HashMap<String, usize> = ex.rec.steps.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
+fn drive(
+    e: &Engine,
+    ex: &mut Exec,
+    actions: &Actions,
+    mut route_from: Option<usize>,
+) -> Result<()> {
+    let index: HashMap<String, usize> = ex
+        .rec
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
+        .collect();
     let max_steps = e.opts.limits.max_steps as u64;
     loop {
         if let Some(done) = route_from.take() {
@@ -1237,13 +1300,22 @@ fn drive(e: &Engine, ex: &mut Exec, actions: &Actions, mut route_from: Option<us
             outputs: &ex.rec.outputs,
             last: &ex.rec.last,
         };
-        let params = match resolve_parameters(&step.parameters, &vars)
-            .and_then(|p| validate::value(&e.opts.limits, "parameters", &p).map(|()| p).map_err(|e| e.to_string()))
-        {
+        let params = match resolve_parameters(&step.parameters, &vars).and_then(|p| {
+            validate::value(&e.opts.limits, "parameters", &p)
+                .map(|()| p)
+                .map_err(|e| e.to_string())
+        }) {
             Ok(p) => p,
             Err(msg) => {
                 let msg = format!("step {:?}: {msg}", step.id);
-                push_trace(e, ex, &step, step.parameters.clone(), Value::Null, Some(msg.clone()));
+                push_trace(
+                    e,
+                    ex,
+                    &step,
+                    step.parameters.clone(),
+                    Value::Null,
+                    Some(msg.clone()),
+                );
                 return finish(e, ex, RunStatus::Failed, Some(msg));
             }
         };
@@ -1277,7 +1349,14 @@ fn drive(e: &Engine, ex: &mut Exec, actions: &Actions, mut route_from: Option<us
     }
 }
 
-fn push_trace(e: &Engine, ex: &mut Exec, step: &Step, parameters: Value, output: Value, error: Option<String>) {
+fn push_trace(
+    e: &Engine,
+    ex: &mut Exec,
+    step: &Step,
+    parameters: Value,
+    output: Value,
+    error: Option<String>,
+) {
     ex.trace.push(TraceRecord {
         step: step.id.clone(),
         action: step.action.clone(),
@@ -1308,7 +1387,10 @@ fn record_episode(e: &Engine, r: &RunRecord) -> Result<String> {
         (RunStatus::Failed, Some(err)) => {
             let short: String = err.chars().take(300).collect();
             let ell = if short.len() < err.len() { "…" } else { "" };
-            format!("procedure {:?} failed in {n} step{plural}: {short}{ell}", r.procedure)
+            format!(
+                "procedure {:?} failed in {n} step{plural}: {short}{ell}",
+                r.procedure
+            )
         }
         (status, _) => format!("procedure {:?} {status} in {n} step{plural}", r.procedure),
     };
@@ -1319,7 +1401,9 @@ fn record_episode(e: &Engine, r: &RunRecord) -> Result<String> {
         "outputs": r.outputs,
         "error": r.error,
     });
-    let ep = NewEpisode::new(summary.clone()).content(content).tags([PROCEDURE_TAG]);
+    let ep = NewEpisode::new(summary.clone())
+        .content(content)
+        .tags([PROCEDURE_TAG]);
     match episodic::record_in(e, &r.context, ep) {
         Err(Error::LimitExceeded { .. } | Error::InvalidInput { .. }) => {
             // Outputs too large for one episode: keep the facts, drop the outputs.
@@ -1331,7 +1415,13 @@ fn record_episode(e: &Engine, r: &RunRecord) -> Result<String> {
                 "outputs_omitted": true,
                 "error": r.error,
             });
-            episodic::record_in(e, &r.context, NewEpisode::new(summary).content(content).tags([PROCEDURE_TAG]))
+            episodic::record_in(
+                e,
+                &r.context,
+                NewEpisode::new(summary)
+                    .content(content)
+                    .tags([PROCEDURE_TAG]),
+            )
         }
         other => other,
     }
@@ -1389,7 +1479,10 @@ fn req_str<'a>(o: &'a Obj, name: &str) -> std::result::Result<&'a str, String> {
     match o.get(name) {
         Some(Value::String(s)) => Ok(s),
         None | Some(Value::Null) => Err(format!("parameters.{name} is required")),
-        Some(other) => Err(format!("parameters.{name} must be a string, got {}", json_type(other))),
+        Some(other) => Err(format!(
+            "parameters.{name} must be a string, got {}",
+            json_type(other)
+        )),
     }
 }
 
@@ -1397,12 +1490,17 @@ fn opt_str<'a>(o: &'a Obj, name: &str) -> std::result::Result<Option<&'a str>, S
     match o.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!("parameters.{name} must be a string, got {}", json_type(other))),
+        Some(other) => Err(format!(
+            "parameters.{name} must be a string, got {}",
+            json_type(other)
+        )),
     }
 }
 
 fn req_value(o: &Obj, name: &str) -> std::result::Result<Value, String> {
-    o.get(name).cloned().ok_or_else(|| format!("parameters.{name} is required"))
+    o.get(name)
+        .cloned()
+        .ok_or_else(|| format!("parameters.{name} is required"))
 }
 
 fn opt_str_list(o: &Obj, name: &str) -> std::result::Result<Vec<String>, String> {
@@ -1414,7 +1512,10 @@ fn opt_str_list(o: &Obj, name: &str) -> std::result::Result<Vec<String>, String>
             .enumerate()
             .map(|(i, v)| match v {
                 Value::String(s) => Ok(s.clone()),
-                other => Err(format!("parameters.{name}[{i}] must be a string, got {}", json_type(other))),
+                other => Err(format!(
+                    "parameters.{name}[{i}] must be a string, got {}",
+                    json_type(other)
+                )),
             })
             .collect(),
         Some(other) => Err(format!(
@@ -1447,7 +1548,12 @@ fn to_json<T: Serialize>(v: T) -> std::result::Result<Value, String> {
     serde_json::to_value(v).map_err(|e| format!("cannot convert the result to JSON: {e}"))
 }
 
-fn run_builtin(e: &Engine, ctx: &str, action: &str, p: &Value) -> std::result::Result<Value, String> {
+fn run_builtin(
+    e: &Engine,
+    ctx: &str,
+    action: &str,
+    p: &Value,
+) -> std::result::Result<Value, String> {
     let err = |x: Error| x.to_string();
     match action {
         "set" => Ok(p.clone()),
@@ -1457,14 +1563,15 @@ fn run_builtin(e: &Engine, ctx: &str, action: &str, p: &Value) -> std::result::R
             let value = req_value(o, "value")?;
             let ttl = match o.get("ttl") {
                 None | Some(Value::Null) => None,
-                Some(v) => Some(
-                    v.as_f64()
-                        .ok_or_else(|| format!("parameters.ttl must be a number of seconds, got {v}"))?,
-                ),
+                Some(v) => Some(v.as_f64().ok_or_else(|| {
+                    format!("parameters.ttl must be a number of seconds, got {v}")
+                })?),
             };
             let ttl = validate::ttl("parameters.ttl", ttl).map_err(err)?;
             let entry = e
-                .timed("short_term.store", || short_term::store_in(e, ctx, key, value, ttl))
+                .timed("short_term.store", || {
+                    short_term::store_in(e, ctx, key, value, ttl)
+                })
                 .map_err(err)?;
             to_json(entry)
         }
@@ -1505,7 +1612,9 @@ fn run_builtin(e: &Engine, ctx: &str, action: &str, p: &Value) -> std::result::R
                 ..SearchFilters::default()
             };
             let hits = e
-                .timed("episodic.search", || episodic::search_in(e, ctx, query, &filters, limit))
+                .timed("episodic.search", || {
+                    episodic::search_in(e, ctx, query, &filters, limit)
+                })
                 .map_err(err)?;
             Ok(json!({ "hits": to_json(hits)? }))
         }
@@ -1514,7 +1623,9 @@ fn run_builtin(e: &Engine, ctx: &str, action: &str, p: &Value) -> std::result::R
             let key = req_str(o, "key")?;
             let knowledge = req_value(o, "knowledge")?;
             let k = e
-                .timed("semantic.store", || semantic::store_in(e, ctx, key, knowledge))
+                .timed("semantic.store", || {
+                    semantic::store_in(e, ctx, key, knowledge)
+                })
                 .map_err(err)?;
             to_json(k)
         }
@@ -1538,7 +1649,9 @@ fn run_builtin(e: &Engine, ctx: &str, action: &str, p: &Value) -> std::result::R
             let o = params_obj(p)?;
             let value = req_value(o, "value")?;
             let id = e
-                .timed("working.add_to_workspace", || working::add_in(e, ctx, value))
+                .timed("working.add_to_workspace", || {
+                    working::add_in(e, ctx, value)
+                })
                 .map_err(err)?;
             Ok(json!({ "id": id }))
         }
@@ -1558,7 +1671,10 @@ mod tests {
             parse_template("x={{ 1 + 2 }}!").unwrap(),
             vec![Seg::Text("x="), Seg::Expr("1 + 2"), Seg::Text("!")]
         );
-        assert_eq!(parse_template(r#"{{ "{{" }}"#).unwrap(), vec![Seg::Expr(r#""{{""#)]);
+        assert_eq!(
+            parse_template(r#"{{ "{{" }}"#).unwrap(),
+            vec![Seg::Expr(r#""{{""#)]
+        );
         assert!(parse_template("{{ open").is_err());
         assert!(parse_template("{{   }}").is_err());
     }

@@ -132,7 +132,8 @@ fn write_version(
             None => None,
         };
         let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
-        validate::value(&e.opts.limits, "knowledge", &value).map_err(ConflictableTransactionError::Abort)?;
+        validate::value(&e.opts.limits, "knowledge", &value)
+            .map_err(ConflictableTransactionError::Abort)?;
         let rec = KnowledgeRecord {
             version: cur.as_ref().map_or(1, |c| c.version + 1),
             created_at: cur.as_ref().map_or(now, |c| c.created_at),
@@ -174,8 +175,13 @@ pub(crate) fn history_in(e: &Engine, ctx: &str, key: &str) -> Result<Vec<(u64, H
     let mut out = Vec::new();
     for item in e.t.semantic_history.scan_prefix(history_prefix(ctx, key)) {
         let (k, v) = item?;
-        let ver = k.len().checked_sub(8).map(|p| &k[p..]).and_then(|b| b.try_into().ok());
-        let version = u64::from_be_bytes(ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?);
+        let ver = k
+            .len()
+            .checked_sub(8)
+            .map(|p| &k[p..])
+            .and_then(|b| b.try_into().ok());
+        let version =
+            u64::from_be_bytes(ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?);
         out.push((version, codec::decode(&v)?));
     }
     Ok(out)
@@ -196,47 +202,87 @@ pub(crate) fn insert_record_in(
     for (v, h) in history {
         hist.push((history_key(ctx, key, *v), codec::encode(h)?));
     }
-    let old: Vec<sled::IVec> = e.t.semantic_history.scan_prefix(history_prefix(ctx, key)).keys().collect::<Result<_, _>>()?;
     let doc = index_doc(ctx, key, rec);
     e.touch_context(ctx)?;
-    e.indexed_write(&[&e.t.semantic, &e.t.semantic_history], |t| {
-        for k in &old {
-            t[1].remove(k)?;
-        }
-        for (k, v) in &hist {
-            t[1].insert(k.as_slice(), v.as_slice())?;
-        }
-        t[0].insert(dkey.as_slice(), enc.as_slice())?;
-        Ok(((), vec![IndexOp::Upsert(doc.clone())]))
-    })
+    let hprefix = history_prefix(ctx, key);
+    e.indexed_write_prepared(
+        &[&e.t.semantic, &e.t.semantic_history],
+        || -> Result<Vec<sled::IVec>> {
+            Ok(e.t
+                .semantic_history
+                .scan_prefix(&hprefix)
+                .keys()
+                .collect::<Result<_, _>>()?)
+        },
+        |t, old| {
+            for k in old {
+                t[1].remove(k)?;
+            }
+            for (k, v) in &hist {
+                t[1].insert(k.as_slice(), v.as_slice())?;
+            }
+            t[0].insert(dkey.as_slice(), enc.as_slice())?;
+            Ok(((), vec![IndexOp::Upsert(doc.clone())]))
+        },
+    )
 }
 
 pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
     validate::key(&e.opts.limits, "key", key)?;
     let dkey = codec::ctx_key(ctx, key);
     let hprefix = history_prefix(ctx, key);
-    let hkeys: Vec<sled::IVec> = e.t.semantic_history.scan_prefix(&hprefix).keys().collect::<Result<_, _>>()?;
     let uid = index::uid(Kind::Knowledge, ctx, key);
-    e.indexed_write(&[&e.t.semantic, &e.t.semantic_history], |t| {
-        let old = t[0].remove(dkey.as_slice())?;
-        for k in &hkeys {
-            t[1].remove(k)?;
-        }
-        let ops = if old.is_some() { vec![IndexOp::Delete(uid.clone())] } else { vec![] };
-        Ok((old.is_some(), ops))
-    })
+    // History keys are listed under the index writer lock (every history write
+    // holds it), so no version can slip in between the scan and the delete.
+    e.indexed_write_prepared(
+        &[&e.t.semantic, &e.t.semantic_history],
+        || -> Result<Vec<sled::IVec>> {
+            Ok(e.t
+                .semantic_history
+                .scan_prefix(&hprefix)
+                .keys()
+                .collect::<Result<_, _>>()?)
+        },
+        |t, hkeys| {
+            let old = t[0].remove(dkey.as_slice())?;
+            for k in hkeys {
+                t[1].remove(k)?;
+            }
+            let ops = if old.is_some() {
+                vec![IndexOp::Delete(uid.clone())]
+            } else {
+                vec![]
+            };
+            Ok((old.is_some(), ops))
+        },
+    )
 }
 
-pub(crate) fn query_in(e: &Engine, ctx: &str, text: &str, limit: usize) -> Result<Vec<KnowledgeHit>> {
+pub(crate) fn query_in(
+    e: &Engine,
+    ctx: &str,
+    text: &str,
+    limit: usize,
+) -> Result<Vec<KnowledgeHit>> {
     let lim = &e.opts.limits;
     if text.len() > lim.max_query_bytes {
-        return Err(Error::limit("text", "query size in bytes", lim.max_query_bytes as u64, text.len() as u64));
+        return Err(Error::limit(
+            "text",
+            "query size in bytes",
+            lim.max_query_bytes as u64,
+            text.len() as u64,
+        ));
     }
     if limit == 0 {
         return Err(Error::invalid("limit", "must be at least 1"));
     }
     if limit > lim.max_results {
-        return Err(Error::limit("limit", "results per call", lim.max_results as u64, limit as u64));
+        return Err(Error::limit(
+            "limit",
+            "results per call",
+            lim.max_results as u64,
+            limit as u64,
+        ));
     }
     let q = IndexQuery {
         kind: Kind::Knowledge,
@@ -265,13 +311,17 @@ pub(crate) fn query_in(e: &Engine, ctx: &str, text: &str, limit: usize) -> Resul
 
 impl Semantic {
     fn ctx(&self) -> String {
-        self.ctx.clone().unwrap_or_else(|| self.mem.active_context())
+        self.ctx
+            .clone()
+            .unwrap_or_else(|| self.mem.active_context())
     }
 
     /// Store (replace) the knowledge under `key`.
     pub fn store(&self, key: &str, knowledge: Value) -> Result<Knowledge> {
         let e = &self.mem.engine;
-        e.timed("semantic.store", || store_in(e, &self.ctx(), key, knowledge))
+        e.timed("semantic.store", || {
+            store_in(e, &self.ctx(), key, knowledge)
+        })
     }
 
     /// The knowledge under `key`, or `None`.
@@ -299,7 +349,9 @@ impl Semantic {
             let ctx = self.ctx();
             write_version(e, &ctx, key, |cur| {
                 let Some(cur) = cur else {
-                    return Err(Error::not_found(format!("semantic key {key:?} in context {ctx:?}")));
+                    return Err(Error::not_found(format!(
+                        "semantic key {key:?} in context {ctx:?}"
+                    )));
                 };
                 let mut v = cur.value.clone();
                 json_patch::merge(&mut v, &patch);
@@ -323,8 +375,14 @@ impl Semantic {
             let mut out = Vec::new();
             for item in e.t.semantic_history.scan_prefix(&prefix) {
                 let (k, v) = item?;
-                let ver = k.len().checked_sub(8).map(|p| &k[p..]).and_then(|b| b.try_into().ok());
-                let version = u64::from_be_bytes(ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?);
+                let ver = k
+                    .len()
+                    .checked_sub(8)
+                    .map(|p| &k[p..])
+                    .and_then(|b| b.try_into().ok());
+                let version = u64::from_be_bytes(
+                    ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?,
+                );
                 let h: HistoryRecord = codec::decode(&v)?;
                 out.push(KnowledgeVersion {
                     version,
@@ -341,7 +399,11 @@ impl Semantic {
         let e = &self.mem.engine;
         e.timed("semantic.keys", || {
             let mut out = Vec::new();
-            for k in e.t.semantic.scan_prefix(codec::ctx_key(&self.ctx(), prefix)).keys() {
+            for k in
+                e.t.semantic
+                    .scan_prefix(codec::ctx_key(&self.ctx(), prefix))
+                    .keys()
+            {
                 out.push(codec::split_ctx_key(&k?)?.1);
             }
             Ok(out)

@@ -109,7 +109,10 @@ impl<'a> Reader<'a> {
     pub(crate) fn varint(&mut self) -> Result<u64> {
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
-            let b = *self.buf.get(self.pos).ok_or_else(|| self.bad("truncated varint"))?;
+            let b = *self
+                .buf
+                .get(self.pos)
+                .ok_or_else(|| self.bad("truncated varint"))?;
             self.pos += 1;
             v |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
@@ -125,14 +128,23 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn u8(&mut self) -> Result<u8> {
-        let b = *self.buf.get(self.pos).ok_or_else(|| self.bad("truncated"))?;
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or_else(|| self.bad("truncated"))?;
         self.pos += 1;
         Ok(b)
     }
 
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).ok_or_else(|| self.bad("length overflow"))?;
-        let s = self.buf.get(self.pos..end).ok_or_else(|| self.bad("truncated"))?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .ok_or_else(|| self.bad("length overflow"))?;
+        let s = self
+            .buf
+            .get(self.pos..end)
+            .ok_or_else(|| self.bad("truncated"))?;
         self.pos = end;
         Ok(s)
     }
@@ -163,7 +175,8 @@ pub(crate) fn unlz4(bytes: &[u8], max_len: usize, what: &str) -> Result<Vec<u8>>
             "{what}: lz4 block claims {claimed} bytes, more than the {max_len} expected or its size allows"
         )));
     }
-    lz4_flex::decompress_size_prepended(bytes).map_err(|e| Error::Corrupted(format!("{what}: lz4: {e}")))
+    lz4_flex::decompress_size_prepended(bytes)
+        .map_err(|e| Error::Corrupted(format!("{what}: lz4: {e}")))
 }
 
 // ---------------------------------------------------------------------------
@@ -193,7 +206,10 @@ fn huffman_lengths(f: &[u64; 256]) -> [u8; 256] {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let mut lens = [0u8; 256];
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..256).filter(|&s| f[s] > 0).map(|s| Reverse((f[s], s))).collect();
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..256)
+        .filter(|&s| f[s] > 0)
+        .map(|s| Reverse((f[s], s)))
+        .collect();
     match heap.len() {
         0 => return lens,
         1 => {
@@ -445,7 +461,10 @@ impl<'a> SplitEnc<'a> {
             // Negative: store -(i + 1) as an unsigned varint.
             self.shape.push(T_NEGINT);
             put_varint(&mut self.nums, !(i as u64));
-        } else if let Some(f) = n.as_f64().filter(|f| Number::from_f64(*f).as_ref() == Some(n)) {
+        } else if let Some(f) = n
+            .as_f64()
+            .filter(|f| Number::from_f64(*f).as_ref() == Some(n))
+        {
             self.shape.push(T_F64);
             self.nums.extend_from_slice(&f.to_le_bytes());
         } else {
@@ -477,7 +496,8 @@ impl<'a> SplitEnc<'a> {
 pub(crate) fn split_encode(v: &Value) -> Vec<u8> {
     let mut enc = SplitEnc::default();
     enc.value(v);
-    let mut joined = Vec::with_capacity(enc.shape.len() + enc.keys.len() + enc.nums.len() + enc.strs.len() + 16);
+    let mut joined =
+        Vec::with_capacity(enc.shape.len() + enc.keys.len() + enc.nums.len() + enc.strs.len() + 16);
     put_varint(&mut joined, enc.shape.len() as u64);
     put_varint(&mut joined, enc.keys.len() as u64);
     put_varint(&mut joined, enc.nums.len() as u64);
@@ -540,7 +560,12 @@ impl SplitDec<'_> {
             }
             T_STR_REF => {
                 let id = self.shape.len()?;
-                Value::String(self.str_table.get(id).ok_or_else(|| Self::bad("string reference out of range"))?.clone())
+                Value::String(
+                    self.str_table
+                        .get(id)
+                        .ok_or_else(|| Self::bad("string reference out of range"))?
+                        .clone(),
+                )
             }
             T_ARRAY => {
                 let n = self.shape.len()?;
@@ -563,8 +588,12 @@ impl SplitDec<'_> {
                             k
                         }
                         id => {
-                            let idx = usize::try_from(id - 1).map_err(|_| Self::bad("key reference out of range"))?;
-                            self.key_table.get(idx).ok_or_else(|| Self::bad("key reference out of range"))?.clone()
+                            let idx = usize::try_from(id - 1)
+                                .map_err(|_| Self::bad("key reference out of range"))?;
+                            self.key_table
+                                .get(idx)
+                                .ok_or_else(|| Self::bad("key reference out of range"))?
+                                .clone()
                         }
                     };
                     let x = self.value(depth + 1)?;
@@ -598,7 +627,8 @@ pub(crate) fn split_decode(payload: &[u8], max_len: usize, max_depth: usize) -> 
         max_depth,
     };
     let v = dec.value(1)?;
-    if !(dec.shape.is_empty() && dec.keys.is_empty() && dec.nums.is_empty() && dec.strs.is_empty()) {
+    if !(dec.shape.is_empty() && dec.keys.is_empty() && dec.nums.is_empty() && dec.strs.is_empty())
+    {
         return Err(SplitDec::bad("trailing bytes"));
     }
     Ok(v)
@@ -615,7 +645,8 @@ fn block_hash(b: &[u8]) -> u64 {
     let mut y = [0u8; 8];
     x.copy_from_slice(&b[..8]);
     y.copy_from_slice(&b[8..16]);
-    let h = u64::from_le_bytes(x).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from_le_bytes(y).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let h = u64::from_le_bytes(x).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ u64::from_le_bytes(y).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     h ^ (h >> 31)
 }
 
@@ -687,10 +718,13 @@ pub(crate) fn delta_apply(base: &[u8], delta: &[u8], max_len: usize) -> Result<V
     let mut r = Reader::new(delta, "session delta");
     let total = r.len()?;
     if total > max_len {
-        return Err(Error::Corrupted(format!("session delta: target of {total} bytes exceeds {max_len}")));
+        return Err(Error::Corrupted(format!(
+            "session delta: target of {total} bytes exceeds {max_len}"
+        )));
     }
     // Grow as needed: `total` comes from stored bytes, do not trust it for one big allocation.
-    let mut out = Vec::with_capacity(total.min(base.len().saturating_add(delta.len()).saturating_mul(2)));
+    let mut out =
+        Vec::with_capacity(total.min(base.len().saturating_add(delta.len()).saturating_mul(2)));
     while out.len() < total {
         let n = r.len()?;
         out.extend_from_slice(r.bytes(n)?);
@@ -704,7 +738,9 @@ pub(crate) fn delta_apply(base: &[u8], delta: &[u8], max_len: usize) -> Result<V
             out.extend_from_slice(&base[off..end]);
         }
         if out.len() > total {
-            return Err(Error::Corrupted("session delta: output longer than declared".into()));
+            return Err(Error::Corrupted(
+                "session delta: output longer than declared".into(),
+            ));
         }
         if n == 0 && c == 0 && out.len() < total {
             return Err(Error::Corrupted("session delta: empty operation".into()));
@@ -738,7 +774,10 @@ mod tests {
         let enc = split_encode(&v);
         assert_eq!(split_decode(&enc, 1 << 20, 128).unwrap(), v);
         for scalar in [json!(null), json!(1.5), json!(""), json!([]), json!({})] {
-            assert_eq!(split_decode(&split_encode(&scalar), 1 << 20, 128).unwrap(), scalar);
+            assert_eq!(
+                split_decode(&split_encode(&scalar), 1 << 20, 128).unwrap(),
+                scalar
+            );
         }
     }
 
@@ -757,7 +796,9 @@ mod tests {
         let mut x: u64 = 42;
         let base: Vec<u8> = (0..80_000)
             .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 (x >> 56) as u8
             })
             .collect();
@@ -768,7 +809,11 @@ mod tests {
         assert!(d.len() < 100, "delta of a small edit is small: {}", d.len());
         assert_eq!(delta_apply(&base, &d, 1 << 20).unwrap(), target);
         // Degenerate inputs.
-        for (b, t) in [(&b""[..], &b""[..]), (b"short", b"other"), (b"", b"0123456789abcdefghij")] {
+        for (b, t) in [
+            (&b""[..], &b""[..]),
+            (b"short", b"other"),
+            (b"", b"0123456789abcdefghij"),
+        ] {
             assert_eq!(delta_apply(b, &delta_encode(b, t), 1 << 20).unwrap(), t);
         }
     }
@@ -788,23 +833,40 @@ mod tests {
                 (x >> 56) as u8
             })
             .collect();
-        for input in [&b""[..], b"a", b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &text, &random] {
+        for input in [
+            &b""[..],
+            b"a",
+            b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            &text,
+            &random,
+        ] {
             let p = pack(input);
             assert_eq!(unpack(&p, input.len(), "t").unwrap(), input);
             assert!(unpack(&p, input.len().saturating_sub(1), "t").is_err() || input.is_empty());
         }
-        assert_eq!(pack(&text)[0], PACK_LZ4_HUFFMAN, "text gets the entropy stage");
+        assert_eq!(
+            pack(&text)[0],
+            PACK_LZ4_HUFFMAN,
+            "text gets the entropy stage"
+        );
         assert!(pack(&text).len() < lz4(&text).len() * 3 / 4);
         // Every single-symbol alphabet and a skewed one with long codes.
-        let skewed: Vec<u8> = (0..=255u8).flat_map(|b| std::iter::repeat_n(b, 1 + (b as usize % 40) * (b as usize % 40))).collect();
-        assert_eq!(huffman_decode(&huffman_encode(&skewed), skewed.len()).unwrap(), skewed);
+        let skewed: Vec<u8> = (0..=255u8)
+            .flat_map(|b| std::iter::repeat_n(b, 1 + (b as usize % 40) * (b as usize % 40)))
+            .collect();
+        assert_eq!(
+            huffman_decode(&huffman_encode(&skewed), skewed.len()).unwrap(),
+            skewed
+        );
         let fib: Vec<u8> = {
             let (mut a, mut b) = (1usize, 1usize);
-            (0..20u8).flat_map(|s| {
-                let n = a;
-                (a, b) = (b, a + b);
-                std::iter::repeat_n(s, n)
-            }).collect()
+            (0..20u8)
+                .flat_map(|s| {
+                    let n = a;
+                    (a, b) = (b, a + b);
+                    std::iter::repeat_n(s, n)
+                })
+                .collect()
         };
         let enc = huffman_encode(&fib);
         assert_eq!(huffman_decode(&enc, fib.len()).unwrap(), fib);
@@ -821,7 +883,9 @@ mod tests {
         let delta = pack(&delta_encode(&canon, &target));
         let mut x: u64 = 99;
         for round in 0..3000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let (src, which) = match round % 3 {
                 0 => (&split, 0),
                 1 => (&delta, 1),
@@ -862,7 +926,14 @@ mod tests {
         assert!(huffman_decode(&bad_lens, 100).is_err());
         assert!(split_decode(&[1, 2, 3], 1 << 20, 128).is_err());
         assert!(split_decode(&pack(&[0, 0, 0]), 1 << 20, 128).is_err());
-        assert!(split_decode(&pack(&[1, 0, 0, T_ARRAY, 0xff, 0xff, 0xff, 0xff, 0x0f]), 1 << 20, 128).is_err());
+        assert!(
+            split_decode(
+                &pack(&[1, 0, 0, T_ARRAY, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+                1 << 20,
+                128
+            )
+            .is_err()
+        );
         assert!(delta_apply(b"abc", &[5, 0, 5, 0], 1 << 20).is_err());
         assert!(delta_apply(b"abc", &[200, 1], 100).is_err());
         assert!(unlz4(&[0xff, 0xff, 0xff, 0x7f], 10, "x").is_err());

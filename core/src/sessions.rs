@@ -162,7 +162,10 @@ impl Body {
 
 fn verify(canon: &[u8], h: &VersionHeader, what: &dyn Fn() -> String) -> Result<()> {
     if canon.len() as u64 != h.raw_bytes || sc::checksum(canon) != h.checksum {
-        return Err(Error::Corrupted(format!("{}: content does not match its checksum", what())));
+        return Err(Error::Corrupted(format!(
+            "{}: content does not match its checksum",
+            what()
+        )));
     }
     Ok(())
 }
@@ -219,7 +222,10 @@ pub(crate) fn decode_record(bytes: &[u8]) -> Result<(VersionHeader, &[u8])> {
 
 /// Upper bound of any intermediate buffer for a version of `raw_bytes`.
 fn max_len(raw_bytes: u64) -> usize {
-    usize::try_from(raw_bytes).unwrap_or(usize::MAX).saturating_mul(3).saturating_add(1024)
+    usize::try_from(raw_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(3)
+        .saturating_add(1024)
 }
 
 /// Decode a keyframe (non-delta) payload.
@@ -229,7 +235,11 @@ fn keyframe_body(h: &VersionHeader, payload: &[u8], max_depth: usize) -> Result<
         ENC_RAW => Body::Canon(payload.to_vec()),
         ENC_LZ4 => Body::Canon(sc::unlz4(payload, raw, "session level-1 payload")?),
         ENC_SPLIT => Body::Value(sc::split_decode(payload, max_len(h.raw_bytes), max_depth)?),
-        e => return Err(Error::Corrupted(format!("session keyframe with encoding {e}"))),
+        e => {
+            return Err(Error::Corrupted(format!(
+                "session keyframe with encoding {e}"
+            )));
+        }
     })
 }
 
@@ -247,7 +257,13 @@ pub(crate) struct Prev<'a> {
 }
 
 /// Encode `content` (whose canonical bytes are `canon`) at `level`.
-pub(crate) fn encode_version(level: u8, content: &Value, canon: &[u8], saved_at: i64, prev: Option<Prev<'_>>) -> Result<Encoded> {
+pub(crate) fn encode_version(
+    level: u8,
+    content: &Value,
+    canon: &[u8],
+    saved_at: i64,
+    prev: Option<Prev<'_>>,
+) -> Result<Encoded> {
     let (encoding, base, depth, payload) = match level {
         0 => (ENC_RAW, None, 0, canon.to_vec()),
         1 => (ENC_LZ4, None, 0, sc::lz4(canon)),
@@ -294,12 +310,18 @@ fn try_load(e: &Engine, sid: &str, version: u64) -> Result<Load> {
     let mut cur = version;
     loop {
         let Some(raw) = e.t.session_versions.get(version_key(sid, cur))? else {
-            return Ok(if chain.is_empty() { Load::Missing } else { Load::BaseMissing });
+            return Ok(if chain.is_empty() {
+                Load::Missing
+            } else {
+                Load::BaseMissing
+            });
         };
         let (h, _) = decode_record(&raw)?;
         let base = h.base;
         if (h.encoding == ENC_DELTA) != base.is_some() {
-            return Err(Error::Corrupted(format!("session {sid} version {cur}: delta without base or base without delta")));
+            return Err(Error::Corrupted(format!(
+                "session {sid} version {cur}: delta without base or base without delta"
+            )));
         }
         chain.push((cur, h, raw));
         match base {
@@ -326,7 +348,11 @@ fn try_load(e: &Engine, sid: &str, version: u64) -> Result<Load> {
         let base = body.into_canon(&header, &|| format!("session {sid} version {at}"))?;
         let (_, payload) = decode_record(&raw)?;
         let delta = sc::unpack(payload, max_len(h.raw_bytes), "session delta")?;
-        let canon = sc::delta_apply(&base, &delta, usize::try_from(h.raw_bytes).unwrap_or(usize::MAX))?;
+        let canon = sc::delta_apply(
+            &base,
+            &delta,
+            usize::try_from(h.raw_bytes).unwrap_or(usize::MAX),
+        )?;
         verify(&canon, &h, &|| format!("session {sid} version {v}"))?;
         body = Body::Canon(canon);
         header = h;
@@ -374,7 +400,13 @@ pub(crate) fn version_headers(e: &Engine, sid: &str) -> Result<Vec<(u64, Version
 }
 
 fn latest_version(e: &Engine, sid: &str) -> Result<Option<u64>> {
-    match e.t.session_versions.scan_prefix(version_prefix(sid)).keys().next_back() {
+    match e
+        .t
+        .session_versions
+        .scan_prefix(version_prefix(sid))
+        .keys()
+        .next_back()
+    {
         Some(k) => Ok(Some(version_of_key(&k?)?)),
         None => Ok(None),
     }
@@ -403,13 +435,22 @@ pub(crate) fn materialize_all(e: &Engine, sid: &str) -> Result<Vec<(u64, Version
             (None, _) => keyframe_body(&h, payload, max_depth)?.into_canon(&h, &what)?,
             (Some(b), Some((pv, _, pcanon))) if b == *pv => {
                 let delta = sc::unpack(payload, max_len(h.raw_bytes), "session delta")?;
-                let c = sc::delta_apply(pcanon, &delta, usize::try_from(h.raw_bytes).unwrap_or(usize::MAX))?;
+                let c = sc::delta_apply(
+                    pcanon,
+                    &delta,
+                    usize::try_from(h.raw_bytes).unwrap_or(usize::MAX),
+                )?;
                 verify(&c, &h, &what)?;
                 c
             }
             (Some(_), _) => match load(e, sid, v)? {
                 Some((body, hh)) => body.into_canon(&hh, &what)?,
-                None => return Err(Error::Corrupted(format!("{} vanished while reading", what()))),
+                None => {
+                    return Err(Error::Corrupted(format!(
+                        "{} vanished while reading",
+                        what()
+                    )));
+                }
             },
         };
         out.push((v, h, canon));
@@ -436,7 +477,12 @@ pub(crate) struct ImportedVersion {
 }
 
 /// Replace session `sid` (header and all versions) with imported data; versions ascending.
-pub(crate) fn import_session(e: &Engine, sid: &str, rec: &SessionRecord, versions: &[ImportedVersion]) -> Result<()> {
+pub(crate) fn import_session(
+    e: &Engine,
+    sid: &str,
+    rec: &SessionRecord,
+    versions: &[ImportedVersion],
+) -> Result<()> {
     let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(versions.len());
     let mut prev: Option<(u64, u32, Vec<u8>)> = None;
     for iv in versions {
@@ -452,7 +498,11 @@ pub(crate) fn import_session(e: &Engine, sid: &str, rec: &SessionRecord, version
     }
     let header = codec::encode(rec)?;
     let _g = e.rmw.lock();
-    let old: Vec<sled::IVec> = e.t.session_versions.scan_prefix(version_prefix(sid)).keys().collect::<Result<_, _>>()?;
+    let old: Vec<sled::IVec> =
+        e.t.session_versions
+            .scan_prefix(version_prefix(sid))
+            .keys()
+            .collect::<Result<_, _>>()?;
     (&e.t.sessions, &e.t.session_versions).transaction(|(s, v)| {
         for k in &old {
             v.remove(k)?;
@@ -478,7 +528,11 @@ pub(crate) struct PruneStats {
 
 /// Keep the newest `keep` versions of each session (or of `target` only) and re-encode
 /// the kept ones at their level (re-basing any whose delta base was pruned).
-pub(crate) fn prune_and_recompress(e: &Engine, target: Option<&str>, keep: usize) -> Result<PruneStats> {
+pub(crate) fn prune_and_recompress(
+    e: &Engine,
+    target: Option<&str>,
+    keep: usize,
+) -> Result<PruneStats> {
     let keep = keep.max(1);
     let ids: Vec<String> = match target {
         Some(t) => {
@@ -488,7 +542,10 @@ pub(crate) fn prune_and_recompress(e: &Engine, target: Option<&str>, keep: usize
         None => {
             let mut ids = Vec::new();
             for k in e.t.sessions.iter().keys() {
-                ids.push(String::from_utf8(k?.to_vec()).map_err(|_| Error::Corrupted("non-UTF-8 session id".into()))?);
+                ids.push(
+                    String::from_utf8(k?.to_vec())
+                        .map_err(|_| Error::Corrupted("non-UTF-8 session id".into()))?,
+                );
             }
             ids
         }
@@ -498,9 +555,14 @@ pub(crate) fn prune_and_recompress(e: &Engine, target: Option<&str>, keep: usize
         let _g = e.rmw.lock();
         stats.sessions_examined += 1;
         let all = materialize_all(e, &sid)?;
-        let sizes: Vec<usize> = version_headers(e, &sid)?.into_iter().map(|(_, _, n)| n).collect();
+        let sizes: Vec<usize> = version_headers(e, &sid)?
+            .into_iter()
+            .map(|(_, _, n)| n)
+            .collect();
         if sizes.len() != all.len() {
-            return Err(Error::Corrupted(format!("session {sid}: versions changed while pruning")));
+            return Err(Error::Corrupted(format!(
+                "session {sid}: versions changed while pruning"
+            )));
         }
         stats.stored_bytes_before += sizes.iter().map(|n| *n as u64).sum::<u64>();
         let cut = all.len().saturating_sub(keep);
@@ -588,7 +650,12 @@ impl Memory {
     }
 
     /// Save `content` as the next version of a session at `compression_level` 0..=3.
-    pub fn session_save(&self, session_id: &str, content: Value, compression_level: u8) -> Result<SessionSaved> {
+    pub fn session_save(
+        &self,
+        session_id: &str,
+        content: Value,
+        compression_level: u8,
+    ) -> Result<SessionSaved> {
         let e = &self.engine;
         e.timed("session.save", || {
             if compression_level > MAX_COMPRESSION_LEVEL {
@@ -605,7 +672,8 @@ impl Memory {
             let base = match (compression_level, latest_version(e, session_id)?) {
                 (3, Some(pv)) => match load(e, session_id, pv)? {
                     Some((body, h)) => {
-                        let c = body.into_canon(&h, &|| format!("session {session_id} version {pv}"))?;
+                        let c =
+                            body.into_canon(&h, &|| format!("session {session_id} version {pv}"))?;
                         Some((pv, h.depth, c))
                     }
                     None => None,
@@ -641,7 +709,11 @@ impl Memory {
     /// Restore a version of a session (the latest when `version` is `None`).
     ///
     /// `NotFound` names the session, or the version and the stored range.
-    pub fn session_restore(&self, session_id: &str, version: Option<u64>) -> Result<SessionRestored> {
+    pub fn session_restore(
+        &self,
+        session_id: &str,
+        version: Option<u64>,
+    ) -> Result<SessionRestored> {
         let e = &self.engine;
         e.timed("session.restore", || {
             let rec = require_session(e, session_id)?;
@@ -650,7 +722,9 @@ impl Memory {
                 let v = match version {
                     Some(v) => v,
                     None => latest_version(e, session_id)?.ok_or_else(|| {
-                        Error::not_found(format!("saved version of session {session_id:?}: it has no saved versions"))
+                        Error::not_found(format!(
+                            "saved version of session {session_id:?}: it has no saved versions"
+                        ))
                     })?,
                 };
                 let loaded = load(e, session_id, v)?;
@@ -669,7 +743,10 @@ impl Memory {
                     version: v,
                 }),
                 None => {
-                    let stored: Vec<u64> = version_headers(e, session_id)?.into_iter().map(|(v, _, _)| v).collect();
+                    let stored: Vec<u64> = version_headers(e, session_id)?
+                        .into_iter()
+                        .map(|(v, _, _)| v)
+                        .collect();
                     Err(Error::not_found(format!(
                         "version {v} of session {session_id:?} ({})",
                         range_text(&stored)
@@ -687,7 +764,11 @@ impl Memory {
             for (sid, rec) in all_sessions(e)? {
                 let mut count = 0u64;
                 let mut latest = None;
-                for k in e.t.session_versions.scan_prefix(version_prefix(&sid)).keys() {
+                for k in
+                    e.t.session_versions
+                        .scan_prefix(version_prefix(&sid))
+                        .keys()
+                {
                     latest = Some(version_of_key(&k?)?);
                     count += 1;
                 }
@@ -729,17 +810,18 @@ impl Memory {
         e.timed("session.delete", || {
             validate::key(&e.opts.limits, "session_id", session_id)?;
             let _g = e.rmw.lock();
-            let keys: Vec<sled::IVec> = e
-                .t
-                .session_versions
-                .scan_prefix(version_prefix(session_id))
-                .keys()
-                .collect::<Result<_, _>>()?;
+            let keys: Vec<sled::IVec> =
+                e.t.session_versions
+                    .scan_prefix(version_prefix(session_id))
+                    .keys()
+                    .collect::<Result<_, _>>()?;
             let existed = (&e.t.sessions, &e.t.session_versions).transaction(|(s, v)| {
                 for k in &keys {
                     v.remove(k)?;
                 }
-                Ok::<_, ConflictableTransactionError<Error>>(s.remove(session_id.as_bytes())?.is_some())
+                Ok::<_, ConflictableTransactionError<Error>>(
+                    s.remove(session_id.as_bytes())?.is_some(),
+                )
             })?;
             e.after_write()?;
             Ok(existed)

@@ -39,13 +39,17 @@ pub struct ShortTerm {
 
 impl ShortTerm {
     fn ctx(&self) -> String {
-        self.ctx.clone().unwrap_or_else(|| self.mem.active_context())
+        self.ctx
+            .clone()
+            .unwrap_or_else(|| self.mem.active_context())
     }
 
     /// Store `value` under `key`, replacing any previous value; `ttl` makes it expire.
     pub fn store(&self, key: &str, value: Value, ttl: Option<Duration>) -> Result<ShortTermEntry> {
         let e = &self.mem.engine;
-        e.timed("short_term.store", || store_in(e, &self.ctx(), key, value, ttl))
+        e.timed("short_term.store", || {
+            store_in(e, &self.ctx(), key, value, ttl)
+        })
     }
 
     /// The value under `key`, or `None` when absent or expired.
@@ -68,7 +72,9 @@ impl ShortTerm {
             e.after_write()?;
             let now = e.opts.clock.now().timestamp_millis();
             Ok(match old {
-                Some(v) => codec::decode::<StRecord>(&v).map(|r| !expired(&r, now)).unwrap_or(true),
+                Some(v) => codec::decode::<StRecord>(&v)
+                    .map(|r| !expired(&r, now))
+                    .unwrap_or(true),
                 None => false,
             })
         })
@@ -97,7 +103,13 @@ fn expired(r: &StRecord, now_ms: i64) -> bool {
     r.expires_at.is_some_and(|t| t <= now_ms)
 }
 
-pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, value: Value, ttl: Option<Duration>) -> Result<ShortTermEntry> {
+pub(crate) fn store_in(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    value: Value,
+    ttl: Option<Duration>,
+) -> Result<ShortTermEntry> {
     validate::key(&e.opts.limits, "key", key)?;
     validate::value(&e.opts.limits, "value", &value)?;
     if ttl.is_some_and(|t| t.is_zero()) {
@@ -108,7 +120,10 @@ pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, value: Value, ttl: Opti
     let expires_at = match ttl {
         Some(t) => Some(
             stored_at
-                .checked_add(i64::try_from(t.as_millis()).map_err(|_| Error::invalid("ttl", "TTL too large"))?)
+                .checked_add(
+                    i64::try_from(t.as_millis())
+                        .map_err(|_| Error::invalid("ttl", "TTL too large"))?,
+                )
                 .ok_or_else(|| Error::invalid("ttl", "TTL too large"))?,
         ),
         None => None,
@@ -159,7 +174,11 @@ pub(crate) fn sweep_expired(e: &Engine) -> Result<usize> {
         };
         if expired_now {
             // Only remove if unchanged since we read it.
-            if e.t.short_term.compare_and_swap(&k, Some(&v), None as Option<&[u8]>)?.is_ok() {
+            if e.t
+                .short_term
+                .compare_and_swap(&k, Some(&v), None as Option<&[u8]>)?
+                .is_ok()
+            {
                 n += 1;
             }
         }

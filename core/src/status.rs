@@ -120,10 +120,14 @@ pub(crate) fn dir_size(dir: &Path) -> u64 {
     let mut total = 0u64;
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for ent in rd.flatten() {
             // Files may vanish while we walk (sled and tantivy rotate files): skip them.
-            let Ok(md) = std::fs::symlink_metadata(ent.path()) else { continue };
+            let Ok(md) = std::fs::symlink_metadata(ent.path()) else {
+                continue;
+            };
             if md.is_dir() {
                 stack.push(ent.path());
             } else if md.is_file() {

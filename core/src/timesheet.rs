@@ -127,7 +127,11 @@ pub struct Task {
 impl From<TaskRecord> for Task {
     fn from(r: TaskRecord) -> Self {
         Task {
-            status: if r.end_time.is_some() { TaskStatus::Closed } else { TaskStatus::Open },
+            status: if r.end_time.is_some() {
+                TaskStatus::Closed
+            } else {
+                TaskStatus::Open
+            },
             task_id: r.task_id,
             llm_name: r.llm_name,
             task_description: r.description,
@@ -213,7 +217,8 @@ pub(crate) fn all_tasks(e: &Engine) -> Result<Vec<TaskRecord>> {
 
 /// Write a task record as is (import).
 pub(crate) fn put_task(e: &Engine, rec: &TaskRecord) -> Result<()> {
-    e.t.tasks.insert(rec.task_id.as_bytes(), codec::encode(rec)?)?;
+    e.t.tasks
+        .insert(rec.task_id.as_bytes(), codec::encode(rec)?)?;
     Ok(())
 }
 
@@ -258,7 +263,10 @@ pub(crate) fn modified_files(e: &Engine, start_ms: i64, end_ms: i64) -> Result<(
             Err(err) => {
                 return Err(Error::invalid(
                     "workspace_roots",
-                    format!("workspace root {} does not exist or is unreadable: {err}", root.display()),
+                    format!(
+                        "workspace root {} does not exist or is unreadable: {err}",
+                        root.display()
+                    ),
                 ));
             }
         }
@@ -268,7 +276,10 @@ pub(crate) fn modified_files(e: &Engine, start_ms: i64, end_ms: i64) -> Result<(
     let mut count = 0u64;
     let mut files = Vec::new();
     for root in roots {
-        let prefix = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let prefix = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let walker = ignore::WalkBuilder::new(root)
             .require_git(false)
             .follow_links(false)
@@ -293,7 +304,11 @@ pub(crate) fn modified_files(e: &Engine, start_ms: i64, end_ms: i64) -> Result<(
             count += 1;
             if files.len() < cap {
                 let rel = rel_path(root, ent.path());
-                files.push(if multi { format!("{prefix}/{rel}") } else { rel });
+                files.push(if multi {
+                    format!("{prefix}/{rel}")
+                } else {
+                    rel
+                });
             }
         }
     }
@@ -316,14 +331,24 @@ fn check_text(e: &Engine, field: &str, text: &str, allow_empty: bool) -> Result<
     }
     let max = e.opts.limits.max_value_bytes;
     if text.len() > max {
-        return Err(Error::limit(field, "size in bytes", max as u64, text.len() as u64));
+        return Err(Error::limit(
+            field,
+            "size in bytes",
+            max as u64,
+            text.len() as u64,
+        ));
     }
     Ok(())
 }
 
 impl Memory {
     /// Start a task for `llm_name` in `context` (else the active context).
-    pub fn punch_in(&self, llm_name: &str, task_description: &str, context: Option<&str>) -> Result<PunchIn> {
+    pub fn punch_in(
+        &self,
+        llm_name: &str,
+        task_description: &str,
+        context: Option<&str>,
+    ) -> Result<PunchIn> {
         let e = &self.engine;
         e.timed("timesheet.punch_in", || {
             validate::key(&e.opts.limits, "llm_name", llm_name)?;
@@ -376,7 +401,8 @@ impl Memory {
                     millis_to_dt(r.end_time.unwrap_or_default()).to_rfc3339()
                 ))
             };
-            let rec = load_task(e, task_id)?.ok_or_else(|| Error::not_found(format!("task {task_id:?}")))?;
+            let rec = load_task(e, task_id)?
+                .ok_or_else(|| Error::not_found(format!("task {task_id:?}")))?;
             if rec.end_time.is_some() {
                 return Err(closed_err(&rec));
             }
@@ -389,7 +415,8 @@ impl Memory {
             let duration_seconds = (end - rec.start_time) as f64 / 1000.0;
 
             let _g = e.rmw.lock();
-            let mut rec = load_task(e, task_id)?.ok_or_else(|| Error::not_found(format!("task {task_id:?}")))?;
+            let mut rec = load_task(e, task_id)?
+                .ok_or_else(|| Error::not_found(format!("task {task_id:?}")))?;
             if rec.end_time.is_some() {
                 return Err(closed_err(&rec));
             }
@@ -447,7 +474,12 @@ impl Memory {
                 return Err(Error::invalid("limit", "must be at least 1"));
             }
             if limit > max {
-                return Err(Error::limit("limit", "results per call", max as u64, limit as u64));
+                return Err(Error::limit(
+                    "limit",
+                    "results per call",
+                    max as u64,
+                    limit as u64,
+                ));
             }
             if let Some(c) = &filter.context {
                 validate::context_name("context", c)?;
@@ -470,14 +502,22 @@ impl Memory {
                     out.push(r.into());
                 }
             }
-            out.sort_by(|a, b| b.start_time.cmp(&a.start_time).then_with(|| b.task_id.cmp(&a.task_id)));
+            out.sort_by(|a, b| {
+                b.start_time
+                    .cmp(&a.start_time)
+                    .then_with(|| b.task_id.cmp(&a.task_id))
+            });
             out.truncate(limit);
             Ok(out)
         })
     }
 
     /// Per-model totals for tasks started in `[since, until]` (either bound optional).
-    pub fn timesheet_report(&self, since: Option<DateTime<Utc>>, until: Option<DateTime<Utc>>) -> Result<TimesheetReport> {
+    pub fn timesheet_report(
+        &self,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+    ) -> Result<TimesheetReport> {
         let e = &self.engine;
         e.timed("timesheet.report", || {
             let (lo, hi) = period(since, until)?;

@@ -10,7 +10,10 @@ pub(crate) fn context_name(field: &str, name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 128 {
         return Err(Error::invalid(
             field,
-            format!("context name must be 1..=128 characters, got {}", name.len()),
+            format!(
+                "context name must be 1..=128 characters, got {}",
+                name.len()
+            ),
         ));
     }
     if let Some(c) = name
@@ -31,7 +34,12 @@ pub(crate) fn key(limits: &Limits, field: &str, key: &str) -> Result<()> {
         return Err(Error::invalid(field, "must not be empty"));
     }
     if key.len() > limits.max_key_bytes {
-        return Err(Error::limit(field, "key size in bytes", limits.max_key_bytes as u64, key.len() as u64));
+        return Err(Error::limit(
+            field,
+            "key size in bytes",
+            limits.max_key_bytes as u64,
+            key.len() as u64,
+        ));
     }
     if key.contains('\0') {
         return Err(Error::invalid(field, "must not contain NUL characters"));
@@ -43,11 +51,21 @@ pub(crate) fn key(limits: &Limits, field: &str, key: &str) -> Result<()> {
 pub(crate) fn value(limits: &Limits, field: &str, v: &Value) -> Result<()> {
     let depth = json_depth(v, limits.max_json_depth + 1);
     if depth > limits.max_json_depth {
-        return Err(Error::limit(field, "JSON nesting depth", limits.max_json_depth as u64, depth as u64));
+        return Err(Error::limit(
+            field,
+            "JSON nesting depth",
+            limits.max_json_depth as u64,
+            depth as u64,
+        ));
     }
     let size = json_size(v);
     if size > limits.max_value_bytes {
-        return Err(Error::limit(field, "value size in bytes", limits.max_value_bytes as u64, size as u64));
+        return Err(Error::limit(
+            field,
+            "value size in bytes",
+            limits.max_value_bytes as u64,
+            size as u64,
+        ));
     }
     Ok(())
 }
@@ -100,8 +118,13 @@ pub(crate) fn json_size(v: &Value) -> usize {
 pub(crate) fn ttl(field: &str, ttl: Option<f64>) -> Result<Option<std::time::Duration>> {
     match ttl {
         None => Ok(None),
-        Some(t) if t.is_finite() && t > 0.0 && t < 1.0e12 => Ok(Some(std::time::Duration::from_secs_f64(t))),
-        Some(t) => Err(Error::invalid(field, format!("TTL must be a finite number of seconds > 0, got {t}"))),
+        Some(t) if t.is_finite() && t > 0.0 && t < 1.0e12 => {
+            Ok(Some(std::time::Duration::from_secs_f64(t)))
+        }
+        Some(t) => Err(Error::invalid(
+            field,
+            format!("TTL must be a finite number of seconds > 0, got {t}"),
+        )),
     }
 }
 

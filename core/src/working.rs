@@ -105,24 +105,34 @@ impl Working {
     /// Put `item` in focus; `false` when it already was. The oldest item is evicted past capacity.
     pub fn focus(&self, item: &str) -> Result<bool> {
         let e = &self.mem.engine;
-        e.timed("working.focus", || focus_in(e, &self.mem.active_context(), item))
+        e.timed("working.focus", || {
+            focus_in(e, &self.mem.active_context(), item)
+        })
     }
 
     /// Items in focus, oldest first.
     pub fn current_focus(&self) -> Result<Vec<String>> {
         let e = &self.mem.engine;
-        e.timed("working.current_focus", || Ok(load(e, &self.mem.active_context())?.focus))
+        e.timed("working.current_focus", || {
+            Ok(load(e, &self.mem.active_context())?.focus)
+        })
     }
 
     /// Add a value to the workspace; returns its id. The oldest item is evicted past capacity.
     pub fn add_to_workspace(&self, value: Value) -> Result<String> {
         let e = &self.mem.engine;
-        e.timed("working.add_to_workspace", || add_in(e, &self.mem.active_context(), value))
+        e.timed("working.add_to_workspace", || {
+            add_in(e, &self.mem.active_context(), value)
+        })
     }
 
     /// Workspace values, oldest first.
     pub fn workspace(&self) -> Result<Vec<Value>> {
-        Ok(self.workspace_items()?.into_iter().map(|i| i.value).collect())
+        Ok(self
+            .workspace_items()?
+            .into_iter()
+            .map(|i| i.value)
+            .collect())
     }
 
     /// Workspace items with ids and timestamps, oldest first.

@@ -8,14 +8,19 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use memstrata::{
-    Actions, Error, Health, ManualClock, Memory, MemoryBuilder, NewEpisode, OptimizeLevel, RunStatus, SearchFilters,
-    Step, TaskFilter, TaskStatus, TaskStatusFilter,
+    Actions, Error, Health, ManualClock, Memory, MemoryBuilder, NewEpisode, OptimizeLevel,
+    RunStatus, SearchFilters, Step, TaskFilter, TaskStatus, TaskStatusFilter,
 };
 use serde_json::{Value, json};
 
 fn builder(dir: &Path) -> (MemoryBuilder, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::starting_now());
-    (Memory::builder().path(dir.join("store")).clock(clock.clone()), clock)
+    (
+        Memory::builder()
+            .path(dir.join("store"))
+            .clock(clock.clone()),
+        clock,
+    )
 }
 
 fn open(dir: &Path) -> (Memory, Arc<ManualClock>) {
@@ -64,7 +69,9 @@ fn session_versions_round_trip_at_every_level() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, _) = open(dir.path());
     for level in 0..=3u8 {
-        let s = mem.session_create(&format!("level {level}"), json!({"level": level})).unwrap();
+        let s = mem
+            .session_create(&format!("level {level}"), json!({"level": level}))
+            .unwrap();
         let contents: Vec<Value> = vec![
             agent_state(1),
             agent_state(2),
@@ -77,10 +84,16 @@ fn session_versions_round_trip_at_every_level() {
         for (i, c) in contents.iter().enumerate() {
             let saved = mem.session_save(&s.session_id, c.clone(), level).unwrap();
             assert!(saved.success);
-            assert_eq!(saved.version, i as u64 + 1, "versions are 1, 2, 3… per session");
+            assert_eq!(
+                saved.version,
+                i as u64 + 1,
+                "versions are 1, 2, 3… per session"
+            );
         }
         for (i, c) in contents.iter().enumerate() {
-            let r = mem.session_restore(&s.session_id, Some(i as u64 + 1)).unwrap();
+            let r = mem
+                .session_restore(&s.session_id, Some(i as u64 + 1))
+                .unwrap();
             assert_eq!(&r.content, c, "level {level} version {}", i + 1);
             assert_eq!(r.version, i as u64 + 1);
             assert_eq!(r.metadata, json!({"level": level}));
@@ -102,22 +115,35 @@ fn compression_levels_are_real_and_different() {
     let mut stored = Vec::new();
     for level in 0..=2u8 {
         let s = mem.session_create("same content", json!({})).unwrap();
-        mem.session_save(&s.session_id, content.clone(), level).unwrap();
+        mem.session_save(&s.session_id, content.clone(), level)
+            .unwrap();
         let info = &mem.session_versions(&s.session_id).unwrap()[0];
         stored.push((info.raw_bytes, info.stored_bytes));
     }
     let raw = stored[0].0;
-    assert!(stored.iter().all(|(r, _)| *r == raw), "raw size is the same content at every level");
+    assert!(
+        stored.iter().all(|(r, _)| *r == raw),
+        "raw size is the same content at every level"
+    );
     assert!(stored[0].1 >= raw, "level 0 stores the raw MessagePack");
-    assert!(stored[1].1 < stored[0].1 / 2, "level 1 compresses: {stored:?}");
-    assert!(stored[2].1 < stored[1].1, "level 2 is smaller than level 1: {stored:?}");
+    assert!(
+        stored[1].1 < stored[0].1 / 2,
+        "level 1 compresses: {stored:?}"
+    );
+    assert!(
+        stored[2].1 < stored[1].1,
+        "level 2 is smaller than level 1: {stored:?}"
+    );
 
     // Level 3: a small change on top of the previous version stores a small delta.
     let s = mem.session_create("delta", json!({})).unwrap();
     mem.session_save(&s.session_id, content.clone(), 3).unwrap();
     let mut changed = content.clone();
     changed["state"]["step"] = json!(41);
-    changed["messages"].as_array_mut().unwrap().push(json!({"role": "user", "content": "one more"}));
+    changed["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "user", "content": "one more"}));
     mem.session_save(&s.session_id, changed.clone(), 3).unwrap();
     let infos = mem.session_versions(&s.session_id).unwrap();
     assert!(
@@ -126,8 +152,14 @@ fn compression_levels_are_real_and_different() {
         infos[1].stored_bytes,
         stored[2].1
     );
-    assert_eq!(mem.session_restore(&s.session_id, Some(2)).unwrap().content, changed);
-    assert_eq!(mem.session_restore(&s.session_id, Some(1)).unwrap().content, content);
+    assert_eq!(
+        mem.session_restore(&s.session_id, Some(2)).unwrap().content,
+        changed
+    );
+    assert_eq!(
+        mem.session_restore(&s.session_id, Some(1)).unwrap().content,
+        content
+    );
 }
 
 #[test]
@@ -136,7 +168,10 @@ fn old_versions_restore_exactly_after_many_saves_and_reopen() {
     let sid;
     {
         let (mem, _) = open(dir.path());
-        sid = mem.session_create("long", json!({"k": 1})).unwrap().session_id;
+        sid = mem
+            .session_create("long", json!({"k": 1}))
+            .unwrap()
+            .session_id;
         // 60 saves: long delta chains (keyframes forced past 16) and mixed levels.
         for i in 0..60 {
             let level = if i % 10 == 9 { (i / 10 % 3) as u8 } else { 3 };
@@ -169,28 +204,56 @@ fn retention_pruning_keeps_every_remaining_version_exact() {
     // Only the target session is pruned.
     let report = mem.optimize(OptimizeLevel::Medium, Some(&a)).unwrap();
     assert!(report.success);
-    assert_eq!(report.optimization_details["sessions"]["versions_pruned"], json!(25));
-    let kept: Vec<u64> = mem.session_versions(&a).unwrap().iter().map(|v| v.version).collect();
+    assert_eq!(
+        report.optimization_details["sessions"]["versions_pruned"],
+        json!(25)
+    );
+    let kept: Vec<u64> = mem
+        .session_versions(&a)
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
     assert_eq!(kept, vec![26, 27, 28, 29, 30]);
     assert_eq!(mem.session_versions(&other).unwrap().len(), 30);
     for v in 26..=30u64 {
-        assert_eq!(mem.session_restore(&a, Some(v)).unwrap().content, agent_state(v as usize - 1));
+        assert_eq!(
+            mem.session_restore(&a, Some(v)).unwrap().content,
+            agent_state(v as usize - 1)
+        );
     }
     let err = mem.session_restore(&a, Some(3)).unwrap_err();
     assert!(matches!(err, Error::NotFound { .. }), "{err}");
-    assert!(err.to_string().contains("version 3") && err.to_string().contains("26..=30"), "{err}");
+    assert!(
+        err.to_string().contains("version 3") && err.to_string().contains("26..=30"),
+        "{err}"
+    );
 
     // Saving after a prune continues the numbering and deltas against the kept versions.
     let s = mem.session_save(&a, agent_state(30), 3).unwrap();
     assert_eq!(s.version, 31);
-    assert_eq!(mem.session_restore(&a, None).unwrap().content, agent_state(30));
+    assert_eq!(
+        mem.session_restore(&a, None).unwrap().content,
+        agent_state(30)
+    );
 
     // All sessions.
     mem.optimize(OptimizeLevel::Medium, None).unwrap();
-    let kept: Vec<u64> = mem.session_versions(&other).unwrap().iter().map(|v| v.version).collect();
+    let kept: Vec<u64> = mem
+        .session_versions(&other)
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
     assert_eq!(kept, vec![26, 27, 28, 29, 30]);
-    assert_eq!(mem.session_restore(&other, Some(26)).unwrap().content, agent_state(25));
-    assert_eq!(mem.session_restore(&a, Some(27)).unwrap().content, agent_state(26));
+    assert_eq!(
+        mem.session_restore(&other, Some(26)).unwrap().content,
+        agent_state(25)
+    );
+    assert_eq!(
+        mem.session_restore(&a, Some(27)).unwrap().content,
+        agent_state(26)
+    );
 }
 
 #[test]
@@ -207,7 +270,10 @@ fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
                     .map(|i| {
                         let mut c = agent_state(i);
                         c["thread"] = json!(t);
-                        let v = mem.session_save(&sid, c.clone(), 3 - (i % 2) as u8).unwrap().version;
+                        let v = mem
+                            .session_save(&sid, c.clone(), 3 - (i % 2) as u8)
+                            .unwrap()
+                            .version;
                         // Reads interleave with other threads' saves.
                         assert_eq!(mem.session_restore(&sid, Some(v)).unwrap().content, c);
                         (v, c)
@@ -216,11 +282,21 @@ fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
             })
         })
         .collect();
-    let mut all: Vec<(u64, Value)> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let mut all: Vec<(u64, Value)> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
     all.sort_by_key(|(v, _)| *v);
-    assert_eq!(all.iter().map(|(v, _)| *v).collect::<Vec<_>>(), (1..=40).collect::<Vec<u64>>());
+    assert_eq!(
+        all.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
+        (1..=40).collect::<Vec<u64>>()
+    );
     for (v, c) in &all {
-        assert_eq!(&mem.session_restore(&sid, Some(*v)).unwrap().content, c, "version {v}");
+        assert_eq!(
+            &mem.session_restore(&sid, Some(*v)).unwrap().content,
+            c,
+            "version {v}"
+        );
     }
 }
 
@@ -255,7 +331,12 @@ fn restores_racing_with_pruning_never_see_a_missing_base() {
     for r in readers {
         assert!(r.join().unwrap() > 0);
     }
-    let kept: Vec<u64> = mem.session_versions(&sid).unwrap().iter().map(|v| v.version).collect();
+    let kept: Vec<u64> = mem
+        .session_versions(&sid)
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
     assert_eq!(kept, vec![39, 40]);
 }
 
@@ -264,28 +345,51 @@ fn session_errors_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, _) = open(dir.path());
     let err = mem.session_restore("no-such-session", None).unwrap_err();
-    assert!(matches!(err, Error::NotFound { .. }) && err.to_string().contains("no-such-session"), "{err}");
-    assert!(matches!(mem.session_save("no-such-session", json!(1), 0).unwrap_err(), Error::NotFound { .. }));
-    assert!(matches!(mem.session_versions("no-such-session").unwrap_err(), Error::NotFound { .. }));
+    assert!(
+        matches!(err, Error::NotFound { .. }) && err.to_string().contains("no-such-session"),
+        "{err}"
+    );
+    assert!(matches!(
+        mem.session_save("no-such-session", json!(1), 0)
+            .unwrap_err(),
+        Error::NotFound { .. }
+    ));
+    assert!(matches!(
+        mem.session_versions("no-such-session").unwrap_err(),
+        Error::NotFound { .. }
+    ));
 
     let s = mem.session_create("s", json!({"repo": "x"})).unwrap();
     let err = mem.session_restore(&s.session_id, None).unwrap_err();
     assert!(err.to_string().contains("no saved versions"), "{err}");
     let err = mem.session_save(&s.session_id, json!(1), 4).unwrap_err();
     assert!(is_invalid(&err, "compression_level"), "{err}");
-    assert!(is_invalid(&mem.session_create("", json!({})).unwrap_err(), "name"));
+    assert!(is_invalid(
+        &mem.session_create("", json!({})).unwrap_err(),
+        "name"
+    ));
 
     mem.session_save(&s.session_id, json!({"a": 1}), 2).unwrap();
     mem.session_save(&s.session_id, json!({"a": 2}), 3).unwrap();
     let err = mem.session_restore(&s.session_id, Some(9)).unwrap_err();
-    assert!(err.to_string().contains("version 9") && err.to_string().contains("1..=2"), "{err}");
+    assert!(
+        err.to_string().contains("version 9") && err.to_string().contains("1..=2"),
+        "{err}"
+    );
 
     assert!(mem.session_delete(&s.session_id).unwrap());
     assert!(!mem.session_delete(&s.session_id).unwrap());
     assert!(mem.session_list().unwrap().is_empty());
-    assert!(matches!(mem.session_restore(&s.session_id, Some(1)).unwrap_err(), Error::NotFound { .. }));
+    assert!(matches!(
+        mem.session_restore(&s.session_id, Some(1)).unwrap_err(),
+        Error::NotFound { .. }
+    ));
     let st = mem.status(true, true).unwrap();
-    assert_eq!(st.metrics.unwrap().items.session_versions, 0, "delete removes every version");
+    assert_eq!(
+        st.metrics.unwrap().items.session_versions,
+        0,
+        "delete removes every version"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -296,7 +400,12 @@ fn context_store_ttl_follows_the_injected_clock() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, clock) = open(dir.path());
     let stored = mem
-        .context_store("k", json!({"v": 1}), Some(Duration::from_secs(60)), Some("proj"))
+        .context_store(
+            "k",
+            json!({"v": 1}),
+            Some(Duration::from_secs(60)),
+            Some("proj"),
+        )
         .unwrap();
     assert!(stored.success);
     let expires = stored.expires_at.unwrap();
@@ -307,21 +416,43 @@ fn context_store_ttl_follows_the_injected_clock() {
     assert!(got.success);
     assert_eq!(got.value, json!({"v": 1}));
     assert_eq!(got.expires_at, Some(expires));
-    assert!(mem.context_retrieve("k", None).unwrap().is_none(), "other context");
+    assert!(
+        mem.context_retrieve("k", None).unwrap().is_none(),
+        "other context"
+    );
     // It is the short-term layer of that context.
-    assert_eq!(mem.namespace("proj").unwrap().short_term().retrieve("k").unwrap(), Some(json!({"v": 1})));
+    assert_eq!(
+        mem.namespace("proj")
+            .unwrap()
+            .short_term()
+            .retrieve("k")
+            .unwrap(),
+        Some(json!({"v": 1}))
+    );
 
     clock.advance(Duration::from_secs(59));
     assert!(mem.context_retrieve("k", Some("proj")).unwrap().is_some());
     clock.advance(Duration::from_secs(2));
-    assert!(mem.context_retrieve("k", Some("proj")).unwrap().is_none(), "expired after the TTL");
+    assert!(
+        mem.context_retrieve("k", Some("proj")).unwrap().is_none(),
+        "expired after the TTL"
+    );
     let plain = mem.context_retrieve("plain", None).unwrap().unwrap();
     assert_eq!(plain.expires_at, None);
 
-    let err = mem.context_store("k", json!(1), None, Some("bad name!")).unwrap_err();
+    let err = mem
+        .context_store("k", json!(1), None, Some("bad name!"))
+        .unwrap_err();
     assert!(is_invalid(&err, "namespace"), "{err}");
-    assert!(is_invalid(&mem.context_retrieve("k", Some("")).unwrap_err(), "namespace"));
-    assert!(is_invalid(&mem.context_store("k", json!(1), Some(Duration::ZERO), None).unwrap_err(), "ttl"));
+    assert!(is_invalid(
+        &mem.context_retrieve("k", Some("")).unwrap_err(),
+        "namespace"
+    ));
+    assert!(is_invalid(
+        &mem.context_store("k", json!(1), Some(Duration::ZERO), None)
+            .unwrap_err(),
+        "ttl"
+    ));
 }
 
 fn clock_now(clock: &ManualClock) -> chrono::DateTime<chrono::Utc> {
@@ -347,14 +478,26 @@ fn switch_context_clears_or_keeps_working_memory() {
     // preserve_current = true keeps proj's working memory for the return.
     let r = mem.switch_context("default", true).unwrap();
     assert_eq!(r.previous_context, "proj");
-    assert!(mem.working().current_focus().unwrap().is_empty(), "default's working memory was cleared on leaving");
+    assert!(
+        mem.working().current_focus().unwrap().is_empty(),
+        "default's working memory was cleared on leaving"
+    );
     assert!(mem.working().workspace().unwrap().is_empty());
     let r = mem.switch_context("proj", true).unwrap();
     assert!(r.context_loaded, "proj holds data now");
-    assert_eq!(mem.working().current_focus().unwrap(), vec!["proj-item".to_owned()]);
-    assert_eq!(mem.context_retrieve("pk", None).unwrap().unwrap().value, json!(1));
+    assert_eq!(
+        mem.working().current_focus().unwrap(),
+        vec!["proj-item".to_owned()]
+    );
+    assert_eq!(
+        mem.context_retrieve("pk", None).unwrap().unwrap().value,
+        json!(1)
+    );
     assert!(mem.contexts().unwrap().contains(&"proj".to_owned()));
-    assert!(is_invalid(&mem.switch_context("no spaces", true).unwrap_err(), "target_context"));
+    assert!(is_invalid(
+        &mem.switch_context("no spaces", true).unwrap_err(),
+        "target_context"
+    ));
 }
 
 // ---------------------------------------------------------------------------
@@ -365,7 +508,12 @@ fn touch(path: &Path, at: SystemTime) {
         std::fs::create_dir_all(p).unwrap();
     }
     std::fs::write(path, b"data").unwrap();
-    File::options().write(true).open(path).unwrap().set_modified(at).unwrap();
+    File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(at)
+        .unwrap();
 }
 
 #[test]
@@ -381,7 +529,12 @@ fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links(
     let before = start - Duration::from_secs(86_400);
     touch(&root.join(".gitignore"), before);
     std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
-    File::options().write(true).open(root.join(".gitignore")).unwrap().set_modified(before).unwrap();
+    File::options()
+        .write(true)
+        .open(root.join(".gitignore"))
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
     touch(&root.join("src/changed.rs"), during);
     touch(&root.join("src/untouched.rs"), before);
     touch(&root.join("notes/deep/also changed.md"), during);
@@ -398,7 +551,13 @@ fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links(
     let out = mem.punch_out(&t.task_id, "tests written", true).unwrap();
     assert!(out.success);
     assert_eq!(out.duration_seconds, 3600.0);
-    assert_eq!(out.files, vec!["notes/deep/also changed.md".to_owned(), "src/changed.rs".to_owned()]);
+    assert_eq!(
+        out.files,
+        vec![
+            "notes/deep/also changed.md".to_owned(),
+            "src/changed.rs".to_owned()
+        ]
+    );
     assert_eq!(out.files_modified, 2);
 
     let task = mem.task(&t.task_id).unwrap().unwrap();
@@ -430,7 +589,10 @@ fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
     let dir2 = tempfile::tempdir().unwrap();
     let (mem2, _) = open(dir2.path());
     let t2 = mem2.punch_in("gpt", "x", None).unwrap();
-    assert!(is_invalid(&mem2.punch_out(&t2.task_id, "", true).unwrap_err(), "workspace roots"));
+    assert!(is_invalid(
+        &mem2.punch_out(&t2.task_id, "", true).unwrap_err(),
+        "workspace roots"
+    ));
 }
 
 #[test]
@@ -438,25 +600,40 @@ fn punch_out_of_unknown_or_closed_task_fails() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, _) = open(dir.path());
     let err = mem.punch_out("0190-no-such-task", "x", false).unwrap_err();
-    assert!(matches!(err, Error::NotFound { .. }) && err.to_string().contains("0190-no-such-task"), "{err}");
+    assert!(
+        matches!(err, Error::NotFound { .. }) && err.to_string().contains("0190-no-such-task"),
+        "{err}"
+    );
     let t = mem.punch_in("claude", "a task", None).unwrap();
     mem.punch_out(&t.task_id, "done", false).unwrap();
     let err = mem.punch_out(&t.task_id, "again", false).unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
-    assert!(is_invalid(&mem.punch_in("", "x", None).unwrap_err(), "llm_name"));
-    assert!(is_invalid(&mem.punch_in("claude", "  ", None).unwrap_err(), "task_description"));
-    assert!(is_invalid(&mem.punch_in("claude", "x", Some("bad ctx")).unwrap_err(), "context"));
+    assert!(is_invalid(
+        &mem.punch_in("", "x", None).unwrap_err(),
+        "llm_name"
+    ));
+    assert!(is_invalid(
+        &mem.punch_in("claude", "  ", None).unwrap_err(),
+        "task_description"
+    ));
+    assert!(is_invalid(
+        &mem.punch_in("claude", "x", Some("bad ctx")).unwrap_err(),
+        "context"
+    ));
 }
 
 #[test]
 fn finished_tasks_become_episodes_and_feed_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, clock) = open(dir.path());
-    let t1 = mem.punch_in("claude", "implement sessions", Some("proj")).unwrap();
+    let t1 = mem
+        .punch_in("claude", "implement sessions", Some("proj"))
+        .unwrap();
     clock.advance(Duration::from_secs(120));
     let t2 = mem.punch_in("gpt", "review sessions", None).unwrap();
     clock.advance(Duration::from_secs(60));
-    mem.punch_out(&t1.task_id, "sessions implemented", false).unwrap();
+    mem.punch_out(&t1.task_id, "sessions implemented", false)
+        .unwrap();
     let _t3 = mem.punch_in("claude", "still running", None).unwrap();
     clock.advance(Duration::from_secs(30));
     mem.punch_out(&t2.task_id, "looks good", false).unwrap();
@@ -464,14 +641,28 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
     let proj = mem.namespace("proj").unwrap();
     let hits = proj
         .episodic()
-        .search("implement sessions", &SearchFilters { tags: vec!["task".into()], ..Default::default() }, 10)
+        .search(
+            "implement sessions",
+            &SearchFilters {
+                tags: vec!["task".into()],
+                ..Default::default()
+            },
+            10,
+        )
         .unwrap();
     assert_eq!(hits.len(), 1);
     let ep = &hits[0].episode;
     assert_eq!(ep.participants, vec!["claude".to_owned()]);
     assert_eq!(ep.content["summary"], json!("sessions implemented"));
     assert_eq!(ep.content["duration_seconds"], json!(180.0));
-    assert_eq!(mem.task(&t1.task_id).unwrap().unwrap().episode_id.as_deref(), Some(ep.id.as_str()));
+    assert_eq!(
+        mem.task(&t1.task_id)
+            .unwrap()
+            .unwrap()
+            .episode_id
+            .as_deref(),
+        Some(ep.id.as_str())
+    );
 
     let claude = mem
         .tasks(&TaskFilter {
@@ -516,13 +707,19 @@ fn status_reports_real_metrics_after_operations() {
     mem.short_term().store("a", json!(1), None).unwrap();
     mem.short_term().store("b", json!(2), None).unwrap();
     mem.working().focus("f").unwrap();
-    mem.episodic().record(NewEpisode::new("deployed to staging")).unwrap();
-    mem.semantic().store("user:alice", json!({"role": "admin"})).unwrap();
+    mem.episodic()
+        .record(NewEpisode::new("deployed to staging"))
+        .unwrap();
+    mem.semantic()
+        .store("user:alice", json!({"role": "admin"}))
+        .unwrap();
     let s = mem.session_create("s", json!({})).unwrap();
     mem.session_save(&s.session_id, json!({"x": 1}), 1).unwrap();
     mem.session_save(&s.session_id, json!({"x": 2}), 3).unwrap();
     mem.punch_in("claude", "t", None).unwrap();
-    mem.episodic().search("staging", &SearchFilters::default(), 5).unwrap();
+    mem.episodic()
+        .search("staging", &SearchFilters::default(), 5)
+        .unwrap();
     let _ = mem.session_restore("missing", None);
 
     let st = mem.status(true, true).unwrap();
@@ -536,12 +733,23 @@ fn status_reports_real_metrics_after_operations() {
     assert_eq!(m.operations["session.restore"].errors, 1);
     assert_eq!(m.operations["short_term.store"].count, 2);
     assert_eq!(
-        (m.items.short_term, m.items.working, m.items.episodes, m.items.semantic),
+        (
+            m.items.short_term,
+            m.items.working,
+            m.items.episodes,
+            m.items.semantic
+        ),
         (2, 1, 1, 1)
     );
-    assert_eq!((m.items.sessions, m.items.session_versions, m.items.tasks), (1, 2, 1));
+    assert_eq!(
+        (m.items.sessions, m.items.session_versions, m.items.tasks),
+        (1, 2, 1)
+    );
     assert!(m.bytes_on_disk > 0);
-    assert_eq!(m.index.documents, 2, "episode + knowledge after the search committed");
+    assert_eq!(
+        m.index.documents, 2,
+        "episode + knowledge after the search committed"
+    );
     assert!(m.index.committed_seq > 0 && m.index.applied_seq >= m.index.committed_seq);
     let v = serde_json::to_value(mem.status(true, true).unwrap()).unwrap();
     assert_eq!(v["status"], json!("healthy"));
@@ -558,13 +766,22 @@ fn status_is_degraded_while_the_index_lags_far_behind() {
         .unwrap();
     let n = memstrata::DEGRADED_INDEX_LAG as usize + 1;
     for i in 0..n {
-        mem.episodic().record(NewEpisode::new(format!("lagging episode {i}"))).unwrap();
+        mem.episodic()
+            .record(NewEpisode::new(format!("lagging episode {i}")))
+            .unwrap();
     }
     let st = mem.status(false, true).unwrap();
     assert_eq!(st.status, Health::Degraded);
-    assert!(st.issues.iter().any(|i| i.contains("index lags")), "{:?}", st.issues);
+    assert!(
+        st.issues.iter().any(|i| i.contains("index lags")),
+        "{:?}",
+        st.issues
+    );
     let idx = st.metrics.unwrap().index;
-    assert!(idx.pending as usize >= n && idx.log_entries as usize >= n, "{idx:?}");
+    assert!(
+        idx.pending as usize >= n && idx.log_entries as usize >= n,
+        "{idx:?}"
+    );
     mem.flush().unwrap();
     let st = mem.status(false, true).unwrap();
     assert_eq!(st.status, Health::Healthy, "{:?}", st.issues);
@@ -576,68 +793,133 @@ fn optimize_purges_expired_data_and_old_versions() {
     let dir = tempfile::tempdir().unwrap();
     let (b, clock) = builder(dir.path());
     // No background sweep during the test: optimize does the purging.
-    let mem = b.session_retention(3).sweep_interval(Duration::from_secs(3600)).open().unwrap();
+    let mem = b
+        .session_retention(3)
+        .sweep_interval(Duration::from_secs(3600))
+        .open()
+        .unwrap();
     let filler = "x".repeat(2000);
     for i in 0..3000 {
         let ctx = if i % 2 == 0 { None } else { Some("other") };
-        mem.context_store(&format!("tmp-{i}"), json!({"i": i, "pad": filler}), Some(Duration::from_secs(10)), ctx)
-            .unwrap();
+        mem.context_store(
+            &format!("tmp-{i}"),
+            json!({"i": i, "pad": filler}),
+            Some(Duration::from_secs(10)),
+            ctx,
+        )
+        .unwrap();
     }
-    mem.short_term().store("keep", json!("forever"), None).unwrap();
+    mem.short_term()
+        .store("keep", json!("forever"), None)
+        .unwrap();
     let s = mem.session_create("s", json!({})).unwrap();
     for i in 0..40 {
-        mem.session_save(&s.session_id, agent_state(i), (i % 4) as u8).unwrap();
+        mem.session_save(&s.session_id, agent_state(i), (i % 4) as u8)
+            .unwrap();
     }
     for i in 0..50 {
-        mem.episodic().record(NewEpisode::new(format!("episode {i}"))).unwrap();
+        mem.episodic()
+            .record(NewEpisode::new(format!("episode {i}")))
+            .unwrap();
         mem.flush().unwrap(); // a commit per episode: many index segments
     }
     clock.advance(Duration::from_secs(11));
 
     let light = mem.optimize(OptimizeLevel::Light, None).unwrap();
     assert!(light.success);
-    assert_eq!(light.optimization_details["expired_items_removed"], json!(3000));
+    assert_eq!(
+        light.optimization_details["expired_items_removed"],
+        json!(3000)
+    );
     assert!(light.optimization_details.get("sessions").is_none());
     assert_eq!(mem.short_term().keys("").unwrap(), vec!["keep".to_owned()]);
     let st = mem.status(false, true).unwrap().metrics.unwrap();
     assert_eq!(st.items.short_term, 1);
     assert_eq!(
         light.bytes_saved,
-        light.optimization_details["storage"]["bytes_before"].as_i64().unwrap()
-            - light.optimization_details["storage"]["bytes_after"].as_i64().unwrap()
+        light.optimization_details["storage"]["bytes_before"]
+            .as_i64()
+            .unwrap()
+            - light.optimization_details["storage"]["bytes_after"]
+                .as_i64()
+                .unwrap()
     );
 
     let medium = mem.optimize("medium".parse().unwrap(), None).unwrap();
-    assert_eq!(medium.optimization_details["sessions"]["versions_pruned"], json!(37));
-    let kept: Vec<u64> = mem.session_versions(&s.session_id).unwrap().iter().map(|v| v.version).collect();
+    assert_eq!(
+        medium.optimization_details["sessions"]["versions_pruned"],
+        json!(37)
+    );
+    let kept: Vec<u64> = mem
+        .session_versions(&s.session_id)
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
     assert_eq!(kept, vec![38, 39, 40]);
     for v in 38..=40u64 {
-        assert_eq!(mem.session_restore(&s.session_id, Some(v)).unwrap().content, agent_state(v as usize - 1));
+        assert_eq!(
+            mem.session_restore(&s.session_id, Some(v)).unwrap().content,
+            agent_state(v as usize - 1)
+        );
     }
 
-    let aggressive = mem.optimize(OptimizeLevel::Aggressive, Some(&s.session_id)).unwrap();
+    let aggressive = mem
+        .optimize(OptimizeLevel::Aggressive, Some(&s.session_id))
+        .unwrap();
     let idx = &aggressive.optimization_details["index"];
     // (segments_before depends on how far tantivy's background merges got.)
     assert!(idx["segments_before"].as_u64().unwrap() >= 1, "{idx}");
     assert_eq!(idx["segments_after"], json!(1));
-    assert_eq!(mem.status(false, true).unwrap().metrics.unwrap().index.segments, 1);
+    assert_eq!(
+        mem.status(false, true)
+            .unwrap()
+            .metrics
+            .unwrap()
+            .index
+            .segments,
+        1
+    );
     assert_eq!(idx["documents"], json!(50));
-    assert_eq!(mem.episodic().search("episode", &SearchFilters::default(), 100).unwrap().len(), 50);
-    assert!(matches!(mem.optimize(OptimizeLevel::Light, Some("nope")).unwrap_err(), Error::NotFound { .. }));
-    assert!(is_invalid(&"extreme".parse::<OptimizeLevel>().unwrap_err(), "level"));
+    assert_eq!(
+        mem.episodic()
+            .search("episode", &SearchFilters::default(), 100)
+            .unwrap()
+            .len(),
+        50
+    );
+    assert!(matches!(
+        mem.optimize(OptimizeLevel::Light, Some("nope"))
+            .unwrap_err(),
+        Error::NotFound { .. }
+    ));
+    assert!(is_invalid(
+        &"extreme".parse::<OptimizeLevel>().unwrap_err(),
+        "level"
+    ));
 }
 
 // ---------------------------------------------------------------------------
 // export / import
 
 fn populate(mem: &Memory, clock: &ManualClock) -> (String, String, String) {
-    mem.short_term().store("draft", json!({"text": "hello"}), None).unwrap();
-    mem.short_term().store("ttl", json!(1), Some(Duration::from_secs(3600))).unwrap();
-    mem.short_term().store("gone", json!(1), Some(Duration::from_secs(1))).unwrap();
+    mem.short_term()
+        .store("draft", json!({"text": "hello"}), None)
+        .unwrap();
+    mem.short_term()
+        .store("ttl", json!(1), Some(Duration::from_secs(3600)))
+        .unwrap();
+    mem.short_term()
+        .store("gone", json!(1), Some(Duration::from_secs(1)))
+        .unwrap();
     mem.working().focus("bug #42").unwrap();
-    mem.working().add_to_workspace(json!({"file": "src/lib.rs"})).unwrap();
+    mem.working()
+        .add_to_workspace(json!({"file": "src/lib.rs"}))
+        .unwrap();
     let proj = mem.namespace("proj").unwrap();
-    proj.short_term().store("k", json!([1, 2, 3]), None).unwrap();
+    proj.short_term()
+        .store("k", json!([1, 2, 3]), None)
+        .unwrap();
     proj.working().focus("proj focus").unwrap();
     mem.episodic()
         .record(
@@ -648,27 +930,44 @@ fn populate(mem: &Memory, clock: &ManualClock) -> (String, String, String) {
                 .importance(7),
         )
         .unwrap();
-    proj.episodic().record(NewEpisode::new("Planned the migration").tags(["plan"])).unwrap();
-    mem.semantic().store("user:alice", json!({"role": "admin"})).unwrap();
+    proj.episodic()
+        .record(NewEpisode::new("Planned the migration").tags(["plan"]))
+        .unwrap();
+    mem.semantic()
+        .store("user:alice", json!({"role": "admin"}))
+        .unwrap();
     clock.advance(Duration::from_secs(5));
-    mem.semantic().update("user:alice", json!({"team": "infra"})).unwrap();
-    proj.semantic().store("fact", json!("the sky is blue")).unwrap();
+    mem.semantic()
+        .update("user:alice", json!({"team": "infra"}))
+        .unwrap();
+    proj.semantic()
+        .store("fact", json!("the sky is blue"))
+        .unwrap();
 
     proj.procedural()
         .learn(
             "triage",
             vec![
-                Step::new("look", "lookup").parameters(json!({"id": 7})).then("note"),
-                Step::new("note", "episodic.record").parameters(json!({"summary": "ticket triaged"})),
+                Step::new("look", "lookup")
+                    .parameters(json!({"id": 7}))
+                    .then("note"),
+                Step::new("note", "episodic.record")
+                    .parameters(json!({"summary": "ticket triaged"})),
             ],
         )
         .unwrap();
-    let run = proj.procedural().execute("triage", json!({"user": "bob"}), &Actions::new()).unwrap();
+    let run = proj
+        .procedural()
+        .execute("triage", json!({"user": "bob"}), &Actions::new())
+        .unwrap();
     assert_eq!(run.status, RunStatus::AwaitingAction);
 
-    let s = mem.session_create("refactor", json!({"repo": "x"})).unwrap();
+    let s = mem
+        .session_create("refactor", json!({"repo": "x"}))
+        .unwrap();
     for i in 0..6 {
-        mem.session_save(&s.session_id, agent_state(i), (i % 4) as u8).unwrap();
+        mem.session_save(&s.session_id, agent_state(i), (i % 4) as u8)
+            .unwrap();
         clock.advance(Duration::from_secs(1));
     }
     let t = mem.punch_in("claude", "write tests", Some("proj")).unwrap();
@@ -686,10 +985,23 @@ fn export_then_import_gives_identical_reads() {
     let (sid, tid, run_id) = populate(&src, &clock);
     let mut buf = Vec::new();
     let stats = src.export(&mut buf).unwrap();
-    assert_eq!(stats.counts["episode"], 3, "two recorded + one from the finished task");
+    assert_eq!(
+        stats.counts["episode"], 3,
+        "two recorded + one from the finished task"
+    );
     assert_eq!(stats.counts["session"], 1);
-    assert_eq!(stats.counts["short_term"], 3, "the expired item is not exported");
-    let header: Value = serde_json::from_str(String::from_utf8(buf.clone()).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(
+        stats.counts["short_term"], 3,
+        "the expired item is not exported"
+    );
+    let header: Value = serde_json::from_str(
+        String::from_utf8(buf.clone())
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(header["type"], json!("memstrata_export"));
     assert_eq!(header["format_version"], json!(1));
 
@@ -701,45 +1013,101 @@ fn export_then_import_gives_identical_reads() {
     assert_eq!(istats.counts, stats.counts);
 
     // Every layer reads the same.
-    for (a, b) in [(src.clone(), dst.clone()), (src.namespace("proj").unwrap(), dst.namespace("proj").unwrap())] {
+    for (a, b) in [
+        (src.clone(), dst.clone()),
+        (
+            src.namespace("proj").unwrap(),
+            dst.namespace("proj").unwrap(),
+        ),
+    ] {
         for k in a.short_term().keys("").unwrap() {
-            assert_eq!(a.short_term().entry(&k).unwrap(), b.short_term().entry(&k).unwrap(), "{k}");
+            assert_eq!(
+                a.short_term().entry(&k).unwrap(),
+                b.short_term().entry(&k).unwrap(),
+                "{k}"
+            );
         }
-        assert_eq!(a.short_term().keys("").unwrap(), b.short_term().keys("").unwrap());
-        assert_eq!(a.working().current_focus().unwrap(), b.working().current_focus().unwrap());
-        assert_eq!(a.working().workspace_items().unwrap(), b.working().workspace_items().unwrap());
-        assert_eq!(a.episodic().recent(100).unwrap(), b.episodic().recent(100).unwrap());
+        assert_eq!(
+            a.short_term().keys("").unwrap(),
+            b.short_term().keys("").unwrap()
+        );
+        assert_eq!(
+            a.working().current_focus().unwrap(),
+            b.working().current_focus().unwrap()
+        );
+        assert_eq!(
+            a.working().workspace_items().unwrap(),
+            b.working().workspace_items().unwrap()
+        );
+        assert_eq!(
+            a.episodic().recent(100).unwrap(),
+            b.episodic().recent(100).unwrap()
+        );
         for ep in a.episodic().recent(100).unwrap() {
             assert_eq!(b.episodic().get(&ep.id).unwrap().as_ref(), Some(&ep));
-            let hits = b.episodic().search(&ep.summary, &SearchFilters::default(), 10).unwrap();
-            assert!(hits.iter().any(|h| h.episode == ep), "imported episodes are searchable: {}", ep.summary);
+            let hits = b
+                .episodic()
+                .search(&ep.summary, &SearchFilters::default(), 10)
+                .unwrap();
+            assert!(
+                hits.iter().any(|h| h.episode == ep),
+                "imported episodes are searchable: {}",
+                ep.summary
+            );
         }
         for k in a.semantic().keys("").unwrap() {
             assert_eq!(a.semantic().get(&k).unwrap(), b.semantic().get(&k).unwrap());
-            assert_eq!(a.semantic().history(&k).unwrap(), b.semantic().history(&k).unwrap());
+            assert_eq!(
+                a.semantic().history(&k).unwrap(),
+                b.semantic().history(&k).unwrap()
+            );
         }
-        assert_eq!(a.semantic().keys("").unwrap(), b.semantic().keys("").unwrap());
-        assert_eq!(a.procedural().list().unwrap(), b.procedural().list().unwrap());
+        assert_eq!(
+            a.semantic().keys("").unwrap(),
+            b.semantic().keys("").unwrap()
+        );
+        assert_eq!(
+            a.procedural().list().unwrap(),
+            b.procedural().list().unwrap()
+        );
         for p in a.procedural().list().unwrap() {
-            assert_eq!(a.procedural().get(&p).unwrap(), b.procedural().get(&p).unwrap());
+            assert_eq!(
+                a.procedural().get(&p).unwrap(),
+                b.procedural().get(&p).unwrap()
+            );
         }
     }
     assert_eq!(dst.semantic().history("user:alice").unwrap().len(), 2);
     let hits = dst.semantic().query("infra", 5).unwrap();
     assert_eq!(hits[0].key, "user:alice");
     assert_eq!(src.contexts().unwrap(), dst.contexts().unwrap());
-    assert_eq!(src.procedural().run(&run_id).unwrap(), dst.procedural().run(&run_id).unwrap());
+    assert_eq!(
+        src.procedural().run(&run_id).unwrap(),
+        dst.procedural().run(&run_id).unwrap()
+    );
     assert_eq!(src.session_list().unwrap(), dst.session_list().unwrap());
-    let (va, vb) = (src.session_versions(&sid).unwrap(), dst.session_versions(&sid).unwrap());
+    let (va, vb) = (
+        src.session_versions(&sid).unwrap(),
+        dst.session_versions(&sid).unwrap(),
+    );
     assert_eq!(va, vb);
     for v in &va {
-        assert_eq!(src.session_restore(&sid, Some(v.version)).unwrap(), dst.session_restore(&sid, Some(v.version)).unwrap());
+        assert_eq!(
+            src.session_restore(&sid, Some(v.version)).unwrap(),
+            dst.session_restore(&sid, Some(v.version)).unwrap()
+        );
     }
     assert_eq!(src.task(&tid).unwrap(), dst.task(&tid).unwrap());
-    assert_eq!(src.tasks(&TaskFilter::default()).unwrap(), dst.tasks(&TaskFilter::default()).unwrap());
+    assert_eq!(
+        src.tasks(&TaskFilter::default()).unwrap(),
+        dst.tasks(&TaskFilter::default()).unwrap()
+    );
 
     // A paused run imported elsewhere can be resumed there.
-    let resumed = dst.procedural().resume(&run_id, json!({"found": true}), &Actions::new()).unwrap();
+    let resumed = dst
+        .procedural()
+        .resume(&run_id, json!({"found": true}), &Actions::new())
+        .unwrap();
     assert_eq!(resumed.status, RunStatus::Completed);
 
     // And the imported store exports the same lines (header aside).
@@ -760,7 +1128,9 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     assert!(lines.len() > 5);
 
     let (dst, _) = open(&dir.path().join("b"));
-    dst.short_term().store("existing", json!("value"), None).unwrap();
+    dst.short_term()
+        .store("existing", json!("value"), None)
+        .unwrap();
     dst.semantic().store("existing", json!({"v": 1})).unwrap();
     let before = export_lines(&dst);
 
@@ -768,11 +1138,22 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     bad_json[2] = "{\"type\": \"episode\", \"id\": ";
     let newer = good.replacen("\"format_version\":1", "\"format_version\":2", 1);
     assert_ne!(newer, good);
-    let mut episode: Value = serde_json::from_str(lines.iter().find(|l| l.contains("\"type\":\"episode\"")).unwrap()).unwrap();
+    let mut episode: Value = serde_json::from_str(
+        lines
+            .iter()
+            .find(|l| l.contains("\"type\":\"episode\""))
+            .unwrap(),
+    )
+    .unwrap();
     episode["importance"] = json!("high");
     let wrong_type = format!("{}\n{}\n{}\n", lines[0], lines[1], episode);
-    let mut bad_session: Value =
-        serde_json::from_str(lines.iter().find(|l| l.contains("\"type\":\"session\"")).unwrap()).unwrap();
+    let mut bad_session: Value = serde_json::from_str(
+        lines
+            .iter()
+            .find(|l| l.contains("\"type\":\"session\""))
+            .unwrap(),
+    )
+    .unwrap();
     bad_session["versions"][1]["compression_level"] = json!(9);
     let bad_level = format!("{}\n{}\n{}\n", lines[0], lines[1], bad_session);
     let cases: Vec<(String, &str)> = vec![
@@ -780,20 +1161,32 @@ fn malformed_imports_are_rejected_and_change_nothing() {
         (newer, "format version 2"),
         (wrong_type, "line 3"),
         (bad_level, "compression_level"),
-        (format!("{}\n{{\"type\":\"mystery\"}}\n", lines[0]), "line 2"),
+        (
+            format!("{}\n{{\"type\":\"mystery\"}}\n", lines[0]),
+            "line 2",
+        ),
         ("{\"type\":\"episode\"}\n".to_owned(), "line 1"),
         (String::new(), "line 1"),
         (format!("{}\n{}\n", lines[0], lines[0]), "second header"),
     ];
     for (text, needle) in cases {
-        let err = dst.import(&mut BufReader::new(text.as_bytes())).unwrap_err();
+        let err = dst
+            .import(&mut BufReader::new(text.as_bytes()))
+            .unwrap_err();
         assert!(is_invalid(&err, needle), "expected {needle:?} in {err}");
-        assert_eq!(export_lines(&dst), before, "a rejected import wrote nothing ({needle})");
+        assert_eq!(
+            export_lines(&dst),
+            before,
+            "a rejected import wrote nothing ({needle})"
+        );
     }
     // Bytes that are not UTF-8.
     let mut bytes = format!("{}\n", lines[0]).into_bytes();
     bytes.extend_from_slice(&[0xff, 0xfe, b'\n']);
-    assert!(is_invalid(&dst.import(&mut Cursor::new(bytes)).unwrap_err(), "line 2"));
+    assert!(is_invalid(
+        &dst.import(&mut Cursor::new(bytes)).unwrap_err(),
+        "line 2"
+    ));
     assert_eq!(export_lines(&dst), before);
 }
 
@@ -803,7 +1196,10 @@ fn knowledge_graph_import_from_the_reference_memory_server() {
     let (mem, _) = open(dir.path());
     let kg = mem.namespace("kg").unwrap();
     kg.semantic()
-        .store("entity:Carol", json!({"entityType": "person", "observations": ["likes tea"], "relations": []}))
+        .store(
+            "entity:Carol",
+            json!({"entityType": "person", "observations": ["likes tea"], "relations": []}),
+        )
         .unwrap();
     let jsonl = r#"{"type":"entity","name":"Alice","entityType":"person","observations":["works on search","prefers Rust"]}
 {"type":"entity","name":"Acme","entityType":"organization","observations":[]}
@@ -825,17 +1221,35 @@ fn knowledge_graph_import_from_the_reference_memory_server() {
         }))
     );
     let carol = kg.semantic().retrieve("entity:Carol").unwrap().unwrap();
-    assert_eq!(carol["observations"], json!(["likes tea"]), "existing entity kept, relation added");
-    assert_eq!(carol["relations"], json!([{"relationType": "mentors", "to": "Alice"}]));
+    assert_eq!(
+        carol["observations"],
+        json!(["likes tea"]),
+        "existing entity kept, relation added"
+    );
+    assert_eq!(
+        carol["relations"],
+        json!([{"relationType": "mentors", "to": "Alice"}])
+    );
     let dave = kg.semantic().retrieve("entity:Dave").unwrap().unwrap();
     assert_eq!(dave["entityType"], Value::Null);
-    assert_eq!(dave["relations"], json!([{"relationType": "founded", "to": "Acme"}]));
+    assert_eq!(
+        dave["relations"],
+        json!([{"relationType": "founded", "to": "Acme"}])
+    );
     let hits = kg.semantic().query("search Rust", 5).unwrap();
     assert_eq!(hits[0].key, "entity:Alice");
-    assert!(mem.semantic().keys("entity:").unwrap().is_empty(), "only the active context");
+    assert!(
+        mem.semantic().keys("entity:").unwrap().is_empty(),
+        "only the active context"
+    );
 
     let bad = "{\"type\":\"entity\",\"name\":\"Zed\",\"entityType\":\"x\",\"observations\":[]}\n{\"type\":\"relation\",\"from\":\"Zed\"}\n";
-    let err = kg.import_knowledge_graph(&mut Cursor::new(bad)).unwrap_err();
+    let err = kg
+        .import_knowledge_graph(&mut Cursor::new(bad))
+        .unwrap_err();
     assert!(is_invalid(&err, "line 2"), "{err}");
-    assert!(kg.semantic().retrieve("entity:Zed").unwrap().is_none(), "nothing written");
+    assert!(
+        kg.semantic().retrieve("entity:Zed").unwrap().is_none(),
+        "nothing written"
+    );
 }

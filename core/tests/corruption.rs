@@ -11,9 +11,21 @@ fn populate(path: &Path) -> Vec<String> {
     let mem = Memory::open(path).unwrap();
     let mut ids = Vec::new();
     for i in 0..50 {
-        mem.short_term().store(&format!("k{i}"), json!({"i": i, "pad": "x".repeat(200)}), None).unwrap();
-        ids.push(mem.episodic().record(NewEpisode::new(format!("corruption probe {i}"))).unwrap());
-        mem.semantic().store(&format!("s{i}"), json!({"i": i})).unwrap();
+        mem.short_term()
+            .store(
+                &format!("k{i}"),
+                json!({"i": i, "pad": "x".repeat(200)}),
+                None,
+            )
+            .unwrap();
+        ids.push(
+            mem.episodic()
+                .record(NewEpisode::new(format!("corruption probe {i}")))
+                .unwrap(),
+        );
+        mem.semantic()
+            .store(&format!("s{i}"), json!({"i": i}))
+            .unwrap();
     }
     ids
 }
@@ -37,7 +49,11 @@ fn open_and_verify(path: &Path, ids: &[String]) -> Result<(), String> {
     let mem = Memory::open(path).map_err(|e| e.to_string())?;
     for i in 0..50 {
         match mem.short_term().retrieve(&format!("k{i}")) {
-            Ok(Some(v)) => assert_eq!(v["i"], json!(i), "wrong value read back from a damaged store"),
+            Ok(Some(v)) => assert_eq!(
+                v["i"],
+                json!(i),
+                "wrong value read back from a damaged store"
+            ),
             Ok(None) => return Err(format!("k{i} missing")),
             Err(e) => return Err(e.to_string()),
         }
@@ -47,10 +63,17 @@ fn open_and_verify(path: &Path, ids: &[String]) -> Result<(), String> {
         .search("corruption probe", &SearchFilters::default(), 100)
         .map_err(|e| e.to_string())?;
     for h in &hits {
-        assert!(ids.contains(&h.episode.id), "search returned an episode that was never stored");
+        assert!(
+            ids.contains(&h.episode.id),
+            "search returned an episode that was never stored"
+        );
     }
     if hits.len() != ids.len() {
-        return Err(format!("search found {} of {} episodes", hits.len(), ids.len()));
+        return Err(format!(
+            "search found {} of {} episodes",
+            hits.len(),
+            ids.len()
+        ));
     }
     Ok(())
 }
@@ -64,7 +87,9 @@ fn damaged_index_files_are_rebuilt() {
         // Re-list every round: a rebuild renames the segment files.
         for i in 0.. {
             let files = files_under(&dir.path().join("index"));
-            let Some(f) = files.get(i).cloned() else { break };
+            let Some(f) = files.get(i).cloned() else {
+                break;
+            };
             let original = std::fs::read(&f).unwrap();
             let mut bytes = original.clone();
             if damage == 0 {
@@ -79,7 +104,10 @@ fn damaged_index_files_are_rebuilt() {
             let r = catch_unwind(AssertUnwindSafe(|| open_and_verify(dir.path(), &ids)));
             match r {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => panic!("damaging {} (mode {damage}) was not repaired: {e}", f.display()),
+                Ok(Err(e)) => panic!(
+                    "damaging {} (mode {damage}) was not repaired: {e}",
+                    f.display()
+                ),
                 Err(_) => panic!("panic after damaging {} (mode {damage})", f.display()),
             }
             if f.exists() {
@@ -87,7 +115,10 @@ fn damaged_index_files_are_rebuilt() {
             }
         }
     }
-    assert!(damaged >= 10, "expected to damage every index file, did {damaged}");
+    assert!(
+        damaged >= 10,
+        "expected to damage every index file, did {damaged}"
+    );
 }
 
 #[test]
@@ -112,7 +143,9 @@ fn damaged_sled_files_give_an_error_not_a_panic() {
         let r = catch_unwind(AssertUnwindSafe(|| open_and_verify(dir.path(), &ids)));
         match r {
             Ok(Ok(())) | Ok(Err(_)) => {}
-            Err(_) => panic!("damage mode {damage}: a damaged sled store panicked instead of returning an error"),
+            Err(_) => panic!(
+                "damage mode {damage}: a damaged sled store panicked instead of returning an error"
+            ),
         }
     }
 }

@@ -14,11 +14,17 @@ use memstrata::{Durability, Memory, NewEpisode, SearchFilters};
 use serde_json::json;
 
 fn iterations() -> usize {
-    std::env::var("MEMSTRATA_CRASH_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(3)
+    std::env::var("MEMSTRATA_CRASH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
 }
 
 fn now_ms() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
 }
 
 /// Deterministic pseudo-random numbers (xorshift), seeded per iteration.
@@ -41,9 +47,20 @@ struct Acked {
 }
 
 /// Run one child until killed; returns what it acknowledged and the kill time (ms since epoch).
-fn run_child(path: &std::path::Path, mode: &str, kill_after: Duration, start_at: u64) -> (Acked, u128) {
+fn run_child(
+    path: &std::path::Path,
+    mode: &str,
+    kill_after: Duration,
+    start_at: u64,
+) -> (Acked, u128) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_writer_child", "--nocapture", "--include-ignored", "--test-threads=1"])
+        .args([
+            "--exact",
+            "crash_writer_child",
+            "--nocapture",
+            "--include-ignored",
+            "--test-threads=1",
+        ])
         .env("MEMSTRATA_CRASH_WRITER", path)
         .env("MEMSTRATA_CRASH_MODE", mode)
         .env("MEMSTRATA_CRASH_START", start_at.to_string())
@@ -60,7 +77,11 @@ fn run_child(path: &std::path::Path, mode: &str, kill_after: Duration, start_at:
             match parts.as_slice() {
                 ["ACK", "st", k, n] => acked.short_term.push((k.to_string(), n.parse().unwrap())),
                 ["ACK", "sem", k, n] => acked.semantic.push((k.to_string(), n.parse().unwrap())),
-                ["ACK", "ep", id, n, t] => acked.episodes.push((id.to_string(), n.parse().unwrap(), t.parse().unwrap())),
+                ["ACK", "ep", id, n, t] => {
+                    acked
+                        .episodes
+                        .push((id.to_string(), n.parse().unwrap(), t.parse().unwrap()))
+                }
                 ["ACK", "ws", n] => acked.workspace.push(n.parse().unwrap()),
                 _ => {}
             }
@@ -83,36 +104,74 @@ fn check(path: &std::path::Path, acked: &Acked, must_hold_before_ms: Option<u128
     let mem = Memory::open(path).unwrap();
     let mut checked = 0;
     // Keys are rewritten: the last acknowledged value of each key must be there.
-    let latest = |v: &[(String, u64)]| v.iter().cloned().collect::<std::collections::BTreeMap<String, u64>>();
+    let latest = |v: &[(String, u64)]| {
+        v.iter()
+            .cloned()
+            .collect::<std::collections::BTreeMap<String, u64>>()
+    };
     for (k, n) in &latest(&acked.short_term) {
         // A later write to the same key may have landed without its ack being read: values only grow.
-        let got = mem.short_term().retrieve(k).unwrap().and_then(|v| v.as_u64());
-        assert!(got.is_some_and(|g| g >= *n), "acknowledged short-term write {k}={n} lost (found {got:?})");
+        let got = mem
+            .short_term()
+            .retrieve(k)
+            .unwrap()
+            .and_then(|v| v.as_u64());
+        assert!(
+            got.is_some_and(|g| g >= *n),
+            "acknowledged short-term write {k}={n} lost (found {got:?})"
+        );
         checked += 1;
     }
     for (k, n) in &latest(&acked.semantic) {
-        let got = mem.semantic().retrieve(k).unwrap().and_then(|v| v["n"].as_u64());
-        assert!(got.is_some_and(|g| g >= *n), "acknowledged semantic write {k}={n} lost (found {got:?})");
+        let got = mem
+            .semantic()
+            .retrieve(k)
+            .unwrap()
+            .and_then(|v| v["n"].as_u64());
+        assert!(
+            got.is_some_and(|g| g >= *n),
+            "acknowledged semantic write {k}={n} lost (found {got:?})"
+        );
         checked += 1;
     }
     let ws = mem.working().workspace().unwrap();
     for n in acked.workspace.iter().rev().take(8) {
-        assert!(ws.contains(&json!(n)), "acknowledged workspace item {n} lost");
+        assert!(
+            ws.contains(&json!(n)),
+            "acknowledged workspace item {n} lost"
+        );
     }
     for (id, n, t) in &acked.episodes {
         if must_hold_before_ms.is_some_and(|limit| *t > limit) {
             continue;
         }
-        let ep = mem.episodic().get(id).unwrap().unwrap_or_else(|| panic!("acknowledged episode {id} lost"));
+        let ep = mem
+            .episodic()
+            .get(id)
+            .unwrap()
+            .unwrap_or_else(|| panic!("acknowledged episode {id} lost"));
         assert_eq!(ep.summary, format!("crash episode marker{n}"));
-        let hits = mem.episodic().search(&format!("marker{n}"), &SearchFilters::default(), 5).unwrap();
-        assert!(hits.iter().any(|h| &h.episode.id == id), "stored episode {id} not found by search");
+        let hits = mem
+            .episodic()
+            .search(&format!("marker{n}"), &SearchFilters::default(), 5)
+            .unwrap();
+        assert!(
+            hits.iter().any(|h| &h.episode.id == id),
+            "stored episode {id} not found by search"
+        );
         checked += 1;
     }
     // Every episode in sled (acknowledged or not) is searchable: the index is consistent.
     let all = mem.episodic().recent(1000).unwrap();
-    let f = SearchFilters { tags: vec!["crash".into()], ..Default::default() };
-    assert_eq!(mem.episodic().search("", &f, 1000).unwrap().len(), all.len(), "index and sled disagree");
+    let f = SearchFilters {
+        tags: vec!["crash".into()],
+        ..Default::default()
+    };
+    assert_eq!(
+        mem.episodic().search("", &f, 1000).unwrap().len(),
+        all.len(),
+        "index and sled disagree"
+    );
     checked
 }
 
@@ -128,7 +187,10 @@ fn immediate_durability_loses_nothing_acknowledged_under_sigkill() {
         start += 100_000;
         total += check(dir.path(), &acked, None);
     }
-    eprintln!("immediate: {} iterations, {total} acknowledged writes verified", iterations());
+    eprintln!(
+        "immediate: {} iterations, {total} acknowledged writes verified",
+        iterations()
+    );
 }
 
 #[test]
@@ -155,13 +217,22 @@ fn periodic_durability_loses_at_most_the_window() {
 #[test]
 #[ignore = "child process for the crash tests"]
 fn crash_writer_child() {
-    let Ok(path) = std::env::var("MEMSTRATA_CRASH_WRITER") else { return };
+    let Ok(path) = std::env::var("MEMSTRATA_CRASH_WRITER") else {
+        return;
+    };
     let durability = match std::env::var("MEMSTRATA_CRASH_MODE").as_deref() {
         Ok("periodic") => Durability::Periodic(100),
         _ => Durability::Immediate,
     };
-    let start: u64 = std::env::var("MEMSTRATA_CRASH_START").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let mem = Memory::builder().path(path).durability(durability).open().unwrap();
+    let start: u64 = std::env::var("MEMSTRATA_CRASH_START")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mem = Memory::builder()
+        .path(path)
+        .durability(durability)
+        .open()
+        .unwrap();
     let out = std::io::stdout();
     use std::io::Write;
     for n in start.. {

@@ -11,7 +11,11 @@ use serde_json::json;
 const MARK: &str = "zebracorn";
 
 fn open(path: &Path, clock: &Arc<ManualClock>) -> Memory {
-    Memory::builder().path(path).clock(clock.clone()).open().unwrap()
+    Memory::builder()
+        .path(path)
+        .clock(clock.clone())
+        .open()
+        .unwrap()
 }
 
 fn export_text(mem: &Memory) -> String {
@@ -22,22 +26,85 @@ fn export_text(mem: &Memory) -> String {
 
 fn assert_gone(mem: &Memory, ep_id: &str, session_id: &str, when: &str) {
     let ctx = mem.namespace("default").unwrap();
-    assert_eq!(ctx.short_term().retrieve("forgotten").unwrap(), None, "{when}: forgotten key");
-    assert_eq!(ctx.short_term().retrieve("expiring").unwrap(), None, "{when}: expired key");
-    assert!(ctx.short_term().keys("").unwrap().iter().all(|k| k == "kept"), "{when}: keys");
-    assert!(ctx.episodic().get(ep_id).unwrap().is_none(), "{when}: episode get");
-    assert!(ctx.episodic().search(MARK, &SearchFilters::default(), 100).unwrap().is_empty(), "{when}: episode search");
-    assert!(ctx.episodic().recent(100).unwrap().iter().all(|e| e.id != ep_id), "{when}: recent episodes");
-    assert!(ctx.semantic().retrieve("secret").unwrap().is_none(), "{when}: knowledge");
-    assert!(ctx.semantic().history("secret").unwrap().is_empty(), "{when}: knowledge history");
-    assert!(ctx.semantic().query(MARK, 100).unwrap().is_empty(), "{when}: knowledge query");
-    assert!(ctx.session_restore(session_id, None).is_err(), "{when}: deleted session restore");
-    assert!(ctx.session_list().unwrap().iter().all(|s| s.session_id != session_id), "{when}: session list");
+    assert_eq!(
+        ctx.short_term().retrieve("forgotten").unwrap(),
+        None,
+        "{when}: forgotten key"
+    );
+    assert_eq!(
+        ctx.short_term().retrieve("expiring").unwrap(),
+        None,
+        "{when}: expired key"
+    );
+    assert!(
+        ctx.short_term()
+            .keys("")
+            .unwrap()
+            .iter()
+            .all(|k| k == "kept"),
+        "{when}: keys"
+    );
+    assert!(
+        ctx.episodic().get(ep_id).unwrap().is_none(),
+        "{when}: episode get"
+    );
+    assert!(
+        ctx.episodic()
+            .search(MARK, &SearchFilters::default(), 100)
+            .unwrap()
+            .is_empty(),
+        "{when}: episode search"
+    );
+    assert!(
+        ctx.episodic()
+            .recent(100)
+            .unwrap()
+            .iter()
+            .all(|e| e.id != ep_id),
+        "{when}: recent episodes"
+    );
+    assert!(
+        ctx.semantic().retrieve("secret").unwrap().is_none(),
+        "{when}: knowledge"
+    );
+    assert!(
+        ctx.semantic().history("secret").unwrap().is_empty(),
+        "{when}: knowledge history"
+    );
+    assert!(
+        ctx.semantic().query(MARK, 100).unwrap().is_empty(),
+        "{when}: knowledge query"
+    );
+    assert!(
+        ctx.session_restore(session_id, None).is_err(),
+        "{when}: deleted session restore"
+    );
+    assert!(
+        ctx.session_list()
+            .unwrap()
+            .iter()
+            .all(|s| s.session_id != session_id),
+        "{when}: session list"
+    );
     let text = export_text(mem);
-    assert!(!text.contains(MARK), "{when}: export still holds forgotten data");
+    assert!(
+        !text.contains(MARK),
+        "{when}: export still holds forgotten data"
+    );
     // What was kept is still there.
-    assert_eq!(ctx.short_term().retrieve("kept").unwrap(), Some(json!("safe")), "{when}: kept key");
-    assert_eq!(ctx.episodic().search("keeper", &SearchFilters::default(), 10).unwrap().len(), 1, "{when}: kept episode");
+    assert_eq!(
+        ctx.short_term().retrieve("kept").unwrap(),
+        Some(json!("safe")),
+        "{when}: kept key"
+    );
+    assert_eq!(
+        ctx.episodic()
+            .search("keeper", &SearchFilters::default(), 10)
+            .unwrap()
+            .len(),
+        1,
+        "{when}: kept episode"
+    );
 }
 
 #[test]
@@ -48,16 +115,30 @@ fn forgotten_items_never_come_back() {
     {
         let mem = open(dir.path(), &clock);
         mem.short_term().store("kept", json!("safe"), None).unwrap();
-        mem.short_term().store("forgotten", json!(MARK), None).unwrap();
-        mem.short_term().store("expiring", json!(MARK), Some(Duration::from_secs(5))).unwrap();
-        mem.episodic().record(NewEpisode::new("keeper episode")).unwrap();
-        ep_id = mem.episodic().record(NewEpisode::new(format!("{MARK} sighting")).tags([MARK])).unwrap();
+        mem.short_term()
+            .store("forgotten", json!(MARK), None)
+            .unwrap();
+        mem.short_term()
+            .store("expiring", json!(MARK), Some(Duration::from_secs(5)))
+            .unwrap();
+        mem.episodic()
+            .record(NewEpisode::new("keeper episode"))
+            .unwrap();
+        ep_id = mem
+            .episodic()
+            .record(NewEpisode::new(format!("{MARK} sighting")).tags([MARK]))
+            .unwrap();
         mem.semantic().store("secret", json!({"v": MARK})).unwrap();
         mem.semantic().update("secret", json!({"w": MARK})).unwrap();
         let s = mem.session_create(MARK, json!({"m": MARK})).unwrap();
         session_id = s.session_id.clone();
         for level in 0..=3 {
-            mem.session_save(&session_id, json!({"notes": format!("{MARK} {level}")}), level).unwrap();
+            mem.session_save(
+                &session_id,
+                json!({"notes": format!("{MARK} {level}")}),
+                level,
+            )
+            .unwrap();
         }
         mem.flush().unwrap();
 
@@ -71,9 +152,18 @@ fn forgotten_items_never_come_back() {
     {
         let mem = open(dir.path(), &clock);
         assert_gone(&mem, &ep_id, &session_id, "after restart");
-        for level in [OptimizeLevel::Light, OptimizeLevel::Medium, OptimizeLevel::Aggressive] {
+        for level in [
+            OptimizeLevel::Light,
+            OptimizeLevel::Medium,
+            OptimizeLevel::Aggressive,
+        ] {
             mem.optimize(level, None).unwrap();
-            assert_gone(&mem, &ep_id, &session_id, &format!("after optimize({})", level.as_str()));
+            assert_gone(
+                &mem,
+                &ep_id,
+                &session_id,
+                &format!("after optimize({})", level.as_str()),
+            );
         }
     }
     // Index rebuilt from sled must not resurrect anything either.

@@ -13,15 +13,41 @@ use serde_json::{Value, json};
 
 #[derive(Debug, Clone)]
 enum Op {
-    Store { ctx: u8, key: u8, val: i64, ttl: Option<u8> },
-    Retrieve { ctx: u8, key: u8 },
-    Forget { ctx: u8, key: u8 },
-    Keys { ctx: u8 },
-    SemStore { key: u8, val: i64 },
-    SemUpdate { key: u8, field: u8, val: Option<i64> },
-    SemForget { key: u8 },
-    SemGet { key: u8 },
-    Advance { secs: u8 },
+    Store {
+        ctx: u8,
+        key: u8,
+        val: i64,
+        ttl: Option<u8>,
+    },
+    Retrieve {
+        ctx: u8,
+        key: u8,
+    },
+    Forget {
+        ctx: u8,
+        key: u8,
+    },
+    Keys {
+        ctx: u8,
+    },
+    SemStore {
+        key: u8,
+        val: i64,
+    },
+    SemUpdate {
+        key: u8,
+        field: u8,
+        val: Option<i64>,
+    },
+    SemForget {
+        key: u8,
+    },
+    SemGet {
+        key: u8,
+    },
+    Advance {
+        secs: u8,
+    },
     Reopen,
 }
 
@@ -156,5 +182,7 @@ proptest! {
 }
 
 fn live_final(m: &Model, ctx: u8, k: &str) -> Option<Value> {
-    m.st.get(&(ctx, k.to_string())).filter(|(_, exp)| exp.is_none_or(|e| e > m.now)).map(|(v, _)| v.clone())
+    m.st.get(&(ctx, k.to_string()))
+        .filter(|(_, exp)| exp.is_none_or(|e| e > m.now))
+        .map(|(v, _)| v.clone())
 }

@@ -19,7 +19,11 @@ fn store() -> (tempfile::TempDir, Memory) {
 
 fn store_with(limits: Limits) -> (tempfile::TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();
-    let mem = Memory::builder().path(dir.path()).limits(limits).open().unwrap();
+    let mem = Memory::builder()
+        .path(dir.path())
+        .limits(limits)
+        .open()
+        .unwrap();
     (dir, mem)
 }
 
@@ -30,7 +34,9 @@ fn reopen(path: &Path) -> Memory {
     for _ in 0..1000 {
         match Memory::builder().path(path).open() {
             Ok(m) => return m,
-            Err(Error::StoreLocked { .. }) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(Error::StoreLocked { .. }) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
             Err(e) => panic!("reopen failed: {e}"),
         }
     }
@@ -65,8 +71,10 @@ fn triage_steps() -> Vec<Step> {
             .parameters(json!({"severity": "{{ params.severity }}", "n": "{{ params.count * 2 }}"}))
             .branch("last.severity == 'high'", "page")
             .branch("steps.start.output.n > 5 && params.service != ''", "batch"),
-        Step::new("page", "set").parameters(json!({"msg": "paging on-call for {{ params.service }}"})),
-        Step::new("batch", "set").parameters(json!({"msg": "queued {{ steps.start.output.n }} items"})),
+        Step::new("page", "set")
+            .parameters(json!({"msg": "paging on-call for {{ params.service }}"})),
+        Step::new("batch", "set")
+            .parameters(json!({"msg": "queued {{ steps.start.output.n }} items"})),
     ]
 }
 
@@ -79,17 +87,28 @@ fn branching_follows_the_first_true_condition() {
     assert_eq!(proc_.steps.len(), 3);
 
     let high = p
-        .execute("triage", json!({"severity": "high", "count": 1, "service": "api"}), &no_actions())
+        .execute(
+            "triage",
+            json!({"severity": "high", "count": 1, "service": "api"}),
+            &no_actions(),
+        )
         .unwrap();
     assert_eq!(high.status, RunStatus::Completed, "{:?}", high.error);
     assert_eq!(step_ids(&high), ["start", "page"]);
-    assert_eq!(high.outputs["page"], json!({"msg": "paging on-call for api"}));
+    assert_eq!(
+        high.outputs["page"],
+        json!({"msg": "paging on-call for api"})
+    );
     assert_eq!(high.steps_executed, 2);
     assert!(high.finished_at.is_some());
     assert!(high.pending.is_none());
 
     let many = p
-        .execute("triage", json!({"severity": "low", "count": 3, "service": "db"}), &no_actions())
+        .execute(
+            "triage",
+            json!({"severity": "low", "count": 3, "service": "db"}),
+            &no_actions(),
+        )
         .unwrap();
     assert_eq!(many.status, RunStatus::Completed);
     assert_eq!(step_ids(&many), ["start", "batch"]);
@@ -97,7 +116,11 @@ fn branching_follows_the_first_true_condition() {
 
     // No condition true: the run ends after the branching step.
     let few = p
-        .execute("triage", json!({"severity": "low", "count": 1, "service": "db"}), &no_actions())
+        .execute(
+            "triage",
+            json!({"severity": "low", "count": 1, "service": "db"}),
+            &no_actions(),
+        )
         .unwrap();
     assert_eq!(few.status, RunStatus::Completed);
     assert_eq!(step_ids(&few), ["start"]);
@@ -112,7 +135,9 @@ fn unconditional_next_chains_steps() {
         "chain",
         vec![
             Step::new("a", "set").parameters(json!({"v": 1})).then("b"),
-            Step::new("b", "set").parameters(json!({"v": "{{ last.v + 1 }}"})).then("c"),
+            Step::new("b", "set")
+                .parameters(json!({"v": "{{ last.v + 1 }}"}))
+                .then("c"),
             Step::new("c", "set").parameters(json!({"v": "{{ last.v + steps.a.output.v }}"})),
         ],
     )
@@ -160,7 +185,9 @@ fn a_bounded_loop_completes() {
     p.learn(
         "count",
         vec![
-            Step::new("init", "set").parameters(json!({"i": 0})).then("inc"),
+            Step::new("init", "set")
+                .parameters(json!({"i": 0}))
+                .then("inc"),
             Step::new("inc", "set")
                 .parameters(json!({"i": "{{ last.i + 1 }}"}))
                 .branch("last.i < params.target", "inc")
@@ -169,7 +196,9 @@ fn a_bounded_loop_completes() {
         ],
     )
     .unwrap();
-    let run = p.execute("count", json!({"target": 5}), &no_actions()).unwrap();
+    let run = p
+        .execute("count", json!({"target": 5}), &no_actions())
+        .unwrap();
     assert_eq!(run.status, RunStatus::Completed, "{:?}", run.error);
     assert_eq!(run.outputs["done"], json!({"total": 5}));
     assert_eq!(run.steps_executed, 7);
@@ -209,7 +238,11 @@ fn built_in_actions_touch_memory_in_the_runs_context() {
     )
     .unwrap();
     let run = p
-        .execute("onboard", json!({"text": "hello", "user": 1, "name": "Ada"}), &no_actions())
+        .execute(
+            "onboard",
+            json!({"text": "hello", "user": 1, "name": "Ada"}),
+            &no_actions(),
+        )
         .unwrap();
     assert_eq!(run.status, RunStatus::Completed, "{:?}", run.error);
     assert_eq!(run.context, "proj");
@@ -226,14 +259,20 @@ fn built_in_actions_touch_memory_in_the_runs_context() {
     let entry = proj.short_term().entry("draft").unwrap().unwrap();
     assert_eq!(entry.value, json!({"text": "hello"}));
     assert!(entry.expires_at.is_some());
-    assert_eq!(proj.semantic().retrieve("user:1").unwrap(), Some(json!({"name": "Ada"})));
+    assert_eq!(
+        proj.semantic().retrieve("user:1").unwrap(),
+        Some(json!({"name": "Ada"}))
+    );
     let ep = proj.episodic().get(&episode_id).unwrap().unwrap();
     assert_eq!(ep.summary, "Met Ada about onboarding");
     assert_eq!(ep.participants, vec!["Ada"]);
     assert_eq!(ep.importance, 7);
     assert_eq!(ep.content, json!({"notes": "hello"}));
     assert_eq!(proj.working().current_focus().unwrap(), vec!["ticket-42"]);
-    assert_eq!(proj.working().workspace().unwrap(), vec![json!({"found": 1})]);
+    assert_eq!(
+        proj.working().workspace().unwrap(),
+        vec![json!({"found": 1})]
+    );
     // ...and not in another context.
     assert_eq!(mem.short_term().retrieve("draft").unwrap(), None);
     assert_eq!(mem.semantic().retrieve("user:1").unwrap(), None);
@@ -247,8 +286,12 @@ fn a_bad_built_in_parameter_fails_the_run_not_the_call() {
     p.learn(
         "broken",
         vec![
-            Step::new("ok", "set").parameters(json!({"x": 1})).then("save"),
-            Step::new("save", "short_term.store").parameters(json!({"value": 1})).then("never"),
+            Step::new("ok", "set")
+                .parameters(json!({"x": 1}))
+                .then("save"),
+            Step::new("save", "short_term.store")
+                .parameters(json!({"value": 1}))
+                .then("never"),
             Step::new("never", "set"),
         ],
     )
@@ -256,7 +299,10 @@ fn a_bad_built_in_parameter_fails_the_run_not_the_call() {
     let run = p.execute("broken", json!({}), &no_actions()).unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     let err = run.error.clone().unwrap();
-    assert!(err.contains("\"save\"") && err.contains("parameters.key is required"), "{err}");
+    assert!(
+        err.contains("\"save\"") && err.contains("parameters.key is required"),
+        "{err}"
+    );
     assert_eq!(step_ids(&run).len(), 2);
     assert_eq!(run.trace[1].error.as_deref(), Some(err.as_str()));
     assert_eq!(run.trace[1].output, Value::Null);
@@ -284,15 +330,20 @@ fn the_fail_action_fails_the_run_with_its_message() {
                 .parameters(json!({"budget": "{{ params.budget }}"}))
                 .branch("last.budget <= 0", "stop")
                 .branch("last.budget > 0", "spend"),
-            Step::new("stop", "fail").parameters(json!({"message": "no budget left ({{ params.budget }})"})),
+            Step::new("stop", "fail")
+                .parameters(json!({"message": "no budget left ({{ params.budget }})"})),
             Step::new("spend", "set").parameters(json!({"spent": true})),
         ],
     )
     .unwrap();
-    let run = p.execute("guard", json!({"budget": 0}), &no_actions()).unwrap();
+    let run = p
+        .execute("guard", json!({"budget": 0}), &no_actions())
+        .unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.error.as_deref(), Some("no budget left (0)"));
-    let run = p.execute("guard", json!({"budget": 3}), &no_actions()).unwrap();
+    let run = p
+        .execute("guard", json!({"budget": 3}), &no_actions())
+        .unwrap();
     assert_eq!(run.status, RunStatus::Completed);
 }
 
@@ -314,7 +365,9 @@ fn host_actions_per_call_and_registered() {
     p.learn(
         "hello",
         vec![
-            Step::new("double", "math.double").parameters(json!({"x": "{{ params.x }}"})).then("greet"),
+            Step::new("double", "math.double")
+                .parameters(json!({"x": "{{ params.x }}"}))
+                .then("greet"),
             Step::new("greet", "greet").parameters(json!({"name": "{{ params.name }}"})),
         ],
     )
@@ -327,7 +380,9 @@ fn host_actions_per_call_and_registered() {
             Ok(json!({"x": x * 2}))
         }),
     );
-    let run = p.execute("hello", json!({"x": 21, "name": "Ada"}), &actions).unwrap();
+    let run = p
+        .execute("hello", json!({"x": 21, "name": "Ada"}), &actions)
+        .unwrap();
     assert_eq!(run.status, RunStatus::Completed, "{:?}", run.error);
     assert_eq!(run.outputs["double"], json!({"x": 42}));
     assert_eq!(run.outputs["greet"], json!({"greeting": "hello Ada"}));
@@ -336,15 +391,22 @@ fn host_actions_per_call_and_registered() {
     // A per-call handler shadows the registered one.
     let mut shadow = actions.clone();
     shadow.insert("greet".into(), action(|_| Ok(json!("shadowed"))));
-    let run = p.execute("hello", json!({"x": 1, "name": "Bo"}), &shadow).unwrap();
+    let run = p
+        .execute("hello", json!({"x": 1, "name": "Bo"}), &shadow)
+        .unwrap();
     assert_eq!(run.outputs["greet"], json!("shadowed"));
     assert_eq!(greeted.load(Ordering::SeqCst), 1);
 
     // The handler's own error fails the run with its message.
-    let run = p.execute("hello", json!({"x": "NaN", "name": "Ada"}), &actions).unwrap();
+    let run = p
+        .execute("hello", json!({"x": "NaN", "name": "Ada"}), &actions)
+        .unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     let err = run.error.clone().unwrap();
-    assert!(err.contains("x must be an integer") && err.contains("\"double\""), "{err}");
+    assert!(
+        err.contains("x must be an integer") && err.contains("\"double\""),
+        "{err}"
+    );
 
     // Built-in names are reserved.
     let (field, _) = invalid(p.register_action("set", action(|_| Ok(Value::Null))));
@@ -364,7 +426,10 @@ fn a_panicking_host_action_fails_the_step() {
     let p = mem.procedural();
     p.learn(
         "explode",
-        vec![Step::new("boom", "boom").then("after"), Step::new("after", "set")],
+        vec![
+            Step::new("boom", "boom").then("after"),
+            Step::new("after", "set"),
+        ],
     )
     .unwrap();
     let mut actions = Actions::new();
@@ -372,7 +437,10 @@ fn a_panicking_host_action_fails_the_step() {
     let run = p.execute("explode", json!({}), &actions).unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     let err = run.error.clone().unwrap();
-    assert!(err.contains("panicked") && err.contains("kaboom in handler"), "{err}");
+    assert!(
+        err.contains("panicked") && err.contains("kaboom in handler"),
+        "{err}"
+    );
     assert_eq!(step_ids(&run), ["boom"]);
     // The engine is still usable afterwards.
     let run = p
@@ -387,7 +455,9 @@ fn a_panicking_host_action_fails_the_step() {
 
 fn approval_steps() -> Vec<Step> {
     vec![
-        Step::new("draft", "set").parameters(json!({"change": "{{ params.change }}"})).then("ask"),
+        Step::new("draft", "set")
+            .parameters(json!({"change": "{{ params.change }}"}))
+            .then("ask"),
         Step::new("ask", "human.approve")
             .description("Ask a human to approve the change")
             .parameters(json!({"question": "Apply {{ steps.draft.output.change }}?"}))
@@ -406,13 +476,19 @@ fn a_paused_run_survives_reopen_and_resumes() {
         let mem = Memory::builder().path(dir.path()).open().unwrap();
         let ops = mem.namespace("ops").unwrap();
         ops.procedural().learn("change", approval_steps()).unwrap();
-        let run = ops.procedural().execute("change", json!({"change": "raise limits"}), &no_actions()).unwrap();
+        let run = ops
+            .procedural()
+            .execute("change", json!({"change": "raise limits"}), &no_actions())
+            .unwrap();
         assert_eq!(run.status, RunStatus::AwaitingAction);
         let pending = run.pending.clone().unwrap();
         assert_eq!(pending.step, "ask");
         assert_eq!(pending.action, "human.approve");
         assert_eq!(pending.description, "Ask a human to approve the change");
-        assert_eq!(pending.parameters, json!({"question": "Apply raise limits?"}));
+        assert_eq!(
+            pending.parameters,
+            json!({"question": "Apply raise limits?"})
+        );
         assert_eq!(step_ids(&run), ["draft"]);
         assert!(run.finished_at.is_none());
         let as_json = serde_json::to_value(&run).unwrap();
@@ -428,14 +504,22 @@ fn a_paused_run_survives_reopen_and_resumes() {
     assert_eq!(stored.context, "ops");
     assert_eq!(step_ids(&stored), ["draft"]);
 
-    let done = p.resume(&run_id, json!({"approved": true}), &no_actions()).unwrap();
+    let done = p
+        .resume(&run_id, json!({"approved": true}), &no_actions())
+        .unwrap();
     assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
     assert_eq!(step_ids(&done), ["draft", "ask", "apply"]);
     assert_eq!(done.outputs["ask"], json!({"approved": true}));
-    assert_eq!(done.trace[1].parameters, json!({"question": "Apply raise limits?"}));
+    assert_eq!(
+        done.trace[1].parameters,
+        json!({"question": "Apply raise limits?"})
+    );
     assert!(done.pending.is_none());
     let ops = mem.namespace("ops").unwrap();
-    assert_eq!(ops.short_term().retrieve("applied").unwrap(), Some(json!("raise limits")));
+    assert_eq!(
+        ops.short_term().retrieve("applied").unwrap(),
+        Some(json!("raise limits"))
+    );
     assert_eq!(mem.short_term().retrieve("applied").unwrap(), None);
 
     // The finished state is persisted too.
@@ -460,21 +544,36 @@ fn resume_can_take_the_other_branch_and_pause_twice() {
         ],
     )
     .unwrap();
-    let run = p.execute("two-questions", json!({}), &no_actions()).unwrap();
+    let run = p
+        .execute("two-questions", json!({}), &no_actions())
+        .unwrap();
     assert_eq!(run.pending.as_ref().unwrap().step, "q1");
-    let run = p.resume(&run.run_id, json!("first"), &no_actions()).unwrap();
+    let run = p
+        .resume(&run.run_id, json!("first"), &no_actions())
+        .unwrap();
     assert_eq!(run.status, RunStatus::AwaitingAction);
     assert_eq!(run.pending.as_ref().unwrap().step, "q2");
-    assert_eq!(run.pending.as_ref().unwrap().parameters, json!({"prev": "first"}));
+    assert_eq!(
+        run.pending.as_ref().unwrap().parameters,
+        json!({"prev": "first"})
+    );
     // Resume may supply the handler instead of an output for later steps.
-    let run = p.resume(&run.run_id, json!("second"), &no_actions()).unwrap();
+    let run = p
+        .resume(&run.run_id, json!("second"), &no_actions())
+        .unwrap();
     assert_eq!(run.status, RunStatus::Completed);
     assert_eq!(run.outputs["q2"], json!("second"));
 
     p.learn("approve", approval_steps()).unwrap();
-    let run = p.execute("approve", json!({"change": "drop table"}), &no_actions()).unwrap();
     let run = p
-        .resume(&run.run_id, json!({"approved": false, "reason": "too risky"}), &no_actions())
+        .execute("approve", json!({"change": "drop table"}), &no_actions())
+        .unwrap();
+    let run = p
+        .resume(
+            &run.run_id,
+            json!({"approved": false, "reason": "too risky"}),
+            &no_actions(),
+        )
         .unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.error.as_deref(), Some("rejected: too risky"));
@@ -484,7 +583,11 @@ fn resume_can_take_the_other_branch_and_pause_twice() {
 fn resume_errors() {
     let (_d, mem) = store();
     let p = mem.procedural();
-    match p.resume("0190aaaa-0000-7000-8000-000000000000", json!(1), &no_actions()) {
+    match p.resume(
+        "0190aaaa-0000-7000-8000-000000000000",
+        json!(1),
+        &no_actions(),
+    ) {
         Err(Error::NotFound { what }) => assert!(what.contains("run")),
         other => panic!("expected NotFound, got {other:?}"),
     }
@@ -495,7 +598,10 @@ fn resume_errors() {
     p.learn("one", vec![Step::new("a", "set")]).unwrap();
     let run = p.execute("one", json!({}), &no_actions()).unwrap();
     assert_eq!(run.status, RunStatus::Completed);
-    assert!(matches!(p.resume(&run.run_id, json!(1), &no_actions()), Err(Error::Conflict(_))));
+    assert!(matches!(
+        p.resume(&run.run_id, json!(1), &no_actions()),
+        Err(Error::Conflict(_))
+    ));
 
     match p.execute("missing", json!({}), &no_actions()) {
         Err(Error::NotFound { what }) => assert!(what.contains("missing")),
@@ -516,18 +622,34 @@ fn invalid_graphs_are_rejected_naming_the_step() {
     let (field, _) = invalid(p.learn("empty", vec![]));
     assert_eq!(field, "steps");
 
-    let (field, reason) = invalid(p.learn("dup", vec![Step::new("a", "set").then("a"), Step::new("a", "set")]));
+    let (field, reason) = invalid(p.learn(
+        "dup",
+        vec![Step::new("a", "set").then("a"), Step::new("a", "set")],
+    ));
     assert_eq!(field, "steps[1].id");
-    assert!(reason.contains("duplicate") && reason.contains("\"a\""), "{reason}");
+    assert!(
+        reason.contains("duplicate") && reason.contains("\"a\""),
+        "{reason}"
+    );
 
     let (field, reason) = invalid(p.learn("dangling", vec![Step::new("a", "set").then("nowhere")]));
     assert_eq!(field, "steps[0].next");
-    assert!(reason.contains("nowhere") && reason.contains("\"a\""), "{reason}");
+    assert!(
+        reason.contains("nowhere") && reason.contains("\"a\""),
+        "{reason}"
+    );
 
-    let (field, _) = invalid(p.learn(
-        "dangling-branch",
-        vec![Step::new("a", "set"), Step::new("b", "set").branch("true", "a").branch("false", "zz")],
-    ));
+    let (field, _) = invalid(
+        p.learn(
+            "dangling-branch",
+            vec![
+                Step::new("a", "set"),
+                Step::new("b", "set")
+                    .branch("true", "a")
+                    .branch("false", "zz"),
+            ],
+        ),
+    );
     assert_eq!(field, "steps[1].next[1].next");
 
     let (field, reason) = invalid(p.learn(
@@ -539,7 +661,10 @@ fn invalid_graphs_are_rejected_naming_the_step() {
         ],
     ));
     assert_eq!(field, "steps[2].next[1].condition");
-    assert!(reason.contains("\"check\"") && reason.contains("does not compile"), "{reason}");
+    assert!(
+        reason.contains("\"check\"") && reason.contains("does not compile"),
+        "{reason}"
+    );
 
     let (field, _) = invalid(p.learn("blank-cond", vec![Step::new("a", "set").branch("  ", "a")]));
     assert_eq!(field, "steps[0].next[0].condition");
@@ -570,7 +695,12 @@ fn invalid_graphs_are_rejected_naming_the_step() {
     }
     let four: Vec<Step> = (0..4).map(|i| Step::new(format!("s{i}"), "set")).collect();
     match p.learn("big", four) {
-        Err(Error::LimitExceeded { field, limit, actual, .. }) => {
+        Err(Error::LimitExceeded {
+            field,
+            limit,
+            actual,
+            ..
+        }) => {
             assert_eq!((field.as_str(), limit, actual), ("steps", 3, 4));
         }
         other => panic!("expected LimitExceeded, got {other:?}"),
@@ -589,9 +719,15 @@ fn learn_update_get_list_forget() {
         Err(Error::Conflict(msg)) => assert!(msg.contains("update"), "{msg}"),
         other => panic!("expected Conflict, got {other:?}"),
     }
-    assert!(matches!(p.update("nope", vec![Step::new("a", "set")]), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        p.update("nope", vec![Step::new("a", "set")]),
+        Err(Error::NotFound { .. })
+    ));
     let v2 = p
-        .update("a-proc", vec![Step::new("x", "set").then("y"), Step::new("y", "set")])
+        .update(
+            "a-proc",
+            vec![Step::new("x", "set").then("y"), Step::new("y", "set")],
+        )
         .unwrap();
     assert_eq!(v2.version, 2);
     assert!(v2.updated_at >= v2.created_at);
@@ -604,7 +740,10 @@ fn learn_update_get_list_forget() {
     let other = mem.namespace("other").unwrap().procedural();
     assert!(other.list().unwrap().is_empty());
     assert_eq!(other.get("a-proc").unwrap(), None);
-    assert!(matches!(other.execute("a-proc", json!({}), &no_actions()), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        other.execute("a-proc", json!({}), &no_actions()),
+        Err(Error::NotFound { .. })
+    ));
     other.learn("a-proc", vec![Step::new("z", "set")]).unwrap();
     assert_eq!(p.get("a-proc").unwrap().unwrap().version, 2);
 
@@ -618,8 +757,14 @@ fn learn_update_get_list_forget() {
 fn a_run_keeps_the_steps_it_started_with() {
     let (_d, mem) = store();
     let p = mem.procedural();
-    p.learn("flow", vec![Step::new("wait", "ask").then("end"), Step::new("end", "set").parameters(json!({"v": 1}))])
-        .unwrap();
+    p.learn(
+        "flow",
+        vec![
+            Step::new("wait", "ask").then("end"),
+            Step::new("end", "set").parameters(json!({"v": 1})),
+        ],
+    )
+    .unwrap();
     let run = p.execute("flow", json!({}), &no_actions()).unwrap();
     p.update("flow", vec![Step::new("other", "set")]).unwrap();
     let run = p.resume(&run.run_id, json!(null), &no_actions()).unwrap();
@@ -669,7 +814,10 @@ fn templates_whole_value_and_interpolated() {
     assert_eq!(first["num"], json!(3));
     assert_eq!(first["flag"], json!(true));
     assert_eq!(first["nothing"], Value::Null);
-    assert_eq!(first["text"], json!(r#"n=2, name=Ada, obj={"a":[1,2]}, none=null"#));
+    assert_eq!(
+        first["text"],
+        json!(r#"n=2, name=Ada, obj={"a":[1,2]}, none=null"#)
+    );
     assert_eq!(first["list"], json!([2, "x2", 7]));
     assert_eq!(first["literal"], json!("{{raw}}"));
     assert_eq!(first["spaced"], json!(" 2"));
@@ -692,19 +840,29 @@ fn a_failing_template_or_condition_fails_the_run_with_a_clear_message() {
     let run = p.execute("missing-key", json!({}), &no_actions()).unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     let err = run.error.clone().unwrap();
-    assert!(err.contains("\"use\"") && err.contains("parameters.v") && err.contains("nope"), "{err}");
+    assert!(
+        err.contains("\"use\"") && err.contains("parameters.v") && err.contains("nope"),
+        "{err}"
+    );
     assert_eq!(run.trace.len(), 1);
     assert_eq!(run.trace[0].error.as_deref(), Some(err.as_str()));
 
     p.learn(
         "non-bool",
-        vec![Step::new("a", "set").parameters(json!({"n": 1})).branch("last.n", "a")],
+        vec![
+            Step::new("a", "set")
+                .parameters(json!({"n": 1}))
+                .branch("last.n", "a"),
+        ],
     )
     .unwrap();
     let run = p.execute("non-bool", json!({}), &no_actions()).unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     let err = run.error.clone().unwrap();
-    assert!(err.contains("not a bool") && err.contains("next[0].condition") && err.contains("\"a\""), "{err}");
+    assert!(
+        err.contains("not a bool") && err.contains("next[0].condition") && err.contains("\"a\""),
+        "{err}"
+    );
 
     p.learn(
         "eval-error",
@@ -722,10 +880,17 @@ fn finished_runs_are_recorded_as_procedure_episodes() {
     let (_d, mem) = store();
     let p = mem.procedural();
     p.learn("triage", triage_steps()).unwrap();
-    p.learn("doomed", vec![Step::new("x", "fail").parameters(json!({"message": "bad input"}))])
-        .unwrap();
+    p.learn(
+        "doomed",
+        vec![Step::new("x", "fail").parameters(json!({"message": "bad input"}))],
+    )
+    .unwrap();
     let ok = p
-        .execute("triage", json!({"severity": "high", "count": 1, "service": "api"}), &no_actions())
+        .execute(
+            "triage",
+            json!({"severity": "high", "count": 1, "service": "api"}),
+            &no_actions(),
+        )
         .unwrap();
     let bad = p.execute("doomed", json!({}), &no_actions()).unwrap();
     let paused = {
@@ -741,24 +906,44 @@ fn finished_runs_are_recorded_as_procedure_episodes() {
     };
     let hits = mem.episodic().search("", &filters, 10).unwrap();
     assert_eq!(hits.len(), 2, "only finished runs leave an episode");
-    let ok_ep = hits.iter().find(|h| h.episode.content["run_id"] == json!(ok.run_id)).unwrap();
-    assert_eq!(ok_ep.episode.summary, "procedure \"triage\" completed in 2 steps");
+    let ok_ep = hits
+        .iter()
+        .find(|h| h.episode.content["run_id"] == json!(ok.run_id))
+        .unwrap();
+    assert_eq!(
+        ok_ep.episode.summary,
+        "procedure \"triage\" completed in 2 steps"
+    );
     assert_eq!(ok.episode_id.as_deref(), Some(ok_ep.episode.id.as_str()));
     assert_eq!(ok_ep.episode.content["status"], json!("completed"));
     assert_eq!(ok_ep.episode.content["procedure"], json!("triage"));
-    assert_eq!(ok_ep.episode.content["outputs"]["page"], json!({"msg": "paging on-call for api"}));
+    assert_eq!(
+        ok_ep.episode.content["outputs"]["page"],
+        json!({"msg": "paging on-call for api"})
+    );
     assert_eq!(ok_ep.episode.content["error"], Value::Null);
-    let bad_ep = hits.iter().find(|h| h.episode.content["run_id"] == json!(bad.run_id)).unwrap();
+    let bad_ep = hits
+        .iter()
+        .find(|h| h.episode.content["run_id"] == json!(bad.run_id))
+        .unwrap();
     assert_eq!(bad_ep.episode.content["status"], json!("failed"));
     assert_eq!(bad_ep.episode.content["error"], json!("bad input"));
-    assert!(bad_ep.episode.summary.contains("failed") && bad_ep.episode.summary.contains("bad input"));
+    assert!(
+        bad_ep.episode.summary.contains("failed") && bad_ep.episode.summary.contains("bad input")
+    );
 
     // Full-text search finds them by procedure name too.
     let hits = mem.episodic().search("triage", &filters, 10).unwrap();
     assert_eq!(hits.len(), 1);
     // The episode lives in the run's context only.
     let elsewhere = mem.namespace("elsewhere").unwrap();
-    assert!(elsewhere.episodic().search("", &filters, 10).unwrap().is_empty());
+    assert!(
+        elsewhere
+            .episodic()
+            .search("", &filters, 10)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -781,17 +966,23 @@ fn steps_from_json_parses_and_names_bad_fields() {
 
     let (field, _) = invalid(steps_from_json(json!({"id": "a"})));
     assert_eq!(field, "steps");
-    let (field, _) = invalid(steps_from_json(json!([{"id": "a", "action": "set"}, {"id": "b"}])));
+    let (field, _) = invalid(steps_from_json(
+        json!([{"id": "a", "action": "set"}, {"id": "b"}]),
+    ));
     assert_eq!(field, "steps[1].action");
     let (field, _) = invalid(steps_from_json(json!([{"id": 3, "action": "set"}])));
     assert_eq!(field, "steps[0].id");
-    let (field, _) = invalid(steps_from_json(json!([{"id": "a", "action": "set", "nxt": "b"}])));
+    let (field, _) = invalid(steps_from_json(
+        json!([{"id": "a", "action": "set", "nxt": "b"}]),
+    ));
     assert_eq!(field, "steps[0].nxt");
     let (field, _) = invalid(steps_from_json(json!([
         {"id": "a", "action": "set", "next": [{"condition": true, "next": "a"}]}
     ])));
     assert_eq!(field, "steps[0].next[0].condition");
-    let (field, _) = invalid(steps_from_json(json!([{"id": "a", "action": "set", "next": 5}])));
+    let (field, _) = invalid(steps_from_json(
+        json!([{"id": "a", "action": "set", "next": 5}]),
+    ));
     assert_eq!(field, "steps[0].next");
     let (field, _) = invalid(steps_from_json(json!(["a"])));
     assert_eq!(field, "steps[0]");
@@ -806,7 +997,9 @@ fn runs_are_persisted_while_they_execute() {
     p.learn(
         "observe",
         vec![
-            Step::new("first", "set").parameters(json!({"v": 1})).then("wait"),
+            Step::new("first", "set")
+                .parameters(json!({"v": 1}))
+                .then("wait"),
             Step::new("wait", "external").then("peek"),
             Step::new("peek", "peek"),
         ],

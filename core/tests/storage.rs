@@ -20,9 +20,17 @@ fn deleted_index_is_rebuilt_on_open() {
     let (a, b);
     {
         let mem = Memory::open(dir.path()).unwrap();
-        a = mem.episodic().record(NewEpisode::new("alpha release notes")).unwrap();
-        b = mem.episodic().record(NewEpisode::new("beta release notes")).unwrap();
-        mem.semantic().store("topic:release", json!("release process")).unwrap();
+        a = mem
+            .episodic()
+            .record(NewEpisode::new("alpha release notes"))
+            .unwrap();
+        b = mem
+            .episodic()
+            .record(NewEpisode::new("beta release notes"))
+            .unwrap();
+        mem.semantic()
+            .store("topic:release", json!("release process"))
+            .unwrap();
     }
     std::fs::remove_dir_all(dir.path().join("index")).unwrap();
     let mem = Memory::open(dir.path()).unwrap();
@@ -31,7 +39,10 @@ fn deleted_index_is_rebuilt_on_open() {
     let mut want = vec![a, b];
     want.sort();
     assert_eq!(ids, want);
-    assert_eq!(mem.semantic().query("process", 5).unwrap()[0].key, "topic:release");
+    assert_eq!(
+        mem.semantic().query("process", 5).unwrap()[0].key,
+        "topic:release"
+    );
 }
 
 #[test]
@@ -40,7 +51,10 @@ fn corrupt_index_is_rebuilt_not_fatal() {
     let a;
     {
         let mem = Memory::open(dir.path()).unwrap();
-        a = mem.episodic().record(NewEpisode::new("gamma ray burst observed")).unwrap();
+        a = mem
+            .episodic()
+            .record(NewEpisode::new("gamma ray burst observed"))
+            .unwrap();
     }
     std::fs::write(dir.path().join("index").join("meta.json"), b"{ not json").unwrap();
     let mem = Memory::open(dir.path()).unwrap();
@@ -54,7 +68,12 @@ fn unflushed_index_is_replayed_from_sled_log() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_owned();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child_writes_then_aborts", "--nocapture", "--include-ignored"])
+        .args([
+            "--exact",
+            "crash_child_writes_then_aborts",
+            "--nocapture",
+            "--include-ignored",
+        ])
         .env("MEMSTRATA_CRASH_CHILD", &path)
         .output()
         .unwrap();
@@ -62,25 +81,40 @@ fn unflushed_index_is_replayed_from_sled_log() {
     let id = stdout
         .lines()
         .find_map(|l| l.strip_prefix("EPISODE "))
-        .unwrap_or_else(|| panic!("child printed no id: {stdout} {}", String::from_utf8_lossy(&out.stderr)))
+        .unwrap_or_else(|| {
+            panic!(
+                "child printed no id: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
         .to_owned();
     let mem = Memory::open(&path).unwrap();
     assert_eq!(search_ids(&mem, "crashy"), vec![id]);
-    assert_eq!(mem.semantic().query("replayed", 5).unwrap()[0].key, "after-crash");
+    assert_eq!(
+        mem.semantic().query("replayed", 5).unwrap()[0].key,
+        "after-crash"
+    );
 }
 
 #[test]
 #[ignore = "child process helper for unflushed_index_is_replayed_from_sled_log"]
 fn crash_child_writes_then_aborts() {
-    let Ok(path) = std::env::var("MEMSTRATA_CRASH_CHILD") else { return };
+    let Ok(path) = std::env::var("MEMSTRATA_CRASH_CHILD") else {
+        return;
+    };
     let mem = Memory::builder()
         .path(path)
         .durability(Durability::Immediate)
         .index_commit_interval(std::time::Duration::from_secs(3600))
         .open()
         .unwrap();
-    let id = mem.episodic().record(NewEpisode::new("crashy write before abort")).unwrap();
-    mem.semantic().store("after-crash", json!("replayed from the log")).unwrap();
+    let id = mem
+        .episodic()
+        .record(NewEpisode::new("crashy write before abort"))
+        .unwrap();
+    mem.semantic()
+        .store("after-crash", json!("replayed from the log"))
+        .unwrap();
     println!("EPISODE {id}");
     std::process::abort();
 }
@@ -90,19 +124,32 @@ fn second_process_gets_store_locked() {
     let dir = tempfile::tempdir().unwrap();
     let _mem = Memory::open(dir.path()).unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "lock_child_tries_to_open", "--nocapture", "--include-ignored"])
+        .args([
+            "--exact",
+            "lock_child_tries_to_open",
+            "--nocapture",
+            "--include-ignored",
+        ])
         .env("MEMSTRATA_LOCK_CHILD", dir.path())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("RESULT StoreLocked"), "child said: {stdout}");
-    assert!(stdout.contains(&dir.path().canonicalize().unwrap().display().to_string()), "path in message: {stdout}");
+    assert!(
+        stdout.contains("RESULT StoreLocked"),
+        "child said: {stdout}"
+    );
+    assert!(
+        stdout.contains(&dir.path().canonicalize().unwrap().display().to_string()),
+        "path in message: {stdout}"
+    );
 }
 
 #[test]
 #[ignore = "child process helper for second_process_gets_store_locked"]
 fn lock_child_tries_to_open() {
-    let Ok(path) = std::env::var("MEMSTRATA_LOCK_CHILD") else { return };
+    let Ok(path) = std::env::var("MEMSTRATA_LOCK_CHILD") else {
+        return;
+    };
     match Memory::open(&path) {
         Err(e @ Error::StoreLocked { .. }) => println!("RESULT StoreLocked {e}"),
         Err(e) => println!("RESULT other error {e:?}"),
@@ -118,7 +165,10 @@ fn newer_format_version_is_refused() {
     }
     {
         let db = sled::open(dir.path().join("db")).unwrap();
-        db.open_tree("meta").unwrap().insert("format_version", &99u32.to_be_bytes()).unwrap();
+        db.open_tree("meta")
+            .unwrap()
+            .insert("format_version", &99u32.to_be_bytes())
+            .unwrap();
         db.flush().unwrap();
     }
     match Memory::open(dir.path()) {
@@ -133,7 +183,10 @@ fn bad_input_is_refused_and_data_stays_intact() {
     let mem = Memory::open(dir.path()).unwrap();
     let st = mem.short_term();
     st.store("keep", json!({"v": 1}), None).unwrap();
-    let ep_id = mem.episodic().record(NewEpisode::new("keeper episode")).unwrap();
+    let ep_id = mem
+        .episodic()
+        .record(NewEpisode::new("keeper episode"))
+        .unwrap();
     mem.semantic().store("keep", json!({"v": 2})).unwrap();
 
     fn field_of(e: Error) -> String {
@@ -148,12 +201,30 @@ fn bad_input_is_refused_and_data_stays_intact() {
         deep = json!([deep]);
     }
     assert_eq!(field_of(st.store("", json!(1), None).unwrap_err()), "key");
-    assert_eq!(field_of(st.store(&big_key, json!(1), None).unwrap_err()), "key");
-    assert_eq!(field_of(st.store("k\0", json!(1), None).unwrap_err()), "key");
-    assert_eq!(field_of(st.store("keep", deep.clone(), None).unwrap_err()), "value");
-    assert_eq!(field_of(st.store("keep", json!(1), Some(std::time::Duration::ZERO)).unwrap_err()), "ttl");
+    assert_eq!(
+        field_of(st.store(&big_key, json!(1), None).unwrap_err()),
+        "key"
+    );
+    assert_eq!(
+        field_of(st.store("k\0", json!(1), None).unwrap_err()),
+        "key"
+    );
+    assert_eq!(
+        field_of(st.store("keep", deep.clone(), None).unwrap_err()),
+        "value"
+    );
+    assert_eq!(
+        field_of(
+            st.store("keep", json!(1), Some(std::time::Duration::ZERO))
+                .unwrap_err()
+        ),
+        "ttl"
+    );
     assert_eq!(field_of(memstrata::ttl_from_secs(-1.0).unwrap_err()), "ttl");
-    assert_eq!(field_of(memstrata::ttl_from_secs(f64::NAN).unwrap_err()), "ttl");
+    assert_eq!(
+        field_of(memstrata::ttl_from_secs(f64::NAN).unwrap_err()),
+        "ttl"
+    );
     assert_eq!(field_of(st.retrieve(&big_key).unwrap_err()), "key");
     assert_eq!(field_of(st.forget("").unwrap_err()), "key");
     let huge = json!("x".repeat(16 * 1024 * 1024 + 1));
@@ -161,38 +232,101 @@ fn bad_input_is_refused_and_data_stays_intact() {
 
     let w = mem.working();
     assert_eq!(field_of(w.focus("").unwrap_err()), "item");
-    assert_eq!(field_of(w.add_to_workspace(deep.clone()).unwrap_err()), "value");
+    assert_eq!(
+        field_of(w.add_to_workspace(deep.clone()).unwrap_err()),
+        "value"
+    );
 
     let ep = mem.episodic();
-    assert_eq!(field_of(ep.record(NewEpisode::new("  ")).unwrap_err()), "summary");
-    assert_eq!(field_of(ep.record(NewEpisode::new("s").importance(0)).unwrap_err()), "importance");
-    assert_eq!(field_of(ep.record(NewEpisode::new("s").importance(11)).unwrap_err()), "importance");
-    assert_eq!(field_of(ep.record(NewEpisode::new("s").tags((0..65).map(|i| i.to_string()))).unwrap_err()), "tags");
-    assert_eq!(field_of(ep.record(NewEpisode::new("s").tags([""])).unwrap_err()), "tags[0]");
-    assert_eq!(field_of(ep.record(NewEpisode::new("s").content(deep.clone())).unwrap_err()), "content");
-    assert_eq!(field_of(ep.search(&"q".repeat(4097), &SearchFilters::default(), 10).unwrap_err()), "query");
-    assert_eq!(field_of(ep.search("q", &SearchFilters::default(), 0).unwrap_err()), "limit");
-    assert_eq!(field_of(ep.search("q", &SearchFilters::default(), 1_000_000).unwrap_err()), "limit");
+    assert_eq!(
+        field_of(ep.record(NewEpisode::new("  ")).unwrap_err()),
+        "summary"
+    );
+    assert_eq!(
+        field_of(ep.record(NewEpisode::new("s").importance(0)).unwrap_err()),
+        "importance"
+    );
+    assert_eq!(
+        field_of(ep.record(NewEpisode::new("s").importance(11)).unwrap_err()),
+        "importance"
+    );
+    assert_eq!(
+        field_of(
+            ep.record(NewEpisode::new("s").tags((0..65).map(|i| i.to_string())))
+                .unwrap_err()
+        ),
+        "tags"
+    );
+    assert_eq!(
+        field_of(ep.record(NewEpisode::new("s").tags([""])).unwrap_err()),
+        "tags[0]"
+    );
+    assert_eq!(
+        field_of(
+            ep.record(NewEpisode::new("s").content(deep.clone()))
+                .unwrap_err()
+        ),
+        "content"
+    );
+    assert_eq!(
+        field_of(
+            ep.search(&"q".repeat(4097), &SearchFilters::default(), 10)
+                .unwrap_err()
+        ),
+        "query"
+    );
+    assert_eq!(
+        field_of(ep.search("q", &SearchFilters::default(), 0).unwrap_err()),
+        "limit"
+    );
+    assert_eq!(
+        field_of(
+            ep.search("q", &SearchFilters::default(), 1_000_000)
+                .unwrap_err()
+        ),
+        "limit"
+    );
     let f = SearchFilters {
         min_importance: Some(11),
         ..Default::default()
     };
-    assert_eq!(field_of(ep.search("q", &f, 10).unwrap_err()), "min_importance");
+    assert_eq!(
+        field_of(ep.search("q", &f, 10).unwrap_err()),
+        "min_importance"
+    );
     assert_eq!(field_of(ep.get("").unwrap_err()), "id");
 
     let sem = mem.semantic();
     assert_eq!(field_of(sem.store("", json!(1)).unwrap_err()), "key");
-    assert_eq!(field_of(sem.store("keep", deep.clone()).unwrap_err()), "knowledge");
-    assert_eq!(field_of(sem.update("keep", deep.clone()).unwrap_err()), "patch");
-    assert_eq!(field_of(sem.query(&"q".repeat(5000), 10).unwrap_err()), "text");
+    assert_eq!(
+        field_of(sem.store("keep", deep.clone()).unwrap_err()),
+        "knowledge"
+    );
+    assert_eq!(
+        field_of(sem.update("keep", deep.clone()).unwrap_err()),
+        "patch"
+    );
+    assert_eq!(
+        field_of(sem.query(&"q".repeat(5000), 10).unwrap_err()),
+        "text"
+    );
 
-    assert_eq!(field_of(mem.switch_context("has space", true).unwrap_err()), "target_context");
+    assert_eq!(
+        field_of(mem.switch_context("has space", true).unwrap_err()),
+        "target_context"
+    );
     assert_eq!(field_of(mem.namespace("").unwrap_err()), "name");
     assert!(matches!(
-        Memory::builder().path(dir.path().join("x")).durability("sometimes".parse().unwrap_or(Durability::Manual)).open(),
+        Memory::builder()
+            .path(dir.path().join("x"))
+            .durability("sometimes".parse().unwrap_or(Durability::Manual))
+            .open(),
         Ok(_)
     ));
-    assert_eq!(field_of("sometimes".parse::<Durability>().unwrap_err()), "durability");
+    assert_eq!(
+        field_of("sometimes".parse::<Durability>().unwrap_err()),
+        "durability"
+    );
 
     // Nothing stored was lost or changed.
     assert_eq!(st.retrieve("keep").unwrap(), Some(json!({"v": 1})));
@@ -208,7 +342,11 @@ fn many_writes_are_all_searchable_after_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let n = 300;
     {
-        let mem = Memory::builder().path(dir.path()).durability(Durability::Manual).open().unwrap();
+        let mem = Memory::builder()
+            .path(dir.path())
+            .durability(Durability::Manual)
+            .open()
+            .unwrap();
         for i in 0..n {
             mem.episodic()
                 .record(NewEpisode::new(format!("bulk episode number {i}")).tags(["bulk"]))
@@ -261,7 +399,9 @@ fn reopen_right_after_drop_never_reports_locked() {
             .index_commit_interval(std::time::Duration::from_millis(1))
             .open()
             .unwrap_or_else(|e| panic!("reopen {i} failed: {e}"));
-        mem.episodic().record(NewEpisode::new(format!("reopen probe {i}"))).unwrap();
+        mem.episodic()
+            .record(NewEpisode::new(format!("reopen probe {i}")))
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(i % 5));
     }
     let mem = Memory::open(dir.path()).unwrap();
