@@ -10,6 +10,10 @@ use crate::{Error, Result};
 /// Records larger than this are lz4-compressed.
 pub(crate) const COMPRESS_THRESHOLD: usize = 512;
 
+/// Largest decompressed record accepted (values are limited to 16 MiB; records
+/// add little). A larger claim in an lz4 header is damage, not a huge allocation.
+pub(crate) const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
 const TAG_PLAIN: u8 = 0;
 const TAG_LZ4: u8 = 1;
 
@@ -32,8 +36,7 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     match bytes.split_first() {
         Some((&TAG_PLAIN, rest)) => Ok(rmp_serde::from_slice(rest)?),
         Some((&TAG_LZ4, rest)) => {
-            let raw = lz4_flex::decompress_size_prepended(rest)
-                .map_err(|e| Error::Corrupted(format!("lz4: {e}")))?;
+            let raw = crate::session_codec::unlz4(rest, MAX_RECORD_BYTES, "record")?;
             Ok(rmp_serde::from_slice(&raw)?)
         }
         Some((tag, _)) => Err(Error::Corrupted(format!("unknown record tag {tag}"))),
@@ -94,5 +97,7 @@ mod tests {
         assert!(decode::<serde_json::Value>(&[9, 1, 2]).is_err());
         assert!(decode::<serde_json::Value>(&[1, 0xff, 0xff, 0xff, 0x7f, 1]).is_err());
         assert!(decode::<serde_json::Value>(&[0, 0xc1]).is_err());
+        // Found by `cargo fuzz run decode_record`: an lz4 header claiming ~3.4 GB.
+        assert!(decode::<serde_json::Value>(&[1, 0, 0, 0x9a, 0xcb]).is_err());
     }
 }

@@ -407,3 +407,16 @@ fn reopen_right_after_drop_never_reports_locked() {
     let mem = Memory::open(dir.path()).unwrap();
     assert_eq!(search_ids(&mem, "probe").len(), 60);
 }
+
+/// Inputs found by the fuzz targets (`fuzz/regressions/<target>/`), replayed on every test run.
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/decode_record");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert_eq!(memstrata::fuzzing::decode_records(&bytes), 0, "damaged input must be refused by every decoder");
+        n += 1;
+    }
+    assert!(n > 0);
+}
