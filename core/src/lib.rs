@@ -19,6 +19,11 @@
 
 #![warn(missing_docs)]
 
+// The README's Rust example is compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 mod clock;
 mod codec;
 mod config;
