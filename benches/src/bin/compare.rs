@@ -82,6 +82,7 @@ struct Args {
     queries: Option<usize>,
     skip_kv: bool,
     skip_search: bool,
+    skip_sessions: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -92,6 +93,7 @@ fn parse_args() -> Result<Args> {
         queries: None,
         skip_kv: false,
         skip_search: false,
+        skip_sessions: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -109,6 +111,7 @@ fn parse_args() -> Result<Args> {
             "--queries" => a.queries = Some(it.next().ok_or("--queries needs a value")?.parse()?),
             "--skip-kv" => a.skip_kv = true,
             "--skip-search" => a.skip_search = true,
+            "--skip-sessions" => a.skip_sessions = true,
             other => return Err(format!("unknown argument {other:?}").into()),
         }
     }
@@ -122,6 +125,9 @@ fn main() -> Result<()> {
         Some("build-store") => return build_store(Path::new(&argv[2]), argv[3].parse()?),
         Some("profile-search") => return profile_search(&argv[2], Path::new(&argv[3]), argv[4].parse()?),
         Some("profile-kv") => return profile_kv(&argv[2], argv[3].parse()?, argv[4].parse()?),
+        Some("decode-micro") => return decode_micro(),
+        Some("binding-data") => return binding_data(Path::new(&argv[2])),
+        Some("binding-baseline") => return binding_baseline(Path::new(&argv[2])),
         Some("inspect-store") => {
             let v = inspect_store(Path::new(&argv[2]))?;
             println!("{v}");
@@ -144,6 +150,9 @@ fn main() -> Result<()> {
         if !args.skip_search {
             report.search.push(search_tier(&corpus, n, &args)?);
         }
+    }
+    if !args.skip_sessions {
+        report.sessions = Some(sessions_bench(&corpus, &args.dir)?);
     }
     let md = report.markdown(&hw, t0.elapsed());
     println!("{md}");
@@ -278,6 +287,8 @@ struct EngineSearch {
     reopen: Option<OpenProbe>,
     /// Memstrata: live key + value bytes in sled.
     live_bytes: Option<u64>,
+    /// Memstrata: allocated bytes after `optimize(aggressive)` and close, and the time it took.
+    after_optimize: Option<(u64, Duration)>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -294,6 +305,8 @@ struct SearchResult {
     n: usize,
     engines: Vec<EngineSearch>,
     queries: Vec<(&'static str, usize)>,
+    /// After `optimize(aggressive)`: (class, memstrata p50 ns, raw tantivy p50 ns, memstrata segments).
+    optimized: Vec<(&'static str, u64, u64, Option<usize>)>,
 }
 
 fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
@@ -456,11 +469,45 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
             results[e].agreement.push((class, overlap[e] / qs.len() as f64));
         }
     }
+    // Then what `optimize(aggressive)` gives back (index segments merged, index files collected).
+    phase(format!("{n}: optimize(aggressive)"));
+    let t = Instant::now();
+    mem.memory().optimize(memstrata::OptimizeLevel::Aggressive, None)?;
+    let took = t.elapsed();
+    drop(mem);
+    results[0].after_optimize = Some((sys::disk_usage(&mem_dir).1, took));
+
+    // Second pass: the optimized store (one index segment) against raw tantivy,
+    // interleaved again, to separate the segment count from the query shape.
+    let ids = HashMap::new();
+    let mem = MemstrataSearch::open(&mem_dir, ids)?;
+    let pair: [&dyn SearchEngine; 2] = [&mem, &tan];
+    let mut optimized = Vec::new();
+    for (class, qs) in &classes {
+        phase(format!("{n}: {class} searches after optimize"));
+        for e in pair {
+            for q in &qs[..qs.len().min(50)] {
+                e.search(q, LIMIT)?;
+            }
+        }
+        let mut lats = [Latency::new(), Latency::new()];
+        for (i, q) in qs.iter().enumerate() {
+            tick();
+            for j in 0..2 {
+                let e = (i + j) % 2;
+                let t = Instant::now();
+                pair[e].search(q, LIMIT)?;
+                lats[e].record(t.elapsed());
+            }
+        }
+        optimized.push((*class, lats[0].p50(), lats[1].p50(), mem.segments()));
+    }
     drop(mem);
     Ok(SearchResult {
         n,
         engines: results,
         queries,
+        optimized,
     })
 }
 
@@ -498,6 +545,244 @@ fn probe_open(kind: &str, path: &Path, query: &str) -> Result<()> {
             "rss_after_search": rss_after_search,
         })
     );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- sessions
+
+/// Versions saved per level.
+const SESSION_VERSIONS: usize = 40;
+/// JSON size of version 1 and growth per version (an agent checkpointing a growing transcript).
+const SESSION_BASE_BYTES: usize = 16 * 1024;
+const SESSION_STEP_BYTES: usize = 2 * 1024;
+
+#[derive(Debug)]
+struct SessionLevel {
+    level: u8,
+    raw: u64,
+    stored: u64,
+    last_raw: u64,
+    last_stored: u64,
+    save: Latency,
+    restore: Latency,
+    save_ns: f64,
+    restore_ns: f64,
+}
+
+#[derive(Debug)]
+struct SessionResult {
+    levels: Vec<SessionLevel>,
+    json_bytes_last: usize,
+}
+
+fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
+    phase("sessions: save/restore per compression level".into());
+    let root = tempfile::Builder::new().prefix("memstrata-bench-sessions-").tempdir_in(dir)?;
+    let mem = memstrata_engine::open(root.path())?;
+    let contents: Vec<serde_json::Value> = (1..=SESSION_VERSIONS)
+        .map(|v| corpus.session_content(v, SESSION_BASE_BYTES + v * SESSION_STEP_BYTES))
+        .collect();
+    let json_bytes_last = contents.last().map_or(0, |c| c.to_string().len());
+    let mut levels = Vec::new();
+    let mut ids = Vec::new();
+    for level in 0..=3u8 {
+        ids.push(mem.session_create(&format!("level-{level}"), serde_json::json!({"level": level}))?.session_id);
+        levels.push(SessionLevel {
+            level,
+            raw: 0,
+            stored: 0,
+            last_raw: 0,
+            last_stored: 0,
+            save: Latency::new(),
+            restore: Latency::new(),
+            save_ns: 0.0,
+            restore_ns: 0.0,
+        });
+    }
+    // Save every version at every level, levels rotating.
+    for (v, content) in contents.iter().enumerate() {
+        for j in 0..4 {
+            let l = (v + j) % 4;
+            let c = content.clone();
+            let t = Instant::now();
+            mem.session_save(&ids[l], c, l as u8)?;
+            let d = t.elapsed();
+            levels[l].save.record(d);
+            levels[l].save_ns += d.as_nanos() as f64;
+        }
+        tick();
+    }
+    // Restore every version at every level (checking it is exact, untimed).
+    for (v, content) in contents.iter().enumerate() {
+        for j in 0..4 {
+            let l = (v + j) % 4;
+            let t = Instant::now();
+            let r = mem.session_restore(&ids[l], Some(v as u64 + 1))?;
+            let d = t.elapsed();
+            levels[l].restore.record(d);
+            levels[l].restore_ns += d.as_nanos() as f64;
+            if &r.content != content {
+                return Err(format!("level {l} version {} did not restore exactly", v + 1).into());
+            }
+        }
+        tick();
+    }
+    for (l, id) in ids.iter().enumerate() {
+        let vs = mem.session_versions(id)?;
+        levels[l].raw = vs.iter().map(|v| v.raw_bytes).sum();
+        levels[l].stored = vs.iter().map(|v| v.stored_bytes).sum();
+        if let Some(last) = vs.last() {
+            levels[l].last_raw = last.raw_bytes;
+            levels[l].last_stored = last.stored_bytes;
+        }
+    }
+    Ok(SessionResult {
+        levels,
+        json_bytes_last,
+    })
+}
+
+/// How long decoding a short-term record takes, by encoding: the cost that
+/// separates `retrieve` from a bare sled `get` (profiling aid).
+fn decode_micro() -> Result<()> {
+    let corpus = Corpus::standard();
+    let vals: Vec<serde_json::Value> = (0..10_000).map(|i| corpus.kv_value(i)).collect();
+    let mp: Vec<Vec<u8>> = vals.iter().map(|v| memstrata_engine::short_term_record_bytes(v, 0)).collect();
+    let js: Vec<Vec<u8>> = vals.iter().map(|v| serde_json::to_vec(v).expect("json")).collect();
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct R {
+        value: serde_json::Value,
+        stored_at: i64,
+        expires_at: Option<i64>,
+    }
+    let n = mp.len();
+    let m = per_call(n * 5, 1000, |i| {
+        let b = &mp[i % n];
+        let r: R = if b[0] == 1 {
+            rmp_serde::from_slice(&lz4_flex::decompress_size_prepended(&b[1..])?)?
+        } else {
+            rmp_serde::from_slice(&b[1..])?
+        };
+        std::hint::black_box(r);
+        Ok(())
+    })?;
+    let j = per_call(n * 5, 1000, |i| {
+        let v: serde_json::Value = serde_json::from_slice(&js[i % n])?;
+        std::hint::black_box(v);
+        Ok(())
+    })?;
+    let mean_len = |b: &[Vec<u8>]| b.iter().map(Vec::len).sum::<usize>() as f64 / b.len() as f64;
+    println!(
+        "{}",
+        serde_json::json!({"msgpack_record_ns": m, "json_value_ns": j,
+                           "msgpack_bytes": mean_len(&mp), "json_bytes": mean_len(&js)})
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- binding overhead baseline
+//
+// `benches/python/binding_overhead.py` times the same calls through the
+// Python binding; both read the data `binding-data` writes, so both sides
+// store, read and search exactly the same things in the same order.
+
+const BINDING_KV: usize = 5000;
+const BINDING_LOOKUPS: usize = 20_000;
+const BINDING_EPISODES: usize = 1000;
+const BINDING_QUERIES: usize = 200;
+
+fn binding_data(out: &Path) -> Result<()> {
+    let corpus = Corpus::standard();
+    let mut rng = memstrata_benches::corpus::Rng::new(11);
+    let kv: Vec<serde_json::Value> =
+        (0..BINDING_KV).map(|i| serde_json::json!([Corpus::kv_key(i), corpus.kv_value(i)])).collect();
+    let lookups: Vec<String> = (0..BINDING_LOOKUPS).map(|_| Corpus::kv_key(rng.range(0, BINDING_KV))).collect();
+    let episodes: Vec<serde_json::Value> = (0..BINDING_EPISODES)
+        .map(|i| {
+            let d = corpus.episode(i);
+            serde_json::json!({"summary": d.summary, "content": d.content, "participants": d.participants,
+                               "tags": d.tags, "importance": d.importance, "timestamp_ms": d.ts_ms})
+        })
+        .collect();
+    let queries = corpus.keyword_queries(BINDING_QUERIES);
+    std::fs::write(
+        out,
+        serde_json::to_vec(&serde_json::json!({"kv": kv, "lookups": lookups, "episodes": episodes, "queries": queries}))?,
+    )?;
+    Ok(())
+}
+
+/// Median ns per call over batches of `batch`.
+fn per_call(n: usize, batch: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    let mut meds = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let end = (i + batch).min(n);
+        let t = Instant::now();
+        for j in i..end {
+            f(j)?;
+        }
+        meds.push(t.elapsed().as_nanos() as f64 / (end - i) as f64);
+        i = end;
+    }
+    Ok(median(&meds))
+}
+
+fn binding_baseline(data: &Path) -> Result<()> {
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(data)?)?;
+    let dir = tempfile::tempdir()?;
+    let mem = memstrata_engine::open(dir.path())?;
+    let st = mem.short_term();
+    let kv: Vec<(String, serde_json::Value)> = d["kv"]
+        .as_array()
+        .ok_or("kv")?
+        .iter()
+        .map(|p| (p[0].as_str().unwrap_or_default().to_owned(), p[1].clone()))
+        .collect();
+    let lookups: Vec<String> =
+        d["lookups"].as_array().ok_or("lookups")?.iter().map(|k| k.as_str().unwrap_or_default().to_owned()).collect();
+    let mut out = serde_json::Map::new();
+    // The value is built by the caller in both languages: Rust clones a prepared
+    // Value per call (outside nothing: the clone is part of the call site).
+    out.insert("short_term.store".into(), per_call(kv.len(), 500, |i| {
+        st.store(&kv[i].0, kv[i].1.clone(), None)?;
+        Ok(())
+    })?.into());
+    out.insert("short_term.retrieve (hit)".into(), per_call(lookups.len(), 1000, |i| {
+        std::hint::black_box(st.retrieve(&lookups[i])?.ok_or("missing")?);
+        Ok(())
+    })?.into());
+    let misses: Vec<String> = (0..lookups.len()).map(|i| format!("missing:{i:08}")).collect();
+    out.insert("short_term.retrieve (miss)".into(), per_call(misses.len(), 1000, |i| {
+        std::hint::black_box(st.retrieve(&misses[i])?);
+        Ok(())
+    })?.into());
+    out.insert("active_context".into(), per_call(20_000, 1000, |_| {
+        std::hint::black_box(mem.active_context());
+        Ok(())
+    })?.into());
+    let ep = mem.episodic();
+    for e in d["episodes"].as_array().ok_or("episodes")? {
+        let mut ne: memstrata::NewEpisode = serde_json::from_value(serde_json::json!({
+            "summary": e["summary"], "content": e["content"], "participants": e["participants"],
+            "tags": e["tags"], "importance": e["importance"]}))?;
+        ne.timestamp = chrono::DateTime::from_timestamp_millis(e["timestamp_ms"].as_i64().unwrap_or(0));
+        ep.record(ne)?;
+    }
+    // One index segment on both sides: the segment layout otherwise depends on commit timing.
+    mem.optimize(memstrata::OptimizeLevel::Aggressive, None)?;
+    let queries: Vec<String> =
+        d["queries"].as_array().ok_or("queries")?.iter().map(|q| q.as_str().unwrap_or_default().to_owned()).collect();
+    let filters = memstrata::SearchFilters::default();
+    for q in &queries[..20] {
+        ep.search(q, &filters, 10)?;
+    }
+    out.insert("episodic.search (10 hits)".into(), per_call(queries.len(), 50, |i| {
+        std::hint::black_box(ep.search(&queries[i], &filters, 10)?);
+        Ok(())
+    })?.into());
+    println!("{}", serde_json::Value::Object(out));
     Ok(())
 }
 
@@ -595,6 +880,7 @@ fn profile_kv(engine: &str, n: usize, lookups: usize) -> Result<()> {
 struct Report {
     kv: Vec<KvResult>,
     search: Vec<SearchResult>,
+    sessions: Option<SessionResult>,
 }
 
 fn status(ok: bool) -> &'static str {
@@ -777,6 +1063,29 @@ impl Report {
                 }
             }
             let _ = writeln!(w);
+            for t in &self.search {
+                let parts: Vec<String> = t
+                    .optimized
+                    .iter()
+                    .map(|(class, m, r, segs)| {
+                        format!(
+                            "{class}: memstrata {} vs raw tantivy {} = {:.2}× ({} segment(s))",
+                            fmt_ns(*m as f64),
+                            fmt_ns(*r as f64),
+                            *m as f64 / *r as f64,
+                            segs.map_or("?".into(), |s| s.to_string())
+                        )
+                    })
+                    .collect();
+                if !parts.is_empty() {
+                    let _ = writeln!(
+                        w,
+                        "After `optimize(aggressive)` at {} (index merged; second interleaved pass, p50): {}.\n",
+                        size_label(t.n),
+                        parts.join("; ")
+                    );
+                }
+            }
 
             let _ = writeln!(w, "## Ingest, footprint, open\n");
             let _ = writeln!(
@@ -838,6 +1147,14 @@ impl Report {
                         .iter()
                         .map(|e| format!("{} {}", e.name, fmt_ns(e.finish_time.as_nanos() as f64)))
                         .collect();
+                    if let Some((bytes, took)) = m.after_optimize {
+                        parts.push(format!(
+                            "after `optimize(aggressive)` ({}) {} = {:.2}× FTS5",
+                            fmt_ns(took.as_nanos() as f64),
+                            fmt_bytes(bytes as f64),
+                            bytes as f64 / t.engines[2].disk_allocated as f64
+                        ));
+                    }
                     format!(
                         "{}: {}; Memstrata `record`: wall time per episode {}, slowest call {}, {:.0}% of the time inside `record` spent in calls slower than 1 ms; final flush: {}",
                         size_label(t.n),
@@ -850,6 +1167,41 @@ impl Report {
                 })
                 .collect();
             let _ = writeln!(w, "Memstrata's footprint by part (sled `db/`, tantivy `index/`), and ingest detail — {}.\n", split.join("; "));
+        }
+
+        if let Some(sr) = &self.sessions {
+            let _ = writeln!(w, "## Session compression levels\n");
+            let _ = writeln!(
+                w,
+                "One session per level; {SESSION_VERSIONS} versions of an agent checkpoint that grows by appending \
+                 conversation turns (version 1 ≈ {} of JSON, the last ≈ {}), saved at every level in turn, then every \
+                 version restored (and checked equal to what was saved). *raw* is the content as canonical \
+                 MessagePack (`session_versions().raw_bytes`), *stored* the record written \
+                 (`stored_bytes`). MB/s is raw bytes over the summed call time.\n",
+                fmt_bytes(SESSION_BASE_BYTES as f64),
+                fmt_bytes(sr.json_bytes_last as f64)
+            );
+            let _ = writeln!(
+                w,
+                "| level | all versions raw → stored | ratio | last version raw → stored | save p50 | save MB/s | restore p50 | restore MB/s |\n|---|---|---|---|---|---|---|---|"
+            );
+            for l in &sr.levels {
+                let _ = writeln!(
+                    w,
+                    "| {} | {} → {} | {:.2}× | {} → {} | {} | {:.0} | {} | {:.0} |",
+                    l.level,
+                    fmt_bytes(l.raw as f64),
+                    fmt_bytes(l.stored as f64),
+                    l.raw as f64 / l.stored as f64,
+                    fmt_bytes(l.last_raw as f64),
+                    fmt_bytes(l.last_stored as f64),
+                    fmt_ns(l.save.p50() as f64),
+                    l.raw as f64 / (l.save_ns / 1e9) / 1e6,
+                    fmt_ns(l.restore.p50() as f64),
+                    l.raw as f64 / (l.restore_ns / 1e9) / 1e6,
+                );
+            }
+            let _ = writeln!(w);
         }
         s
     }
