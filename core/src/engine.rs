@@ -190,17 +190,27 @@ impl Engine {
             Durability::Periodic(ms) => Some(ms.max(1)),
             Durability::Immediate | Durability::Manual => None,
         };
-        let db = sled::Config::new()
+        let sled_cfg = sled::Config::new()
             .path(path.join("db"))
             .cache_capacity(opts.cache_bytes)
-            .flush_every_ms(flush_every)
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
-                    Error::StoreLocked { path: path.clone() }
+            .flush_every_ms(flush_every);
+        // We hold `<store>/LOCK`, so no other engine owns this store. sled's own file lock can
+        // still be held for a moment by sled's background I/O threads of an engine of this
+        // process that was just closed (sled reports that as `ErrorKind::Other`, "could not
+        // acquire lock"): wait for them, bounded, instead of failing the reopen.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let db = loop {
+            match sled_cfg.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(io)) if is_sled_lock_error(&io) => {
+                    if Instant::now() >= deadline {
+                        return Err(Error::StoreLocked { path });
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
                 }
-                other => Error::from(other),
-            })?;
+                Err(other) => return Err(Error::from(other)),
+            }
+        };
         let t = Trees::open(&db)?;
 
         // Format version: refuse newer stores, stamp new ones.
@@ -594,6 +604,13 @@ impl Drop for Engine {
         // drop, so a concurrent open waits until sled, the index writer and the
         // store lock are all released.
     }
+}
+
+/// sled's "store file is locked" error (`WouldBlock`, or `Other` with sled's message).
+fn is_sled_lock_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock
+        || (e.kind() == std::io::ErrorKind::Other
+            && e.to_string().contains("could not acquire lock"))
 }
 
 /// Removes the engine's registry entry when dropped (declared last in `Engine`).
