@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::episodic::{self, EpisodeRecord, NewEpisode};
+use crate::optimize::{PROGRESS_EVERY, Progress, no_progress};
 use crate::semantic::{self, HistoryRecord, KnowledgeRecord};
 use crate::sessions::{self, ImportedVersion, SessionRecord};
 use crate::short_term::StRecord;
@@ -536,14 +537,31 @@ fn read_header(r: &mut dyn BufRead, buf: &mut String) -> Result<()> {
     Ok(())
 }
 
-fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
+/// Lines read between two `validate` progress reports.
+const LINES_PER_REPORT: u64 = PROGRESS_EVERY * 16;
+
+fn parse_export(e: &Engine, r: &mut dyn BufRead, progress: &dyn Fn(Progress)) -> Result<Plan> {
     let lim = &e.opts.limits;
     let mut plan = Plan::default();
     let mut buf = String::new();
+    progress(Progress::new(
+        "validate",
+        0,
+        None,
+        "reading and validating the export",
+    ));
     read_header(r, &mut buf)?;
     let mut n = 1usize;
     loop {
         n += 1;
+        if (n as u64 - 1).is_multiple_of(LINES_PER_REPORT) {
+            progress(Progress::new(
+                "validate",
+                n as u64 - 1,
+                None,
+                format!("{} lines read", n - 1),
+            ));
+        }
         if next_line(r, &mut buf, n)?.is_none() {
             break;
         }
@@ -802,15 +820,73 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead) -> Result<Plan> {
             other => return Err(line_err(n, format!("unknown record type {other:?}"))),
         }
     }
+    let lines = n as u64 - 1;
+    progress(Progress::new(
+        "validate",
+        lines,
+        Some(lines),
+        format!("{lines} lines valid"),
+    ));
     Ok(plan)
 }
 
-fn apply(e: &Engine, plan: Plan) -> Result<ImportStats> {
+/// Counts records written during `apply` and reports every [`PROGRESS_EVERY`] of them and
+/// at each record type's end. Never called with a lock held.
+struct Applied<'a> {
+    progress: &'a dyn Fn(Progress),
+    total: u64,
+    done: u64,
+    reported: u64,
+}
+
+impl Applied<'_> {
+    fn add(&mut self, n: u64, what: &str, end_of_type: bool) {
+        self.done += n;
+        if self.done > self.reported && (end_of_type || self.done - self.reported >= PROGRESS_EVERY)
+        {
+            self.reported = self.done;
+            (self.progress)(Progress::new(
+                "apply",
+                self.done,
+                Some(self.total),
+                format!("{}/{} records written ({what})", self.done, self.total),
+            ));
+        }
+    }
+}
+
+fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportStats> {
+    let total = [
+        plan.contexts.len(),
+        plan.short_term.len(),
+        plan.working.len(),
+        plan.episodes.len(),
+        plan.knowledge.len(),
+        plan.procedures.len(),
+        plan.runs.len(),
+        plan.sessions.len(),
+        plan.tasks.len(),
+    ]
+    .iter()
+    .sum::<usize>() as u64;
+    progress(Progress::new(
+        "apply",
+        0,
+        Some(total),
+        format!("writing {total} records"),
+    ));
+    let mut ap = Applied {
+        progress,
+        total,
+        done: 0,
+        reported: 0,
+    };
     let mut stats = ImportStats::default();
     for c in &plan.contexts {
         e.touch_context(c)?;
     }
     stats.add("context", plan.contexts.len() as u64);
+    ap.add(plan.contexts.len() as u64, "context", true);
 
     let mut batch = sled::Batch::default();
     for (ctx, key, rec) in &plan.short_term {
@@ -819,6 +895,7 @@ fn apply(e: &Engine, plan: Plan) -> Result<ImportStats> {
     }
     e.t.short_term.apply_batch(batch)?;
     stats.add("short_term", plan.short_term.len() as u64);
+    ap.add(plan.short_term.len() as u64, "short_term", true);
 
     {
         let _g = e.rmw.lock();
@@ -830,14 +907,22 @@ fn apply(e: &Engine, plan: Plan) -> Result<ImportStats> {
         }
     }
     stats.add("working", plan.working.len() as u64);
+    ap.add(plan.working.len() as u64, "working", true);
 
-    episodic::insert_records_in(e, &plan.episodes)?;
+    // `insert_records_in` writes 256 episodes per batch; report between its calls.
+    for chunk in plan.episodes.chunks(256) {
+        episodic::insert_records_in(e, chunk)?;
+        ap.add(chunk.len() as u64, "episode", false);
+    }
     stats.add("episode", plan.episodes.len() as u64);
+    ap.add(0, "episode", true);
 
     for (ctx, key, rec, history) in &plan.knowledge {
         semantic::insert_record_in(e, ctx, key, rec, history)?;
+        ap.add(1, "knowledge", false);
     }
     stats.add("knowledge", plan.knowledge.len() as u64);
+    ap.add(0, "knowledge", true);
 
     let mut batch = sled::Batch::default();
     for (ctx, name, record) in &plan.procedures {
@@ -846,6 +931,7 @@ fn apply(e: &Engine, plan: Plan) -> Result<ImportStats> {
     }
     e.t.procedures.apply_batch(batch)?;
     stats.add("procedure", plan.procedures.len() as u64);
+    ap.add(plan.procedures.len() as u64, "procedure", true);
 
     for (run_id, record, trace) in &plan.runs {
         let mut prefix = run_id.as_bytes().to_vec();
@@ -861,18 +947,24 @@ fn apply(e: &Engine, plan: Plan) -> Result<ImportStats> {
         }
         batch.insert(run_id.as_bytes(), codec::encode(record)?);
         e.t.runs.apply_batch(batch)?;
+        ap.add(1, "run", false);
     }
     stats.add("run", plan.runs.len() as u64);
+    ap.add(0, "run", true);
 
     for (sid, rec, versions) in &plan.sessions {
         sessions::import_session(e, sid, rec, versions)?;
+        ap.add(1, "session", false);
     }
     stats.add("session", plan.sessions.len() as u64);
+    ap.add(0, "session", true);
 
     for t in &plan.tasks {
         timesheet::put_task(e, t)?;
+        ap.add(1, "task", false);
     }
     stats.add("task", plan.tasks.len() as u64);
+    ap.add(0, "task", true);
 
     e.flush()?;
     Ok(stats)
@@ -949,10 +1041,24 @@ impl Memory {
     /// the line and nothing is written. Records keep their ids, versions and timestamps
     /// and replace records with the same key.
     pub fn import(&self, reader: &mut dyn BufRead) -> Result<ImportStats> {
+        self.import_with_progress(reader, &no_progress)
+    }
+
+    /// [`Memory::import`], calling `progress` as it goes: stage `"validate"` (lines read;
+    /// nothing is written yet) then `"apply"` (records written out of the total). See
+    /// [`Progress`].
+    ///
+    /// `progress` runs on the calling thread, never while the engine holds a lock, so it may
+    /// call back into the engine; it should still be quick: the import waits for it.
+    pub fn import_with_progress(
+        &self,
+        reader: &mut dyn BufRead,
+        progress: &dyn Fn(Progress),
+    ) -> Result<ImportStats> {
         let e = &self.engine;
         e.timed("import", || {
-            let plan = parse_export(e, reader)?;
-            apply(e, plan)
+            let plan = parse_export(e, reader, progress)?;
+            apply(e, plan, progress)
         })
     }
 

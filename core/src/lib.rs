@@ -63,7 +63,7 @@ pub use crate::episodic::{
 pub use crate::error::{Error, Result};
 pub use crate::export::{ENTITY_KEY_PREFIX, EXPORT_FORMAT_VERSION, ExportStats, ImportStats};
 pub use crate::metrics::OpMetrics;
-pub use crate::optimize::{OptimizeLevel, OptimizeReport};
+pub use crate::optimize::{OptimizeLevel, OptimizeReport, Progress};
 pub use crate::procedural::{
     Actions, Branch, Next, PendingAction, Procedural, Procedure, Run, RunStatus, Step, TraceEntry,
 };

@@ -87,6 +87,61 @@ fn merge_index(e: &crate::engine::Engine) -> Result<()> {
     }
 }
 
+/// Progress of a long operation ([`Memory::optimize_with_progress`],
+/// [`Memory::import_with_progress`]).
+///
+/// Stages come in a fixed order and each is reported at least at its start (`done == 0`) and
+/// at its end; inside long loops it is also reported every few items. Within one stage
+/// `done` never decreases; `total` is given when known up front.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// What is running: `optimize` reports `"sweep"`, `"prune_sessions"` (medium and up:
+    /// pruning and recompressing, one session at a time), `"merge_index"` (aggressive) and
+    /// `"flush"`; `import` reports `"validate"` (reading and checking every line; `done`
+    /// counts lines) and `"apply"` (`done` counts records written, out of `total`).
+    pub stage: &'static str,
+    /// Items done so far in this stage.
+    pub done: u64,
+    /// Items in this stage, when known.
+    pub total: Option<u64>,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl Progress {
+    pub(crate) fn new(
+        stage: &'static str,
+        done: u64,
+        total: Option<u64>,
+        message: impl Into<String>,
+    ) -> Self {
+        Progress {
+            stage,
+            done,
+            total,
+            message: message.into(),
+        }
+    }
+}
+
+/// Report progress inside a loop every this many items (sessions, records, lines).
+pub(crate) const PROGRESS_EVERY: u64 = 64;
+
+/// A progress callback that ignores every report.
+pub(crate) fn no_progress(_: Progress) {}
+
+/// Every session id, in id order.
+fn session_ids(e: &crate::engine::Engine) -> Result<Vec<String>> {
+    let mut ids = Vec::new();
+    for k in e.t.sessions.iter().keys() {
+        ids.push(
+            String::from_utf8(k?.to_vec())
+                .map_err(|_| Error::Corrupted("non-UTF-8 session id".into()))?,
+        );
+    }
+    Ok(ids)
+}
+
 impl Memory {
     /// Reclaim space and tidy the store; see [`OptimizeLevel`]. `target_session` limits
     /// session pruning (medium and aggressive) to one session (`NotFound` if unknown).
@@ -94,6 +149,21 @@ impl Memory {
         &self,
         level: OptimizeLevel,
         target_session: Option<&str>,
+    ) -> Result<OptimizeReport> {
+        self.optimize_with_progress(level, target_session, &no_progress)
+    }
+
+    /// [`Memory::optimize`], calling `progress` at each stage boundary and every few
+    /// sessions while pruning (see [`Progress`] for the stages).
+    ///
+    /// `progress` runs on the calling thread, never while the engine holds a lock, so it may
+    /// call back into the engine; it should still be quick (forward the report to a channel
+    /// or a progress bar): the optimization waits for it.
+    pub fn optimize_with_progress(
+        &self,
+        level: OptimizeLevel,
+        target_session: Option<&str>,
+        progress: &dyn Fn(Progress),
     ) -> Result<OptimizeReport> {
         let e = &self.engine;
         e.timed("optimize", || {
@@ -106,7 +176,14 @@ impl Memory {
             e.flush()?;
             let bytes_before = dir_size(e.path());
 
+            progress(Progress::new("sweep", 0, None, "purging expired short-term items"));
             let expired = short_term::sweep_expired(e)?;
+            progress(Progress::new(
+                "sweep",
+                expired as u64,
+                Some(expired as u64),
+                format!("{expired} expired items removed"),
+            ));
             let mut details = json!({
                 "level": level.as_str(),
                 "target_session": target_session,
@@ -115,7 +192,46 @@ impl Memory {
 
             if level >= OptimizeLevel::Medium {
                 let keep = e.opts.session_retention.max(1);
-                let s = sessions::prune_and_recompress(e, target_session, keep)?;
+                // One session at a time (each under its own lock inside `prune_and_recompress`),
+                // so progress is reported between sessions with no lock held.
+                let ids = match target_session {
+                    Some(t) => vec![t.to_owned()],
+                    None => session_ids(e)?,
+                };
+                let total = ids.len() as u64;
+                progress(Progress::new(
+                    "prune_sessions",
+                    0,
+                    Some(total),
+                    format!("pruning and recompressing {total} sessions (keeping {keep} versions each)"),
+                ));
+                let mut s = sessions::PruneStats::default();
+                for (i, sid) in ids.iter().enumerate() {
+                    let one = sessions::prune_and_recompress(e, Some(sid), keep)?;
+                    s.sessions_examined += one.sessions_examined;
+                    s.versions_pruned += one.versions_pruned;
+                    s.versions_rewritten += one.versions_rewritten;
+                    s.stored_bytes_before += one.stored_bytes_before;
+                    s.stored_bytes_after += one.stored_bytes_after;
+                    let done = i as u64 + 1;
+                    if done.is_multiple_of(PROGRESS_EVERY) && done < total {
+                        progress(Progress::new(
+                            "prune_sessions",
+                            done,
+                            Some(total),
+                            format!("{done}/{total} sessions, {} versions pruned", s.versions_pruned),
+                        ));
+                    }
+                }
+                progress(Progress::new(
+                    "prune_sessions",
+                    total,
+                    Some(total),
+                    format!(
+                        "{total} sessions: {} versions pruned, {} rewritten",
+                        s.versions_pruned, s.versions_rewritten
+                    ),
+                ));
                 details["sessions"] = json!({
                     "retention": keep,
                     "sessions_examined": s.sessions_examined,
@@ -127,12 +243,19 @@ impl Memory {
             }
 
             if level >= OptimizeLevel::Aggressive {
+                progress(Progress::new("merge_index", 0, Some(1), "merging index segments"));
                 e.commit_index()?;
                 let segments_before = e.index.committed_segments()?;
                 merge_index(e)?;
                 e.prune_index_log()?;
                 let segments_after = e.index.committed_segments()?;
                 let (documents, _) = e.index.doc_stats();
+                progress(Progress::new(
+                    "merge_index",
+                    1,
+                    Some(1),
+                    format!("{segments_before} index segments merged into {segments_after}"),
+                ));
                 details["index"] = json!({
                     "segments_before": segments_before,
                     "segments_after": segments_after,
@@ -141,9 +264,11 @@ impl Memory {
                 });
             }
 
+            progress(Progress::new("flush", 0, Some(1), "flushing to disk"));
             e.flush()?;
             let bytes_after = dir_size(e.path());
             let saved = i64::try_from(bytes_before).unwrap_or(i64::MAX) - i64::try_from(bytes_after).unwrap_or(i64::MAX);
+            progress(Progress::new("flush", 1, Some(1), format!("{saved} bytes saved")));
             details["storage"] = json!({
                 "bytes_before": bytes_before,
                 "bytes_after": bytes_after,

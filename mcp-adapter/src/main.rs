@@ -442,7 +442,22 @@ fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Resul
             .and_then(|m| m.import_knowledge_graph(&mut reader))
             .map_err(|e| e.to_string())?
     } else {
-        mem.import(&mut reader).map_err(|e| e.to_string())?
+        // Bytes read while the file is parsed and validated, then records written.
+        let applying = std::cell::Cell::new(false);
+        mem.import_with_progress(&mut reader, &|p| {
+            if p.stage != "apply" {
+                return;
+            }
+            if !applying.replace(true) {
+                pb.set_style(
+                    ProgressStyle::with_template("{bar:40} {pos}/{len} records written {elapsed}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                pb.set_length(p.total.unwrap_or(0));
+            }
+            pb.set_position(p.done);
+        })
+        .map_err(|e| e.to_string())?
     };
     pb.finish_and_clear();
     mem.flush().map_err(|e| e.to_string())?;
@@ -463,7 +478,15 @@ fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String
         Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
     };
     let pb = spinner(&format!("optimizing ({})", lvl.as_str()));
-    let report = mem.optimize(lvl, session).map_err(|e| e.to_string())?;
+    let report = mem
+        .optimize_with_progress(lvl, session, &|p| {
+            let counts = match p.total {
+                Some(t) => format!(" {}/{t}", p.done),
+                None => String::new(),
+            };
+            pb.set_message(format!("optimizing ({}): {}{counts}: {}", lvl.as_str(), p.stage, p.message));
+        })
+        .map_err(|e| e.to_string())?;
     pb.finish_and_clear();
     println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     Ok(())

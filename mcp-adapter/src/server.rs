@@ -18,7 +18,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
     ContentBlock, Extensions, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
@@ -222,10 +222,22 @@ impl MemoryServer {
 
     /// Run a tool for `who`: authorize, run on a blocking thread, audit, publish changes.
     pub async fn execute<A: Op>(&self, args: A, who: &Principal) -> ToolResult<Value> {
+        self.execute_with_progress(args, who, None).await
+    }
+
+    /// [`MemoryServer::execute`], passing the tool's progress reports (if it makes any) to
+    /// `progress`. The sender is dropped when the tool finishes.
+    pub async fn execute_with_progress<A: Op>(
+        &self,
+        args: A,
+        who: &Principal,
+        progress: Option<ops::ProgressSink>,
+    ) -> ToolResult<Value> {
         let active = self.conn.mem.active_context();
         let cx = Cx {
             mem: self.conn.mem.namespace(&active)?,
             conn: self.conn.mem.clone(),
+            progress,
         };
         let who2 = who.clone();
         let (targets, res) = tokio::task::spawn_blocking(move || {
@@ -303,10 +315,26 @@ impl MemoryServer {
     }
 
     async fn call<A: Op>(&self, args: A, rc: &RequestContext<RoleServer>) -> CallToolResult {
-        let res = match self.principal(&rc.extensions) {
-            Ok(who) => self.execute(args, &who).await,
-            Err(e) => Err(e),
+        // With a `_meta.progressToken`, the tool's progress reports become
+        // `notifications/progress`, all sent before the result.
+        let (sink, forwarder) = match rc.meta.get_progress_token() {
+            Some(token) => {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                (Some(tx), Some(tokio::spawn(forward_progress(rc.peer.clone(), token, rx))))
+            }
+            None => (None, None),
         };
+        let res = match self.principal(&rc.extensions) {
+            Ok(who) => self.execute_with_progress(args, &who, sink).await,
+            Err(e) => {
+                drop(sink);
+                Err(e)
+            }
+        };
+        if let Some(f) = forwarder {
+            // The sender went with the tool's worker, so the forwarder ends once drained.
+            let _ = f.await;
+        }
         match res {
             Ok(v) => {
                 if A::MUTATES {
@@ -386,6 +414,44 @@ impl MemoryServer {
                     Some(json!({"uri": uri})),
                 )
             })
+    }
+}
+
+/// Send a tool's progress reports as `notifications/progress` for `token` until the tool
+/// drops its sender.
+///
+/// Reports come in stages (`memstrata::Progress`), each counting from 0, while MCP wants one
+/// strictly increasing `progress` per request. So `progress` counts work units across
+/// stages (every report advances it by the items done since the previous report of its
+/// stage, at least 1); `total`, sent when the stage's size is known, is where the current
+/// stage will end on that scale; `message` names the stage.
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<memstrata::Progress>,
+) {
+    let mut position = 0u64;
+    let mut stage: Option<&'static str> = None;
+    let mut stage_done = 0u64;
+    let mut peer_gone = false;
+    while let Some(p) = rx.recv().await {
+        if peer_gone {
+            continue; // keep draining so the tool never notices
+        }
+        if stage != Some(p.stage) {
+            stage = Some(p.stage);
+            stage_done = 0;
+        }
+        position += p.done.saturating_sub(stage_done).max(1);
+        stage_done = stage_done.max(p.done);
+        let msg = format!("{}: {}", p.stage, p.message);
+        let mut n = ProgressNotificationParam::new(token.clone(), position as f64).with_message(msg);
+        if let Some(t) = p.total {
+            n = n.with_total((position + t.saturating_sub(p.done)) as f64);
+        }
+        if peer.notify_progress(n).await.is_err() {
+            peer_gone = true;
+        }
     }
 }
 

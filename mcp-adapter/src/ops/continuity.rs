@@ -318,6 +318,6 @@ impl Op for MemoryOptimize {
             Level::Medium => memstrata::OptimizeLevel::Medium,
             Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
         };
-        Done::of(&cx.mem.optimize(level, self.target_session.as_deref())?)
+        Done::of(&cx.mem.optimize_with_progress(level, self.target_session.as_deref(), &|p| cx.report(p))?)
     }
 }

@@ -29,6 +29,10 @@ pub const MAX_LIMIT: usize = 100;
 /// Most ids `episodes_summarize` accepts.
 pub const MAX_SUMMARIZE_IDS: usize = 100;
 
+/// Where a tool sends progress reports (the MCP handler turns them into
+/// `notifications/progress` when the client asked for them with a progress token).
+pub type ProgressSink = tokio::sync::mpsc::UnboundedSender<memstrata::Progress>;
+
 /// What a tool call runs against.
 #[derive(Debug, Clone)]
 pub struct Cx {
@@ -36,9 +40,20 @@ pub struct Cx {
     pub mem: Memory,
     /// The connection's own handle (only `context_switch` changes its active context).
     pub conn: Memory,
+    /// Progress reports go here when the caller wants them.
+    pub progress: Option<ProgressSink>,
 }
 
 impl Cx {
+    /// Pass a progress report on (a no-op when nobody listens). Never blocks, so it is
+    /// safe to call from a core progress callback.
+    pub fn report(&self, p: memstrata::Progress) {
+        if let Some(tx) = &self.progress {
+            // The receiver is gone only when the call's forwarder stopped: nothing to do.
+            let _ = tx.send(p);
+        }
+    }
+
     /// The active context at call time.
     pub fn active(&self) -> String {
         self.mem.active_context()
