@@ -12,7 +12,9 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use memstrata_benches::corpus::Corpus;
 use memstrata_benches::engines::fts5::Fts5;
-use memstrata_benches::engines::memstrata_engine::{MemstrataKv, MemstrataSearch, short_term_record_bytes};
+use memstrata_benches::engines::memstrata_engine::{
+    MemstrataKv, MemstrataSearch, short_term_record_bytes,
+};
 use memstrata_benches::engines::sled_raw::RawSled;
 use memstrata_benches::engines::tantivy_raw::RawTantivy;
 use memstrata_benches::engines::{KvEngine, KvItem, SearchEngine};

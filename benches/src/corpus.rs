@@ -23,37 +23,213 @@ pub const SEED: u64 = 0x6d65_6d73_7472_6174; // "memstrat"
 pub const VOCAB_SIZE: usize = 50_000;
 
 const COMMON: &[&str] = &[
-    "the", "to", "and", "of", "a", "in", "is", "for", "that", "it", "on", "with", "we", "this", "as", "be", "at",
-    "by", "from", "was", "not", "but", "are", "have", "or", "an", "they", "which", "you", "were", "their", "has",
-    "would", "what", "will", "there", "if", "can", "all", "so", "about", "when", "then", "them", "some", "into",
-    "user", "file", "test", "error", "build", "run", "deploy", "change", "fix", "update", "check", "code", "tool",
-    "request", "response", "config", "server", "client", "data", "query", "result", "model", "task", "plan",
-    "review", "branch", "commit", "merge", "issue", "release", "version", "api", "function", "module", "service",
-    "database", "index", "cache", "memory", "latency", "timeout", "retry", "failure", "success", "output", "input",
-    "schema", "migration", "pipeline", "staging", "production", "rollback", "token", "prompt", "context", "session",
-    "agent", "search", "store", "document", "summary", "note", "decision", "meeting", "customer", "ticket",
-    "incident", "alert", "metric", "dashboard", "log", "trace", "benchmark", "performance", "security", "auth",
-    "permission", "network", "disk", "cpu", "thread", "lock", "queue", "worker", "job", "schedule", "report",
-    "draft", "feedback", "question", "answer", "idea", "design", "refactor", "cleanup", "docs", "example",
+    "the",
+    "to",
+    "and",
+    "of",
+    "a",
+    "in",
+    "is",
+    "for",
+    "that",
+    "it",
+    "on",
+    "with",
+    "we",
+    "this",
+    "as",
+    "be",
+    "at",
+    "by",
+    "from",
+    "was",
+    "not",
+    "but",
+    "are",
+    "have",
+    "or",
+    "an",
+    "they",
+    "which",
+    "you",
+    "were",
+    "their",
+    "has",
+    "would",
+    "what",
+    "will",
+    "there",
+    "if",
+    "can",
+    "all",
+    "so",
+    "about",
+    "when",
+    "then",
+    "them",
+    "some",
+    "into",
+    "user",
+    "file",
+    "test",
+    "error",
+    "build",
+    "run",
+    "deploy",
+    "change",
+    "fix",
+    "update",
+    "check",
+    "code",
+    "tool",
+    "request",
+    "response",
+    "config",
+    "server",
+    "client",
+    "data",
+    "query",
+    "result",
+    "model",
+    "task",
+    "plan",
+    "review",
+    "branch",
+    "commit",
+    "merge",
+    "issue",
+    "release",
+    "version",
+    "api",
+    "function",
+    "module",
+    "service",
+    "database",
+    "index",
+    "cache",
+    "memory",
+    "latency",
+    "timeout",
+    "retry",
+    "failure",
+    "success",
+    "output",
+    "input",
+    "schema",
+    "migration",
+    "pipeline",
+    "staging",
+    "production",
+    "rollback",
+    "token",
+    "prompt",
+    "context",
+    "session",
+    "agent",
+    "search",
+    "store",
+    "document",
+    "summary",
+    "note",
+    "decision",
+    "meeting",
+    "customer",
+    "ticket",
+    "incident",
+    "alert",
+    "metric",
+    "dashboard",
+    "log",
+    "trace",
+    "benchmark",
+    "performance",
+    "security",
+    "auth",
+    "permission",
+    "network",
+    "disk",
+    "cpu",
+    "thread",
+    "lock",
+    "queue",
+    "worker",
+    "job",
+    "schedule",
+    "report",
+    "draft",
+    "feedback",
+    "question",
+    "answer",
+    "idea",
+    "design",
+    "refactor",
+    "cleanup",
+    "docs",
+    "example",
 ];
 
 const ONSETS: &[&str] = &[
-    "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch", "cl",
-    "dr", "fl", "gr", "kr", "pl", "pr", "sh", "sl", "st", "th", "tr",
+    "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br",
+    "ch", "cl", "dr", "fl", "gr", "kr", "pl", "pr", "sh", "sl", "st", "th", "tr",
 ];
 const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ai", "ou", "ea"];
 const CODAS: &[&str] = &["", "n", "r", "l", "m", "x", "k", "t"];
 
 const PARTICIPANTS: &[&str] = &[
-    "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "mallory", "niaj",
-    "olivia", "peggy", "rupert", "sybil", "trent", "uma", "victor", "walter", "xena", "yusuf", "zoe", "claude",
-    "gpt", "gemini", "llama", "mistral", "planner", "executor", "critic", "retriever", "coder", "tester",
-    "reviewer", "operator", "scheduler", "monitor", "support", "oncall",
+    "alice",
+    "bob",
+    "carol",
+    "dave",
+    "erin",
+    "frank",
+    "grace",
+    "heidi",
+    "ivan",
+    "judy",
+    "mallory",
+    "niaj",
+    "olivia",
+    "peggy",
+    "rupert",
+    "sybil",
+    "trent",
+    "uma",
+    "victor",
+    "walter",
+    "xena",
+    "yusuf",
+    "zoe",
+    "claude",
+    "gpt",
+    "gemini",
+    "llama",
+    "mistral",
+    "planner",
+    "executor",
+    "critic",
+    "retriever",
+    "coder",
+    "tester",
+    "reviewer",
+    "operator",
+    "scheduler",
+    "monitor",
+    "support",
+    "oncall",
 ];
 
-const KINDS: &[&str] = &["message", "tool_call", "observation", "decision", "error", "plan", "reflection"];
+const KINDS: &[&str] = &[
+    "message",
+    "tool_call",
+    "observation",
+    "decision",
+    "error",
+    "plan",
+    "reflection",
+];
 const TOOLS: &[&str] = &[
-    "shell", "editor", "browser", "search", "git", "pytest", "cargo", "kubectl", "sql", "http", "calendar", "email",
+    "shell", "editor", "browser", "search", "git", "pytest", "cargo", "kubectl", "sql", "http",
+    "calendar", "email",
 ];
 
 /// Tags in the pool.
@@ -71,7 +247,9 @@ impl Rng {
     }
     /// A generator for item `i` of stream `stream` of corpus `seed`.
     pub fn for_item(seed: u64, stream: u64, i: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut r = Rng(seed
+            ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ i.wrapping_mul(0xD1B5_4A32_D192_ED03));
         r.next_u64();
         r
     }
@@ -230,7 +408,7 @@ impl Corpus {
             }
         }
         // Shuffle the generated tail deterministically so word length does not follow rank.
-        let mut rng = Rng::new(seed ^ 0x766f_6361_62);
+        let mut rng = Rng::new(seed ^ 0x76_6f63_6162);
         for i in (COMMON.len() + 1..vocab.len()).rev() {
             let j = rng.range(COMMON.len(), i + 1);
             vocab.swap(i, j);
@@ -238,7 +416,11 @@ impl Corpus {
         let tags = (0..TAG_COUNT)
             .map(|i| {
                 let w = COMMON[FUNCTION_WORDS + i % TAG_WORDS];
-                if i < TAG_WORDS { w.to_owned() } else { format!("{w}-{}", i / TAG_WORDS) }
+                if i < TAG_WORDS {
+                    w.to_owned()
+                } else {
+                    format!("{w}-{}", i / TAG_WORDS)
+                }
             })
             .collect();
         Corpus {
@@ -275,7 +457,13 @@ impl Corpus {
         s
     }
 
-    fn pick_distinct(&self, rng: &mut Rng, n: usize, zipf: &Zipf, pool: &dyn Fn(usize) -> String) -> Vec<String> {
+    fn pick_distinct(
+        &self,
+        rng: &mut Rng,
+        n: usize,
+        zipf: &Zipf,
+        pool: &dyn Fn(usize) -> String,
+    ) -> Vec<String> {
         let mut out: Vec<String> = Vec::with_capacity(n);
         let mut guard = 0;
         while out.len() < n && guard < 50 {
@@ -305,7 +493,9 @@ impl Corpus {
             "tokens": text_words * 4 / 3,
         });
         let np = 1 + usize::from(rng.range(0, 3) == 0) + usize::from(rng.range(0, 6) == 0);
-        let participants = self.pick_distinct(&mut rng, np, &self.participants, &|k| PARTICIPANTS[k].to_owned());
+        let participants = self.pick_distinct(&mut rng, np, &self.participants, &|k| {
+            PARTICIPANTS[k].to_owned()
+        });
         let nt = rng.range(1, 5);
         let tags = self.pick_distinct(&mut rng, nt, &self.tag_zipf, &|k| self.tags[k].clone());
         // Importance: mostly mid, sometimes high.
@@ -330,7 +520,10 @@ impl Corpus {
             .map(|i| {
                 let mut rng = Rng::for_item(self.seed, 2, i as u64);
                 let k = rng.range(2, 5);
-                (0..k).map(|_| self.content_word(&mut rng).to_owned()).collect::<Vec<_>>().join(" ")
+                (0..k)
+                    .map(|_| self.content_word(&mut rng).to_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
             })
             .collect()
     }
@@ -453,7 +646,7 @@ mod tests {
         let set: std::collections::HashSet<&String> = c.vocab.iter().collect();
         assert_eq!(set.len(), VOCAB_SIZE);
         let mut rng = Rng::new(1);
-        let mut counts = vec![0usize; 10];
+        let mut counts = [0usize; 10];
         for _ in 0..100_000 {
             let k = c.words.sample(&mut rng);
             if k < 10 {

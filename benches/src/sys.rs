@@ -27,9 +27,15 @@ impl Hardware {
             .and_then(|l| l.split_once(':'))
             .map(|(_, v)| v.trim().to_owned())
             .unwrap_or_else(|| "unknown CPU".into());
-        let cores = cpuinfo.lines().filter(|l| l.starts_with("processor")).count().max(
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        );
+        let cores = cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count()
+            .max(
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1),
+            );
         let ram_bytes = proc_kb("/proc/meminfo", "MemTotal:").unwrap_or(0) * 1024;
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| format!("Linux {}", s.trim()))
@@ -69,7 +75,9 @@ pub fn disk_usage(path: &Path) -> (u64, u64) {
     let mut allocated = 0;
     let mut stack = vec![path.to_owned()];
     while let Some(p) = stack.pop() {
-        let Ok(md) = std::fs::symlink_metadata(&p) else { continue };
+        let Ok(md) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
         if md.is_dir() {
             if let Ok(rd) = std::fs::read_dir(&p) {
                 stack.extend(rd.flatten().map(|e| e.path()));

@@ -45,7 +45,10 @@ fn phase(p: String) {
 /// on its own starved I/O pool); `scripts/bench.sh` then retries the run and
 /// says so in the report rather than hanging for ever.
 fn watchdog() {
-    let stall = std::env::var("BENCH_STALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(180u64);
+    let stall = std::env::var("BENCH_STALL_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(180u64);
     std::thread::spawn(move || {
         let mut last = PROGRESS.load(std::sync::atomic::Ordering::Relaxed);
         let mut since = Instant::now();
@@ -57,11 +60,23 @@ fn watchdog() {
                 since = Instant::now();
             } else if since.elapsed() >= Duration::from_secs(stall) {
                 let p = PHASE.lock().map(|p| p.clone()).unwrap_or_default();
-                eprintln!("STALLED: no progress for {stall} s during \"{p}\" (pid {})", std::process::id());
+                eprintln!(
+                    "STALLED: no progress for {stall} s during \"{p}\" (pid {})",
+                    std::process::id()
+                );
                 if let Ok(dir) = std::env::var("BENCH_STALL_DUMP") {
                     let _ = std::process::Command::new("gdb")
-                        .args(["-p", &std::process::id().to_string(), "-batch", "-ex", "thread apply all bt 30"])
-                        .stdout(std::fs::File::create(Path::new(&dir).join("stall-backtrace.txt")).map_or(std::process::Stdio::null(), Into::into))
+                        .args([
+                            "-p",
+                            &std::process::id().to_string(),
+                            "-batch",
+                            "-ex",
+                            "thread apply all bt 30",
+                        ])
+                        .stdout(
+                            std::fs::File::create(Path::new(&dir).join("stall-backtrace.txt"))
+                                .map_or(std::process::Stdio::null(), Into::into),
+                        )
                         .stderr(std::process::Stdio::null())
                         .status();
                 }
@@ -123,7 +138,9 @@ fn main() -> Result<()> {
     match argv.get(1).map(String::as_str) {
         Some("probe-open") => return probe_open(&argv[2], Path::new(&argv[3]), &argv[4]),
         Some("build-store") => return build_store(Path::new(&argv[2]), argv[3].parse()?),
-        Some("profile-search") => return profile_search(&argv[2], Path::new(&argv[3]), argv[4].parse()?),
+        Some("profile-search") => {
+            return profile_search(&argv[2], Path::new(&argv[3]), argv[4].parse()?);
+        }
         Some("profile-kv") => return profile_kv(&argv[2], argv[3].parse()?, argv[4].parse()?),
         Some("decode-micro") => return decode_micro(),
         Some("binding-data") => return binding_data(Path::new(&argv[2])),
@@ -200,7 +217,9 @@ fn time_batch(k: usize, mut op: impl FnMut(usize) -> Result<()>) -> Result<f64> 
 
 fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
     phase(format!("{n}: short-term store/retrieve"));
-    let root = tempfile::Builder::new().prefix("memstrata-bench-kv-").tempdir_in(dir)?;
+    let root = tempfile::Builder::new()
+        .prefix("memstrata-bench-kv-")
+        .tempdir_in(dir)?;
     let mem = MemstrataKv::open(&root.path().join("memstrata"))?;
     let raw = RawSled::open(&root.path().join("sled"))?;
     let raw_dec = RawSledDecoded(raw.clone());
@@ -209,8 +228,7 @@ fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
     // Store: the same N fresh keys into each engine, batch by batch, engines alternating.
     let engines: [&dyn KvEngine; 2] = [&mem, &raw];
     let mut store: Vec<Vec<f64>> = vec![Vec::new(); 2];
-    let mut b = 0;
-    for start in (0..n).step_by(BATCH) {
+    for (b, start) in (0..n).step_by(BATCH).enumerate() {
         let end = (start + BATCH).min(n);
         let items = kv_items(corpus, start..end, now_ms);
         for j in 0..2 {
@@ -222,7 +240,6 @@ fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
             drop(drain);
             store[e].push(ns);
         }
-        b += 1;
         tick();
     }
     mem.flush()?;
@@ -240,7 +257,9 @@ fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
         }
     }
     for b in 0..lookups / BATCH {
-        let keys: Vec<String> = (0..BATCH).map(|_| Corpus::kv_key(rng.range(0, n))).collect();
+        let keys: Vec<String> = (0..BATCH)
+            .map(|_| Corpus::kv_key(rng.range(0, n)))
+            .collect();
         for j in 0..3 {
             let e = (b + j) % 3;
             let ns = time_batch(keys.len(), |i| {
@@ -258,8 +277,16 @@ fn kv_tier(corpus: &Corpus, n: usize, dir: &Path) -> Result<KvResult> {
     let names3 = [mem.name(), raw.name(), raw_dec.name()];
     let r = KvResult {
         n,
-        store: names2.iter().zip(&store).map(|(nm, v)| (*nm, median(v))).collect(),
-        retrieve: names3.iter().zip(&retrieve).map(|(nm, v)| (*nm, median(v))).collect(),
+        store: names2
+            .iter()
+            .zip(&store)
+            .map(|(nm, v)| (*nm, median(v)))
+            .collect(),
+        retrieve: names3
+            .iter()
+            .zip(&retrieve)
+            .map(|(nm, v)| (*nm, median(v)))
+            .collect(),
     };
     eprintln!("   kv: {:?}", r);
     Ok(r)
@@ -310,7 +337,9 @@ struct SearchResult {
 }
 
 fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
-    let root = tempfile::Builder::new().prefix("memstrata-bench-search-").tempdir_in(&args.dir)?;
+    let root = tempfile::Builder::new()
+        .prefix("memstrata-bench-search-")
+        .tempdir_in(&args.dir)?;
     let mem_dir = root.path().join("memstrata");
     let tan_dir = root.path().join("tantivy");
     let fts_path = root.path().join("fts5.sqlite");
@@ -329,8 +358,7 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
     // final flush/commit, not generating the corpus.
     let docs: Vec<EpisodeDoc> = (0..n).map(|i| corpus.episode(i)).collect();
     let mut ids = HashMap::new();
-    for e in 0..3 {
-        let r = &mut results[e];
+    for (e, r) in results.iter_mut().enumerate() {
         let mut engine: Box<dyn SearchEngine> = match e {
             0 => Box::new(MemstrataSearch::open(&mem_dir, HashMap::with_capacity(n))?),
             1 => Box::new(RawTantivy::create(&tan_dir)?),
@@ -359,7 +387,10 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
     for (e, paths) in [
         vec![mem_dir.clone()],
         vec![tan_dir.clone()],
-        vec![fts_path.clone(), PathBuf::from(format!("{}-wal", fts_path.display()))],
+        vec![
+            fts_path.clone(),
+            PathBuf::from(format!("{}-wal", fts_path.display())),
+        ],
     ]
     .into_iter()
     .enumerate()
@@ -371,16 +402,22 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
         }
     }
     for part in ["db", "index"] {
-        results[0].disk_split.push((part.into(), sys::disk_usage(&mem_dir.join(part)).1));
+        results[0]
+            .disk_split
+            .push((part.into(), sys::disk_usage(&mem_dir.join(part)).1));
     }
 
     // Open time + RSS, each in a fresh process, twice: the first open after the
     // writer closed the store, then a reopen.
     let exe = std::env::current_exe()?;
     let probe_query = corpus.keyword_queries(1).remove(0);
-    for (e, (kind, path)) in [("memstrata", &mem_dir), ("tantivy", &tan_dir), ("fts5", &fts_path)]
-        .into_iter()
-        .enumerate()
+    for (e, (kind, path)) in [
+        ("memstrata", &mem_dir),
+        ("tantivy", &tan_dir),
+        ("fts5", &fts_path),
+    ]
+    .into_iter()
+    .enumerate()
     {
         for round in 0..2 {
             phase(format!("{n}: {kind} open probe {round}"));
@@ -388,7 +425,11 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
                 .args(["probe-open", kind, &path.to_string_lossy(), &probe_query])
                 .output()?;
             if !out.status.success() {
-                return Err(format!("probe-open {kind}: {}", String::from_utf8_lossy(&out.stderr)).into());
+                return Err(format!(
+                    "probe-open {kind}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+                .into());
             }
             let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
             let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
@@ -436,7 +477,10 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
         None if n <= 100_000 => (1000, 300),
         None => (300, 100),
     };
-    let classes = [("keywords", corpus.keyword_queries(nk)), ("question", corpus.question_queries(nq))];
+    let classes = [
+        ("keywords", corpus.keyword_queries(nk)),
+        ("question", corpus.question_queries(nq)),
+    ];
     let mut queries = Vec::new();
     for (class, qs) in &classes {
         phase(format!("{n}: {class} searches"));
@@ -466,13 +510,16 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
         eprintln!("   {class}: {} queries in {:.1?}", qs.len(), t.elapsed());
         for (e, lat) in lats.into_iter().enumerate() {
             results[e].search.push((class, lat));
-            results[e].agreement.push((class, overlap[e] / qs.len() as f64));
+            results[e]
+                .agreement
+                .push((class, overlap[e] / qs.len() as f64));
         }
     }
     // Then what `optimize(aggressive)` gives back (index segments merged, index files collected).
     phase(format!("{n}: optimize(aggressive)"));
     let t = Instant::now();
-    mem.memory().optimize(memstrata::OptimizeLevel::Aggressive, None)?;
+    mem.memory()
+        .optimize(memstrata::OptimizeLevel::Aggressive, None)?;
     let took = t.elapsed();
     drop(mem);
     results[0].after_optimize = Some((sys::disk_usage(&mem_dir).1, took));
@@ -577,7 +624,9 @@ struct SessionResult {
 
 fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
     phase("sessions: save/restore per compression level".into());
-    let root = tempfile::Builder::new().prefix("memstrata-bench-sessions-").tempdir_in(dir)?;
+    let root = tempfile::Builder::new()
+        .prefix("memstrata-bench-sessions-")
+        .tempdir_in(dir)?;
     let mem = memstrata_engine::open(root.path())?;
     let contents: Vec<serde_json::Value> = (1..=SESSION_VERSIONS)
         .map(|v| corpus.session_content(v, SESSION_BASE_BYTES + v * SESSION_STEP_BYTES))
@@ -586,7 +635,13 @@ fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
     let mut levels = Vec::new();
     let mut ids = Vec::new();
     for level in 0..=3u8 {
-        ids.push(mem.session_create(&format!("level-{level}"), serde_json::json!({"level": level}))?.session_id);
+        ids.push(
+            mem.session_create(
+                &format!("level-{level}"),
+                serde_json::json!({"level": level}),
+            )?
+            .session_id,
+        );
         levels.push(SessionLevel {
             level,
             raw: 0,
@@ -647,8 +702,14 @@ fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
 fn decode_micro() -> Result<()> {
     let corpus = Corpus::standard();
     let vals: Vec<serde_json::Value> = (0..10_000).map(|i| corpus.kv_value(i)).collect();
-    let mp: Vec<Vec<u8>> = vals.iter().map(|v| memstrata_engine::short_term_record_bytes(v, 0)).collect();
-    let js: Vec<Vec<u8>> = vals.iter().map(|v| serde_json::to_vec(v).expect("json")).collect();
+    let mp: Vec<Vec<u8>> = vals
+        .iter()
+        .map(|v| memstrata_engine::short_term_record_bytes(v, 0))
+        .collect();
+    let js: Vec<Vec<u8>> = vals
+        .iter()
+        .map(|v| serde_json::to_vec(v).expect("json"))
+        .collect();
     #[derive(serde::Deserialize)]
     #[allow(dead_code)]
     struct R {
@@ -695,9 +756,12 @@ const BINDING_QUERIES: usize = 200;
 fn binding_data(out: &Path) -> Result<()> {
     let corpus = Corpus::standard();
     let mut rng = memstrata_benches::corpus::Rng::new(11);
-    let kv: Vec<serde_json::Value> =
-        (0..BINDING_KV).map(|i| serde_json::json!([Corpus::kv_key(i), corpus.kv_value(i)])).collect();
-    let lookups: Vec<String> = (0..BINDING_LOOKUPS).map(|_| Corpus::kv_key(rng.range(0, BINDING_KV))).collect();
+    let kv: Vec<serde_json::Value> = (0..BINDING_KV)
+        .map(|i| serde_json::json!([Corpus::kv_key(i), corpus.kv_value(i)]))
+        .collect();
+    let lookups: Vec<String> = (0..BINDING_LOOKUPS)
+        .map(|_| Corpus::kv_key(rng.range(0, BINDING_KV)))
+        .collect();
     let episodes: Vec<serde_json::Value> = (0..BINDING_EPISODES)
         .map(|i| {
             let d = corpus.episode(i);
@@ -708,7 +772,9 @@ fn binding_data(out: &Path) -> Result<()> {
     let queries = corpus.keyword_queries(BINDING_QUERIES);
     std::fs::write(
         out,
-        serde_json::to_vec(&serde_json::json!({"kv": kv, "lookups": lookups, "episodes": episodes, "queries": queries}))?,
+        serde_json::to_vec(
+            &serde_json::json!({"kv": kv, "lookups": lookups, "episodes": episodes, "queries": queries}),
+        )?,
     )?;
     Ok(())
 }
@@ -740,48 +806,79 @@ fn binding_baseline(data: &Path) -> Result<()> {
         .iter()
         .map(|p| (p[0].as_str().unwrap_or_default().to_owned(), p[1].clone()))
         .collect();
-    let lookups: Vec<String> =
-        d["lookups"].as_array().ok_or("lookups")?.iter().map(|k| k.as_str().unwrap_or_default().to_owned()).collect();
+    let lookups: Vec<String> = d["lookups"]
+        .as_array()
+        .ok_or("lookups")?
+        .iter()
+        .map(|k| k.as_str().unwrap_or_default().to_owned())
+        .collect();
     let mut out = serde_json::Map::new();
     // The value is built by the caller in both languages: Rust clones a prepared
     // Value per call (outside nothing: the clone is part of the call site).
-    out.insert("short_term.store".into(), per_call(kv.len(), 500, |i| {
-        st.store(&kv[i].0, kv[i].1.clone(), None)?;
-        Ok(())
-    })?.into());
-    out.insert("short_term.retrieve (hit)".into(), per_call(lookups.len(), 1000, |i| {
-        std::hint::black_box(st.retrieve(&lookups[i])?.ok_or("missing")?);
-        Ok(())
-    })?.into());
-    let misses: Vec<String> = (0..lookups.len()).map(|i| format!("missing:{i:08}")).collect();
-    out.insert("short_term.retrieve (miss)".into(), per_call(misses.len(), 1000, |i| {
-        std::hint::black_box(st.retrieve(&misses[i])?);
-        Ok(())
-    })?.into());
-    out.insert("active_context".into(), per_call(20_000, 1000, |_| {
-        std::hint::black_box(mem.active_context());
-        Ok(())
-    })?.into());
+    out.insert(
+        "short_term.store".into(),
+        per_call(kv.len(), 500, |i| {
+            st.store(&kv[i].0, kv[i].1.clone(), None)?;
+            Ok(())
+        })?
+        .into(),
+    );
+    out.insert(
+        "short_term.retrieve (hit)".into(),
+        per_call(lookups.len(), 1000, |i| {
+            std::hint::black_box(st.retrieve(&lookups[i])?.ok_or("missing")?);
+            Ok(())
+        })?
+        .into(),
+    );
+    let misses: Vec<String> = (0..lookups.len())
+        .map(|i| format!("missing:{i:08}"))
+        .collect();
+    out.insert(
+        "short_term.retrieve (miss)".into(),
+        per_call(misses.len(), 1000, |i| {
+            std::hint::black_box(st.retrieve(&misses[i])?);
+            Ok(())
+        })?
+        .into(),
+    );
+    out.insert(
+        "active_context".into(),
+        per_call(20_000, 1000, |_| {
+            std::hint::black_box(mem.active_context());
+            Ok(())
+        })?
+        .into(),
+    );
     let ep = mem.episodic();
     for e in d["episodes"].as_array().ok_or("episodes")? {
         let mut ne: memstrata::NewEpisode = serde_json::from_value(serde_json::json!({
             "summary": e["summary"], "content": e["content"], "participants": e["participants"],
             "tags": e["tags"], "importance": e["importance"]}))?;
-        ne.timestamp = chrono::DateTime::from_timestamp_millis(e["timestamp_ms"].as_i64().unwrap_or(0));
+        ne.timestamp =
+            chrono::DateTime::from_timestamp_millis(e["timestamp_ms"].as_i64().unwrap_or(0));
         ep.record(ne)?;
     }
     // One index segment on both sides: the segment layout otherwise depends on commit timing.
     mem.optimize(memstrata::OptimizeLevel::Aggressive, None)?;
-    let queries: Vec<String> =
-        d["queries"].as_array().ok_or("queries")?.iter().map(|q| q.as_str().unwrap_or_default().to_owned()).collect();
+    let queries: Vec<String> = d["queries"]
+        .as_array()
+        .ok_or("queries")?
+        .iter()
+        .map(|q| q.as_str().unwrap_or_default().to_owned())
+        .collect();
     let filters = memstrata::SearchFilters::default();
     for q in &queries[..20] {
         ep.search(q, &filters, 10)?;
     }
-    out.insert("episodic.search (10 hits)".into(), per_call(queries.len(), 50, |i| {
-        std::hint::black_box(ep.search(&queries[i], &filters, 10)?);
-        Ok(())
-    })?.into());
+    out.insert(
+        "episodic.search (10 hits)".into(),
+        per_call(queries.len(), 50, |i| {
+            std::hint::black_box(ep.search(&queries[i], &filters, 10)?);
+            Ok(())
+        })?
+        .into(),
+    );
     println!("{}", serde_json::Value::Object(out));
     Ok(())
 }
@@ -812,16 +909,25 @@ fn profile_search(engine: &str, dir: &Path, queries: usize) -> Result<()> {
     let corpus = Corpus::standard();
     let e: Box<dyn SearchEngine> = match engine {
         "memstrata" => {
-            let ids: HashMap<String, usize> = serde_json::from_slice(&std::fs::read(dir.join("ids.json"))?)?;
+            let ids: HashMap<String, usize> =
+                serde_json::from_slice(&std::fs::read(dir.join("ids.json"))?)?;
             Box::new(MemstrataSearch::open(&dir.join("memstrata"), ids)?)
         }
         "tantivy" => Box::new(RawTantivy::open(&dir.join("tantivy"))?),
-        "tantivy-must" => Box::new(RawTantivy::open(&dir.join("tantivy"))?.with_scoping(Scoping::MustClauses)),
-        "tantivy-overfetch" => Box::new(RawTantivy::open(&dir.join("tantivy"))?.with_scoping(Scoping::OverFetch)),
+        "tantivy-must" => {
+            Box::new(RawTantivy::open(&dir.join("tantivy"))?.with_scoping(Scoping::MustClauses))
+        }
+        "tantivy-overfetch" => {
+            Box::new(RawTantivy::open(&dir.join("tantivy"))?.with_scoping(Scoping::OverFetch))
+        }
         other => return Err(format!("unknown engine {other}").into()),
     };
     let mut hits = 0;
-    for q in corpus.keyword_queries(queries).iter().chain(&corpus.question_queries(queries)) {
+    for q in corpus
+        .keyword_queries(queries)
+        .iter()
+        .chain(&corpus.question_queries(queries))
+    {
         hits += e.search(q, LIMIT)?.len();
     }
     eprintln!("{engine}: {hits} hits");
@@ -850,7 +956,10 @@ fn inspect_store(store: &Path) -> Result<serde_json::Value> {
             n += 1;
         }
         live += bytes;
-        trees.insert(String::from_utf8_lossy(&name).into_owned(), serde_json::json!({"items": n, "bytes": bytes}));
+        trees.insert(
+            String::from_utf8_lossy(&name).into_owned(),
+            serde_json::json!({"items": n, "bytes": bytes}),
+        );
     }
     drop(db);
     Ok(serde_json::json!({"sled_open_ns": sled_open_ns, "live_bytes": live, "trees": trees}))
@@ -888,9 +997,9 @@ fn status(ok: bool) -> &'static str {
 }
 
 fn size_label(n: usize) -> String {
-    if n >= 1_000_000 && n % 1_000_000 == 0 {
+    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
         format!("{}M", n / 1_000_000)
-    } else if n >= 1000 && n % 1000 == 0 {
+    } else if n >= 1000 && n.is_multiple_of(1000) {
         format!("{}k", n / 1000)
     } else {
         n.to_string()
@@ -898,17 +1007,23 @@ fn size_label(n: usize) -> String {
 }
 
 fn lookup(v: &[(&'static str, f64)], name: &str) -> f64 {
-    v.iter().find(|(n, _)| *n == name).map_or(f64::NAN, |(_, x)| *x)
+    v.iter()
+        .find(|(n, _)| *n == name)
+        .map_or(f64::NAN, |(_, x)| *x)
 }
 
 fn dep_versions() -> Vec<(String, String)> {
-    let lock = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock")).unwrap_or_default();
+    let lock = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock"))
+        .unwrap_or_default();
     let mut out = Vec::new();
     for name in ["sled", "tantivy", "rusqlite"] {
         let needle = format!("name = \"{name}\"\nversion = \"");
         if let Some(p) = lock.find(&needle) {
             let rest = &lock[p + needle.len()..];
-            out.push((name.to_owned(), rest[..rest.find('"').unwrap_or(0)].to_owned()));
+            out.push((
+                name.to_owned(),
+                rest[..rest.find('"').unwrap_or(0)].to_owned(),
+            ));
         }
     }
     out.push(("SQLite".into(), Fts5::sqlite_version()));
@@ -928,13 +1043,24 @@ impl Report {
             fmt_bytes(hw.ram_bytes as f64),
             hw.kernel
         );
-        let vers: Vec<String> = dep_versions().into_iter().map(|(n, v)| format!("{n} {v}")).collect();
-        let _ = writeln!(w, "- Engines: memstrata {}, {}", env!("CARGO_PKG_VERSION"), vers.join(", "));
+        let vers: Vec<String> = dep_versions()
+            .into_iter()
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect();
+        let _ = writeln!(
+            w,
+            "- Engines: memstrata {}, {}",
+            env!("CARGO_PKG_VERSION"),
+            vers.join(", ")
+        );
         let _ = writeln!(w, "- Build: `--release`; this run took {:.0?}\n", elapsed);
 
         // Headline: targets.
         let _ = writeln!(w, "## Targets\n");
-        let _ = writeln!(w, "| target | size | measured | goal | status |\n|---|---|---|---|---|");
+        let _ = writeln!(
+            w,
+            "| target | size | measured | goal | status |\n|---|---|---|---|---|"
+        );
         for k in &self.kv {
             let r = lookup(&k.retrieve, "memstrata short_term") / lookup(&k.retrieve, "raw sled");
             let st = lookup(&k.store, "memstrata short_term") / lookup(&k.store, "raw sled");
@@ -964,8 +1090,16 @@ impl Report {
             }
             for (ci, (class, _)) in t.queries.iter().enumerate() {
                 let r = f.search[ci].1.p50() as f64 / m.search[ci].1.p50() as f64;
-                let goal = if t.n >= 100_000 { "≥ 2× faster" } else { "(informative)" };
-                let st = if t.n >= 100_000 { status(r >= 2.0) } else { "–" };
+                let goal = if t.n >= 100_000 {
+                    "≥ 2× faster"
+                } else {
+                    "(informative)"
+                };
+                let st = if t.n >= 100_000 {
+                    status(r >= 2.0)
+                } else {
+                    "–"
+                };
                 let _ = writeln!(
                     w,
                     "| episode search speed-up over SQLite FTS5, {class} queries (p50) | {} | {r:.2}× faster | {goal} | {st} |",
@@ -992,7 +1126,9 @@ impl Report {
                  (Memstrata's `Durability::Periodic(500)`); raw sled writes the exact key and record bytes \
                  Memstrata writes. `retrieve` reads uniformly random existing keys. \"raw sled + decode\" also \
                  decodes the record into a `serde_json::Value`, as a hand-written store would have to.\n",
-                dep_versions().first().map_or(String::new(), |v| v.1.clone())
+                dep_versions()
+                    .first()
+                    .map_or(String::new(), |v| v.1.clone())
             );
             let _ = writeln!(
                 w,
@@ -1026,7 +1162,10 @@ impl Report {
         }
 
         if !self.search.is_empty() {
-            let _ = writeln!(w, "## Episode search: Memstrata vs raw tantivy vs SQLite FTS5\n");
+            let _ = writeln!(
+                w,
+                "## Episode search: Memstrata vs raw tantivy vs SQLite FTS5\n"
+            );
             let _ = writeln!(
                 w,
                 "Same documents, same queries, top {LIMIT} with each hit's document decoded. Queries run \
@@ -1127,7 +1266,11 @@ impl Report {
             }
             let _ = writeln!(w);
             if let Some(o) = self.search.last().and_then(|t| t.engines[0].open.clone()) {
-                let _ = writeln!(w, "A fresh probe process has an RSS of {} before it opens anything.\n", fmt_bytes(o.rss_before as f64));
+                let _ = writeln!(
+                    w,
+                    "A fresh probe process has an RSS of {} before it opens anything.\n",
+                    fmt_bytes(o.rss_before as f64)
+                );
             }
             let split: Vec<String> = self
                 .search
@@ -1166,7 +1309,11 @@ impl Report {
                     )
                 })
                 .collect();
-            let _ = writeln!(w, "Memstrata's footprint by part (sled `db/`, tantivy `index/`), and ingest detail — {}.\n", split.join("; "));
+            let _ = writeln!(
+                w,
+                "Memstrata's footprint by part (sled `db/`, tantivy `index/`), and ingest detail — {}.\n",
+                split.join("; ")
+            );
         }
 
         if let Some(sr) = &self.sessions {

@@ -74,7 +74,11 @@ impl Fts5 {
     /// Database, WAL and shared-memory files.
     pub fn files(&self) -> Vec<PathBuf> {
         let p = self.path.to_string_lossy();
-        vec![self.path.clone(), format!("{p}-wal").into(), format!("{p}-shm").into()]
+        vec![
+            self.path.clone(),
+            format!("{p}-wal").into(),
+            format!("{p}-shm").into(),
+        ]
     }
 
     /// The FTS5 MATCH expression for natural-language text.
@@ -124,7 +128,8 @@ impl SearchEngine for Fts5 {
         Ok(())
     }
     fn finish(&mut self) -> Result<()> {
-        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
     fn search(&self, query: &str, limit: usize) -> Result<Vec<usize>> {

@@ -18,8 +18,13 @@ use crate::stats::Latency;
 /// `BENCH_EXPERIMENT_COMMIT_MS` overrides the index commit interval, for
 /// experiments only (`scripts/bench.sh` never sets it).
 pub fn open(path: &Path) -> Result<Memory> {
-    let mut b = Memory::builder().path(path).durability(Durability::Periodic(FLUSH_EVERY_MS));
-    if let Some(ms) = std::env::var("BENCH_EXPERIMENT_COMMIT_MS").ok().and_then(|v| v.parse().ok()) {
+    let mut b = Memory::builder()
+        .path(path)
+        .durability(Durability::Periodic(FLUSH_EVERY_MS));
+    if let Some(ms) = std::env::var("BENCH_EXPERIMENT_COMMIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         b = b.index_commit_interval(std::time::Duration::from_millis(ms));
     }
     Ok(b.open()?)
@@ -137,7 +142,8 @@ impl SearchEngine for MemstrataSearch {
         "memstrata"
     }
     fn ingest(&mut self, batch: &[EpisodeDoc], lat: &mut Latency) -> Result<()> {
-        let prepared: Vec<(usize, NewEpisode)> = batch.iter().map(|d| (d.idx, to_new_episode(d))).collect();
+        let prepared: Vec<(usize, NewEpisode)> =
+            batch.iter().map(|d| (d.idx, to_new_episode(d))).collect();
         for (idx, ne) in prepared {
             let t = Instant::now();
             let id = self.ep.record(ne)?;
@@ -151,7 +157,10 @@ impl SearchEngine for MemstrataSearch {
     }
     fn search(&self, query: &str, limit: usize) -> Result<Vec<usize>> {
         let hits = self.ep.search(query, &self.filters, limit)?;
-        Ok(hits.iter().filter_map(|h| self.ids.get(&h.episode.id).copied()).collect())
+        Ok(hits
+            .iter()
+            .filter_map(|h| self.ids.get(&h.episode.id).copied())
+            .collect())
     }
     fn segments(&self) -> Option<usize> {
         count_segments(&self.path.join("index"))
@@ -163,7 +172,8 @@ impl SearchEngine for MemstrataSearch {
 
 /// Segments listed in a tantivy `meta.json`.
 pub fn count_segments(index_dir: &Path) -> Option<usize> {
-    let meta: Value = serde_json::from_slice(&std::fs::read(index_dir.join("meta.json")).ok()?).ok()?;
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(index_dir.join("meta.json")).ok()?).ok()?;
     Some(meta.get("segments")?.as_array()?.len())
 }
 
@@ -196,7 +206,11 @@ mod tests {
                 stored_at: i64,
             }
             let r: R = rmp_serde::from_slice(&raw).unwrap();
-            assert_eq!(&*stored, short_term_record_bytes(v, r.stored_at).as_slice(), "key {k}");
+            assert_eq!(
+                &*stored,
+                short_term_record_bytes(v, r.stored_at).as_slice(),
+                "key {k}"
+            );
         }
     }
 }

@@ -4,8 +4,8 @@
 //! - [`SearchEngine`]: episodes (Memstrata `episodic` vs raw tantivy vs SQLite FTS5), same
 //!   documents, same natural-language queries, top 10 with each hit's document decoded.
 
-use std::path::Path;
 use serde_json::Value;
+use std::path::Path;
 
 use crate::corpus::EpisodeDoc;
 use crate::stats::Latency;

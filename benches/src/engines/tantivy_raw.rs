@@ -15,8 +15,8 @@ use std::time::Instant;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
-    TextOptions, Value as _,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument,
+    TextFieldIndexing, TextOptions, Value as _,
 };
 use tantivy::tokenizer::TokenStream;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
@@ -116,7 +116,10 @@ impl RawTantivy {
         let (schema, f) = schema();
         let index = Index::create_in_dir(dir, schema)?;
         let writer = index.writer_with_num_threads(1, TANTIVY_WRITER_BYTES)?;
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         Ok(RawTantivy {
             scoping: Scoping::None,
             index,
@@ -130,7 +133,10 @@ impl RawTantivy {
     pub fn open(dir: &Path) -> Result<Self> {
         let index = Index::open_in_dir(dir)?;
         let (_, f) = schema();
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         Ok(RawTantivy {
             scoping: Scoping::None,
             index,
@@ -217,10 +223,17 @@ impl SearchEngine for RawTantivy {
     fn search(&self, query: &str, limit: usize) -> Result<Vec<usize>> {
         let f = &self.f;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (field, boost) in [(f.summary, 1.5f32), (f.body, 1.0), (f.participants, 1.0), (f.tags, 1.2)] {
+        for (field, boost) in [
+            (f.summary, 1.5f32),
+            (f.body, 1.0),
+            (f.participants, 1.0),
+            (f.tags, 1.2),
+        ] {
             for tok in self.tokens(field, query)? {
-                let tq: Box<dyn Query> =
-                    Box::new(TermQuery::new(Term::from_field_text(field, &tok), IndexRecordOption::WithFreqs));
+                let tq: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(field, &tok),
+                    IndexRecordOption::WithFreqs,
+                ));
                 should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost))));
             }
         }
@@ -230,10 +243,15 @@ impl SearchEngine for RawTantivy {
         let union = BooleanQuery::new(should);
         let searcher = self.reader.searcher();
         let top: Vec<(f32, tantivy::DocAddress)> = match self.scoping {
-            Scoping::None => searcher.search(&union, &TopDocs::with_limit(limit).order_by_score())?,
+            Scoping::None => {
+                searcher.search(&union, &TopDocs::with_limit(limit).order_by_score())?
+            }
             Scoping::MustClauses => {
                 let term = |field, text: &str| -> Box<dyn Query> {
-                    Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(field, text),
+                        IndexRecordOption::Basic,
+                    ))
                 };
                 let q = BooleanQuery::new(vec![
                     (Occur::Must, term(f.kind, "e")),
@@ -251,11 +269,14 @@ impl SearchEngine for RawTantivy {
                     .collect::<tantivy::Result<Vec<_>>>()?;
                 let mut fetch = limit;
                 loop {
-                    let cand = searcher.search(&union, &TopDocs::with_limit(fetch).order_by_score())?;
+                    let cand =
+                        searcher.search(&union, &TopDocs::with_limit(fetch).order_by_score())?;
                     let exhausted = cand.len() < fetch;
                     let kept: Vec<_> = cand
                         .into_iter()
-                        .filter(|(_, a)| columns[a.segment_ord as usize].first(a.doc_id) == Some(want))
+                        .filter(|(_, a)| {
+                            columns[a.segment_ord as usize].first(a.doc_id) == Some(want)
+                        })
                         .take(limit)
                         .collect();
                     if kept.len() == limit || exhausted {
@@ -268,9 +289,15 @@ impl SearchEngine for RawTantivy {
         let mut out = Vec::with_capacity(top.len());
         for (_score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr)?;
-            let json = doc.get_first(f.doc).and_then(|v| v.as_str()).ok_or("doc not stored")?;
+            let json = doc
+                .get_first(f.doc)
+                .and_then(|v| v.as_str())
+                .ok_or("doc not stored")?;
             let ep: serde_json::Value = serde_json::from_str(json)?;
-            let id = doc.get_first(f.id).and_then(|v| v.as_str()).ok_or("id not stored")?;
+            let id = doc
+                .get_first(f.id)
+                .and_then(|v| v.as_str())
+                .ok_or("id not stored")?;
             std::hint::black_box(&ep);
             out.extend(idx_from_id(id));
         }
