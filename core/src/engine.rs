@@ -365,12 +365,18 @@ impl Engine {
         q: &crate::index::IndexQuery<'_>,
     ) -> Result<Vec<(String, f32)>> {
         self.commit_index()?;
-        match self.index.search(q) {
+        // tantivy can panic (not just fail) on some damaged segment files; treat a
+        // panic like any index failure instead of unwinding into the caller.
+        let guarded = || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.index.search(q)))
+                .unwrap_or_else(|_| Err(Error::Index("index search panicked (damaged index files?)".into())))
+        };
+        match guarded() {
             Ok(hits) => Ok(hits),
             Err(Error::Index(_)) => {
                 // A damaged segment: sled is the source of truth, rebuild and retry once.
                 self.rebuild_index_in_place()?;
-                self.index.search(q)
+                guarded()
             }
             Err(e) => Err(e),
         }

@@ -25,7 +25,10 @@ use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
 use crate::{Error, Result};
 
 /// Bumped whenever the schema or the document mapping changes; a mismatch rebuilds the index.
-pub(crate) const INDEX_SCHEMA_VERSION: u32 = 1;
+pub(crate) const INDEX_SCHEMA_VERSION: u32 = 2;
+
+/// A steady write stream is committed at least every `20 × index_commit_interval`.
+const COMMIT_MAX_DELAY_FACTOR: u32 = 20;
 
 /// What a document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +125,23 @@ struct Fields {
     tag_raw: tantivy::schema::Field,
     ts: tantivy::schema::Field,
     importance: tantivy::schema::Field,
+    /// FNV-1a of `kind\0ctx`: lets an unfiltered search run as a pure
+    /// disjunction (block-WAND pruning) and drop out-of-scope hits afterwards.
+    scope: tantivy::schema::Field,
 }
+
+/// Stable 64-bit FNV-1a hash of a document's kind and context.
+fn scope_hash(kind: Kind, ctx: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in kind.tag().bytes().chain(std::iter::once(0u8)).chain(ctx.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Past this many candidates an unfiltered search falls back to the scoped query.
+const MAX_OVERFETCH: usize = 20_000;
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
@@ -143,6 +162,7 @@ fn schema() -> (Schema, Fields) {
         tag_raw: b.add_text_field("tag_raw", STRING),
         ts: b.add_i64_field("ts", INDEXED | FAST),
         importance: b.add_u64_field("importance", INDEXED | FAST),
+        scope: b.add_u64_field("scope", FAST),
     };
     (b.build(), fields)
 }
@@ -160,6 +180,8 @@ pub(crate) struct WriterState {
     pub pending: usize,
     /// When the oldest pending change was applied.
     pub pending_since: Option<Instant>,
+    /// When the last change was applied.
+    pub last_apply: Option<Instant>,
 }
 
 impl std::fmt::Debug for WriterState {
@@ -195,7 +217,9 @@ impl WriterState {
         self.applied_seq = self.applied_seq.max(seq);
         if !ops.is_empty() {
             self.pending += ops.len();
-            self.pending_since.get_or_insert_with(Instant::now);
+            let now = Instant::now();
+            self.pending_since.get_or_insert(now);
+            self.last_apply = Some(now);
         }
         Ok(())
     }
@@ -222,6 +246,7 @@ fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
         f.body => d.body.as_str(),
         f.ts => d.ts_ms,
         f.importance => d.importance,
+        f.scope => scope_hash(d.kind, &d.ctx),
     );
     for p in &d.participants {
         doc.add_text(f.participants, p);
@@ -275,7 +300,10 @@ impl SearchIndex {
     ) -> Result<(Self, Opened)> {
         let (schema, fields) = schema();
         let existing = if schema_version_ok && dir.join("meta.json").exists() {
-            Self::open_existing(dir, &schema, writer_bytes).ok()
+            // tantivy may panic (not just fail) on some damaged files: either way, rebuild.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Self::open_existing(dir, &schema, writer_bytes)))
+                .ok()
+                .and_then(|r| r.ok())
         } else {
             None
         };
@@ -297,6 +325,7 @@ impl SearchIndex {
             committed_seq: committed,
             pending: 0,
             pending_since: None,
+            last_apply: None,
         };
         Ok((
             SearchIndex {
@@ -417,10 +446,19 @@ impl SearchIndex {
     }
 
     /// Commit if the oldest pending change is older than `interval`.
+    /// Adaptive: commit once writes have paused for `interval`, or when the oldest
+    /// pending change has waited `COMMIT_MAX_DELAY_FACTOR × interval`. A steady write
+    /// stream then commits every few seconds instead of every `interval`
+    /// (each commit stalls writers on the writer mutex). Searches never wait for
+    /// this timer, and crash recovery replays the sled log.
     pub(crate) fn commit_if_due(&self, interval: std::time::Duration) -> Result<bool> {
         let due = {
             let st = self.state.lock();
-            st.pending_since.is_some_and(|t| t.elapsed() >= interval)
+            let quiet = st.last_apply.is_some_and(|t| t.elapsed() >= interval);
+            let overdue = st
+                .pending_since
+                .is_some_and(|t| t.elapsed() >= interval.saturating_mul(COMMIT_MAX_DELAY_FACTOR));
+            st.pending_since.is_some() && (quiet || overdue)
         };
         if due {
             self.commit_pending()
@@ -536,7 +574,19 @@ impl SearchIndex {
         }
         let searcher = self.inner.read().reader.searcher();
         let limit = q.limit.max(1);
-        let addrs: Vec<(f32, tantivy::DocAddress)> = if should.is_empty() {
+        let unfiltered = q.tags_all.is_empty()
+            && q.participants_any.is_empty()
+            && q.since_ms.is_none()
+            && q.until_ms.is_none()
+            && q.min_importance.is_none();
+        let overfetched = if unfiltered && !should.is_empty() {
+            self.search_overfetch(&searcher, scope_hash(q.kind, q.ctx), &should, limit)?
+        } else {
+            None
+        };
+        let addrs: Vec<(f32, tantivy::DocAddress)> = if let Some(addrs) = overfetched {
+            addrs
+        } else if should.is_empty() {
             // No searchable words: filters only, newest first.
             must.push((Occur::Must, Box::new(AllQuery)));
             let query = BooleanQuery::new(must);
@@ -553,11 +603,60 @@ impl SearchIndex {
         let mut out = Vec::with_capacity(addrs.len());
         for (score, addr) in addrs {
             let doc: TantivyDocument = searcher.doc(addr)?;
+            // (A scope-hash collision is caught by the caller, which parses kind and
+            // context from the uid.)
             if let Some(uid) = doc.get_first(f.uid).and_then(|v| v.as_str()) {
                 out.push((uid.to_owned(), score));
             }
         }
         Ok(out)
+    }
+}
+
+impl SearchIndex {
+    /// Unfiltered text search as a pure disjunction of term queries (which
+    /// tantivy prunes with block-WAND), keeping hits whose `scope` matches and
+    /// widening the candidate window ×4 until `limit` are kept or candidates run
+    /// out. Exact: any better in-scope document lies inside the wider window.
+    /// `None` when the window would exceed [`MAX_OVERFETCH`] (the caller then
+    /// runs the scoped query).
+    fn search_overfetch(
+        &self,
+        searcher: &tantivy::Searcher,
+        scope: u64,
+        should: &[(Occur, Box<dyn Query>)],
+        limit: usize,
+    ) -> Result<Option<Vec<(f32, tantivy::DocAddress)>>> {
+        let query = BooleanQuery::new(should.iter().map(|(o, q)| (*o, q.box_clone())).collect());
+        let mut columns: std::collections::HashMap<u32, tantivy::columnar::Column<u64>> = Default::default();
+        let mut fetch = limit;
+        loop {
+            let top: Vec<(f32, tantivy::DocAddress)> =
+                searcher.search(&query, &TopDocs::with_limit(fetch).order_by_score())?;
+            let exhausted = top.len() < fetch;
+            let mut kept = Vec::with_capacity(limit);
+            for (score, addr) in top {
+                let col = match columns.entry(addr.segment_ord) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(searcher.segment_reader(addr.segment_ord).fast_fields().u64("scope")?)
+                    }
+                };
+                if col.first(addr.doc_id) == Some(scope) {
+                    kept.push((score, addr));
+                    if kept.len() == limit {
+                        break;
+                    }
+                }
+            }
+            if kept.len() >= limit || exhausted {
+                return Ok(Some(kept));
+            }
+            fetch = fetch.saturating_mul(4);
+            if fetch > MAX_OVERFETCH {
+                return Ok(None);
+            }
+        }
     }
 }
 

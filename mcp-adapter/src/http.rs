@@ -361,6 +361,13 @@ pub async fn serve(shared: Arc<Shared>, cfg: HttpConfig, shutdown: CancellationT
         "memstrata-mcp listening on http://{local}/mcp (WebSocket ws://{local}/mcp/ws, envelope POST /mcp/v1/execute)"
     );
     let app = router(shared, &cfg, shutdown.clone());
+    // Small frames (a response after a notification) must not wait for Nagle +
+    // delayed ACK (~40 ms per WebSocket write before this; docs/benchmarks.md).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
