@@ -54,7 +54,8 @@ impl ShortTerm {
 
     /// The value under `key`, or `None` when absent or expired.
     pub fn retrieve(&self, key: &str) -> Result<Option<Value>> {
-        Ok(self.entry(key)?.map(|e| e.value))
+        let e = &self.mem.engine;
+        e.timed("short_term.retrieve", || retrieve_in(e, &self.ctx(), key))
     }
 
     /// The entry under `key` with its timestamps, or `None` when absent or expired.
@@ -143,6 +144,19 @@ pub(crate) fn store_in(
         stored_at: millis_to_dt(stored_at),
         expires_at: expires_at.map(millis_to_dt),
     })
+}
+
+/// Hot path of `retrieve`: no entry struct, the clock only read for items with a TTL.
+pub(crate) fn retrieve_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Value>> {
+    validate::key(&e.opts.limits, "key", key)?;
+    let Some(v) = e.t.short_term.get(codec::ctx_key(ctx, key))? else {
+        return Ok(None);
+    };
+    let rec: StRecord = codec::decode(&v)?;
+    if rec.expires_at.is_some() && expired(&rec, e.opts.clock.now().timestamp_millis()) {
+        return Ok(None);
+    }
+    Ok(Some(rec.value))
 }
 
 pub(crate) fn entry_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<ShortTermEntry>> {
