@@ -12,6 +12,8 @@
 pub mod audit;
 pub mod auth;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod ops;
 pub mod prompts;
