@@ -32,12 +32,11 @@ impl std::str::FromStr for Durability {
             "periodic" => Ok(Durability::default()),
             "manual" => Ok(Durability::Manual),
             other => {
-                if let Some(ms) = other.strip_prefix("periodic:") {
-                    if let Ok(ms) = ms.parse::<u64>() {
-                        if ms > 0 {
-                            return Ok(Durability::Periodic(ms));
-                        }
-                    }
+                if let Some(ms) = other.strip_prefix("periodic:")
+                    && let Ok(ms) = ms.parse::<u64>()
+                    && ms > 0
+                {
+                    return Ok(Durability::Periodic(ms));
                 }
                 Err(crate::Error::invalid(
                     "durability",

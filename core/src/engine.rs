@@ -17,6 +17,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 use crate::codec;
 use crate::config::{Durability, Options};
 use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
+use crate::episode_cache::EpisodeCache;
 use crate::metrics::Metrics;
 use crate::{Error, Result};
 
@@ -94,6 +95,8 @@ pub(crate) struct Engine {
     pub t: Trees,
     pub index: SearchIndex,
     pub metrics: Metrics,
+    /// Decoded episodes recently recorded or read (see `episode_cache`).
+    pub episode_cache: EpisodeCache,
     pub started: Instant,
     /// Serialises read-modify-write updates of non-indexed records (working memory, runs, tasks...).
     pub rmw: Mutex<()>,
@@ -246,6 +249,7 @@ impl Engine {
             t,
             index: search,
             metrics: Metrics::default(),
+            episode_cache: EpisodeCache::new(crate::episode_cache::EPISODE_CACHE_BYTES),
             started: Instant::now(),
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),
@@ -599,11 +603,11 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown.store(true, Ordering::Release);
-        if let Some(h) = self.bg.lock().take() {
-            if h.thread().id() != std::thread::current().id() {
-                h.thread().unpark();
-                let _ = h.join();
-            }
+        if let Some(h) = self.bg.lock().take()
+            && h.thread().id() != std::thread::current().id()
+        {
+            h.thread().unpark();
+            let _ = h.join();
         }
         let _ = self.flush();
         // The registry entry is removed by `_registration`, the last field to

@@ -1,5 +1,7 @@
 //! Episodic memory: timestamped episodes with BM25 full-text search (tantivy).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -232,17 +234,36 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
     let key = codec::ctx_key(ctx, &id);
     let doc = index_doc(ctx, &rec);
     e.touch_context(ctx)?;
+    // Taken before the write: a fill racing an invalidation of this key is refused.
+    let generation = e.episode_cache.generation();
     e.indexed_write(&[&e.t.episodes], |t| {
         t[0].insert(key.as_slice(), enc.as_slice())?;
         Ok(((), vec![IndexOp::Upsert(doc.clone())]))
     })?;
+    // Write-through: the episode just recorded is the likeliest to be searched next.
+    // (`Episode::from` of the record is exactly what decoding the stored bytes gives.)
+    e.episode_cache
+        .insert(&key, Arc::new(Episode::from(rec)), generation);
     Ok(id)
 }
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>> {
     validate::key(&e.opts.limits, "id", id)?;
-    Ok(match e.t.episodes.get(codec::ctx_key(ctx, id))? {
-        Some(v) => Some(codec::decode::<EpisodeRecord>(&v)?.into()),
+    Ok(get_shared(e, &codec::ctx_key(ctx, id))?.map(Arc::unwrap_or_clone))
+}
+
+/// The episode under sled key `key`, through the episode cache.
+fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
+    if let Some(ep) = e.episode_cache.get(key) {
+        return Ok(Some(ep));
+    }
+    let generation = e.episode_cache.generation();
+    Ok(match e.t.episodes.get(key)? {
+        Some(v) => {
+            let ep = Arc::new(Episode::from(codec::decode::<EpisodeRecord>(&v)?));
+            e.episode_cache.insert(key, Arc::clone(&ep), generation);
+            Some(ep)
+        }
         None => None,
     })
 }
@@ -276,18 +297,18 @@ pub(crate) fn search_in(
     }
     check_list(e, "tags", &filters.tags)?;
     check_list(e, "participants", &filters.participants)?;
-    if let Some(m) = filters.min_importance {
-        if !(1..=10).contains(&m) {
-            return Err(Error::invalid(
-                "min_importance",
-                format!("must be in 1..=10, got {m}"),
-            ));
-        }
+    if let Some(m) = filters.min_importance
+        && !(1..=10).contains(&m)
+    {
+        return Err(Error::invalid(
+            "min_importance",
+            format!("must be in 1..=10, got {m}"),
+        ));
     }
-    if let (Some(s), Some(u)) = (filters.since, filters.until) {
-        if s > u {
-            return Err(Error::invalid("since", "must not be after `until`"));
-        }
+    if let (Some(s), Some(u)) = (filters.since, filters.until)
+        && s > u
+    {
+        return Err(Error::invalid("since", "must not be after `until`"));
     }
     let q = IndexQuery {
         kind: Kind::Episode,
@@ -302,10 +323,17 @@ pub(crate) fn search_in(
     };
     let mut hits = Vec::new();
     for (uid, score) in e.search_index(&q)? {
-        let (_, c, id) = index::parse_uid(&uid)?;
+        let (kind, c, id) = index::parse_uid(&uid)?;
+        // The index scopes by a hash of (kind, context): drop a collision.
+        if kind != Kind::Episode || c != ctx {
+            continue;
+        }
         // sled is the source of truth: a hit whose record is gone is dropped.
-        if let Some(ep) = get_in(e, &c, &id)? {
-            hits.push(EpisodeHit { episode: ep, score });
+        if let Some(ep) = get_shared(e, &codec::ctx_key(&c, &id))? {
+            hits.push(EpisodeHit {
+                episode: Arc::unwrap_or_clone(ep),
+                score,
+            });
         }
     }
     Ok(hits)
@@ -324,14 +352,19 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                 index_doc(ctx, rec),
             ));
         }
-        e.indexed_write(&[&e.t.episodes], |t| {
+        let r = e.indexed_write(&[&e.t.episodes], |t| {
             let mut ops = Vec::with_capacity(rows.len());
             for (key, enc, doc) in &rows {
                 t[0].insert(key.as_slice(), enc.as_slice())?;
                 ops.push(IndexOp::Upsert(doc.clone()));
             }
             Ok(((), ops))
-        })?;
+        });
+        // Same-id episodes were replaced; even on error the sled write may have landed.
+        for (key, _, _) in &rows {
+            e.episode_cache.invalidate(key);
+        }
+        r?;
     }
     Ok(())
 }
@@ -340,7 +373,7 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
     validate::key(&e.opts.limits, "id", id)?;
     let key = codec::ctx_key(ctx, id);
     let uid = index::uid(Kind::Episode, ctx, id);
-    e.indexed_write(&[&e.t.episodes], |t| {
+    let r = e.indexed_write(&[&e.t.episodes], |t| {
         let old = t[0].remove(key.as_slice())?;
         let ops = if old.is_some() {
             vec![IndexOp::Delete(uid.clone())]
@@ -348,14 +381,17 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
             vec![]
         };
         Ok((old.is_some(), ops))
-    })
+    });
+    // After the sled write (see `episode_cache`), whatever its outcome.
+    e.episode_cache.invalidate(&key);
+    r
 }
 
 impl Episodic {
-    fn ctx(&self) -> String {
+    fn ctx(&self) -> std::sync::Arc<str> {
         self.ctx
-            .clone()
-            .unwrap_or_else(|| self.mem.active_context())
+            .as_deref()
+            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
     }
 
     /// Record an episode; returns its id. It is found by the next search.

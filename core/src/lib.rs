@@ -29,6 +29,7 @@ mod codec;
 mod config;
 mod contexts;
 mod engine;
+mod episode_cache;
 mod episodic;
 mod error;
 mod export;
@@ -96,7 +97,7 @@ pub const DEFAULT_CONTEXT: &str = "default";
 #[derive(Clone)]
 pub struct Memory {
     pub(crate) engine: Arc<Engine>,
-    active: Arc<RwLock<String>>,
+    active: Arc<RwLock<Arc<str>>>,
 }
 
 impl std::fmt::Debug for Memory {
@@ -140,7 +141,7 @@ impl Memory {
         let engine = Engine::open(opts)?;
         Ok(Memory {
             engine,
-            active: Arc::new(RwLock::new(DEFAULT_CONTEXT.to_owned())),
+            active: Arc::new(RwLock::new(Arc::from(DEFAULT_CONTEXT))),
         })
     }
 
@@ -149,13 +150,18 @@ impl Memory {
         validate::context_name("name", name)?;
         Ok(Memory {
             engine: Arc::clone(&self.engine),
-            active: Arc::new(RwLock::new(name.to_owned())),
+            active: Arc::new(RwLock::new(Arc::from(name))),
         })
     }
 
     /// The active context of this handle.
     pub fn active_context(&self) -> String {
-        self.active.read().clone()
+        self.active.read().to_string()
+    }
+
+    /// The active context, shared (no allocation: what the layers use per call).
+    pub(crate) fn active_ctx(&self) -> Arc<str> {
+        Arc::clone(&self.active.read())
     }
 
     /// Make `target` the active context of this handle. With `preserve_current = false`
@@ -165,12 +171,12 @@ impl Memory {
         e.timed("context.switch", || {
             validate::context_name("target_context", target)?;
             let mut active = self.active.write();
-            let previous = active.clone();
+            let previous = active.to_string();
             if !preserve_current && previous != target {
                 working::clear_in(e, &previous)?;
             }
             let loaded = e.context_has_data(target)?;
-            *active = target.to_owned();
+            *active = Arc::from(target);
             Ok(SwitchResult {
                 success: true,
                 previous_context: previous,

@@ -431,10 +431,10 @@ impl Exec {
 // The public API
 
 impl Procedural {
-    fn ctx(&self) -> String {
+    fn ctx(&self) -> std::sync::Arc<str> {
         self.ctx
-            .clone()
-            .unwrap_or_else(|| self.mem.active_context())
+            .as_deref()
+            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
     }
 
     /// Store a new procedure. Validates the graph (see `docs/procedures.md`);
@@ -569,7 +569,7 @@ impl Procedural {
                 run_id: uuid::Uuid::now_v7().to_string(),
                 procedure: name.to_owned(),
                 procedure_version: proc_rec.version,
-                context: ctx,
+                context: ctx.to_string(),
                 status: RunStatus::Running,
                 params,
                 outputs: Map::new(),

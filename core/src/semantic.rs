@@ -310,10 +310,10 @@ pub(crate) fn query_in(
 }
 
 impl Semantic {
-    fn ctx(&self) -> String {
+    fn ctx(&self) -> std::sync::Arc<str> {
         self.ctx
-            .clone()
-            .unwrap_or_else(|| self.mem.active_context())
+            .as_deref()
+            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
     }
 
     /// Store (replace) the knowledge under `key`.

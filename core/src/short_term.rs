@@ -38,10 +38,10 @@ pub struct ShortTerm {
 }
 
 impl ShortTerm {
-    fn ctx(&self) -> String {
+    fn ctx(&self) -> std::sync::Arc<str> {
         self.ctx
-            .clone()
-            .unwrap_or_else(|| self.mem.active_context())
+            .as_deref()
+            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
     }
 
     /// Store `value` under `key`, replacing any previous value; `ttl` makes it expire.

@@ -106,7 +106,7 @@ impl Working {
     pub fn focus(&self, item: &str) -> Result<bool> {
         let e = &self.mem.engine;
         e.timed("working.focus", || {
-            focus_in(e, &self.mem.active_context(), item)
+            focus_in(e, &self.mem.active_ctx(), item)
         })
     }
 
@@ -114,7 +114,7 @@ impl Working {
     pub fn current_focus(&self) -> Result<Vec<String>> {
         let e = &self.mem.engine;
         e.timed("working.current_focus", || {
-            Ok(load(e, &self.mem.active_context())?.focus)
+            Ok(load(e, &self.mem.active_ctx())?.focus)
         })
     }
 
@@ -122,7 +122,7 @@ impl Working {
     pub fn add_to_workspace(&self, value: Value) -> Result<String> {
         let e = &self.mem.engine;
         e.timed("working.add_to_workspace", || {
-            add_in(e, &self.mem.active_context(), value)
+            add_in(e, &self.mem.active_ctx(), value)
         })
     }
 
@@ -139,7 +139,7 @@ impl Working {
     pub fn workspace_items(&self) -> Result<Vec<WorkspaceItem>> {
         let e = &self.mem.engine;
         e.timed("working.workspace", || {
-            Ok(load(e, &self.mem.active_context())?
+            Ok(load(e, &self.mem.active_ctx())?
                 .workspace
                 .into_iter()
                 .map(|r| WorkspaceItem {
@@ -154,6 +154,6 @@ impl Working {
     /// Empty focus and workspace.
     pub fn clear(&self) -> Result<()> {
         let e = &self.mem.engine;
-        e.timed("working.clear", || clear_in(e, &self.mem.active_context()))
+        e.timed("working.clear", || clear_in(e, &self.mem.active_ctx()))
     }
 }

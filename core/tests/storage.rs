@@ -316,13 +316,13 @@ fn bad_input_is_refused_and_data_stays_intact() {
         "target_context"
     );
     assert_eq!(field_of(mem.namespace("").unwrap_err()), "name");
-    assert!(matches!(
+    assert!(
         Memory::builder()
             .path(dir.path().join("x"))
             .durability("sometimes".parse().unwrap_or(Durability::Manual))
-            .open(),
-        Ok(_)
-    ));
+            .open()
+            .is_ok()
+    );
     assert_eq!(
         field_of("sometimes".parse::<Durability>().unwrap_err()),
         "durability"

@@ -1,0 +1,279 @@
+//! A bounded cache of decoded episodes, keyed by their sled key (`ctx 0x00 id`).
+//!
+//! sled stays the source of truth: every path that removes or replaces an
+//! episode in the `episodes` tree calls [`EpisodeCache::invalidate`] after its
+//! sled write, and fills that could race with such a write are refused through
+//! a generation counter:
+//!
+//! 1. a reader takes [`EpisodeCache::generation`] *before* it reads sled;
+//! 2. a writer commits to sled, then invalidates (removing the entry and
+//!    bumping the generation under the shard lock);
+//! 3. the reader's [`EpisodeCache::insert`] is refused when the generation moved.
+//!
+//! If the reader saw the old record, its sled read came before the writer's
+//! commit, hence its generation load came before the bump: either its insert
+//! sees the new generation and is refused, or it lands before the
+//! invalidation, which then removes it. The generation is global (one bump
+//! refuses every fill in flight), which only costs a few misses.
+//!
+//! Bounded by an estimate of the decoded size in bytes, CLOCK eviction
+//! (second chance), sharded to keep concurrent searches off one lock.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::episodic::Episode;
+
+/// Default byte budget of the cache (estimated heap size of the cached episodes).
+pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Episodes larger than this share of a shard's budget are not cached.
+const MAX_ENTRY_SHARE: usize = 4;
+
+const SHARDS: usize = 16;
+
+struct Slot {
+    ep: Arc<Episode>,
+    bytes: usize,
+    referenced: AtomicBool,
+}
+
+#[derive(Default)]
+struct Shard {
+    map: HashMap<Box<[u8]>, Slot>,
+    /// CLOCK order; may hold keys already removed from `map` (skipped on eviction).
+    order: VecDeque<Box<[u8]>>,
+    bytes: usize,
+}
+
+impl Shard {
+    fn evict_to(&mut self, budget: usize) {
+        while self.bytes > budget {
+            let Some(k) = self.order.pop_front() else {
+                break;
+            };
+            let keep = match self.map.get(&k) {
+                Some(s) => s.referenced.swap(false, Ordering::Relaxed),
+                None => continue,
+            };
+            if keep {
+                self.order.push_back(k);
+            } else if let Some(s) = self.map.remove(&k) {
+                self.bytes -= s.bytes;
+            }
+        }
+        // Drop stale keys left by invalidations so `order` stays bounded.
+        if self.order.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.order.retain(|k| map.contains_key(k));
+        }
+    }
+}
+
+/// See the module documentation.
+pub(crate) struct EpisodeCache {
+    shards: Box<[Mutex<Shard>]>,
+    shard_budget: usize,
+    generation: AtomicU64,
+}
+
+impl std::fmt::Debug for EpisodeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EpisodeCache")
+            .field("budget", &(self.shard_budget * SHARDS))
+            .finish_non_exhaustive()
+    }
+}
+
+fn shard_of(key: &[u8]) -> usize {
+    // FNV-1a: cheap, and keys are short.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % SHARDS as u64) as usize
+}
+
+impl EpisodeCache {
+    /// A cache holding at most about `budget` bytes of decoded episodes (0 disables it).
+    pub(crate) fn new(budget: usize) -> Self {
+        EpisodeCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_budget: budget / SHARDS,
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Take this before reading sled for a later [`EpisodeCache::insert`].
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The cached episode under `key`.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Arc<Episode>> {
+        if self.shard_budget == 0 {
+            return None;
+        }
+        let shard = self.shards[shard_of(key)].lock();
+        shard.map.get(key).map(|s| {
+            s.referenced.store(true, Ordering::Relaxed);
+            Arc::clone(&s.ep)
+        })
+    }
+
+    /// Cache `ep` (read from sled, or just written to it) under `key`, unless an
+    /// invalidation happened since `generation` was taken.
+    pub(crate) fn insert(&self, key: &[u8], ep: Arc<Episode>, generation: u64) {
+        if self.shard_budget == 0 {
+            return;
+        }
+        let bytes = approx_size(&ep) + key.len();
+        if bytes > self.shard_budget / MAX_ENTRY_SHARE {
+            return;
+        }
+        let mut shard = self.shards[shard_of(key)].lock();
+        // Checked under the shard lock: an invalidation of this key either bumped the
+        // generation before this point (refused here) or runs after (and removes it).
+        if self.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        let slot = Slot {
+            ep,
+            bytes,
+            referenced: AtomicBool::new(false),
+        };
+        match shard.map.insert(key.into(), slot) {
+            Some(old) => shard.bytes -= old.bytes,
+            None => shard.order.push_back(key.into()),
+        }
+        shard.bytes += bytes;
+        let budget = self.shard_budget;
+        shard.evict_to(budget);
+    }
+
+    /// Forget `key`; call after every sled write that removes or replaces it.
+    pub(crate) fn invalidate(&self, key: &[u8]) {
+        let mut shard = self.shards[shard_of(key)].lock();
+        // Bumped under the lock, so an `insert` of this key that checks the
+        // generation after this point refuses.
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        if let Some(s) = shard.map.remove(key) {
+            shard.bytes -= s.bytes;
+        }
+    }
+
+    /// Forget everything.
+    #[allow(dead_code)]
+    pub(crate) fn clear(&self) {
+        for s in self.shards.iter() {
+            let mut s = s.lock();
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            s.map.clear();
+            s.order.clear();
+            s.bytes = 0;
+        }
+    }
+
+    /// Entries and estimated bytes held (for tests and diagnostics).
+    #[allow(dead_code)]
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        self.shards.iter().fold((0, 0), |(n, b), s| {
+            let s = s.lock();
+            (n + s.map.len(), b + s.bytes)
+        })
+    }
+}
+
+/// Rough heap footprint of a decoded episode.
+fn approx_size(ep: &Episode) -> usize {
+    const NODE: usize = 48;
+    fn value(v: &Value) -> usize {
+        match v {
+            Value::Null | Value::Bool(_) | Value::Number(_) => NODE,
+            Value::String(s) => NODE + s.len(),
+            Value::Array(a) => NODE + a.iter().map(value).sum::<usize>(),
+            Value::Object(m) => {
+                NODE + m
+                    .iter()
+                    .map(|(k, v)| NODE + k.len() + value(v))
+                    .sum::<usize>()
+            }
+        }
+    }
+    std::mem::size_of::<Episode>()
+        + 64
+        + ep.id.len()
+        + ep.summary.len()
+        + value(&ep.content)
+        + ep
+            .participants
+            .iter()
+            .chain(&ep.tags)
+            .map(|s| s.len() + 24)
+            .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(id: &str, summary: &str) -> Arc<Episode> {
+        Arc::new(Episode {
+            id: id.into(),
+            timestamp: chrono::DateTime::from_timestamp_millis(0).expect("ts"),
+            summary: summary.into(),
+            content: Value::Null,
+            participants: vec![],
+            tags: vec![],
+            importance: 5,
+        })
+    }
+
+    #[test]
+    fn insert_get_invalidate() {
+        let c = EpisodeCache::new(1 << 20);
+        let g = c.generation();
+        c.insert(b"a\0x", ep("x", "one"), g);
+        assert_eq!(c.get(b"a\0x").expect("cached").summary, "one");
+        c.invalidate(b"a\0x");
+        assert!(c.get(b"a\0x").is_none());
+    }
+
+    #[test]
+    fn fill_racing_an_invalidation_is_refused() {
+        let c = EpisodeCache::new(1 << 20);
+        let g = c.generation();
+        // A writer removes/replaces the episode between the reader's sled read and its fill.
+        c.invalidate(b"a\0x");
+        c.insert(b"a\0x", ep("x", "stale"), g);
+        assert!(c.get(b"a\0x").is_none());
+    }
+
+    #[test]
+    fn bounded_by_bytes() {
+        let c = EpisodeCache::new(64 * 1024);
+        for i in 0..10_000 {
+            let k = format!("a\0{i}");
+            c.insert(k.as_bytes(), ep(&i.to_string(), &"s".repeat(100)), c.generation());
+        }
+        let (n, bytes) = c.usage();
+        assert!(bytes <= 64 * 1024, "{bytes}");
+        assert!(n > 0);
+        for s in c.shards.iter() {
+            let s = s.lock();
+            assert!(s.order.len() <= 2 * s.map.len() + 64);
+        }
+    }
+
+    #[test]
+    fn disabled_when_zero() {
+        let c = EpisodeCache::new(0);
+        c.insert(b"a\0x", ep("x", "one"), c.generation());
+        assert!(c.get(b"a\0x").is_none());
+    }
+}
