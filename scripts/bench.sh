@@ -6,7 +6,8 @@
 #      1M), plus session compression levels;
 #   2. Python binding per-call overhead vs Rust (release wheel, repo .venv);
 #   3. MCP tools/call latency over stdio / HTTP / WebSocket and the reference
-#      @modelcontextprotocol/server-memory (npm);
+#      @modelcontextprotocol/server-memory (npm), an end-to-end store-then-search
+#      workload against it, and 50 concurrent writers (what each server loses);
 #   4. assemble docs/benchmarks.md (results + benches/analysis.md).
 #
 # Environment: BENCH_FULL=1 (add the 1M tier, ~25 more minutes),
@@ -27,6 +28,7 @@ SCRATCH=${BENCH_DIR:-$OUT/scratch}
 DOC=${BENCH_OUT:-$REPO/docs/benchmarks.md}
 PYTHON_MD=$OUT/python.md
 MCP_MD=$OUT/mcp.md
+MCP_CONC_MD=$OUT/mcp-concurrency.md
 mkdir -p "$OUT" "$SCRATCH"
 
 assemble() {
@@ -55,6 +57,7 @@ assemble() {
     cat "$OUT/compare.md"
     cat "$PYTHON_MD"
     cat "$MCP_MD"
+    if [ -f "$MCP_CONC_MD" ]; then cat "$MCP_CONC_MD"; fi
     cat benches/analysis.md
   } > "$DOC"
   echo "== bench: wrote $DOC"
@@ -64,7 +67,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$PYTHON_MD" "$MCP_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -143,6 +146,23 @@ if [ -f mcp-adapter/Cargo.toml ] && grep -q 'name = "memstrata-mcp"' mcp-adapter
       "$CARGO_TARGET_DIR/release/memstrata-mcp" "$REF_JS" "$OUT/binding-data.json" "$MCP_MD"
   ); then :; else
     printf '## MCP `tools/call` latency\n\nNot measured in this run: building or running memstrata-mcp or the Python MCP client failed (see the `make bench` log).\n\n' > "$MCP_MD"
+  fi
+  # 50 concurrent writers: what memstrata-mcp and the reference each lose. Exit 3 =
+  # memstrata-mcp lost an acknowledged write, 4 = one of its scenarios hung or failed;
+  # the table is written either way and kept, and the finding goes to the top of the document.
+  echo "== bench: MCP concurrent writers"
+  set +e
+  PYTHONPATH=$OUT/pylib .venv/bin/python benches/python/mcp_concurrency.py \
+    "$CARGO_TARGET_DIR/release/memstrata-mcp" \
+    "$OUT/npm/node_modules/@modelcontextprotocol/server-memory/dist/index.js" \
+    "$OUT/binding-data.json" "$MCP_CONC_MD"
+  rc=$?
+  set -e
+  if { [ $rc -eq 3 ] || [ $rc -eq 4 ]; } && [ -s "$MCP_CONC_MD" ]; then
+    echo "bench: memstrata-mcp lost acknowledged writes or did not finish under 50 concurrent writers (exit $rc): see $MCP_CONC_MD" >&2
+    echo "- **memstrata-mcp did not keep every acknowledged write under 50 concurrent writers, or a scenario hung** (see *Concurrent writers* in the MCP section)." >> "$OUT/notes.md"
+  elif [ $rc -ne 0 ]; then
+    printf '### Concurrent writers: what each server loses\n\nNot measured in this run: `benches/python/mcp_concurrency.py` failed (exit %s; see the `make bench` log).\n\n' "$rc" > "$MCP_CONC_MD"
   fi
 else
   printf '## MCP `tools/call` latency\n\nPending: `mcp-adapter/` has not landed yet.\n\n' > "$MCP_MD"
