@@ -420,3 +420,53 @@ fn fuzz_regressions_stay_fixed() {
     }
     assert!(n > 0);
 }
+
+/// Names of sled's snapshot files (`snap.<lsn>`) in a store.
+fn sled_snapshots(store: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(store.join("db"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("snap."))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_large_write_session_leaves_a_fresh_sled_snapshot_at_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = Memory::open(dir.path()).unwrap();
+    mem.short_term().store("small", json!("kept"), None).unwrap();
+    drop(mem);
+
+    // A write session that grows sled's file past the checkpoint threshold
+    // (32 MiB): 48 values of ~1 MiB that do not compress. sled writes a
+    // snapshot while opening; without the checkpoint, none is written later.
+    let mem = Memory::open(dir.path()).unwrap();
+    let before = sled_snapshots(dir.path());
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..48 {
+        let s: String = (0..1_000_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'!' + (x % 90) as u8)
+            })
+            .collect();
+        mem.short_term().store(&format!("big-{i}"), json!(s), None).unwrap();
+    }
+    drop(mem);
+    let after = sled_snapshots(dir.path());
+    assert_ne!(
+        before, after,
+        "closing after a large write session writes sled's snapshot, so the next open does not replay the log"
+    );
+
+    let mem = Memory::open(dir.path()).unwrap();
+    assert_eq!(mem.short_term().retrieve("small").unwrap(), Some(json!("kept")));
+    for i in 0..48 {
+        let v = mem.short_term().retrieve(&format!("big-{i}")).unwrap().unwrap();
+        assert_eq!(v.as_str().unwrap().len(), 1_000_000);
+    }
+}

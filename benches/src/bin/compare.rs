@@ -300,6 +300,9 @@ struct EngineSearch {
     ingest_lat: Latency,
     ingest_time: Duration,
     finish_time: Duration,
+    /// Closing the store after the final flush (Memstrata: index writer,
+    /// sled, and the close-time log checkpoint after a large session).
+    close_time: Duration,
     disk_apparent: u64,
     disk_allocated: u64,
     disk_split: Vec<(String, u64)>,
@@ -377,7 +380,9 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
         if let Some(ids_of) = engine.take_ids() {
             ids = ids_of;
         }
+        let c = Instant::now();
         drop(engine); // close (Memstrata: flush + close)
+        r.close_time = c.elapsed();
         eprintln!("   {} ingested {n} in {:.1?}", r.name, r.ingest_time);
     }
     drop(docs);
@@ -1295,6 +1300,10 @@ impl Report {
                         .iter()
                         .map(|e| format!("{} {}", e.name, fmt_ns(e.finish_time.as_nanos() as f64)))
                         .collect();
+                    let close: Vec<String> = t.engines[..3]
+                        .iter()
+                        .map(|e| format!("{} {}", e.name, fmt_ns(e.close_time.as_nanos() as f64)))
+                        .collect();
                     if let Some((bytes, took)) = m.after_optimize {
                         parts.push(format!(
                             "after `optimize(aggressive)` ({}) {} = {:.2}× FTS5",
@@ -1304,13 +1313,14 @@ impl Report {
                         ));
                     }
                     format!(
-                        "{}: {}; Memstrata `record`: wall time per episode {}, slowest call {}, {:.0}% of the time inside `record` spent in calls slower than 1 ms; final flush: {}",
+                        "{}: {}; Memstrata `record`: wall time per episode {}, slowest call {}, {:.0}% of the time inside `record` spent in calls slower than 1 ms; final flush: {}; close after it: {}",
                         size_label(t.n),
                         parts.join(", "),
                         fmt_ns(m.ingest_time.as_nanos() as f64 / t.n as f64),
                         fmt_ns(m.ingest_lat.max() as f64),
                         m.ingest_lat.share_above(1_000_000) * 100.0,
-                        ingest.join(", ")
+                        ingest.join(", "),
+                        close.join(", ")
                     )
                 })
                 .collect();
