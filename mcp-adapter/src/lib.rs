@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod drain;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -21,6 +21,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio_util::sync::CancellationToken;
 
 use memstrata::{Durability, Memory};
+use memstrata_mcp::drain::DrainOnEof;
 use memstrata_mcp::http::{self, HttpConfig};
 use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
 
@@ -217,6 +218,8 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
         let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
         let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
             .with_max_line_length(max_line);
+        // At EOF, answer every request already received before letting rmcp wind down.
+        let transport = DrainOnEof::new(transport);
         tracing::info!(store = %mem.path().display(), "memstrata-mcp serving MCP on stdio");
         let running = server
             .serve(transport)

@@ -144,3 +144,58 @@ async fn stdout_is_protocol_only_and_sigterm_flushes() {
         "{err}"
     );
 }
+
+/// A client that writes its requests and closes stdin at once (one-shot scripts, some hosts)
+/// still gets every answer, failures included: a failed tool call sends a
+/// `notifications/message` before its result, which rmcp stops delivering at EOF.
+#[tokio::test]
+async fn every_request_before_eof_is_answered_then_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn(&dir.path().join("s.mem"));
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let msgs = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "one-shot", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        // isError result (NOT_FOUND), logged to the client first.
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "knowledge_update", "arguments": {"key": "absent", "patch": {"a": 1}}}}),
+        // JSON-RPC error.
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "memory_store", "arguments": {"key": "k", "value": 1}}}),
+    ];
+    let mut input = String::new();
+    for m in &msgs {
+        input.push_str(&format!("{m}\n"));
+    }
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    stdin.flush().await.unwrap();
+    drop(stdin); // EOF right after the last request
+
+    let mut responses = std::collections::BTreeMap::new();
+    let mut lines = BufReader::new(stdout).lines();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+        if let Some(id) = v.get("id").and_then(Value::as_u64) {
+            assert!(responses.insert(id, v).is_none(), "two answers for id {id}");
+        }
+    }
+    let status = child.wait().await.unwrap();
+    let err = stderr_of(&mut child).await;
+    assert_eq!(responses.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4], "stderr: {err}");
+    assert_eq!(responses[&2]["result"]["isError"], true, "{}", responses[&2]);
+    assert!(
+        responses[&2]["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("NOT_FOUND")),
+        "{}",
+        responses[&2]
+    );
+    assert_eq!(responses[&3]["error"]["code"], -32602, "{}", responses[&3]);
+    assert_eq!(responses[&4]["result"]["structuredContent"]["success"], true, "{}", responses[&4]);
+    assert!(status.success(), "exit {status:?}; stderr: {err}");
+    assert!(!err.contains("timed out draining"), "{err}");
+    assert!(err.contains("store flushed"), "{err}");
+}
