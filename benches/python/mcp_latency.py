@@ -18,6 +18,14 @@ search (N = 300 and 3000), with the SDK client and with a minimal raw JSON-RPC
 client (`RawStdio`, also used by mcp_concurrency.py) that has none of the SDK's
 per-call cost, and pipelined (16 requests in flight on one connection) with a
 count afterwards of the facts each server actually kept.
+
+Between the two, a bounded loopback load on memstrata-mcp alone: C = 8 clients at once against one
+instance (stdio: `RawStdio` with 8 requests in flight on its one connection; WebSocket: 8 connections;
+streamable HTTP: 8 SDK sessions, and 8 keep-alive httpx clients on `/mcp/v1/execute`), each sending its
+next call only after the answer, for D = 10 s per transport of 20% writes / 60% reads / 20% searches, with
+p50/p95/p99, calls/s and errors set against the original specification (p95 < 100 ms, > 1000 ops/s).
+Environment: MCP_LOAD_SECONDS (D), MCP_LOAD_WARMUP_SECONDS (1), MCP_LOAD_CONCURRENCY (C); and
+MCP_ONLY=transports,load,workload (comma-separated) to run only some parts.
 Nothing here asserts on time.
 """
 
@@ -26,7 +34,9 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import json
+import logging
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -34,8 +44,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -140,7 +151,9 @@ def start_http(binary: str, store: Path) -> tuple[subprocess.Popen[bytes], int]:
             time.sleep(0.05)
 
 
-async def via_websocket(url: str, ops: dict[str, Any]) -> dict[str, list[int]]:
+@asynccontextmanager
+async def ws_session(url: str, timeout: float = TIMEOUT) -> AsyncIterator[Call]:
+    """One WebSocket connection, `initialize`d; yields a `tools/call` that returns the result (raises on error)."""
     import websockets
 
     async with websockets.connect(url, max_size=None) as ws:
@@ -152,7 +165,7 @@ async def via_websocket(url: str, ops: dict[str, Any]) -> dict[str, list[int]]:
             rid = next_id
             await ws.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
             while True:
-                msg = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                msg = json.loads(await asyncio.wait_for(ws.recv(), timeout))
                 if msg.get("id") == rid:
                     if "error" in msg:
                         raise RuntimeError(f"{method}: {msg['error']}")
@@ -168,7 +181,28 @@ async def via_websocket(url: str, ops: dict[str, Any]) -> dict[str, list[int]]:
                 raise RuntimeError(f"{name} failed: {r}")
             return r
 
+        yield call
+
+
+async def via_websocket(url: str, ops: dict[str, Any]) -> dict[str, list[int]]:
+    async with ws_session(url) as call:
         return await run_phases(call, ops)
+
+
+def execute_caller(http: Any, url: str) -> Call:
+    """A `tools/call` over the plain `POST /mcp/v1/execute` envelope on an `httpx.AsyncClient` (raises on error)."""
+    next_id = 0
+
+    async def call(name: str, args: dict[str, Any]) -> Any:
+        nonlocal next_id
+        next_id += 1
+        body = {"jsonrpc": "2.0", "id": next_id, "method": "execute", "params": {"tool": name, "parameters": args}}
+        r = (await http.post(url, json=body)).json()
+        if "error" in r:
+            raise RuntimeError(f"{name}: {r['error']}")
+        return r["result"]
+
+    return call
 
 
 async def via_execute(url: str, ops: dict[str, Any]) -> dict[str, list[int]]:
@@ -176,18 +210,7 @@ async def via_execute(url: str, ops: dict[str, Any]) -> dict[str, list[int]]:
     import httpx
 
     async with httpx.AsyncClient(timeout=TIMEOUT) as http:
-        next_id = 0
-
-        async def call(name: str, args: dict[str, Any]) -> Any:
-            nonlocal next_id
-            next_id += 1
-            body = {"jsonrpc": "2.0", "id": next_id, "method": "execute", "params": {"tool": name, "parameters": args}}
-            r = (await http.post(url, json=body)).json()
-            if "error" in r:
-                raise RuntimeError(f"{name}: {r['error']}")
-            return r["result"]
-
-        return await run_phases(call, ops)
+        return await run_phases(execute_caller(http, url), ops)
 
 
 class RpcError(RuntimeError):
@@ -541,6 +564,293 @@ def workload_markdown(w: dict[str, Any], sdk_version: str, ref_version: str, nod
     return lines
 
 
+# ---- bounded loopback load: C clients at once against one instance, a fixed mix, D seconds ------
+
+LOAD_C = int(os.environ.get("MCP_LOAD_CONCURRENCY", "8"))
+LOAD_SECONDS = float(os.environ.get("MCP_LOAD_SECONDS", "10"))
+LOAD_WARMUP_SECONDS = float(os.environ.get("MCP_LOAD_WARMUP_SECONDS", "1"))
+LOAD_PREFILL = 300
+LOAD_CALL_TIMEOUT = 30.0  # a call without an answer by then is an error (and the row goes on)
+LOAD_WRITE, LOAD_READ = 0.2, 0.6  # the rest are searches
+SPEC_P95_NS = 100_000_000  # the original specification: p95 < 100 ms ...
+SPEC_CALLS_S = 1000  # ... and > 1000 ops/s per instance
+
+
+class LoadRow:
+    def __init__(self, short: str, label: str, c: int) -> None:
+        self.short, self.label, self.c = short, label, c
+        self.lat: list[int] = []  # ns, every call of the measured window that succeeded
+        self.by_op: dict[str, list[int]] = {"write": [], "read": [], "search": []}  # the same, by op
+        self.errors: list[str] = []  # measured window
+        self.setup_errors: list[str] = []  # pre-fill and warm-up
+        self.wall_s = 0.0
+        self.failure: str | None = None
+        self.notes: list[str] = []
+
+
+class LogCount(logging.Handler):
+    """Counts the SDK client's log records (first line of each) instead of printing a traceback per session."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: dict[str, int] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage().splitlines()[0] if record.getMessage() else record.levelname
+        self.seen[msg] = self.seen.get(msg, 0) + 1
+
+
+def load_key(i: int) -> str:
+    return f"load-{i:06}"
+
+
+def load_store(data: dict[str, Any], i: int) -> tuple[str, dict[str, Any]]:
+    f = fact(data, i)
+    return "knowledge_store", {"key": load_key(i), "knowledge": {
+        "entityType": f["entityType"], "observations": f["observations"]}}
+
+
+def load_op(rng: random.Random, data: dict[str, Any], writes: Any) -> tuple[str, str, dict[str, Any]]:
+    """(kind, tool, arguments) of the next call of the mix; `writes` numbers the new keys."""
+    x = rng.random()
+    if x < LOAD_WRITE:
+        return ("write", *load_store(data, LOAD_PREFILL + next(writes)))
+    if x < LOAD_WRITE + LOAD_READ:
+        return "read", "knowledge_retrieve", {"key": load_key(rng.randrange(LOAD_PREFILL))}
+    return "search", "knowledge_query", {"text": WORDS[rng.randrange(len(WORDS))], "limit": 10}
+
+
+async def load_call(call: Call, kind: str, name: str, args: dict[str, Any]) -> str | None:
+    """One call of the mix: None on success, else what went wrong (never raises, except on cancellation)."""
+    try:
+        r = await asyncio.wait_for(call(name, args), LOAD_CALL_TIMEOUT)
+    except asyncio.TimeoutError:
+        return f"{name}: no answer within {LOAD_CALL_TIMEOUT:.0f} s"
+    except Exception as e:  # noqa: BLE001 - counted, not raised
+        return f"{name}: {type(e).__name__}: {e}"
+    if kind == "read" and isinstance(r, dict) and r.get("found") is False:
+        return f"{name}: pre-filled key {args['key']} not found"
+    return None
+
+
+async def load_drive(row: LoadRow, calls: list[Call], seconds: float, data: dict[str, Any], writes: Any,
+                     seed: int, measured: bool) -> None:
+    """Every client loops on the mix, one call at a time, until `seconds` have passed (the last call ends after)."""
+    deadline = time.perf_counter() + seconds
+
+    async def client(w: int, call: Call) -> None:
+        rng = random.Random(seed * 1000 + w)
+        while time.perf_counter() < deadline:
+            kind, name, args = load_op(rng, data, writes)
+            t = time.perf_counter_ns()
+            err = await load_call(call, kind, name, args)
+            dt = time.perf_counter_ns() - t
+            if not measured:
+                if err:
+                    row.setup_errors.append(err)
+            elif err:
+                row.errors.append(err)
+            else:
+                row.lat.append(dt)
+                row.by_op[kind].append(dt)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(client(w, call) for w, call in enumerate(calls)))
+    if measured:
+        row.wall_s = time.perf_counter() - t0
+
+
+async def load_run(row: LoadRow, calls: list[Call], data: dict[str, Any], seed: int) -> None:
+    todo = iter(range(LOAD_PREFILL))
+
+    async def prefill(call: Call) -> None:
+        for i in todo:
+            err = await load_call(call, "write", *load_store(data, i))
+            if err:
+                row.setup_errors.append(err)
+
+    await asyncio.gather(*(prefill(call) for call in calls))
+    writes = iter(range(10**9))
+    await load_drive(row, calls, LOAD_WARMUP_SECONDS, data, writes, seed, measured=False)
+    await load_drive(row, calls, LOAD_SECONDS, data, writes, seed + 1, measured=True)
+
+
+@asynccontextmanager
+async def http_server(binary: str, store: Path) -> AsyncIterator[int]:
+    proc, port = start_http(binary, store)
+    try:
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@asynccontextmanager
+async def load_clients(transport: str, binary: str, where: Path, c: int) -> AsyncIterator[list[Call]]:
+    """`c` tools/call functions on one fresh memstrata-mcp; each returns the structured result, raises on error."""
+    store = where / "store.mem"
+    if transport == "stdio":
+        raw = RawStdio([binary, "--store", str(store), "--no-audit", "stdio"], dict(os.environ), where / "stderr.log")
+        try:
+            await raw.start()
+
+            async def raw_call(name: str, args: dict[str, Any]) -> Any:
+                r = await raw.call_tool(name, args, LOAD_CALL_TIMEOUT)
+                if r.get("isError"):
+                    raise RuntimeError(f"tool error: {r.get('content')}")
+                return r.get("structuredContent", {})
+
+            yield [raw_call] * c  # c requests in flight on the one connection
+        finally:
+            await raw.close()
+        return
+    async with http_server(binary, store) as port, AsyncExitStack() as stack:
+        calls: list[Call] = []
+        if transport == "ws":
+            for _ in range(c):
+                ws_call = await stack.enter_async_context(ws_session(f"ws://127.0.0.1:{port}/mcp/ws",
+                                                                    LOAD_CALL_TIMEOUT))
+                calls.append(ws_structured(ws_call))
+        elif transport == "http-sdk":
+            for _ in range(c):
+                sdk = await stack.enter_async_context(Client(
+                    streamable_http_client(f"http://127.0.0.1:{port}/mcp"), mode="legacy",
+                    read_timeout_seconds=LOAD_CALL_TIMEOUT))
+                calls.append(sdk_structured(sdk))
+        elif transport == "execute":
+            import httpx
+
+            for _ in range(c):
+                http = await stack.enter_async_context(httpx.AsyncClient(timeout=LOAD_CALL_TIMEOUT))
+                calls.append(execute_caller(http, f"http://127.0.0.1:{port}/mcp/v1/execute"))
+        else:
+            raise ValueError(transport)
+        yield calls
+
+
+def ws_structured(call: Call) -> Call:
+    async def structured(name: str, args: dict[str, Any]) -> Any:
+        return (await call(name, args)).get("structuredContent", {})
+
+    return structured
+
+
+def sdk_structured(c: Client) -> Call:
+    async def call(name: str, args: dict[str, Any]) -> Any:
+        r = await c.call_tool(name, args)
+        if r.is_error:
+            raise RuntimeError(f"tool error: {r.content}")
+        return r.structured_content or {}
+
+    return call
+
+
+LOAD_TRANSPORTS = (  # (transport, short name, row label)
+    ("stdio", "stdio", "stdio, raw JSON-RPC client, {c} requests in flight on one connection"),
+    ("ws", "WebSocket", "WebSocket, {c} connections (raw JSON-RPC frames)"),
+    ("http-sdk", "streamable HTTP (SDK)", "streamable HTTP, {c} SDK `mcp.Client` sessions"),
+    ("execute", "`/mcp/v1/execute`", "HTTP `POST /mcp/v1/execute`, {c} keep-alive `httpx` clients"),
+)
+
+
+async def run_load(binary: str, data: dict[str, Any], tmpd: Path) -> tuple[list[LoadRow], float]:
+    rows = []
+    t_all = time.perf_counter()
+    for seed, (transport, short, label) in enumerate(LOAD_TRANSPORTS):
+        row = LoadRow(short, label.format(c=LOAD_C), LOAD_C)
+        where = Path(tempfile.mkdtemp(dir=tmpd, prefix=f"load-{transport}-"))
+        print(f"   mcp load: {row.label}, {LOAD_SECONDS:g} s", file=sys.stderr)
+        tally = LogCount()
+        sdk_log = logging.getLogger("mcp.client.streamable_http")
+        sdk_log.addHandler(tally)
+        sdk_log.propagate = False
+        t = time.perf_counter()
+        try:
+            async with load_clients(transport, binary, where, LOAD_C) as calls:
+                await load_run(row, calls, data, 100 * seed)
+        except Exception as e:  # noqa: BLE001 - a row that could not run is reported, the others still run
+            row.failure = f"{type(e).__name__}: {e}"
+        finally:
+            sdk_log.removeHandler(tally)
+            sdk_log.propagate = True
+        if tally.seen:
+            note = "the SDK client logged " + ", ".join(f"“{m[:160]}” ×{n}" for m, n in tally.seen.items())
+            if any(m.startswith("Session termination failed: 202") for m in tally.seen):
+                note += (" (closing its sessions: the server, rmcp's streamable HTTP transport, answers the session "
+                         "DELETE with 202 Accepted, and this SDK calls anything but 200/204 a failure; the sessions "
+                         "are closed either way)")
+            row.notes.append(note)
+        print(f"     {len(row.lat)} calls, {len(row.errors)} errors, {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        rows.append(row)
+    return rows, time.perf_counter() - t_all
+
+
+def versus(value: float, spec: float, higher: str, lower: str) -> str:
+    """`value` against `spec` as a factor ≥ 1 with a word for the side it is on, e.g. “62× under”."""
+    if value <= 0:
+        return "–"
+    f = max(value / spec, spec / value)
+    return f"{f:.1f}× {higher if value >= spec else lower}" if f < 10 else \
+        f"{f:.0f}× {higher if value >= spec else lower}"
+
+
+def load_markdown(rows: list[LoadRow], total_s: float) -> list[str]:
+    cores = os.cpu_count() or "?"
+    mix = f"{LOAD_WRITE:.0%} / {LOAD_READ:.0%} / {1 - LOAD_WRITE - LOAD_READ:.0%}"
+    lines = [
+        "### Bounded loopback load\n",
+        f"One memstrata-mcp instance per row (the release build, a fresh store, `--no-audit`) serving C = {LOAD_C} "
+        f"clients at once over loopback; each client waits for its answer before it sends its next call, so at "
+        f"most {LOAD_C} calls are in flight. Per row: a pre-fill of {LOAD_PREFILL} entities (not measured), "
+        f"{LOAD_WARMUP_SECONDS:g} s of warm-up, then D = {LOAD_SECONDS:g} s of a fixed mix, "
+        f"writes / reads / searches = {mix}: WRITES `knowledge_store` a new key each (a fact with three "
+        f"observations), READS `knowledge_retrieve` a random pre-filled key (a read that does not find it counts "
+        f"as an error), SEARCHES `knowledge_query` one word, limit 10. stdio: the raw JSON-RPC client with "
+        f"{LOAD_C} requests in flight on its one connection; WebSocket: {LOAD_C} connections with raw JSON-RPC "
+        f"frames; streamable HTTP: {LOAD_C} sessions of the official Python SDK client (`mcp.Client`), and, to "
+        f"show the server without that client's cost, {LOAD_C} keep-alive `httpx` clients posting the plain "
+        f"`/mcp/v1/execute` envelope. calls/s = completed calls ÷ the wall time of the measured window (D, plus "
+        f"the last calls that were still in flight at its end); p50/p95/p99 over all completed calls of the "
+        f"mix (errors are counted apart and not in the latencies). The last two columns compare with the original specification (p95 < 100 ms and > "
+        f"{SPEC_CALLS_S} ops/s per instance). The Python clients (one process, one event loop) and the server "
+        f"share the machine's {cores} cores, so these figures are a floor for the server.\n",
+        "| transport, clients | C | calls completed | calls/s | p50 | p95 | p99 | errors | p95 vs 100 ms | "
+        "calls/s vs 1000 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for r in rows:
+        if r.failure or not r.lat:
+            why = r.failure or (r.errors[0][:160] if r.errors else "no call completed")
+            lines.append(f"| {r.label} | {r.c} | {len(r.lat)} | – | – | – | – | {len(r.errors)} | "
+                         f"not measured: {why} | – |")
+            continue
+        rate = len(r.lat) / r.wall_s
+        p95 = pct(r.lat, 0.95)
+        err = f"{len(r.errors)} (e.g. {r.errors[0][:120]})" if r.errors else "0"
+        lines.append(
+            f"| {r.label} | {r.c} | {len(r.lat)} ({' / '.join(str(len(xs)) for xs in r.by_op.values())}) | "
+            f"{rate:.0f} | {fmt_ns(pct(r.lat, 0.5))} | {fmt_ns(p95)} | {fmt_ns(pct(r.lat, 0.99))} | {err} | "
+            f"{versus(p95, SPEC_P95_NS, 'over', 'under')} | {versus(rate, SPEC_CALLS_S, 'above', 'below')} |")
+        if r.setup_errors:
+            notes.append(f"{r.label}: {len(r.setup_errors)} errors during pre-fill and warm-up "
+                         f"(e.g. {r.setup_errors[0][:160]})")
+        notes += [f"{r.label}: {n}" for n in r.notes]
+    by_op = "; ".join(f"{r.short} " + ", ".join(
+        f"{fmt_ns(pct(xs, 0.5))} / {fmt_ns(pct(xs, 0.95))}" if xs else "–" for xs in r.by_op.values())
+        for r in rows if r.lat)
+    lines += ["", f"Calls completed are split as writes / reads / searches. p50 / p95 by op, writes / reads / "
+              f"searches: {by_op}. Wall time of this section: {total_s:.0f} s ({len(rows)} rows, each with "
+              f"server start, pre-fill, warm-up and D = {LOAD_SECONDS:g} s of load)."]
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
+    return lines
+
+
 def pct(xs: list[int], q: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
@@ -554,6 +864,47 @@ def fmt_ns(ns: float) -> str:
     return f"{ns / 1e9:.2f} s"
 
 
+async def run_transports(binary: str, ref_js: str, node: str | None, ents: list[dict[str, Any]], tmpd: Path,
+                         results: list[tuple[str, dict[str, list[int]]]]) -> None:
+    print("   mcp: memstrata stdio", file=sys.stderr)
+    params = StdioServerParameters(command=binary, args=["--store", str(tmpd / "stdio.mem"), "--no-audit", "stdio"])
+    results.append(("memstrata-mcp, stdio", await via_client(Client(params, mode="legacy"), memstrata_ops(ents))))
+
+    print("   mcp: memstrata streamable HTTP", file=sys.stderr)
+    proc, port = start_http(binary, tmpd / "http.mem")
+    try:
+        client = Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp"), mode="legacy")
+        results.append(("memstrata-mcp, streamable HTTP", await via_client(client, memstrata_ops(ents))))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+    print("   mcp: memstrata HTTP execute envelope", file=sys.stderr)
+    proc, port = start_http(binary, tmpd / "execute.mem")
+    try:
+        results.append(("memstrata-mcp, POST /mcp/v1/execute (httpx, keep-alive)",
+                        await via_execute(f"http://127.0.0.1:{port}/mcp/v1/execute", memstrata_ops(ents))))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+    print("   mcp: memstrata WebSocket", file=sys.stderr)
+    proc, port = start_http(binary, tmpd / "ws.mem")
+    try:
+        results.append(("memstrata-mcp, WebSocket", await via_websocket(f"ws://127.0.0.1:{port}/mcp/ws",
+                                                                       memstrata_ops(ents))))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+    if node and Path(ref_js).exists():
+        print("   mcp: reference server-memory stdio", file=sys.stderr)
+        env = {**os.environ, "MEMORY_FILE_PATH": str(tmpd / "reference-memory.jsonl")}
+        params = StdioServerParameters(command=node, args=[ref_js], env=env)
+        results.append(("reference server-memory (Node), stdio",
+                        await via_client(Client(params, mode="legacy"), reference_ops(ents))))
+
+
 async def main() -> None:
     binary, ref_js, data_path, out_path = sys.argv[1:5]
     data = json.loads(Path(data_path).read_text())
@@ -561,50 +912,25 @@ async def main() -> None:
     ents = entities(data)
     results: list[tuple[str, dict[str, list[int]]]] = []
     node = shutil.which("node")
+    # MCP_ONLY=transports,load,workload (any of them, comma-separated) runs only those parts; default all.
+    parts = {p.strip() for p in os.environ.get("MCP_ONLY", "transports,load,workload").split(",")}
+    unknown = parts - {"transports", "load", "workload"}
+    if unknown:
+        raise SystemExit(f"MCP_ONLY: unknown part(s) {sorted(unknown)} (use transports, load, workload)")
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
-        print("   mcp: memstrata stdio", file=sys.stderr)
-        params = StdioServerParameters(command=binary, args=["--store", str(tmpd / "stdio.mem"), "--no-audit", "stdio"])
-        results.append(("memstrata-mcp, stdio", await via_client(Client(params, mode="legacy"), memstrata_ops(ents))))
-
-        print("   mcp: memstrata streamable HTTP", file=sys.stderr)
-        proc, port = start_http(binary, tmpd / "http.mem")
-        try:
-            client = Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp"), mode="legacy")
-            results.append(("memstrata-mcp, streamable HTTP", await via_client(client, memstrata_ops(ents))))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-
-        print("   mcp: memstrata HTTP execute envelope", file=sys.stderr)
-        proc, port = start_http(binary, tmpd / "execute.mem")
-        try:
-            results.append(("memstrata-mcp, POST /mcp/v1/execute (httpx, keep-alive)",
-                            await via_execute(f"http://127.0.0.1:{port}/mcp/v1/execute", memstrata_ops(ents))))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-
-        print("   mcp: memstrata WebSocket", file=sys.stderr)
-        proc, port = start_http(binary, tmpd / "ws.mem")
-        try:
-            results.append(("memstrata-mcp, WebSocket", await via_websocket(f"ws://127.0.0.1:{port}/mcp/ws",
-                                                                           memstrata_ops(ents))))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-
-        if node and Path(ref_js).exists():
-            print("   mcp: reference server-memory stdio", file=sys.stderr)
-            env = {**os.environ, "MEMORY_FILE_PATH": str(tmpd / "reference-memory.jsonl")}
-            params = StdioServerParameters(command=node, args=[ref_js], env=env)
-            results.append(("reference server-memory (Node), stdio",
-                            await via_client(Client(params, mode="legacy"), reference_ops(ents))))
+        if "transports" in parts:
+            await run_transports(binary, ref_js, node, ents, tmpd, results)
         node_version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip() if node else "–"
 
-        t = time.perf_counter()
-        workloads = await run_workloads(binary, ref_js, node, data, tmpd)
-        print(f"   mcp workload: {time.perf_counter() - t:.0f} s in all", file=sys.stderr)
+        if "load" in parts:
+            load_rows, load_s = await run_load(binary, data, tmpd)
+            print(f"   mcp load: {load_s:.0f} s in all", file=sys.stderr)
+
+        if "workload" in parts:
+            t = time.perf_counter()
+            workloads = await run_workloads(binary, ref_js, node, data, tmpd)
+            print(f"   mcp workload: {time.perf_counter() - t:.0f} s in all", file=sys.stderr)
 
     ref_pkg = Path(ref_js).parent.parent / "package.json"
     ref_version = json.loads(ref_pkg.read_text()).get("version", "?") if ref_pkg.exists() else "not installed"
@@ -622,7 +948,7 @@ async def main() -> None:
         "from the SDK client's. calls/s = calls ÷ their summed latency.\n",
         "| server, transport | op | p50 | p95 | p99 | calls/s |",
         "|---|---|---|---|---|---|",
-    ]
+    ] if "transports" in parts else ["## MCP `tools/call`\n"]
     summary: dict[str, dict[str, float]] = {}
     for name, lat in results:
         for op, xs in lat.items():
@@ -636,7 +962,11 @@ async def main() -> None:
         lines.append("Median latency, reference ÷ memstrata-mcp (stdio, same client): " + ", ".join(
             f"{op} {ref[op] / summary['memstrata-mcp, stdio'][op]:.2f}×" for op in ("write", "read", "search")) + ".")
     lines.append("")
-    lines += workload_markdown(workloads, importlib.metadata.version("mcp"), ref_version, node_version)
+    if "load" in parts:
+        lines += load_markdown(load_rows, load_s)
+        lines.append("")
+    if "workload" in parts:
+        lines += workload_markdown(workloads, importlib.metadata.version("mcp"), ref_version, node_version)
     Path(out_path).write_text("\n".join(lines) + "\n\n")
     print("\n".join(lines))
 
