@@ -82,9 +82,10 @@ echo "== bench: building the harness (release)"
 cargo build --release -p memstrata-benches --bin compare
 COMPARE=$CARGO_TARGET_DIR/release/compare
 
-# sled 0.34.7 can deadlock under sustained writes (see docs/benchmarks.md,
-# Findings); `compare` exits 75 when nothing progresses for 3 minutes, and
-# the run is retried once. A retry is written into the document.
+# Unpatched sled 0.34.7 could deadlock under sustained writes (fixed in
+# vendor/sled; docs/benchmarks.md, Findings). `compare` still exits 75 when
+# nothing progresses for 3 minutes, and the run is retried once; a retry is
+# written into the document.
 attempt=1
 while :; do
   echo "== bench: compare (tiers $SIZES), attempt $attempt"
@@ -94,7 +95,7 @@ while :; do
   set -e
   if [ $rc -eq 0 ]; then break; fi
   if [ $rc -eq 75 ] && [ $attempt -lt 2 ]; then
-    echo "- Attempt $attempt of this run stalled (no progress for 3 minutes: the sled 0.34.7 deadlock described under *Findings*; backtrace in \`target/bench/stall-backtrace.txt\`) and was restarted from scratch." >> "$OUT/notes.md"
+    echo "- Attempt $attempt of this run stalled (no progress for 3 minutes; see *The sled 0.34.7 deadlock* under *Findings*; backtrace in \`target/bench/stall-backtrace.txt\`) and was restarted from scratch." >> "$OUT/notes.md"
     attempt=$((attempt + 1))
     rm -rf "${SCRATCH:?}"/memstrata-bench-*
     continue

@@ -40,10 +40,11 @@ fn phase(p: String) {
 }
 
 /// Exit with status 75 when nothing progresses for `BENCH_STALL_SECS`
-/// (default 180 s). sled 0.34.7 can deadlock under sustained writes (its
-/// segment accountant waits, under its mutex, for a file truncation queued
-/// on its own starved I/O pool); `scripts/bench.sh` then retries the run and
-/// says so in the report rather than hanging for ever.
+/// (default 180 s). Unpatched sled 0.34.7 could deadlock under sustained
+/// writes (its segment accountant waited, under its mutex, for a file
+/// truncation queued on its own starved I/O pool; fixed in `vendor/sled`);
+/// the watchdog stays so that any stall is reported, and `scripts/bench.sh`
+/// retries the run and says so in the report rather than hanging for ever.
 fn watchdog() {
     let stall = std::env::var("BENCH_STALL_SECS")
         .ok()
@@ -1030,10 +1031,13 @@ fn dep_versions() -> Vec<(String, String)> {
         let needle = format!("name = \"{name}\"\nversion = \"");
         if let Some(p) = lock.find(&needle) {
             let rest = &lock[p + needle.len()..];
-            out.push((
-                name.to_owned(),
-                rest[..rest.find('"').unwrap_or(0)].to_owned(),
-            ));
+            let mut version = rest[..rest.find('"').unwrap_or(0)].to_owned();
+            // A package without a `source` is a path dependency: the vendored, patched copy.
+            let block = &rest[..rest.find("\n\n").unwrap_or(rest.len())];
+            if !block.contains("source = ") {
+                version.push_str(" (vendored, `vendor/sled/PATCHES.md`)");
+            }
+            out.push((name.to_owned(), version));
         }
     }
     out.push(("SQLite".into(), Fts5::sqlite_version()));
