@@ -870,32 +870,24 @@ async def run_transports(binary: str, ref_js: str, node: str | None, ents: list[
     params = StdioServerParameters(command=binary, args=["--store", str(tmpd / "stdio.mem"), "--no-audit", "stdio"])
     results.append(("memstrata-mcp, stdio", await via_client(Client(params, mode="legacy"), memstrata_ops(ents))))
 
-    print("   mcp: memstrata streamable HTTP", file=sys.stderr)
-    proc, port = start_http(binary, tmpd / "http.mem")
-    try:
-        client = Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp"), mode="legacy")
-        results.append(("memstrata-mcp, streamable HTTP", await via_client(client, memstrata_ops(ents))))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-
-    print("   mcp: memstrata HTTP execute envelope", file=sys.stderr)
-    proc, port = start_http(binary, tmpd / "execute.mem")
-    try:
-        results.append(("memstrata-mcp, POST /mcp/v1/execute (httpx, keep-alive)",
-                        await via_execute(f"http://127.0.0.1:{port}/mcp/v1/execute", memstrata_ops(ents))))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-
-    print("   mcp: memstrata WebSocket", file=sys.stderr)
-    proc, port = start_http(binary, tmpd / "ws.mem")
-    try:
-        results.append(("memstrata-mcp, WebSocket", await via_websocket(f"ws://127.0.0.1:{port}/mcp/ws",
-                                                                       memstrata_ops(ents))))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    # The HTTP listener's three faces, each on a fresh server and store.
+    http_rows: list[tuple[str, str, Callable[[int], Awaitable[dict[str, list[int]]]]]] = [
+        ("memstrata-mcp, streamable HTTP", "http.mem",
+         lambda port: via_client(Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp"), mode="legacy"),
+                                 memstrata_ops(ents))),
+        ("memstrata-mcp, POST /mcp/v1/execute (httpx, keep-alive)", "execute.mem",
+         lambda port: via_execute(f"http://127.0.0.1:{port}/mcp/v1/execute", memstrata_ops(ents))),
+        ("memstrata-mcp, WebSocket", "ws.mem",
+         lambda port: via_websocket(f"ws://127.0.0.1:{port}/mcp/ws", memstrata_ops(ents))),
+    ]
+    for label, store, run in http_rows:
+        print(f"   mcp: {label}", file=sys.stderr)
+        proc, port = start_http(binary, tmpd / store)
+        try:
+            results.append((label, await run(port)))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
 
     if node and Path(ref_js).exists():
         print("   mcp: reference server-memory stdio", file=sys.stderr)
