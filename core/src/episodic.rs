@@ -148,7 +148,6 @@ pub struct EpisodeHit {
 #[derive(Debug, Clone)]
 pub struct Episodic {
     pub(crate) mem: Memory,
-    pub(crate) ctx: Option<String>,
 }
 
 pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
@@ -388,22 +387,18 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
 }
 
 impl Episodic {
-    fn ctx(&self) -> std::sync::Arc<str> {
-        self.ctx
-            .as_deref()
-            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
-    }
-
     /// Record an episode; returns its id. It is found by the next search.
     pub fn record(&self, episode: NewEpisode) -> Result<String> {
         let e = &self.mem.engine;
-        e.timed("episodic.record", || record_in(e, &self.ctx(), episode))
+        e.timed("episodic.record", || {
+            record_in(e, &self.mem.active_ctx(), episode)
+        })
     }
 
     /// The episode with `id`, or `None`.
     pub fn get(&self, id: &str) -> Result<Option<Episode>> {
         let e = &self.mem.engine;
-        e.timed("episodic.get", || get_in(e, &self.ctx(), id))
+        e.timed("episodic.get", || get_in(e, &self.mem.active_ctx(), id))
     }
 
     /// BM25 search over summary, content, participants and tags, with filters.
@@ -418,7 +413,7 @@ impl Episodic {
     ) -> Result<Vec<EpisodeHit>> {
         let e = &self.mem.engine;
         e.timed("episodic.search", || {
-            search_in(e, &self.ctx(), query, filters, limit)
+            search_in(e, &self.mem.active_ctx(), query, filters, limit)
         })
     }
 
@@ -427,7 +422,7 @@ impl Episodic {
         let e = &self.mem.engine;
         e.timed("episodic.recent", || {
             let mut out: Vec<Episode> = Vec::new();
-            let ctx = self.ctx();
+            let ctx = self.mem.active_ctx();
             for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
                 let (_, v) = item?;
                 out.push(codec::decode::<EpisodeRecord>(&v)?.into());
@@ -451,7 +446,7 @@ impl Episodic {
                     ids.len() as u64,
                 ));
             }
-            let ctx = self.ctx();
+            let ctx = self.mem.active_ctx();
             let mut eps = Vec::with_capacity(ids.len());
             for (i, id) in ids.iter().enumerate() {
                 match get_in(e, &ctx, id)? {
@@ -470,7 +465,9 @@ impl Episodic {
     /// Delete an episode; `true` when it existed. It disappears from search at once.
     pub fn forget(&self, id: &str) -> Result<bool> {
         let e = &self.mem.engine;
-        e.timed("episodic.forget", || forget_in(e, &self.ctx(), id))
+        e.timed("episodic.forget", || {
+            forget_in(e, &self.mem.active_ctx(), id)
+        })
     }
 }
 

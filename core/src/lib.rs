@@ -204,7 +204,6 @@ impl Memory {
     pub fn short_term(&self) -> ShortTerm {
         ShortTerm {
             mem: self.clone(),
-            ctx: None,
         }
     }
 
@@ -217,7 +216,6 @@ impl Memory {
     pub fn episodic(&self) -> Episodic {
         Episodic {
             mem: self.clone(),
-            ctx: None,
         }
     }
 
@@ -225,7 +223,6 @@ impl Memory {
     pub fn semantic(&self) -> Semantic {
         Semantic {
             mem: self.clone(),
-            ctx: None,
         }
     }
 

@@ -267,16 +267,12 @@ pub struct Run {
 #[derive(Debug, Clone)]
 pub struct Procedural {
     pub(crate) mem: Memory,
-    pub(crate) ctx: Option<String>,
 }
 
 impl Memory {
     /// Procedural layer of the active context.
     pub fn procedural(&self) -> Procedural {
-        Procedural {
-            mem: self.clone(),
-            ctx: None,
-        }
+        Procedural { mem: self.clone() }
     }
 }
 
@@ -431,12 +427,6 @@ impl Exec {
 // The public API
 
 impl Procedural {
-    fn ctx(&self) -> std::sync::Arc<str> {
-        self.ctx
-            .as_deref()
-            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
-    }
-
     /// Store a new procedure. Validates the graph (see `docs/procedures.md`);
     /// `Conflict` when `name` already exists in this context (use [`Procedural::update`]).
     pub fn learn(&self, name: &str, steps: Vec<Step>) -> Result<Procedure> {
@@ -444,7 +434,7 @@ impl Procedural {
         e.timed("procedural.learn", || {
             validate::key(&e.opts.limits, "name", name)?;
             validate_steps(e, &steps)?;
-            let ctx = self.ctx();
+            let ctx = self.mem.active_ctx();
             let key = codec::ctx_key(&ctx, name);
             let now = e.opts.clock.now().timestamp_millis();
             let rec = ProcedureRecord {
@@ -476,7 +466,7 @@ impl Procedural {
         e.timed("procedural.update", || {
             validate::key(&e.opts.limits, "name", name)?;
             validate_steps(e, &steps)?;
-            let ctx = self.ctx();
+            let ctx = self.mem.active_ctx();
             let key = codec::ctx_key(&ctx, name);
             let rec = {
                 let _g = e.rmw.lock();
@@ -504,7 +494,7 @@ impl Procedural {
         let e = &self.mem.engine;
         e.timed("procedural.get", || {
             validate::key(&e.opts.limits, "name", name)?;
-            Ok(load_procedure(e, &self.ctx(), name)?.map(|r| to_procedure(name, r)))
+            Ok(load_procedure(e, &self.mem.active_ctx(), name)?.map(|r| to_procedure(name, r)))
         })
     }
 
@@ -515,7 +505,7 @@ impl Procedural {
             let mut out = Vec::new();
             for k in
                 e.t.procedures
-                    .scan_prefix(codec::ctx_prefix(&self.ctx()))
+                    .scan_prefix(codec::ctx_prefix(&self.mem.active_ctx()))
                     .keys()
             {
                 out.push(codec::split_ctx_key(&k?)?.1);
@@ -531,7 +521,8 @@ impl Procedural {
             validate::key(&e.opts.limits, "name", name)?;
             let old = {
                 let _g = e.rmw.lock();
-                e.t.procedures.remove(codec::ctx_key(&self.ctx(), name))?
+                e.t.procedures
+                    .remove(codec::ctx_key(&self.mem.active_ctx(), name))?
             };
             e.after_write()?;
             Ok(old.is_some())
@@ -559,7 +550,7 @@ impl Procedural {
                 }
             };
             validate::value(&e.opts.limits, "params", &params)?;
-            let ctx = self.ctx();
+            let ctx = self.mem.active_ctx();
             let Some(proc_rec) = load_procedure(e, &ctx, name)? else {
                 return Err(Error::not_found(format!(
                     "procedure {name:?} in context {ctx:?}"

@@ -65,7 +65,6 @@ pub struct KnowledgeHit {
 #[derive(Debug, Clone)]
 pub struct Semantic {
     pub(crate) mem: Memory,
-    pub(crate) ctx: Option<String>,
 }
 
 pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
@@ -310,17 +309,11 @@ pub(crate) fn query_in(
 }
 
 impl Semantic {
-    fn ctx(&self) -> std::sync::Arc<str> {
-        self.ctx
-            .as_deref()
-            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
-    }
-
     /// Store (replace) the knowledge under `key`.
     pub fn store(&self, key: &str, knowledge: Value) -> Result<Knowledge> {
         let e = &self.mem.engine;
         e.timed("semantic.store", || {
-            store_in(e, &self.ctx(), key, knowledge)
+            store_in(e, &self.mem.active_ctx(), key, knowledge)
         })
     }
 
@@ -332,13 +325,17 @@ impl Semantic {
     /// The entry under `key` with version and timestamps, or `None`.
     pub fn get(&self, key: &str) -> Result<Option<Knowledge>> {
         let e = &self.mem.engine;
-        e.timed("semantic.retrieve", || get_in(e, &self.ctx(), key))
+        e.timed("semantic.retrieve", || {
+            get_in(e, &self.mem.active_ctx(), key)
+        })
     }
 
     /// Full-text query over keys and knowledge text.
     pub fn query(&self, text: &str, limit: usize) -> Result<Vec<KnowledgeHit>> {
         let e = &self.mem.engine;
-        e.timed("semantic.query", || query_in(e, &self.ctx(), text, limit))
+        e.timed("semantic.query", || {
+            query_in(e, &self.mem.active_ctx(), text, limit)
+        })
     }
 
     /// Apply an RFC 7386 JSON Merge Patch to an existing entry (`NotFound` otherwise).
@@ -346,7 +343,7 @@ impl Semantic {
         let e = &self.mem.engine;
         e.timed("semantic.update", || {
             validate::value(&e.opts.limits, "patch", &patch)?;
-            let ctx = self.ctx();
+            let ctx = self.mem.active_ctx();
             write_version(e, &ctx, key, |cur| {
                 let Some(cur) = cur else {
                     return Err(Error::not_found(format!(
@@ -363,7 +360,9 @@ impl Semantic {
     /// Delete the entry and its history; `true` when it existed.
     pub fn forget(&self, key: &str) -> Result<bool> {
         let e = &self.mem.engine;
-        e.timed("semantic.forget", || forget_in(e, &self.ctx(), key))
+        e.timed("semantic.forget", || {
+            forget_in(e, &self.mem.active_ctx(), key)
+        })
     }
 
     /// Kept versions, oldest first (the last one is the current value).
@@ -371,7 +370,7 @@ impl Semantic {
         let e = &self.mem.engine;
         e.timed("semantic.history", || {
             validate::key(&e.opts.limits, "key", key)?;
-            let prefix = history_prefix(&self.ctx(), key);
+            let prefix = history_prefix(&self.mem.active_ctx(), key);
             let mut out = Vec::new();
             for item in e.t.semantic_history.scan_prefix(&prefix) {
                 let (k, v) = item?;
@@ -401,7 +400,7 @@ impl Semantic {
             let mut out = Vec::new();
             for k in
                 e.t.semantic
-                    .scan_prefix(codec::ctx_key(&self.ctx(), prefix))
+                    .scan_prefix(codec::ctx_key(&self.mem.active_ctx(), prefix))
                     .keys()
             {
                 out.push(codec::split_ctx_key(&k?)?.1);

@@ -34,34 +34,31 @@ pub struct ShortTermEntry {
 #[derive(Debug, Clone)]
 pub struct ShortTerm {
     pub(crate) mem: Memory,
-    pub(crate) ctx: Option<String>,
 }
 
 impl ShortTerm {
-    fn ctx(&self) -> std::sync::Arc<str> {
-        self.ctx
-            .as_deref()
-            .map_or_else(|| self.mem.active_ctx(), std::sync::Arc::from)
-    }
-
     /// Store `value` under `key`, replacing any previous value; `ttl` makes it expire.
     pub fn store(&self, key: &str, value: Value, ttl: Option<Duration>) -> Result<ShortTermEntry> {
         let e = &self.mem.engine;
         e.timed("short_term.store", || {
-            store_in(e, &self.ctx(), key, value, ttl)
+            store_in(e, &self.mem.active_ctx(), key, value, ttl)
         })
     }
 
     /// The value under `key`, or `None` when absent or expired.
     pub fn retrieve(&self, key: &str) -> Result<Option<Value>> {
         let e = &self.mem.engine;
-        e.timed("short_term.retrieve", || retrieve_in(e, &self.ctx(), key))
+        e.timed("short_term.retrieve", || {
+            retrieve_in(e, &self.mem.active_ctx(), key)
+        })
     }
 
     /// The entry under `key` with its timestamps, or `None` when absent or expired.
     pub fn entry(&self, key: &str) -> Result<Option<ShortTermEntry>> {
         let e = &self.mem.engine;
-        e.timed("short_term.retrieve", || entry_in(e, &self.ctx(), key))
+        e.timed("short_term.retrieve", || {
+            entry_in(e, &self.mem.active_ctx(), key)
+        })
     }
 
     /// Remove `key`; `true` when something (unexpired) was removed.
@@ -69,7 +66,9 @@ impl ShortTerm {
         let e = &self.mem.engine;
         e.timed("short_term.forget", || {
             validate::key(&e.opts.limits, "key", key)?;
-            let old = e.t.short_term.remove(codec::ctx_key(&self.ctx(), key))?;
+            let old =
+                e.t.short_term
+                    .remove(codec::ctx_key(&self.mem.active_ctx(), key))?;
             e.after_write()?;
             let now = e.opts.clock.now().timestamp_millis();
             Ok(match old {
@@ -85,7 +84,7 @@ impl ShortTerm {
     pub fn keys(&self, prefix: &str) -> Result<Vec<String>> {
         let e = &self.mem.engine;
         e.timed("short_term.keys", || {
-            let ctx = self.ctx();
+            let ctx = self.mem.active_ctx();
             let now = e.opts.clock.now().timestamp_millis();
             let mut out = Vec::new();
             for item in e.t.short_term.scan_prefix(codec::ctx_key(&ctx, prefix)) {
