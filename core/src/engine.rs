@@ -200,22 +200,12 @@ impl Engine {
             .path(path.join("db"))
             .cache_capacity(opts.cache_bytes)
             .flush_every_ms(flush_every);
-        // We hold `<store>/LOCK`, so no other engine owns this store. sled's own file lock can
-        // still be held for a moment by sled's background I/O threads of an engine of this
-        // process that was just closed (sled reports that as `ErrorKind::Other`, "could not
-        // acquire lock"): wait for them, bounded, instead of failing the reopen.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let db = loop {
-            match sled_cfg.open() {
-                Ok(db) => break db,
-                Err(sled::Error::Io(io)) if is_sled_lock_error(&io) => {
-                    if Instant::now() >= deadline {
-                        return Err(Error::StoreLocked { path });
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(other) => return Err(Error::from(other)),
+        let db = match open_sled(&sled_cfg) {
+            Ok(db) => db,
+            Err(sled::Error::Io(io)) if is_sled_lock_error(&io) => {
+                return Err(Error::StoreLocked { path });
             }
+            Err(other) => return Err(Error::from(other)),
         };
         let t = Trees::open(&db)?;
         let checkpoint = LogCheckpoint {
@@ -657,19 +647,25 @@ impl Drop for LogCheckpoint {
         if !self.armed.load(Ordering::Acquire) {
             return;
         }
-        // sled's I/O threads of the handle just closed may hold its file lock for a moment.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match self.cfg.open() {
-                Ok(db) => {
-                    drop(db);
-                    return;
-                }
-                Err(sled::Error::Io(io)) if is_sled_lock_error(&io) && Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(_) => return,
+        // Opening writes the snapshot; closing at once is the whole checkpoint.
+        drop(open_sled(&self.cfg));
+    }
+}
+
+/// Open sled, waiting (up to 10 s) while its file lock is busy. The caller
+/// holds `<store>/LOCK`, so no other engine owns the store; sled's own lock
+/// can still be held for a moment by the background I/O threads of an
+/// engine of this process that was just closed (sled reports that as
+/// `ErrorKind::Other`, "could not acquire lock"). After the deadline the
+/// lock error is returned.
+fn open_sled(cfg: &sled::Config) -> std::result::Result<sled::Db, sled::Error> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match cfg.open() {
+            Err(sled::Error::Io(io)) if is_sled_lock_error(&io) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
             }
+            done => return done,
         }
     }
 }
