@@ -6,7 +6,6 @@
 //! missing from [`OPS`] still works, through a shared fallback map (a unit
 //! test keeps [`OPS`] in step with the sources).
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -84,27 +83,9 @@ const OPS: &[&str] = &[
     "working.workspace",
 ];
 
-/// Index of `op` in [`OPS`], memoised per thread by the address of the literal
-/// (a direct-mapped table: no shared state, no string comparison when it hits).
-fn slot_of(op: &'static str) -> Option<usize> {
-    const NOT_LISTED: usize = usize::MAX;
-    thread_local! {
-        static MEMO: [Cell<(usize, usize, usize)>; 16] =
-            const { [const { Cell::new((0, 0, 0)) }; 16] };
-    }
-    let (ptr, len) = (op.as_ptr() as usize, op.len());
-    let h = ((ptr >> 3) ^ len) & 15;
-    MEMO.with(|m| {
-        let (p, l, i) = m[h].get();
-        let i = if p == ptr && l == len {
-            i
-        } else {
-            let i = OPS.binary_search(&op).unwrap_or(NOT_LISTED);
-            m[h].set((ptr, len, i));
-            i
-        };
-        (i != NOT_LISTED).then_some(i)
-    })
+/// Index of `op` in [`OPS`] (a binary search over short static strings).
+fn slot_of(op: &str) -> Option<usize> {
+    OPS.binary_search(&op).ok()
 }
 
 #[derive(Debug)]
