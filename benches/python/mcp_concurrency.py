@@ -45,7 +45,7 @@ from typing import Any, Awaitable, Callable
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_latency import TIMEOUT, RawStdio, RpcError, start_http
+from mcp_latency import TIMEOUT, LogCount, RawStdio, RpcError, server_command, start_http
 
 WRITERS = 50
 K = 20
@@ -237,12 +237,6 @@ class Tracked(RawStdio):
         cls.live.clear()
 
 
-def commands(kind: str, binary: str, ref_js: str, node: str, where: Path) -> tuple[list[str], dict[str, str]]:
-    if kind == "memstrata":
-        return [binary, "--store", str(where / "store.mem"), "--no-audit", "stdio"], dict(os.environ)
-    return [node, ref_js], {**os.environ, "MEMORY_FILE_PATH": str(where / "memory.jsonl")}
-
-
 async def setup_shared(kind: str, argv: list[str], env: dict[str, str], where: Path) -> None:
     raw = Tracked(argv, env, where / "setup.stderr")
     try:
@@ -284,22 +278,8 @@ async def many_processes(row: Row, kind: str, argv: list[str], env: dict[str, st
     row.found_facts, row.found_items = await count_raw(kind, argv, env, where)
 
 
-class LogTally(logging.Handler):
-    """Counts the SDK client's log records (first line of each) instead of printing 50 tracebacks."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.seen: dict[str, int] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage().splitlines()[0]
-        if record.exc_info and record.exc_info[0]:
-            msg += f" ({record.exc_info[0].__module__}.{record.exc_info[0].__name__})"
-        self.seen[msg] = self.seen.get(msg, 0) + 1
-
-
 async def http_sessions(row: Row, binary: str, where: Path) -> None:
-    tally = LogTally()
+    tally = LogCount()
     sdk_log = logging.getLogger("mcp.client.streamable_http")
     sdk_log.addHandler(tally)
     sdk_log.propagate = False
@@ -469,12 +449,12 @@ async def main() -> int:
         label = {"memstrata": "memstrata-mcp", "reference": "reference server-memory"}
         for kind in kinds:
             d = where(f"one-{kind}")
-            argv, env = commands(kind, binary, ref_js, node or "node", d)
+            argv, env = server_command(kind, binary, ref_js, node or "node", d)
             row = Row(a, f"{label[kind]}, one stdio connection, {WRITERS} writers multiplexed")
             rows.append(await run(row, one_stdio_connection(row, kind, argv, env, d)))
         for kind in kinds:
             d = where(f"many-{kind}")
-            argv, env = commands(kind, binary, ref_js, node or "node", d)
+            argv, env = server_command(kind, binary, ref_js, node or "node", d)
             row = Row(b, f"{label[kind]}, {WRITERS} stdio server processes")
             rows.append(await run(row, many_processes(row, kind, argv, env, d)))
 

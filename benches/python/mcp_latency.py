@@ -589,14 +589,18 @@ class LoadRow:
 
 
 class LogCount(logging.Handler):
-    """Counts the SDK client's log records (first line of each) instead of printing a traceback per session."""
+    """Counts the SDK client's log records (first line of each, plus the exception type)
+    instead of printing a traceback per session."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.seen: dict[str, int] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage().splitlines()[0] if record.getMessage() else record.levelname
+        text = record.getMessage()
+        msg = text.splitlines()[0] if text else record.levelname
+        if record.exc_info and record.exc_info[0]:
+            msg += f" ({record.exc_info[0].__module__}.{record.exc_info[0].__name__})"
         self.seen[msg] = self.seen.get(msg, 0) + 1
 
 
@@ -882,12 +886,8 @@ async def run_transports(binary: str, ref_js: str, node: str | None, ents: list[
     ]
     for label, store, run in http_rows:
         print(f"   mcp: {label}", file=sys.stderr)
-        proc, port = start_http(binary, tmpd / store)
-        try:
+        async with http_server(binary, tmpd / store) as port:
             results.append((label, await run(port)))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
 
     if node and Path(ref_js).exists():
         print("   mcp: reference server-memory stdio", file=sys.stderr)
