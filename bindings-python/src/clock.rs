@@ -31,7 +31,9 @@ impl ManualClock {
             Some(t) => memstrata::ManualClock::new(t),
             None => memstrata::ManualClock::starting_now(),
         };
-        Ok(ManualClock { inner: Arc::new(inner) })
+        Ok(ManualClock {
+            inner: Arc::new(inner),
+        })
     }
 
     /// Move the clock forward by `seconds` (int / float seconds or a timedelta, > 0).

@@ -18,7 +18,9 @@ pub(crate) fn store(
 ) -> PyResult<ContextStored> {
     let value = convert::to_json(value, "value", max_depth(mem))?;
     let ttl = convert::ttl(ttl)?;
-    let s = run(py, || mem.context_store(&key, value, ttl, namespace.as_deref()))?;
+    let s = run(py, || {
+        mem.context_store(&key, value, ttl, namespace.as_deref())
+    })?;
     Ok(ContextStored {
         success: s.success,
         expires_at: s.expires_at,

@@ -23,7 +23,11 @@ pub(crate) fn to_json(obj: &Bound<'_, PyAny>, field: &str, max_depth: usize) -> 
 }
 
 /// An optional JSON argument: `None` (the Python value) is JSON null.
-pub(crate) fn opt_json(obj: Option<&Bound<'_, PyAny>>, field: &str, max_depth: usize) -> PyResult<Value> {
+pub(crate) fn opt_json(
+    obj: Option<&Bound<'_, PyAny>>,
+    field: &str,
+    max_depth: usize,
+) -> PyResult<Value> {
     match obj {
         Some(o) => to_json(o, field, max_depth),
         None => Ok(Value::Null),
@@ -38,7 +42,11 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 }
 
 fn push_key(path: &mut String, key: &str) {
-    if !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    {
         path.push('.');
         path.push_str(key);
     } else {
@@ -46,7 +54,13 @@ fn push_key(path: &mut String, key: &str) {
     }
 }
 
-fn to_json_at(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize, root: &str, max_depth: usize) -> PyResult<Value> {
+fn to_json_at(
+    obj: &Bound<'_, PyAny>,
+    path: &mut String,
+    depth: usize,
+    root: &str,
+    max_depth: usize,
+) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -69,7 +83,10 @@ fn to_json_at(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize, root: &st
         let f: f64 = obj.extract()?;
         return match Number::from_f64(f) {
             Some(n) => Ok(Value::Number(n)),
-            None => Err(invalid(path.clone(), format!("{f} is not a valid JSON number (NaN and infinities are refused)"))),
+            None => Err(invalid(
+                path.clone(),
+                format!("{f} is not a valid JSON number (NaN and infinities are refused)"),
+            )),
         };
     }
     if let Ok(s) = obj.cast::<PyString>() {
@@ -133,7 +150,11 @@ pub(crate) fn to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
             } else if let Some(u) = n.as_u64() {
                 u.into_pyobject(py)?.into_any().unbind()
             } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any().unbind()
+                n.as_f64()
+                    .unwrap_or(f64::NAN)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
             }
         }
         Value::String(s) => PyString::new(py, s).into_any().unbind(),
@@ -169,7 +190,9 @@ pub(crate) fn ttl(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> 
         return Ok(None);
     }
     let secs: f64 = if obj.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err("ttl: expected seconds (int or float) or a datetime.timedelta, got bool"));
+        return Err(PyTypeError::new_err(
+            "ttl: expected seconds (int or float) or a datetime.timedelta, got bool",
+        ));
     } else if obj.is_instance_of::<PyDelta>() {
         obj.call_method0("total_seconds")?.extract()?
     } else if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>() {
@@ -180,7 +203,9 @@ pub(crate) fn ttl(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> 
             type_name(obj)
         )));
     };
-    memstrata::ttl_from_secs(secs).map(Some).map_err(error::to_py)
+    memstrata::ttl_from_secs(secs)
+        .map(Some)
+        .map_err(error::to_py)
 }
 
 /// A timezone-aware `datetime` (any zone) as UTC. Naive datetimes are refused:
@@ -204,7 +229,10 @@ pub(crate) fn datetime(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<DateTime
 }
 
 /// An optional datetime argument.
-pub(crate) fn opt_datetime(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<DateTime<Utc>>> {
+pub(crate) fn opt_datetime(
+    obj: Option<&Bound<'_, PyAny>>,
+    field: &str,
+) -> PyResult<Option<DateTime<Utc>>> {
     match obj {
         Some(o) if !o.is_none() => datetime(o, field).map(Some),
         _ => Ok(None),
@@ -218,7 +246,10 @@ where
     T: TryFrom<i128> + std::fmt::Display + num_bounds::Bounded,
 {
     if !obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err(format!("{field}: expected int, got {}", type_name(obj))));
+        return Err(PyTypeError::new_err(format!(
+            "{field}: expected int, got {}",
+            type_name(obj)
+        )));
     }
     let wide: Option<i128> = obj.extract().ok();
     match wide.and_then(|w| T::try_from(w).ok()) {
@@ -264,17 +295,24 @@ pub(crate) mod num_bounds {
 
 /// A list of strings (`None` -> empty). A bare `str` is refused (it would be split into characters).
 pub(crate) fn str_list(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Vec<String>> {
-    let Some(obj) = obj else { return Ok(Vec::new()) };
+    let Some(obj) = obj else {
+        return Ok(Vec::new());
+    };
     if obj.is_none() {
         return Ok(Vec::new());
     }
     if obj.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err(format!("{field}: expected a list of str, got a single str")));
+        return Err(PyTypeError::new_err(format!(
+            "{field}: expected a list of str, got a single str"
+        )));
     }
     let mut out = Vec::new();
-    let iter = obj
-        .try_iter()
-        .map_err(|_| PyTypeError::new_err(format!("{field}: expected a list of str, got {}", type_name(obj))))?;
+    let iter = obj.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{field}: expected a list of str, got {}",
+            type_name(obj)
+        ))
+    })?;
     for (i, item) in iter.enumerate() {
         let item = item?;
         match item.cast::<PyString>() {
@@ -293,5 +331,7 @@ pub(crate) fn str_list(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<
 /// A core record that has no typed Python class (metrics, report details) goes
 /// through its serde form: `convert::to_py(py, &serde_json::to_value(x).map_err(ser_err)?)`.
 pub(crate) fn ser_err(e: serde_json::Error) -> PyErr {
-    error::to_py(memstrata::Error::Corrupted(format!("cannot convert a result: {e}")))
+    error::to_py(memstrata::Error::Corrupted(format!(
+        "cannot convert a result: {e}"
+    )))
 }

@@ -87,7 +87,9 @@ impl Episodic {
             min_importance: convert::opt_int::<u8>(min_importance, "min_importance")?,
         };
         let hits = run(py, || mem.episodic().search(&query, &filters, limit))?;
-        hits.into_iter().map(|h| EpisodeHit::from_core(py, h)).collect()
+        hits.into_iter()
+            .map(|h| EpisodeHit::from_core(py, h))
+            .collect()
     }
 
     /// The newest `limit` episodes, newest first.

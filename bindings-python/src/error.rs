@@ -28,21 +28,36 @@ pyo3::create_exception!(
     MemstrataError,
     "A configured limit was exceeded (value size, number of tags, results per call, step limit...). `field` names the argument."
 );
-pyo3::create_exception!(memstrata, StoreLockedError, MemstrataError, "Another process holds the store.");
+pyo3::create_exception!(
+    memstrata,
+    StoreLockedError,
+    MemstrataError,
+    "Another process holds the store."
+);
 pyo3::create_exception!(
     memstrata,
     CorruptedError,
     MemstrataError,
     "Stored data could not be decoded, or the store was written by a newer format."
 );
-pyo3::create_exception!(memstrata, StorageError, MemstrataError, "The sled storage layer failed.");
+pyo3::create_exception!(
+    memstrata,
+    StorageError,
+    MemstrataError,
+    "The sled storage layer failed."
+);
 pyo3::create_exception!(
     memstrata,
     MemstrataIndexError,
     MemstrataError,
     "The tantivy full-text index failed (named so it does not shadow the builtin IndexError)."
 );
-pyo3::create_exception!(memstrata, ProcedureError, MemstrataError, "A procedure could not run.");
+pyo3::create_exception!(
+    memstrata,
+    ProcedureError,
+    MemstrataError,
+    "A procedure could not run."
+);
 pyo3::create_exception!(
     memstrata,
     ConflictError,
@@ -106,16 +121,52 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let classes: [(&str, Bound<'_, PyType>, Option<&str>); 11] = [
         ("MemstrataError", py.get_type::<MemstrataError>(), None),
-        ("NotFoundError", py.get_type::<NotFoundError>(), Some("NOT_FOUND")),
-        ("InvalidInputError", invalid_input_type(py), Some("INVALID_INPUT")),
-        ("LimitExceededError", py.get_type::<LimitExceededError>(), Some("LIMIT_EXCEEDED")),
-        ("StoreLockedError", py.get_type::<StoreLockedError>(), Some("STORE_LOCKED")),
-        ("CorruptedError", py.get_type::<CorruptedError>(), Some("CORRUPTED")),
+        (
+            "NotFoundError",
+            py.get_type::<NotFoundError>(),
+            Some("NOT_FOUND"),
+        ),
+        (
+            "InvalidInputError",
+            invalid_input_type(py),
+            Some("INVALID_INPUT"),
+        ),
+        (
+            "LimitExceededError",
+            py.get_type::<LimitExceededError>(),
+            Some("LIMIT_EXCEEDED"),
+        ),
+        (
+            "StoreLockedError",
+            py.get_type::<StoreLockedError>(),
+            Some("STORE_LOCKED"),
+        ),
+        (
+            "CorruptedError",
+            py.get_type::<CorruptedError>(),
+            Some("CORRUPTED"),
+        ),
         ("IoError", io_error_type(py), Some("IO")),
-        ("StorageError", py.get_type::<StorageError>(), Some("STORAGE")),
-        ("MemstrataIndexError", py.get_type::<MemstrataIndexError>(), Some("INDEX")),
-        ("ProcedureError", py.get_type::<ProcedureError>(), Some("PROCEDURE")),
-        ("ConflictError", py.get_type::<ConflictError>(), Some("CONFLICT")),
+        (
+            "StorageError",
+            py.get_type::<StorageError>(),
+            Some("STORAGE"),
+        ),
+        (
+            "MemstrataIndexError",
+            py.get_type::<MemstrataIndexError>(),
+            Some("INDEX"),
+        ),
+        (
+            "ProcedureError",
+            py.get_type::<ProcedureError>(),
+            Some("PROCEDURE"),
+        ),
+        (
+            "ConflictError",
+            py.get_type::<ConflictError>(),
+            Some("CONFLICT"),
+        ),
     ];
     for (name, ty, code) in classes {
         ty.setattr("code", code)?;
@@ -174,7 +225,9 @@ pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Py
 /// The error every call on a closed `Memory` raises.
 pub(crate) fn closed() -> PyErr {
     Python::attach(|py| {
-        let e = MemstrataError::new_err("this Memory is closed; open a new memstrata.Memory to continue");
+        let e = MemstrataError::new_err(
+            "this Memory is closed; open a new memstrata.Memory to continue",
+        );
         let _ = e.value(py).setattr("code", "CLOSED");
         e
     })
@@ -221,7 +274,9 @@ where
 /// panic surfaces as `MemstrataError(code="INTERNAL")` and the interpreter survives.
 #[pyfunction]
 pub(crate) fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
-    run(py, || -> memstrata::Result<()> { panic!("deliberate panic from memstrata._memstrata._panic_for_tests") })
+    run(py, || -> memstrata::Result<()> {
+        panic!("deliberate panic from memstrata._memstrata._panic_for_tests")
+    })
 }
 
 /// An I/O error on a file the binding opened itself (export / import): an `IoError`

@@ -13,7 +13,11 @@ use crate::error::{io_error_at, run};
 // network mount). An open failure comes back as `Ok(Err(io))` so the exception
 // can name the file.
 
-pub(crate) fn export(py: Python<'_>, mem: &memstrata::Memory, path: PathBuf) -> PyResult<ExportStats> {
+pub(crate) fn export(
+    py: Python<'_>,
+    mem: &memstrata::Memory,
+    path: PathBuf,
+) -> PyResult<ExportStats> {
     let r = run(py, || {
         let file = match File::create(&path) {
             Ok(f) => f,
@@ -52,11 +56,19 @@ fn import_with(
     })
 }
 
-pub(crate) fn import(py: Python<'_>, mem: &memstrata::Memory, path: PathBuf) -> PyResult<ImportStats> {
+pub(crate) fn import(
+    py: Python<'_>,
+    mem: &memstrata::Memory,
+    path: PathBuf,
+) -> PyResult<ImportStats> {
     import_with(py, path, |r| mem.import(r))
 }
 
-pub(crate) fn import_knowledge_graph(py: Python<'_>, mem: &memstrata::Memory, path: PathBuf) -> PyResult<ImportStats> {
+pub(crate) fn import_knowledge_graph(
+    py: Python<'_>,
+    mem: &memstrata::Memory,
+    path: PathBuf,
+) -> PyResult<ImportStats> {
     import_with(py, path, |r| mem.import_knowledge_graph(r))
 }
 
@@ -80,13 +92,21 @@ macro_rules! stats_class {
                     .iter()
                     .map(|(k, v)| format!("{}: {v}", crate::repr::pystr(k)))
                     .collect();
-                format!(concat!(stringify!($name), "(records={}, counts={{{}}})"), self.records, counts.join(", "))
+                format!(
+                    concat!(stringify!($name), "(records={}, counts={{{}}})"),
+                    self.records,
+                    counts.join(", ")
+                )
             }
         }
     };
 }
 
-stats_class!(ExportStats, "Result of `export`.", "Records written after the header.");
+stats_class!(
+    ExportStats,
+    "Result of `export`.",
+    "Records written after the header."
+);
 stats_class!(
     ImportStats,
     "Result of `import_` and `import_knowledge_graph`.",

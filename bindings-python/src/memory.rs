@@ -9,12 +9,12 @@ use pyo3::types::PyType;
 use crate::clock::ManualClock;
 use crate::convert;
 use crate::episodic::Episodic;
-use crate::{contexts, export, sessions, status, timesheet};
 use crate::error::{closed, run};
 use crate::procedural::Procedural;
 use crate::semantic::Semantic;
 use crate::short_term::ShortTerm;
 use crate::working::Working;
+use crate::{contexts, export, sessions, status, timesheet};
 
 /// The shared slot behind a Python `Memory` and its layer objects; emptied by `close()`.
 #[derive(Debug)]
@@ -31,15 +31,25 @@ impl Handle {
 
     /// A clone of the core handle (an `Arc` inside), or the "closed" error.
     pub(crate) fn get(&self) -> PyResult<memstrata::Memory> {
-        self.inner.read().unwrap_or_else(PoisonError::into_inner).clone().ok_or_else(closed)
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(closed)
     }
 
     fn take(&self) -> Option<memstrata::Memory> {
-        self.inner.write().unwrap_or_else(PoisonError::into_inner).take()
+        self.inner
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     fn is_closed(&self) -> bool {
-        self.inner.read().unwrap_or_else(PoisonError::into_inner).is_none()
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
     }
 }
 
@@ -93,7 +103,9 @@ impl Memory {
     /// Open (or create) the store at `path`; `path=None` makes a temporary store
     /// deleted when the last handle on it is closed.
     #[new]
-    #[pyo3(text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None)")]
+    #[pyo3(
+        text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None)"
+    )]
     #[pyo3(signature = (
         path=None,
         *,
@@ -123,7 +135,8 @@ impl Memory {
         max_steps: Option<&Bound<'_, PyAny>>,
         clock: Option<PyRef<'_, ManualClock>>,
     ) -> PyResult<Memory> {
-        let durability: memstrata::Durability = durability.as_str().parse().map_err(crate::error::to_py)?;
+        let durability: memstrata::Durability =
+            durability.as_str().parse().map_err(crate::error::to_py)?;
         let mut limits = memstrata::Limits::default();
         if let Some(n) = convert::opt_int::<usize>(focus_capacity, "focus_capacity")? {
             limits.focus_capacity = n;
@@ -137,7 +150,9 @@ impl Memory {
         if let Some(n) = convert::opt_int::<usize>(max_steps, "max_steps")? {
             limits.max_steps = n;
         }
-        let mut b = memstrata::Memory::builder().durability(durability).limits(limits);
+        let mut b = memstrata::Memory::builder()
+            .durability(durability)
+            .limits(limits);
         b = match path {
             Some(p) => b.path(p),
             None => b.temporary(),
@@ -179,7 +194,12 @@ impl Memory {
     /// Make `target` the active context of this handle. With `preserve_current=False`
     /// the working memory of the context being left is cleared.
     #[pyo3(signature = (target, preserve_current=true))]
-    fn switch_context(&self, py: Python<'_>, target: String, preserve_current: bool) -> PyResult<SwitchResult> {
+    fn switch_context(
+        &self,
+        py: Python<'_>,
+        target: String,
+        preserve_current: bool,
+    ) -> PyResult<SwitchResult> {
         let mem = self.core()?;
         let r = run(py, || mem.switch_context(&target, preserve_current))?;
         Ok(SwitchResult {
@@ -205,7 +225,9 @@ impl Memory {
     /// objects) raises `MemstrataError`. The store itself closes when its last
     /// handle (namespaces included) is closed or garbage-collected. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(mem) = self.h.take() else { return Ok(()) };
+        let Some(mem) = self.h.take() else {
+            return Ok(());
+        };
         run(py, move || {
             let r = mem.flush();
             drop(mem);
@@ -274,7 +296,11 @@ impl Memory {
     }
 
     /// The kept versions of a session, oldest first.
-    fn session_versions(&self, py: Python<'_>, session_id: String) -> PyResult<Vec<sessions::SessionVersionInfo>> {
+    fn session_versions(
+        &self,
+        py: Python<'_>,
+        session_id: String,
+    ) -> PyResult<Vec<sessions::SessionVersionInfo>> {
         sessions::versions(py, &self.core()?, session_id)
     }
 
@@ -359,7 +385,16 @@ impl Memory {
         until: Option<&Bound<'_, PyAny>>,
         limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<timesheet::Task>> {
-        timesheet::tasks(py, &self.core()?, llm_name, context, status, since, until, limit)
+        timesheet::tasks(
+            py,
+            &self.core()?,
+            llm_name,
+            context,
+            status,
+            since,
+            until,
+            limit,
+        )
     }
 
     /// Time worked per model over tasks started in [since, until].
@@ -377,7 +412,12 @@ impl Memory {
 
     /// Health, version, uptime; session count and metrics when asked for.
     #[pyo3(signature = (include_sessions=true, include_metrics=false))]
-    fn status(&self, py: Python<'_>, include_sessions: bool, include_metrics: bool) -> PyResult<status::Status> {
+    fn status(
+        &self,
+        py: Python<'_>,
+        include_sessions: bool,
+        include_metrics: bool,
+    ) -> PyResult<status::Status> {
         status::status(py, &self.core()?, include_sessions, include_metrics)
     }
 
@@ -409,7 +449,11 @@ impl Memory {
     }
 
     /// Load the MCP reference memory server's JSONL knowledge graph into semantic memory.
-    fn import_knowledge_graph(&self, py: Python<'_>, path: PathBuf) -> PyResult<export::ImportStats> {
+    fn import_knowledge_graph(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+    ) -> PyResult<export::ImportStats> {
         export::import_knowledge_graph(py, &self.core()?, path)
     }
 
@@ -438,7 +482,11 @@ impl Memory {
                 "Memory(path={}, active_context={}{})",
                 crate::repr::pystr(&m.path().display().to_string()),
                 crate::repr::pystr(&m.active_context()),
-                if m.is_temporary() { ", temporary=True" } else { "" }
+                if m.is_temporary() {
+                    ", temporary=True"
+                } else {
+                    ""
+                }
             ),
             Err(_) => "Memory(<closed>)".to_owned(),
         }

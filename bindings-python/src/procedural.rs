@@ -45,7 +45,8 @@ impl memstrata::ActionHandler for PyAction {
         Python::attach(|py| {
             let arg = convert::to_py(py, parameters).map_err(|e| describe(py, &e))?;
             match self.func.call1(py, (arg,)) {
-                Ok(out) => convert::to_json(out.bind(py), "output", self.max_depth).map_err(|e| describe(py, &e)),
+                Ok(out) => convert::to_json(out.bind(py), "output", self.max_depth)
+                    .map_err(|e| describe(py, &e)),
                 Err(e) => {
                     let msg = describe(py, &e);
                     if !e.is_instance_of::<PyException>(py) {
@@ -66,7 +67,11 @@ fn describe(py: Python<'_>, e: &PyErr) -> String {
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".to_owned());
     let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    if msg.is_empty() { ty } else { format!("{ty}: {msg}") }
+    if msg.is_empty() {
+        ty
+    } else {
+        format!("{ty}: {msg}")
+    }
 }
 
 /// `actions={"name": callable}` -> the core's per-call action map.
@@ -76,7 +81,9 @@ fn actions_from(
     escaped: &Arc<Mutex<Option<PyErr>>>,
 ) -> PyResult<memstrata::Actions> {
     let mut out: memstrata::Actions = HashMap::new();
-    let Some(actions) = actions else { return Ok(out) };
+    let Some(actions) = actions else {
+        return Ok(out);
+    };
     if actions.is_none() {
         return Ok(out);
     }
@@ -89,7 +96,15 @@ fn actions_from(
             .map_err(|_| PyTypeError::new_err("actions: keys must be str (action names)"))?
             .to_cow()?
             .into_owned();
-        out.insert(name.clone(), handler(&v, &format!("actions[{}]", pystr(&name)), max_depth, escaped)?);
+        out.insert(
+            name.clone(),
+            handler(
+                &v,
+                &format!("actions[{}]", pystr(&name)),
+                max_depth,
+                escaped,
+            )?,
+        );
     }
     Ok(out)
 }
@@ -115,7 +130,11 @@ fn handler(
 
 /// Re-raise a KeyboardInterrupt / SystemExit a host action raised during the call.
 fn reraise_escaped(escaped: &Arc<Mutex<Option<PyErr>>>) -> PyResult<()> {
-    match escaped.lock().unwrap_or_else(PoisonError::into_inner).take() {
+    match escaped
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    {
         Some(e) => Err(e),
         None => Ok(()),
     }
@@ -139,7 +158,12 @@ impl Procedural {
     }
 
     /// Replace the steps of an existing procedure (NotFoundError otherwise); bumps its version.
-    fn update(&self, py: Python<'_>, name: String, steps: &Bound<'_, PyAny>) -> PyResult<Procedure> {
+    fn update(
+        &self,
+        py: Python<'_>,
+        name: String,
+        steps: &Bound<'_, PyAny>,
+    ) -> PyResult<Procedure> {
         let mem = self.h.get()?;
         let steps = steps_arg(steps, max_depth(&mem))?;
         let p = run(py, || mem.procedural().update(&name, steps))?;
@@ -217,11 +241,21 @@ impl Procedural {
 
     /// Register a host action for every handle on this store (replacing one of the
     /// same name). Per-call `actions=` take precedence. Built-in names are refused.
-    fn register_action(&self, py: Python<'_>, name: String, action: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn register_action(
+        &self,
+        py: Python<'_>,
+        name: String,
+        action: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let mem = self.h.get()?;
         // Engine-wide handlers outlive any one call: a KeyboardInterrupt they raise
         // only fails the step.
-        let h = handler(action, "action", max_depth(&mem), &Arc::new(Mutex::new(None)))?;
+        let h = handler(
+            action,
+            "action",
+            max_depth(&mem),
+            &Arc::new(Mutex::new(None)),
+        )?;
         run(py, || mem.procedural().register_action(&name, h))
     }
 
@@ -261,7 +295,10 @@ pub struct Procedure {
 impl Procedure {
     fn from_core(py: Python<'_>, p: memstrata::Procedure) -> PyResult<Self> {
         Ok(Procedure {
-            steps: convert::to_py(py, &serde_json::to_value(&p.steps).map_err(convert::ser_err)?)?,
+            steps: convert::to_py(
+                py,
+                &serde_json::to_value(&p.steps).map_err(convert::ser_err)?,
+            )?,
             name: p.name,
             version: p.version,
             created_at: p.created_at,
@@ -335,7 +372,10 @@ impl TraceEntry {
             pystr(&self.step),
             pystr(&self.action),
             crate::repr::obj(py, &self.output),
-            self.error.as_deref().map(pystr).unwrap_or_else(|| "None".to_owned())
+            self.error
+                .as_deref()
+                .map(pystr)
+                .unwrap_or_else(|| "None".to_owned())
         )
     }
 }
@@ -438,12 +478,19 @@ impl Run {
         );
         if let Some(p) = &self.pending {
             let p = p.get();
-            s.push_str(&format!(", pending=<{} {}>", pystr(&p.step), pystr(&p.action)));
+            s.push_str(&format!(
+                ", pending=<{} {}>",
+                pystr(&p.step),
+                pystr(&p.action)
+            ));
         }
         if let Some(e) = &self.error {
             s.push_str(&format!(", error={}", pystr(e)));
         }
-        s.push_str(&format!(", finished_at={})", opt_dt(self.finished_at.as_ref())));
+        s.push_str(&format!(
+            ", finished_at={})",
+            opt_dt(self.finished_at.as_ref())
+        ));
         s
     }
 }

@@ -24,7 +24,10 @@ pub(crate) fn pystr(s: &str) -> String {
 
 /// A Python-style list of strings.
 pub(crate) fn pystrs(v: &[String]) -> String {
-    format!("[{}]", v.iter().map(|s| pystr(s)).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        v.iter().map(|s| pystr(s)).collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// The Python repr of an object, cut to a readable length.

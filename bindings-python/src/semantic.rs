@@ -27,7 +27,12 @@ impl Semantic {
 #[pymethods]
 impl Semantic {
     /// Store (replace) the knowledge under `key`; returns the new entry.
-    fn store(&self, py: Python<'_>, key: String, knowledge: &Bound<'_, PyAny>) -> PyResult<Knowledge> {
+    fn store(
+        &self,
+        py: Python<'_>,
+        key: String,
+        knowledge: &Bound<'_, PyAny>,
+    ) -> PyResult<Knowledge> {
         let mem = self.h.get()?;
         let knowledge = convert::to_json(knowledge, "knowledge", max_depth(&mem))?;
         let k = run(py, || mem.semantic().store(&key, knowledge))?;
@@ -50,11 +55,18 @@ impl Semantic {
 
     /// Full-text query over keys and knowledge text (plain text, no syntax).
     #[pyo3(signature = (text, limit=None))]
-    fn query(&self, py: Python<'_>, text: String, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<KnowledgeHit>> {
+    fn query(
+        &self,
+        py: Python<'_>,
+        text: String,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<KnowledgeHit>> {
         let mem = self.h.get()?;
         let limit = convert::opt_int::<usize>(limit, "limit")?.unwrap_or(DEFAULT_LIMIT);
         let hits = run(py, || mem.semantic().query(&text, limit))?;
-        hits.into_iter().map(|h| KnowledgeHit::from_core(py, h)).collect()
+        hits.into_iter()
+            .map(|h| KnowledgeHit::from_core(py, h))
+            .collect()
     }
 
     /// Apply an RFC 7386 JSON Merge Patch to an existing entry (NotFoundError otherwise).
@@ -75,7 +87,10 @@ impl Semantic {
     fn history(&self, py: Python<'_>, key: String) -> PyResult<Vec<KnowledgeVersion>> {
         let mem = self.h.get()?;
         let versions = run(py, || mem.semantic().history(&key))?;
-        versions.into_iter().map(|v| KnowledgeVersion::from_core(py, v)).collect()
+        versions
+            .into_iter()
+            .map(|v| KnowledgeVersion::from_core(py, v))
+            .collect()
     }
 
     /// Keys starting with `prefix` (empty: all), sorted.

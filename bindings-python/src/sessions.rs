@@ -36,7 +36,8 @@ pub(crate) fn save(
     compression_level: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<SessionSaved> {
     let content = convert::to_json(content, "content", max_depth(mem))?;
-    let level = convert::opt_int::<u8>(compression_level, "compression_level")?.unwrap_or(DEFAULT_COMPRESSION_LEVEL);
+    let level = convert::opt_int::<u8>(compression_level, "compression_level")?
+        .unwrap_or(DEFAULT_COMPRESSION_LEVEL);
     let s = run(py, || mem.session_save(&session_id, content, level))?;
     Ok(SessionSaved {
         success: s.success,
@@ -78,7 +79,11 @@ pub(crate) fn list(py: Python<'_>, mem: &memstrata::Memory) -> PyResult<Vec<Sess
         .collect()
 }
 
-pub(crate) fn versions(py: Python<'_>, mem: &memstrata::Memory, session_id: String) -> PyResult<Vec<SessionVersionInfo>> {
+pub(crate) fn versions(
+    py: Python<'_>,
+    mem: &memstrata::Memory,
+    session_id: String,
+) -> PyResult<Vec<SessionVersionInfo>> {
     let list = run(py, || mem.session_versions(&session_id))?;
     Ok(list
         .into_iter()
@@ -92,7 +97,11 @@ pub(crate) fn versions(py: Python<'_>, mem: &memstrata::Memory, session_id: Stri
         .collect())
 }
 
-pub(crate) fn delete(py: Python<'_>, mem: &memstrata::Memory, session_id: String) -> PyResult<bool> {
+pub(crate) fn delete(
+    py: Python<'_>,
+    mem: &memstrata::Memory,
+    session_id: String,
+) -> PyResult<bool> {
     run(py, || mem.session_delete(&session_id))
 }
 
@@ -195,7 +204,8 @@ impl SessionInfo {
             "SessionInfo(session_id={}, name={}, latest_version={}, version_count={})",
             pystr(&self.session_id),
             pystr(&self.name),
-            self.latest_version.map_or_else(|| "None".to_owned(), |v| v.to_string()),
+            self.latest_version
+                .map_or_else(|| "None".to_owned(), |v| v.to_string()),
             self.version_count
         )
     }

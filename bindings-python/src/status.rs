@@ -69,7 +69,8 @@ impl Status {
             pystr(&self.status),
             pystr(&self.version),
             self.uptime_seconds,
-            self.active_sessions.map_or_else(|| "None".to_owned(), |n| n.to_string()),
+            self.active_sessions
+                .map_or_else(|| "None".to_owned(), |n| n.to_string()),
             crate::repr::pystrs(&self.issues)
         )
     }

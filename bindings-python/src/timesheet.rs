@@ -14,7 +14,9 @@ pub(crate) fn punch_in(
     task_description: String,
     context: Option<String>,
 ) -> PyResult<PunchIn> {
-    let p = run(py, || mem.punch_in(&llm_name, &task_description, context.as_deref()))?;
+    let p = run(py, || {
+        mem.punch_in(&llm_name, &task_description, context.as_deref())
+    })?;
     Ok(PunchIn {
         success: p.success,
         task_id: p.task_id,
@@ -38,7 +40,11 @@ pub(crate) fn punch_out(
     })
 }
 
-pub(crate) fn task(py: Python<'_>, mem: &memstrata::Memory, task_id: String) -> PyResult<Option<Task>> {
+pub(crate) fn task(
+    py: Python<'_>,
+    mem: &memstrata::Memory,
+    task_id: String,
+) -> PyResult<Option<Task>> {
     Ok(run(py, || mem.task(&task_id))?.map(Task::from))
 }
 
@@ -61,7 +67,10 @@ pub(crate) fn tasks(
         until: convert::opt_datetime(until, "until")?,
         limit: convert::opt_int::<usize>(limit, "limit")?,
     };
-    Ok(run(py, || mem.tasks(&filter))?.into_iter().map(Task::from).collect())
+    Ok(run(py, || mem.tasks(&filter))?
+        .into_iter()
+        .map(Task::from)
+        .collect())
 }
 
 pub(crate) fn report(

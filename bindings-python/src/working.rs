@@ -55,7 +55,10 @@ impl Working {
     fn workspace_items(&self, py: Python<'_>) -> PyResult<Vec<WorkspaceItem>> {
         let mem = self.h.get()?;
         let items = run(py, || mem.working().workspace_items())?;
-        items.into_iter().map(|i| WorkspaceItem::from_core(py, i)).collect()
+        items
+            .into_iter()
+            .map(|i| WorkspaceItem::from_core(py, i))
+            .collect()
     }
 
     /// Empty focus and workspace.

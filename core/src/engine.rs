@@ -16,8 +16,8 @@ use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
 use crate::codec;
 use crate::config::{Durability, Options};
-use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
 use crate::episode_cache::EpisodeCache;
+use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
 use crate::metrics::Metrics;
 use crate::{Error, Result};
 
@@ -372,7 +372,11 @@ impl Engine {
         // panic like any index failure instead of unwinding into the caller.
         let guarded = || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.index.search(q)))
-                .unwrap_or_else(|_| Err(Error::Index("index search panicked (damaged index files?)".into())))
+                .unwrap_or_else(|_| {
+                    Err(Error::Index(
+                        "index search panicked (damaged index files?)".into(),
+                    ))
+                })
         };
         match guarded() {
             Ok(hits) => Ok(hits),
@@ -610,10 +614,9 @@ impl Drop for Engine {
         }
         let _ = self.flush();
         if self.opts.path.is_some()
-            && self
-                .db
-                .size_on_disk()
-                .is_ok_and(|now| now.saturating_sub(self.checkpoint.size_at_open) >= CHECKPOINT_AFTER_BYTES)
+            && self.db.size_on_disk().is_ok_and(|now| {
+                now.saturating_sub(self.checkpoint.size_at_open) >= CHECKPOINT_AFTER_BYTES
+            })
         {
             self.checkpoint.armed.store(true, Ordering::Release);
         }

@@ -210,8 +210,7 @@ fn approx_size(ep: &Episode) -> usize {
         + ep.id.len()
         + ep.summary.len()
         + value(&ep.content)
-        + ep
-            .participants
+        + ep.participants
             .iter()
             .chain(&ep.tags)
             .map(|s| s.len() + 24)
@@ -259,7 +258,11 @@ mod tests {
         let c = EpisodeCache::new(64 * 1024);
         for i in 0..10_000 {
             let k = format!("a\0{i}");
-            c.insert(k.as_bytes(), ep(&i.to_string(), &"s".repeat(100)), c.generation());
+            c.insert(
+                k.as_bytes(),
+                ep(&i.to_string(), &"s".repeat(100)),
+                c.generation(),
+            );
         }
         let (n, bytes) = c.usage();
         assert!(bytes <= 64 * 1024, "{bytes}");

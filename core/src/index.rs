@@ -133,7 +133,12 @@ struct Fields {
 /// Stable 64-bit FNV-1a hash of a document's kind and context.
 fn scope_hash(kind: Kind, ctx: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in kind.tag().bytes().chain(std::iter::once(0u8)).chain(ctx.bytes()) {
+    for b in kind
+        .tag()
+        .bytes()
+        .chain(std::iter::once(0u8))
+        .chain(ctx.bytes())
+    {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -301,9 +306,11 @@ impl SearchIndex {
         let (schema, fields) = schema();
         let existing = if schema_version_ok && dir.join("meta.json").exists() {
             // tantivy may panic (not just fail) on some damaged files: either way, rebuild.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Self::open_existing(dir, &schema, writer_bytes)))
-                .ok()
-                .and_then(|r| r.ok())
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Self::open_existing(dir, &schema, writer_bytes)
+            }))
+            .ok()
+            .and_then(|r| r.ok())
         } else {
             None
         };
@@ -628,7 +635,8 @@ impl SearchIndex {
         limit: usize,
     ) -> Result<Option<Vec<(f32, tantivy::DocAddress)>>> {
         let query = BooleanQuery::new(should.iter().map(|(o, q)| (*o, q.box_clone())).collect());
-        let mut columns: std::collections::HashMap<u32, tantivy::columnar::Column<u64>> = Default::default();
+        let mut columns: std::collections::HashMap<u32, tantivy::columnar::Column<u64>> =
+            Default::default();
         let mut fetch = limit;
         loop {
             let top: Vec<(f32, tantivy::DocAddress)> =
@@ -638,9 +646,12 @@ impl SearchIndex {
             for (score, addr) in top {
                 let col = match columns.entry(addr.segment_ord) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(searcher.segment_reader(addr.segment_ord).fast_fields().u64("scope")?)
-                    }
+                    std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                        searcher
+                            .segment_reader(addr.segment_ord)
+                            .fast_fields()
+                            .u64("scope")?,
+                    ),
                 };
                 if col.first(addr.doc_id) == Some(scope) {
                     kept.push((score, addr));

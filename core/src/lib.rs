@@ -202,9 +202,7 @@ impl Memory {
 
     /// Short-term layer of the active context.
     pub fn short_term(&self) -> ShortTerm {
-        ShortTerm {
-            mem: self.clone(),
-        }
+        ShortTerm { mem: self.clone() }
     }
 
     /// Working memory of the active context.
@@ -214,16 +212,12 @@ impl Memory {
 
     /// Episodic layer of the active context.
     pub fn episodic(&self) -> Episodic {
-        Episodic {
-            mem: self.clone(),
-        }
+        Episodic { mem: self.clone() }
     }
 
     /// Semantic layer of the active context.
     pub fn semantic(&self) -> Semantic {
-        Semantic {
-            mem: self.clone(),
-        }
+        Semantic { mem: self.clone() }
     }
 
     /// Commit the index and fsync everything now (what `Durability::Manual` users call).

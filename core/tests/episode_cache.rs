@@ -42,7 +42,10 @@ fn forget_then_get_and_search() {
     assert!(ep.summarize(std::slice::from_ref(&id)).is_err());
     // Forgetting again is a no-op and the other episode is still served.
     assert!(!ep.forget(&id).unwrap());
-    assert_eq!(ep.get(&keep).unwrap().unwrap().summary, "quokka budget review");
+    assert_eq!(
+        ep.get(&keep).unwrap().unwrap().summary,
+        "quokka budget review"
+    );
 }
 
 #[test]

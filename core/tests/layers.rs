@@ -495,16 +495,33 @@ fn unfiltered_search_is_exact_when_other_contexts_dominate() {
     let (_d, mem, _c) = store_with_clock();
     let other = mem.namespace("other").unwrap();
     for i in 0..300 {
-        other.episodic().record(NewEpisode::new(format!("alpha beta gamma noise {i}"))).unwrap();
+        other
+            .episodic()
+            .record(NewEpisode::new(format!("alpha beta gamma noise {i}")))
+            .unwrap();
     }
     let mut mine = Vec::new();
     for i in 0..5 {
-        mine.push(mem.episodic().record(NewEpisode::new(format!("alpha report {i}")).importance(5)).unwrap());
+        mine.push(
+            mem.episodic()
+                .record(NewEpisode::new(format!("alpha report {i}")).importance(5))
+                .unwrap(),
+        );
     }
-    let unfiltered = mem.episodic().search("alpha", &SearchFilters::default(), 10).unwrap();
+    let unfiltered = mem
+        .episodic()
+        .search("alpha", &SearchFilters::default(), 10)
+        .unwrap();
     let filtered = mem
         .episodic()
-        .search("alpha", &SearchFilters { min_importance: Some(1), ..Default::default() }, 10)
+        .search(
+            "alpha",
+            &SearchFilters {
+                min_importance: Some(1),
+                ..Default::default()
+            },
+            10,
+        )
         .unwrap();
     let mut a: Vec<_> = unfiltered.iter().map(|h| h.episode.id.clone()).collect();
     let mut b: Vec<_> = filtered.iter().map(|h| h.episode.id.clone()).collect();
@@ -513,9 +530,26 @@ fn unfiltered_search_is_exact_when_other_contexts_dominate() {
     mine.sort();
     assert_eq!(a, mine);
     assert_eq!(b, mine);
-    let top3 = mem.episodic().search("alpha", &SearchFilters::default(), 3).unwrap();
+    let top3 = mem
+        .episodic()
+        .search("alpha", &SearchFilters::default(), 3)
+        .unwrap();
     assert_eq!(top3.len(), 3);
     assert!(top3.iter().all(|h| mine.contains(&h.episode.id)));
-    assert_eq!(other.episodic().search("alpha", &SearchFilters::default(), 1000).unwrap().len(), 300);
-    assert!(mem.namespace("empty").unwrap().episodic().search("alpha", &SearchFilters::default(), 10).unwrap().is_empty());
+    assert_eq!(
+        other
+            .episodic()
+            .search("alpha", &SearchFilters::default(), 1000)
+            .unwrap()
+            .len(),
+        300
+    );
+    assert!(
+        mem.namespace("empty")
+            .unwrap()
+            .episodic()
+            .search("alpha", &SearchFilters::default(), 10)
+            .unwrap()
+            .is_empty()
+    );
 }

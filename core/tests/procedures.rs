@@ -639,17 +639,15 @@ fn invalid_graphs_are_rejected_naming_the_step() {
         "{reason}"
     );
 
-    let (field, _) = invalid(
-        p.learn(
-            "dangling-branch",
-            vec![
+    let (field, _) = invalid(p.learn(
+        "dangling-branch",
+        vec![
                 Step::new("a", "set"),
                 Step::new("b", "set")
                     .branch("true", "a")
                     .branch("false", "zz"),
             ],
-        ),
-    );
+    ));
     assert_eq!(field, "steps[1].next[1].next");
 
     let (field, reason) = invalid(p.learn(

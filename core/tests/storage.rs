@@ -411,11 +411,16 @@ fn reopen_right_after_drop_never_reports_locked() {
 /// Inputs found by the fuzz targets (`fuzz/regressions/<target>/`), replayed on every test run.
 #[test]
 fn fuzz_regressions_stay_fixed() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/decode_record");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/decode_record");
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        assert_eq!(memstrata::fuzzing::decode_records(&bytes), 0, "damaged input must be refused by every decoder");
+        assert_eq!(
+            memstrata::fuzzing::decode_records(&bytes),
+            0,
+            "damaged input must be refused by every decoder"
+        );
         n += 1;
     }
     assert!(n > 0);
@@ -436,7 +441,9 @@ fn sled_snapshots(store: &std::path::Path) -> Vec<String> {
 fn a_large_write_session_leaves_a_fresh_sled_snapshot_at_close() {
     let dir = tempfile::tempdir().unwrap();
     let mem = Memory::open(dir.path()).unwrap();
-    mem.short_term().store("small", json!("kept"), None).unwrap();
+    mem.short_term()
+        .store("small", json!("kept"), None)
+        .unwrap();
     drop(mem);
 
     // A write session that grows sled's file past the checkpoint threshold
@@ -454,7 +461,9 @@ fn a_large_write_session_leaves_a_fresh_sled_snapshot_at_close() {
                 char::from(b'!' + (x % 90) as u8)
             })
             .collect();
-        mem.short_term().store(&format!("big-{i}"), json!(s), None).unwrap();
+        mem.short_term()
+            .store(&format!("big-{i}"), json!(s), None)
+            .unwrap();
     }
     drop(mem);
     let after = sled_snapshots(dir.path());
@@ -464,9 +473,16 @@ fn a_large_write_session_leaves_a_fresh_sled_snapshot_at_close() {
     );
 
     let mem = Memory::open(dir.path()).unwrap();
-    assert_eq!(mem.short_term().retrieve("small").unwrap(), Some(json!("kept")));
+    assert_eq!(
+        mem.short_term().retrieve("small").unwrap(),
+        Some(json!("kept"))
+    );
     for i in 0..48 {
-        let v = mem.short_term().retrieve(&format!("big-{i}")).unwrap().unwrap();
+        let v = mem
+            .short_term()
+            .retrieve(&format!("big-{i}"))
+            .unwrap()
+            .unwrap();
         assert_eq!(v.as_str().unwrap().len(), 1_000_000);
     }
 }

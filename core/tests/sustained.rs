@@ -108,12 +108,25 @@ fn sustained_periodic_writes_make_progress_and_lose_nothing() {
     watchdog.join().unwrap();
 
     let expected = per_thread * THREADS;
-    assert_eq!(mem.status(false, true).unwrap().metrics.unwrap().items.episodes, expected);
+    assert_eq!(
+        mem.status(false, true)
+            .unwrap()
+            .metrics
+            .unwrap()
+            .items
+            .episodes,
+        expected
+    );
     drop(mem);
 
     let mem = Memory::open(dir.path()).unwrap();
     assert_eq!(
-        mem.status(false, true).unwrap().metrics.unwrap().items.episodes,
+        mem.status(false, true)
+            .unwrap()
+            .metrics
+            .unwrap()
+            .items
+            .episodes,
         expected,
         "every recorded episode survives a clean close and reopen"
     );

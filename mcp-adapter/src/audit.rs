@@ -60,7 +60,14 @@ impl AuditLog {
     }
 
     /// Append one record (errors are logged, never fatal to the call).
-    pub fn record(&self, who: &str, transport: &str, tool: &str, context: &str, error: Option<&str>) {
+    pub fn record(
+        &self,
+        who: &str,
+        transport: &str,
+        tool: &str,
+        context: &str,
+        error: Option<&str>,
+    ) {
         let entry = AuditEntry {
             time: now(Utc::now()),
             who: who.to_owned(),

@@ -93,7 +93,12 @@ impl Principal {
     }
 
     /// A restricted principal.
-    pub fn restricted(id: impl Into<String>, read: &[&str], write: &[&str], global: Access) -> Self {
+    pub fn restricted(
+        id: impl Into<String>,
+        read: &[&str],
+        write: &[&str],
+        global: Access,
+    ) -> Self {
         Principal {
             id: id.into(),
             read: read.iter().map(|p| Pattern((*p).to_owned())).collect(),
@@ -107,7 +112,8 @@ impl Principal {
         match target {
             Target::Context(_, Access::None) => true,
             Target::Context(ctx, Access::Read) => {
-                self.read.iter().any(|p| p.matches(ctx)) || self.write.iter().any(|p| p.matches(ctx))
+                self.read.iter().any(|p| p.matches(ctx))
+                    || self.write.iter().any(|p| p.matches(ctx))
             }
             Target::Context(ctx, Access::Write) => self.write.iter().any(|p| p.matches(ctx)),
             Target::Global(a) => self.global >= *a,
@@ -127,7 +133,10 @@ impl Principal {
                     if v.is_empty() {
                         "none".to_owned()
                     } else {
-                        v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                        v.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
                 };
                 let msg = match t {
@@ -239,8 +248,12 @@ impl Auth {
 
     /// Load a TOML (`.toml`) or JSON (anything else) config file.
     pub fn load_file(mut self, path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let cfg: ConfigFile = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let cfg: ConfigFile = if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+        {
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
         } else {
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
@@ -342,7 +355,9 @@ mod tests {
         assert!(!p.allows(&Target::Context("proj-b".into(), Access::Write)));
         assert!(p.allows(&Target::Global(Access::Read)));
         assert!(!p.allows(&Target::Global(Access::Write)));
-        let err = p.check(&[Target::Context("proj-b".into(), Access::Write)]).unwrap_err();
+        let err = p
+            .check(&[Target::Context("proj-b".into(), Access::Write)])
+            .unwrap_err();
         assert_eq!(err.code(), "FORBIDDEN");
         assert!(err.message().contains("proj-b"), "{}", err.message());
     }
@@ -379,7 +394,12 @@ mod tests {
         assert!(p.can_read("abc") && !p.can_read("b"));
         let json_path = dir.path().join("keys.json");
         std::fs::write(&json_path, r#"{"keys": [{"id": "x", "key": "short"}]}"#).unwrap();
-        assert!(Auth::disabled().load_file(&json_path).unwrap_err().contains("shorter"));
+        assert!(
+            Auth::disabled()
+                .load_file(&json_path)
+                .unwrap_err()
+                .contains("shorter")
+        );
         std::fs::write(
             &json_path,
             r#"{"keys": [{"id": "x", "key": "long-enough", "read": ["bad name"]}]}"#,

@@ -18,10 +18,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::RoleServer;
 use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::RoleServer;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -68,7 +68,9 @@ impl<T: Transport<RoleServer>> DrainOnEof<T> {
 
     fn track(&self, m: &RxJsonRpcMessage<RoleServer>) {
         match m {
-            JsonRpcMessage::Request(r) if !matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)) => {
+            JsonRpcMessage::Request(r)
+                if !matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)) =>
+            {
                 let id = r.id.clone();
                 self.pending.send_modify(|p| {
                     p.insert(id);
@@ -123,15 +125,26 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for DrainOnEof<T> {
                 None => {
                     let n = self.in_flight();
                     if n > 0 {
-                        tracing::debug!(in_flight = n, "input ended; answering the requests in flight");
+                        tracing::debug!(
+                            in_flight = n,
+                            "input ended; answering the requests in flight"
+                        );
                     }
                     *self.deadline.insert(Instant::now() + self.grace)
                 }
             },
         };
         let mut rx = self.pending.subscribe();
-        if tokio::time::timeout_at(deadline, rx.wait_for(HashSet::is_empty)).await.is_err() {
-            let ids: Vec<String> = self.pending.borrow().iter().map(ToString::to_string).collect();
+        if tokio::time::timeout_at(deadline, rx.wait_for(HashSet::is_empty))
+            .await
+            .is_err()
+        {
+            let ids: Vec<String> = self
+                .pending
+                .borrow()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             tracing::warn!(
                 "input ended {:?} ago and request(s) {} are still running; closing the session without their answers",
                 self.grace,
@@ -185,8 +198,14 @@ mod tests {
         assert!(t.receive().await.is_some());
         assert!(t.receive().await.is_some());
         assert_eq!(t.in_flight(), 2);
-        let answer1 = t.send(JsonRpcMessage::error(ErrorData::internal_error("x", None), Some(RequestId::Number(1))));
-        let answer2 = t.send(JsonRpcMessage::error(ErrorData::internal_error("y", None), Some(RequestId::Number(2))));
+        let answer1 = t.send(JsonRpcMessage::error(
+            ErrorData::internal_error("x", None),
+            Some(RequestId::Number(1)),
+        ));
+        let answer2 = t.send(JsonRpcMessage::error(
+            ErrorData::internal_error("y", None),
+            Some(RequestId::Number(2)),
+        ));
         // The end of input is reported only once both answers went out.
         {
             let mut eof = std::pin::pin!(t.receive());
@@ -201,8 +220,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_that_never_ends_does_not_hold_the_session() {
-        let mut t =
-            DrainOnEof::new(Scripted(VecDeque::from([ping(7)]))).with_grace(Duration::from_millis(20));
+        let mut t = DrainOnEof::new(Scripted(VecDeque::from([ping(7)])))
+            .with_grace(Duration::from_millis(20));
         assert!(t.receive().await.is_some());
         assert!(t.receive().await.is_none());
         assert_eq!(t.in_flight(), 1);

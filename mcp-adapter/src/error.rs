@@ -64,7 +64,9 @@ impl ToolError {
                 None => error.to_string(),
             },
             ToolError::Forbidden(m) => m.clone(),
-            ToolError::InvalidInput { field, reason } => format!("invalid input for `{field}`: {reason}"),
+            ToolError::InvalidInput { field, reason } => {
+                format!("invalid input for `{field}`: {reason}")
+            }
             ToolError::NotFound(m) => m.clone(),
             ToolError::Internal(m) => format!("internal error: {m}"),
         };

@@ -119,7 +119,9 @@ impl Harness {
                 }
                 Ok(Outcome::Ok(tool))
             }
-            Some(Err(err)) if matches!(err.code(), "INTERNAL" | "CORRUPTED" | "STORAGE" | "INDEX") => {
+            Some(Err(err))
+                if matches!(err.code(), "INTERNAL" | "CORRUPTED" | "STORAGE" | "INDEX") =>
+            {
                 Err(format!("{tool}: {} ({})", err.message(), err.code()))
             }
             Some(Err(_)) => Ok(Outcome::Refused(tool)),

@@ -92,7 +92,9 @@ fn split_authority(a: &str) -> (String, Option<&str>) {
         return (h.to_ascii_lowercase(), tail.strip_prefix(':'));
     }
     match a.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') && p.chars().all(|c| c.is_ascii_digit()) => (h.to_ascii_lowercase(), Some(p)),
+        Some((h, p)) if !h.contains(':') && p.chars().all(|c| c.is_ascii_digit()) => {
+            (h.to_ascii_lowercase(), Some(p))
+        }
         _ => (a.to_ascii_lowercase(), None),
     }
 }
@@ -114,7 +116,9 @@ impl App {
             return true;
         }
         match origin.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => {
+            Some((scheme, rest))
+                if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
+            {
                 let authority = rest.split('/').next().unwrap_or("");
                 self.host_ok(authority)
             }
@@ -157,7 +161,9 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
             return refuse(StatusCode::FORBIDDEN, "Origin not allowed");
         }
     }
-    let authz = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok());
+    let authz = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok());
     match app.shared.auth.authenticate(authz) {
         Ok(p) => {
             req.extensions_mut().insert(p);
@@ -234,7 +240,13 @@ async fn execute(
         }
     };
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
-    let bad = |m: &str| (StatusCode::BAD_REQUEST, axum::Json(rpc_error(id.clone(), -32600, m))).into_response();
+    let bad = |m: &str| {
+        (
+            StatusCode::BAD_REQUEST,
+            axum::Json(rpc_error(id.clone(), -32600, m)),
+        )
+            .into_response()
+    };
     if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return bad("invalid request: \"jsonrpc\" must be \"2.0\"");
     }
@@ -280,7 +292,11 @@ async fn execute(
                 .into_response();
         }
     };
-    let server = MemoryServer::new(Arc::clone(&app.shared), "execute", Caller::Fixed(principal.clone()));
+    let server = MemoryServer::new(
+        Arc::clone(&app.shared),
+        "execute",
+        Caller::Fixed(principal.clone()),
+    );
     match server.execute_json(tool, parameters, &principal).await {
         None => (
             StatusCode::OK,
@@ -354,7 +370,11 @@ pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken
 }
 
 /// Bind and serve until `shutdown` is cancelled.
-pub async fn serve(shared: Arc<Shared>, cfg: HttpConfig, shutdown: CancellationToken) -> std::io::Result<()> {
+pub async fn serve(
+    shared: Arc<Shared>,
+    cfg: HttpConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
     let local = listener.local_addr()?;
     tracing::info!(
@@ -379,7 +399,10 @@ mod tests {
 
     #[test]
     fn authorities() {
-        assert_eq!(split_authority("localhost:8765"), ("localhost".into(), Some("8765")));
+        assert_eq!(
+            split_authority("localhost:8765"),
+            ("localhost".into(), Some("8765"))
+        );
         assert_eq!(split_authority("[::1]:80"), ("::1".into(), Some("80")));
         assert_eq!(split_authority("::1"), ("::1".into(), None));
         assert_eq!(split_authority("Example.COM"), ("example.com".into(), None));

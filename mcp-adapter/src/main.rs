@@ -26,7 +26,11 @@ use memstrata_mcp::http::{self, HttpConfig};
 use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
 
 #[derive(Debug, Parser)]
-#[command(name = "memstrata-mcp", version, about = "Memstrata layered memory as an MCP server")]
+#[command(
+    name = "memstrata-mcp",
+    version,
+    about = "Memstrata layered memory as an MCP server"
+)]
 struct Cli {
     /// Store directory [env: MEMSTRATA_STORE; default: <platform data dir>/memstrata/default.mem]
     #[arg(long, global = true, env = "MEMSTRATA_STORE", hide_env = true)]
@@ -149,14 +153,19 @@ fn require_existing(cli: &Cli) -> Result<(), String> {
 
 fn open(cli: &Cli) -> Result<Memory, String> {
     let path = store_path(cli);
-    let durability: Durability = cli.durability.parse().map_err(|e: memstrata::Error| e.to_string())?;
+    let durability: Durability = cli
+        .durability
+        .parse()
+        .map_err(|e: memstrata::Error| e.to_string())?;
     let mut b = Memory::builder().path(&path).durability(durability);
     for r in &cli.workspace_roots {
         b = b.workspace_root(r);
     }
     b.open().map_err(|e| match e {
         memstrata::Error::StoreLocked { .. } => {
-            format!("{e} (another memstrata-mcp or program has it open; stop it or use another --store)")
+            format!(
+                "{e} (another memstrata-mcp or program has it open; stop it or use another --store)"
+            )
         }
         other => format!("cannot open store {}: {other}", path.display()),
     })
@@ -211,13 +220,17 @@ fn flush(mem: &Memory) {
 
 fn serve_stdio(cli: &Cli) -> Result<(), String> {
     let mem = open(cli)?;
-    let shared = Shared::new(mem.clone(), Auth::disabled(), !cli.no_audit).map_err(|e| e.to_string())?;
+    let shared =
+        Shared::new(mem.clone(), Auth::disabled(), !cli.no_audit).map_err(|e| e.to_string())?;
     let max_line = mem.options().limits.max_value_bytes.saturating_mul(2) + (1 << 20);
     let rt = runtime()?;
     let r = rt.block_on(async {
         let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
-        let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
-            .with_max_line_length(max_line);
+        let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        )
+        .with_max_line_length(max_line);
         // At EOF, answer every request already received before letting rmcp wind down.
         let transport = DrainOnEof::new(transport);
         tracing::info!(store = %mem.path().display(), "memstrata-mcp serving MCP on stdio");
@@ -296,7 +309,8 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
 fn spinner(msg: &str) -> ProgressBar {
     let pb = ProgressBar::new_spinner();
     pb.set_style(
-        ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     pb.set_message(msg.to_owned());
     pb.enable_steady_tick(Duration::from_millis(120));
@@ -307,15 +321,26 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
     require_existing(cli)?;
     let path = store_path(cli);
     let (status, note) = match open(cli) {
-        Ok(mem) => (Some(mem.status(true, true).map_err(|e| e.to_string())?), None),
+        Ok(mem) => (
+            Some(mem.status(true, true).map_err(|e| e.to_string())?),
+            None,
+        ),
         Err(e) => (None, Some(e)),
     };
-    let trail =
-        audit::tail(&std::fs::canonicalize(&path).unwrap_or(path.clone()), audit_n).map_err(|e| e.to_string())?;
+    let trail = audit::tail(
+        &std::fs::canonicalize(&path).unwrap_or(path.clone()),
+        audit_n,
+    )
+    .map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     if json {
         let v = serde_json::json!({"store": path, "status": status, "note": note, "audit": trail});
-        writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(|e| e.to_string())?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        )
+        .map_err(|e| e.to_string())?;
         return Ok(());
     }
     let _ = writeln!(out, "store: {}", path.display());
@@ -357,7 +382,11 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
             let _ = writeln!(out, "status: unavailable: {}", note.unwrap_or_default());
         }
     }
-    let _ = writeln!(out, "audit trail ({} most recent mutating calls):", trail.len());
+    let _ = writeln!(
+        out,
+        "audit trail ({} most recent mutating calls):",
+        trail.len()
+    );
     for a in &trail {
         let _ = writeln!(
             out,
@@ -418,7 +447,8 @@ fn export(cli: &Cli, file: &Path) -> Result<(), String> {
             pb: pb.clone(),
         };
         let s = mem.export(&mut w).map_err(|e| e.to_string())?;
-        w.flush().map_err(|e| format!("writing {}: {e}", file.display()))?;
+        w.flush()
+            .map_err(|e| format!("writing {}: {e}", file.display()))?;
         s
     };
     pb.finish_and_clear();
@@ -487,11 +517,19 @@ fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String
                 Some(t) => format!(" {}/{t}", p.done),
                 None => String::new(),
             };
-            pb.set_message(format!("optimizing ({}): {}{counts}: {}", lvl.as_str(), p.stage, p.message));
+            pb.set_message(format!(
+                "optimizing ({}): {}{counts}: {}",
+                lvl.as_str(),
+                p.stage,
+                p.message
+            ));
         })
         .map_err(|e| e.to_string())?;
     pb.finish_and_clear();
-    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report).unwrap_or_default()
+    );
     Ok(())
 }
 

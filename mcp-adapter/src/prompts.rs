@@ -20,7 +20,9 @@ pub fn list() -> Vec<Prompt> {
     vec![
         Prompt::new(
             "resume_session",
-            Some("Load a saved session (latest or a given version) so the model can continue where it stopped"),
+            Some(
+                "Load a saved session (latest or a given version) so the model can continue where it stopped",
+            ),
             Some(vec![
                 PromptArgument::new("session_id")
                     .with_description("Session id from session_create")
@@ -32,7 +34,9 @@ pub fn list() -> Vec<Prompt> {
         ),
         Prompt::new(
             "recall",
-            Some("Gather what memory holds about a topic: matching episodes and knowledge of the active context"),
+            Some(
+                "Gather what memory holds about a topic: matching episodes and knowledge of the active context",
+            ),
             Some(vec![
                 PromptArgument::new("query")
                     .with_description("Topic or question, in plain words")
@@ -92,12 +96,18 @@ fn json_block(v: &Value, tool_hint: &str) -> String {
         format!("```json\n{text}\n```")
     } else {
         let cut: String = text.chars().take(MAX_JSON_CHARS).collect();
-        format!("```json\n{cut}\n```\n(truncated at {MAX_JSON_CHARS} characters; call {tool_hint} for the whole value)")
+        format!(
+            "```json\n{cut}\n```\n(truncated at {MAX_JSON_CHARS} characters; call {tool_hint} for the whole value)"
+        )
     }
 }
 
 /// Build a prompt. `Err(InvalidInput)` for bad arguments, `Ok(None)` for an unknown prompt.
-pub fn get(mem: &Memory, name: &str, args: &Map<String, Value>) -> ToolResult<Option<GetPromptResult>> {
+pub fn get(
+    mem: &Memory,
+    name: &str,
+    args: &Map<String, Value>,
+) -> ToolResult<Option<GetPromptResult>> {
     Ok(Some(match name {
         "resume_session" => resume_session(mem, args)?,
         "recall" => recall(mem, args)?,
@@ -130,8 +140,11 @@ fn resume_session(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetProm
     text.push_str(
         "Continue from this state. Save progress with session_save (same session_id) so a later model can resume it.",
     );
-    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-        .with_description(format!("Resume session {name:?} at version {}", restored.version)))
+    Ok(
+        GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).with_description(
+            format!("Resume session {name:?} at version {}", restored.version),
+        ),
+    )
 }
 
 fn recall(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResult> {
@@ -148,7 +161,9 @@ fn recall(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResult
         None => LIST,
     };
     let ctx = mem.active_context();
-    let episodes = mem.episodic().search(&query, &SearchFilters::default(), limit)?;
+    let episodes = mem
+        .episodic()
+        .search(&query, &SearchFilters::default(), limit)?;
     let knowledge = mem.semantic().query(&query, limit)?;
     let mut text = format!("What memory (context {ctx:?}) holds about {query:?}:\n\n");
     if episodes.is_empty() && knowledge.is_empty() {
@@ -177,15 +192,20 @@ fn recall(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResult
         for h in &knowledge {
             let mut v = h.knowledge.to_string();
             if v.chars().count() > 500 {
-                v = v.chars().take(500).collect::<String>() + "… (knowledge_retrieve for all of it)";
+                v = v.chars().take(500).collect::<String>()
+                    + "… (knowledge_retrieve for all of it)";
             }
             let _ = writeln!(text, "- {}: {v}", h.key);
         }
         text.push('\n');
     }
-    text.push_str("Use these facts in the answer and cite episode ids or keys when relying on them.");
-    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-        .with_description(format!("Recall {query:?} from context {ctx:?}")))
+    text.push_str(
+        "Use these facts in the answer and cite episode ids or keys when relying on them.",
+    );
+    Ok(
+        GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description(format!("Recall {query:?} from context {ctx:?}")),
+    )
 }
 
 fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResult> {
@@ -197,7 +217,9 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
     let workspace = w.workspace_items()?;
     let recent = mem.episodic().recent(LIST)?;
     let mut text = match &to {
-        Some(to) => format!("Handoff to {to}. You are taking over work in memory context {ctx:?}.\n\n"),
+        Some(to) => {
+            format!("Handoff to {to}. You are taking over work in memory context {ctx:?}.\n\n")
+        }
         None => format!("Handoff. You are taking over work in memory context {ctx:?}.\n\n"),
     };
     if let Some(n) = note {
@@ -256,7 +278,8 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
                 "- {:?} id {} latest version {} (updated {})",
                 s.name,
                 s.session_id,
-                s.latest_version.map_or_else(|| "none".to_owned(), |v| v.to_string()),
+                s.latest_version
+                    .map_or_else(|| "none".to_owned(), |v| v.to_string()),
                 s.updated_at.to_rfc3339()
             );
         }
@@ -264,6 +287,8 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
     text.push_str(
         "\nContinue the work. Record what you do with episode_record and keep shared state in sessions or knowledge.",
     );
-    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-        .with_description(format!("Handoff of context {ctx:?}")))
+    Ok(
+        GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description(format!("Handoff of context {ctx:?}")),
+    )
 }

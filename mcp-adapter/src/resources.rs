@@ -60,7 +60,9 @@ pub fn list_all(mem: &Memory, who: &Principal) -> ToolResult<Vec<Resource>> {
         out.push(
             Resource::new(ResourceRef::Status.uri(), "status")
                 .with_title("Engine status")
-                .with_description("Health, version, uptime, active sessions and per-operation metrics")
+                .with_description(
+                    "Health, version, uptime, active sessions and per-operation metrics",
+                )
                 .with_mime_type("application/json"),
         );
         for s in mem.session_list()? {
@@ -70,7 +72,8 @@ pub fn list_all(mem: &Memory, who: &Principal) -> ToolResult<Vec<Resource>> {
                         "Session {:?}: {} stored version(s), latest {}",
                         s.name,
                         s.version_count,
-                        s.latest_version.map_or_else(|| "none".to_owned(), |v| v.to_string())
+                        s.latest_version
+                            .map_or_else(|| "none".to_owned(), |v| v.to_string())
                     ))
                     .with_mime_type("application/json"),
             );
@@ -118,9 +121,15 @@ pub fn target(r: &ResourceRef) -> Target {
 /// Read a qualified resource; `Ok(None)` when it does not exist.
 pub fn read(mem: &Memory, r: &ResourceRef) -> ToolResult<Option<Value>> {
     Ok(match r {
-        ResourceRef::Status => Some(serde_json::to_value(mem.status(true, true)?).map_err(internal)?),
+        ResourceRef::Status => {
+            Some(serde_json::to_value(mem.status(true, true)?).map_err(internal)?)
+        }
         ResourceRef::Session(id) => {
-            let Some(info) = mem.session_list()?.into_iter().find(|s| &s.session_id == id) else {
+            let Some(info) = mem
+                .session_list()?
+                .into_iter()
+                .find(|s| &s.session_id == id)
+            else {
                 return Ok(None);
             };
             let versions = mem.session_versions(id)?;

@@ -15,12 +15,14 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{ToolCallContext, schema_for_output};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
-    ContentBlock, Extensions, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
-    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionInfo, ContentBlock, Extensions, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -58,7 +60,12 @@ impl Shared {
             None
         };
         let (hub, _) = broadcast::channel(1024);
-        Ok(Arc::new(Shared { mem, auth, audit, hub }))
+        Ok(Arc::new(Shared {
+            mem,
+            auth,
+            audit,
+            hub,
+        }))
     }
 
     fn publish(&self, changes: Vec<Change>) {
@@ -102,7 +109,9 @@ impl Conn {
             Caller::Fixed(p) => Some(p.clone()),
             Caller::PerRequest => self.last_principal.lock().clone(),
         };
-        let Some(who) = who else { return (Vec::new(), false) };
+        let Some(who) = who else {
+            return (Vec::new(), false);
+        };
         let visible = match &change.context {
             Some(ctx) => who.can_read(ctx),
             None => who.allows(&Target::Global(Access::Read)),
@@ -196,7 +205,9 @@ impl MemoryServer {
                 .get::<axum::http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<Principal>())
                 .cloned()
-                .ok_or_else(|| ToolError::Forbidden("request carries no authenticated caller".into()))?,
+                .ok_or_else(|| {
+                    ToolError::Forbidden("request carries no authenticated caller".into())
+                })?,
         };
         *self.conn.last_principal.lock() = Some(p.clone());
         Ok(p)
@@ -217,7 +228,13 @@ impl MemoryServer {
                 })
             })
             .unwrap_or_else(|| "*".to_owned());
-        a.record(&who.id, self.conn.transport, tool, &ctx, err.map(ToolError::code));
+        a.record(
+            &who.id,
+            self.conn.transport,
+            tool,
+            &ctx,
+            err.map(ToolError::code),
+        );
     }
 
     /// Run a tool for `who`: authorize, run on a blocking thread, audit, publish changes.
@@ -252,7 +269,12 @@ impl MemoryServer {
             (targets, res)
         })
         .await
-        .unwrap_or_else(|e| (Vec::new(), Err(ToolError::Internal(format!("tool worker failed: {e}")))));
+        .unwrap_or_else(|e| {
+            (
+                Vec::new(),
+                Err(ToolError::Internal(format!("tool worker failed: {e}"))),
+            )
+        });
         if A::MUTATES {
             self.audit(who, A::NAME, &targets, res.as_ref().err());
         }
@@ -265,7 +287,12 @@ impl MemoryServer {
 
     /// Run a tool from raw JSON arguments (the `/mcp/v1/execute` envelope).
     /// `None` when no tool has this name.
-    pub async fn execute_json(&self, tool: &str, params: Value, who: &Principal) -> Option<ToolResult<Value>> {
+    pub async fn execute_json(
+        &self,
+        tool: &str,
+        params: Value,
+        who: &Principal,
+    ) -> Option<ToolResult<Value>> {
         async fn go<A: Op>(s: &MemoryServer, params: Value, who: &Principal) -> ToolResult<Value> {
             let args: A = serde_json::from_value(params).map_err(|e| ToolError::InvalidInput {
                 field: "parameters".into(),
@@ -320,7 +347,10 @@ impl MemoryServer {
         let (sink, forwarder) = match rc.meta.get_progress_token() {
             Some(token) => {
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                (Some(tx), Some(tokio::spawn(forward_progress(rc.peer.clone(), token, rx))))
+                (
+                    Some(tx),
+                    Some(tokio::spawn(forward_progress(rc.peer.clone(), token, rx))),
+                )
             }
             None => (None, None),
         };
@@ -338,8 +368,12 @@ impl MemoryServer {
         match res {
             Ok(v) => {
                 if A::MUTATES {
-                    self.log(&rc.peer, LoggingLevel::Debug, json!({"tool": A::NAME, "ok": true}))
-                        .await;
+                    self.log(
+                        &rc.peer,
+                        LoggingLevel::Debug,
+                        json!({"tool": A::NAME, "ok": true}),
+                    )
+                    .await;
                 }
                 CallToolResult::structured(v)
             }
@@ -361,7 +395,9 @@ impl MemoryServer {
             return;
         }
         let _ = peer
-            .notify_logging_message(LoggingMessageNotificationParam::new(level, data).with_logger("memstrata"))
+            .notify_logging_message(
+                LoggingMessageNotificationParam::new(level, data).with_logger("memstrata"),
+            )
             .await;
     }
 
@@ -445,7 +481,8 @@ async fn forward_progress(
         position += p.done.saturating_sub(stage_done).max(1);
         stage_done = stage_done.max(p.done);
         let msg = format!("{}: {}", p.stage, p.message);
-        let mut n = ProgressNotificationParam::new(token.clone(), position as f64).with_message(msg);
+        let mut n =
+            ProgressNotificationParam::new(token.clone(), position as f64).with_message(msg);
         if let Some(t) = p.total {
             n = n.with_total((position + t.saturating_sub(p.done)) as f64);
         }
@@ -469,7 +506,9 @@ fn protocol_error(e: ToolError) -> ErrorData {
             error: memstrata::Error::NotFound { .. },
             ..
         } => ErrorData::resource_not_found(e.message(), data),
-        ToolError::Forbidden(_) => ErrorData::new(rmcp::model::ErrorCode(-32003), e.message(), data),
+        ToolError::Forbidden(_) => {
+            ErrorData::new(rmcp::model::ErrorCode(-32003), e.message(), data)
+        }
         _ => ErrorData::internal_error(e.message(), data),
     }
 }
@@ -892,7 +931,10 @@ impl ServerHandler for MemoryServer {
                 .enable_tools()
                 .build(),
         )
-        .with_server_info(Implementation::new("memstrata-mcp", env!("CARGO_PKG_VERSION")))
+        .with_server_info(Implementation::new(
+            "memstrata-mcp",
+            env!("CARGO_PKG_VERSION"),
+        ))
         .with_instructions(INSTRUCTIONS)
     }
 
@@ -946,7 +988,9 @@ impl ServerHandler for MemoryServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let who = self
+            .principal(&context.extensions)
+            .map_err(protocol_error)?;
         let offset = ops::parse_cursor(&request.and_then(|r| r.cursor)).map_err(protocol_error)?;
         let mem = self.conn.mem.clone();
         let all = tokio::task::spawn_blocking(move || resources::list_all(&mem, &who))
@@ -964,7 +1008,9 @@ impl ServerHandler for MemoryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
     }
 
     async fn read_resource(
@@ -972,9 +1018,12 @@ impl ServerHandler for MemoryServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let who = self
+            .principal(&context.extensions)
+            .map_err(protocol_error)?;
         let r = self.qualify(&request.uri)?;
-        who.check(&[resources::target(&r)]).map_err(protocol_error)?;
+        who.check(&[resources::target(&r)])
+            .map_err(protocol_error)?;
         let mem = self.conn.mem.clone();
         let r2 = r.clone();
         let v = tokio::task::spawn_blocking(move || resources::read(&mem, &r2))
@@ -982,7 +1031,9 @@ impl ServerHandler for MemoryServer {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .map_err(protocol_error)?;
         match v {
-            Some(v) => Ok(ReadResourceResult::new(vec![resources::contents(&request.uri, &v)]).into()),
+            Some(v) => {
+                Ok(ReadResourceResult::new(vec![resources::contents(&request.uri, &v)]).into())
+            }
             None => Err(ErrorData::resource_not_found(
                 format!(
                     "{} does not exist (it may have been forgotten, or it lives in another context)",
@@ -998,9 +1049,12 @@ impl ServerHandler for MemoryServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let who = self
+            .principal(&context.extensions)
+            .map_err(protocol_error)?;
         let r = self.qualify(&request.uri)?;
-        who.check(&[resources::target(&r)]).map_err(protocol_error)?;
+        who.check(&[resources::target(&r)])
+            .map_err(protocol_error)?;
         self.conn.subscriptions.lock().insert(r.uri(), request.uri);
         self.start_forwarding(context.peer);
         Ok(())
@@ -1016,8 +1070,14 @@ impl ServerHandler for MemoryServer {
         Ok(())
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        self.conn.listen_rx.lock().push_back(self.shared.hub.subscribe());
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.conn
+            .listen_rx
+            .lock()
+            .push_back(self.shared.hub.subscribe());
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 
@@ -1055,16 +1115,27 @@ impl ServerHandler for MemoryServer {
                 continue;
             }
             if let Some(u) = wanted.get(&change.uri)
-                && context.sink().notify_resource_updated(u.clone()).await.is_err()
+                && context
+                    .sink()
+                    .notify_resource_updated(u.clone())
+                    .await
+                    .is_err()
             {
                 return Ok(());
             }
             if let Some(u) = wanted.get(&ResourceRef::Status.uri())
-                && context.sink().notify_resource_updated(u.clone()).await.is_err()
+                && context
+                    .sink()
+                    .notify_resource_updated(u.clone())
+                    .await
+                    .is_err()
             {
                 return Ok(());
             }
-            if list && change.list_changed && context.sink().notify_resource_list_changed().await.is_err() {
+            if list
+                && change.list_changed
+                && context.sink().notify_resource_list_changed().await.is_err()
+            {
                 return Ok(());
             }
         }
@@ -1083,7 +1154,9 @@ impl ServerHandler for MemoryServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let who = self
+            .principal(&context.extensions)
+            .map_err(protocol_error)?;
         if !prompts::list().iter().any(|p| p.name == request.name) {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -1103,8 +1176,9 @@ impl ServerHandler for MemoryServer {
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .map_err(protocol_error)?;
-        r.map(Into::into)
-            .ok_or_else(|| ErrorData::invalid_params(format!("unknown prompt {:?}", request.name), None))
+        r.map(Into::into).ok_or_else(|| {
+            ErrorData::invalid_params(format!("unknown prompt {:?}", request.name), None)
+        })
     }
 
     async fn complete(
@@ -1112,7 +1186,9 @@ impl ServerHandler for MemoryServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let who = self.principal(&context.extensions).map_err(protocol_error)?;
+        let who = self
+            .principal(&context.extensions)
+            .map_err(protocol_error)?;
         let prefix = request.argument.value.clone();
         let arg = request.argument.name.clone();
         let kind = match &request.r#ref {
@@ -1144,8 +1220,12 @@ impl ServerHandler for MemoryServer {
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
         .map_err(protocol_error)?;
         let total = values.len();
-        let shown: Vec<String> = values.into_iter().take(CompletionInfo::MAX_VALUES).collect();
-        let mut info = CompletionInfo::new(shown).map_err(|e| ErrorData::internal_error(e, None))?;
+        let shown: Vec<String> = values
+            .into_iter()
+            .take(CompletionInfo::MAX_VALUES)
+            .collect();
+        let mut info =
+            CompletionInfo::new(shown).map_err(|e| ErrorData::internal_error(e, None))?;
         info.total = u32::try_from(total).ok();
         info.has_more = Some(total > CompletionInfo::MAX_VALUES);
         Ok(CompleteResult::new(info))

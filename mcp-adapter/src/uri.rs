@@ -143,7 +143,9 @@ impl ResourceRef {
             ResourceRef::Status => format!("{SCHEME}status"),
             ResourceRef::Session(id) => format!("{SCHEME}sessions/{}", encode(id)),
             ResourceRef::Episode { ctx: None, id } => format!("{SCHEME}episodes/{}", encode(id)),
-            ResourceRef::Knowledge { ctx: None, key } => format!("{SCHEME}knowledge/{}", encode(key)),
+            ResourceRef::Knowledge { ctx: None, key } => {
+                format!("{SCHEME}knowledge/{}", encode(key))
+            }
             ResourceRef::Episode { ctx: Some(c), id } => {
                 format!("{SCHEME}contexts/{}/episodes/{}", encode(c), encode(id))
             }
@@ -197,7 +199,10 @@ mod tests {
         ] {
             assert_eq!(ResourceRef::parse(&r.uri()), Some(r.clone()), "{}", r.uri());
         }
-        assert_eq!(knowledge("p", "a b"), "memstrata://contexts/p/knowledge/a%20b");
+        assert_eq!(
+            knowledge("p", "a b"),
+            "memstrata://contexts/p/knowledge/a%20b"
+        );
         assert_eq!(ResourceRef::parse("memstrata://knowledge/"), None);
         assert_eq!(ResourceRef::parse("memstrata://knowledge/%zz"), None);
         assert_eq!(ResourceRef::parse("file:///etc/passwd"), None);

@@ -68,7 +68,10 @@ impl Envelope {
         self.wr.write_all(request.as_bytes()).await.unwrap();
         let mut line = String::new();
         self.rd.read_line(&mut line).await.unwrap();
-        assert!(line.starts_with("HTTP/1.1 200"), "{tool}: status line {line:?}");
+        assert!(
+            line.starts_with("HTTP/1.1 200"),
+            "{tool}: status line {line:?}"
+        );
         let mut length = None;
         loop {
             line.clear();
@@ -99,13 +102,15 @@ async fn ws_connect(addr: SocketAddr) -> WsClient {
     let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
     let (sink, stream) = ws.split();
     let sink = sink.with(|m: TxJsonRpcMessage<RoleClient>| {
-        ready(Ok::<_, tokio_tungstenite::tungstenite::Error>(Message::Text(
-            serde_json::to_string(&m).unwrap().into(),
-        )))
+        ready(Ok::<_, tokio_tungstenite::tungstenite::Error>(
+            Message::Text(serde_json::to_string(&m).unwrap().into()),
+        ))
     });
     let stream = stream.filter_map(|m| {
         ready(match m {
-            Ok(Message::Text(t)) => serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(t.as_str()).ok(),
+            Ok(Message::Text(t)) => {
+                serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(t.as_str()).ok()
+            }
             _ => None,
         })
     });
@@ -132,7 +137,9 @@ impl Client {
     async fn call(&mut self, tool: &str, args: Value) -> Value {
         match self {
             Client::Ws(c) => {
-                let Value::Object(args) = args else { unreachable!() };
+                let Value::Object(args) = args else {
+                    unreachable!()
+                };
                 let r = c
                     .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
                     .await
@@ -171,7 +178,10 @@ async fn writer(addr: SocketAddr, c: usize, start: Arc<Barrier>) -> Vec<String> 
     let mut ids = Vec::with_capacity(N);
     for i in 0..N {
         let r = client
-            .call("memory_store", json!({"key": key(c, i), "value": {"c": c, "i": i}}))
+            .call(
+                "memory_store",
+                json!({"key": key(c, i), "value": {"c": c, "i": i}}),
+            )
             .await;
         assert_eq!(
             (r["success"].clone(), r["key"].clone()),
@@ -216,11 +226,16 @@ async fn run(addr: SocketAddr, shared: Arc<Shared>) {
     assert_eq!(unique.len(), CLIENTS * N, "episode ids are unique");
 
     // Every write is there, read through both transports by fresh connections.
-    let mut readers = [Client::connect(addr, true).await, Client::connect(addr, false).await];
+    let mut readers = [
+        Client::connect(addr, true).await,
+        Client::connect(addr, false).await,
+    ];
     for (c, ids) in all_ids.iter().enumerate() {
         let reader = &mut readers[c % 2];
         for (i, id) in ids.iter().enumerate() {
-            let r = reader.call("memory_retrieve", json!({"key": key(c, i)})).await;
+            let r = reader
+                .call("memory_retrieve", json!({"key": key(c, i)}))
+                .await;
             assert_eq!(r["found"], true, "lost {}", key(c, i));
             assert_eq!(r["value"], json!({"c": c, "i": i}));
             let r = reader
@@ -257,7 +272,10 @@ async fn run(addr: SocketAddr, shared: Arc<Shared>) {
         let calls: Vec<_> = trail.iter().filter(|a| a.tool == tool).collect();
         assert_eq!(calls.len(), CLIENTS * N, "{tool} audit entries");
         assert!(calls.iter().all(|a| a.ok && a.context == "default"));
-        assert_eq!(calls.iter().filter(|a| a.transport == "ws").count(), CLIENTS * N / 2);
+        assert_eq!(
+            calls.iter().filter(|a| a.transport == "ws").count(),
+            CLIENTS * N / 2
+        );
         assert_eq!(
             calls.iter().filter(|a| a.transport == "execute").count(),
             CLIENTS * N / 2

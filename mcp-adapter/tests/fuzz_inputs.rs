@@ -15,7 +15,10 @@ fn inputs(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut files: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
+    let mut files: Vec<PathBuf> = rd
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
     files.sort();
     files
 }

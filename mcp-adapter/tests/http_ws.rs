@@ -40,8 +40,13 @@ fn envelope(tool: &str, parameters: Value) -> Body {
 async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, Value) {
     let resp = app.clone().oneshot(req).await.unwrap();
     let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 fn post(host: &str) -> axum::http::request::Builder {
@@ -52,10 +57,12 @@ fn post(host: &str) -> axum::http::request::Builder {
 
 #[tokio::test]
 async fn guard_checks_host_origin_and_keys() {
-    let auth = Auth::disabled().with_full_keys(["full-access-key"]).with_key(
-        "scoped-key-123",
-        Principal::restricted("scoped", &[], &["team-*"], Access::None),
-    );
+    let auth = Auth::disabled()
+        .with_full_keys(["full-access-key"])
+        .with_key(
+            "scoped-key-123",
+            Principal::restricted("scoped", &[], &["team-*"], Access::None),
+        );
     let app = router(shared(auth), &cfg(), CancellationToken::new());
     let ok_req = |key: Option<&str>, tool: &str, params: Value| {
         let mut b = post("localhost:8765");
@@ -82,10 +89,16 @@ async fn guard_checks_host_origin_and_keys() {
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(
-        send(&app, ok_req(Some("nope"), "system_status", json!({}))).await.0,
+        send(&app, ok_req(Some("nope"), "system_status", json!({})))
+            .await
+            .0,
         StatusCode::UNAUTHORIZED
     );
-    let (s, v) = send(&app, ok_req(Some("full-access-key"), "system_status", json!({}))).await;
+    let (s, v) = send(
+        &app,
+        ok_req(Some("full-access-key"), "system_status", json!({})),
+    )
+    .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["id"], 7);
     assert_eq!(v["result"]["status"], "healthy");
@@ -99,10 +112,17 @@ async fn guard_checks_host_origin_and_keys() {
         ),
     )
     .await;
-    assert_eq!((s, v["result"]["success"].clone()), (StatusCode::OK, json!(true)));
+    assert_eq!(
+        (s, v["result"]["success"].clone()),
+        (StatusCode::OK, json!(true))
+    );
     let (s, v) = send(
         &app,
-        ok_req(Some("scoped-key-123"), "memory_store", json!({"key": "k", "value": 1})),
+        ok_req(
+            Some("scoped-key-123"),
+            "memory_store",
+            json!({"key": "k", "value": 1}),
+        ),
     )
     .await;
     assert_eq!(s, StatusCode::FORBIDDEN);
@@ -122,15 +142,26 @@ async fn envelope_errors_are_json_rpc() {
     let req = |body: Body| post("localhost").body(body).unwrap();
     let (s, v) = send(
         &app,
-        req(envelope("knowledge_update", json!({"key": "nope", "patch": {}}))),
+        req(envelope(
+            "knowledge_update",
+            json!({"key": "nope", "patch": {}}),
+        )),
     )
     .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["error"]["data"]["code"], "NOT_FOUND");
-    assert!(v["error"]["message"].as_str().unwrap().contains("knowledge_store"));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("knowledge_store")
+    );
     let (_, v) = send(
         &app,
-        req(envelope("episode_record", json!({"summary": "x", "importance": 99}))),
+        req(envelope(
+            "episode_record",
+            json!({"summary": "x", "importance": 99}),
+        )),
     )
     .await;
     assert_eq!(v["error"]["code"], -32602);
@@ -156,7 +187,10 @@ async fn envelope_errors_are_json_rpc() {
     let app = router(shared(Auth::disabled()), &small, CancellationToken::new());
     let (s, _) = send(
         &app,
-        req(envelope("memory_store", json!({"key": "k", "value": "x".repeat(4096)}))),
+        req(envelope(
+            "memory_store",
+            json!({"key": "k", "value": "x".repeat(4096)}),
+        )),
     )
     .await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
@@ -164,14 +198,20 @@ async fn envelope_errors_are_json_rpc() {
 
 /// rmcp client transport over a tungstenite WebSocket.
 fn ws_client(
-    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
 ) -> (
-    impl futures::Sink<TxJsonRpcMessage<RoleClient>, Error = tokio_tungstenite::tungstenite::Error> + Send + Unpin + 'static,
+    impl futures::Sink<TxJsonRpcMessage<RoleClient>, Error = tokio_tungstenite::tungstenite::Error>
+    + Send
+    + Unpin
+    + 'static,
     impl futures::Stream<Item = RxJsonRpcMessage<RoleClient>> + Send + Unpin + 'static,
 ) {
     let (sink, stream) = ws.split();
-    let sink = sink
-        .with(|m: TxJsonRpcMessage<RoleClient>| ready(Ok(Message::Text(serde_json::to_string(&m).unwrap().into()))));
+    let sink = sink.with(|m: TxJsonRpcMessage<RoleClient>| {
+        ready(Ok(Message::Text(serde_json::to_string(&m).unwrap().into())))
+    });
     let stream = stream.filter_map(|m| {
         ready(match m {
             Ok(Message::Text(t)) => serde_json::from_str(t.as_str()).ok(),
@@ -197,7 +237,9 @@ async fn mcp_over_websocket() {
 
     // Without the key the upgrade is refused.
     let req = format!("ws://{addr}/mcp/ws").into_client_request().unwrap();
-    let refused = tokio_tungstenite::connect_async(req).await.expect_err("401");
+    let refused = tokio_tungstenite::connect_async(req)
+        .await
+        .expect_err("401");
     assert!(refused.to_string().contains("401"), "{refused}");
 
     let mut req = format!("ws://{addr}/mcp/ws").into_client_request().unwrap();
@@ -207,10 +249,14 @@ async fn mcp_over_websocket() {
     let client = ().serve(ws_client(ws)).await.expect("initialize over WebSocket");
     assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
     let call = |name: &str, args: Value| {
-        let Value::Object(args) = args else { unreachable!() };
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
         client.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
     };
-    let r = call("context_switch", json!({"target_context": "ws"})).await.unwrap();
+    let r = call("context_switch", json!({"target_context": "ws"}))
+        .await
+        .unwrap();
     assert_eq!(r.structured_content.unwrap()["previous_context"], "default");
     call("memory_store", json!({"key": "k", "value": "over ws"}))
         .await

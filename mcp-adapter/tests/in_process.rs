@@ -5,7 +5,8 @@ mod common;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, SubscribeRequestParams,
+    CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams, ResourceContents,
+    SubscribeRequestParams,
 };
 use serde_json::{Value, json};
 
@@ -74,11 +75,19 @@ async fn tool_list_matches_golden() {
         assert_eq!(input["type"], "object", "{name}");
         for (field, prop) in input["properties"].as_object().into_iter().flatten() {
             assert!(
-                prop.get("description").is_some() || prop.get("$ref").is_some() || prop.get("allOf").is_some(),
+                prop.get("description").is_some()
+                    || prop.get("$ref").is_some()
+                    || prop.get("allOf").is_some(),
                 "{name}.{field} has no description"
             );
         }
-        let output = Value::Object(t.output_schema.as_ref().expect("output schema").as_ref().clone());
+        let output = Value::Object(
+            t.output_schema
+                .as_ref()
+                .expect("output schema")
+                .as_ref()
+                .clone(),
+        );
         assert_eq!(output["type"], "object", "{name} output");
         let a = t.annotations.as_ref().expect("annotations");
         assert_eq!(a.open_world_hint, Some(false), "{name}");
@@ -122,11 +131,17 @@ async fn tool_list_matches_golden() {
 async fn continuity_workflow() {
     let h = connect(shared_temp(), Principal::local()).await;
     let created = h
-        .call("session_create", json!({"name": "refactor", "metadata": {"repo": "x"}}))
+        .call(
+            "session_create",
+            json!({"name": "refactor", "metadata": {"repo": "x"}}),
+        )
         .await;
     let sid = created["session_id"].as_str().unwrap().to_owned();
     let v1 = h
-        .call("session_save", json!({"session_id": sid, "content": {"step": 1}}))
+        .call(
+            "session_save",
+            json!({"session_id": sid, "content": {"step": 1}}),
+        )
         .await;
     assert_eq!(v1["version"], 1);
     assert_eq!(v1["success"], true);
@@ -149,7 +164,10 @@ async fn continuity_workflow() {
         .call_err("session_restore", json!({"session_id": sid, "version": 7}))
         .await;
     assert!(missing.starts_with("NOT_FOUND:"), "{missing}");
-    assert!(missing.contains("version 7") && missing.contains("1..=2"), "{missing}");
+    assert!(
+        missing.contains("version 7") && missing.contains("1..=2"),
+        "{missing}"
+    );
 
     let stored = h
         .call(
@@ -159,7 +177,10 @@ async fn continuity_workflow() {
         .await;
     assert!(stored["expires_at"].is_string());
     let got = h
-        .call("context_retrieve", json!({"key": "plan", "namespace": "proj"}))
+        .call(
+            "context_retrieve",
+            json!({"key": "plan", "namespace": "proj"}),
+        )
         .await;
     assert_eq!(got["value"], json!({"next": "tests"}));
     let absent = h.call_err("context_retrieve", json!({"key": "plan"})).await;
@@ -168,7 +189,9 @@ async fn continuity_workflow() {
         "{absent}"
     );
 
-    let sw = h.call("context_switch", json!({"target_context": "proj"})).await;
+    let sw = h
+        .call("context_switch", json!({"target_context": "proj"}))
+        .await;
     assert_eq!(sw["previous_context"], "default");
     assert_eq!(sw["context_loaded"], true);
     // The switch sticks for this connection: no namespace needed now.
@@ -193,27 +216,40 @@ async fn continuity_workflow() {
     assert!(again.starts_with("CONFLICT:"), "{again}");
     // The finished task became an episode of the active context.
     let hits = h
-        .call("episode_search", json!({"query": "write tests", "tags": ["task"]}))
+        .call(
+            "episode_search",
+            json!({"query": "write tests", "tags": ["task"]}),
+        )
         .await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1);
 
-    let st = h.call("system_status", json!({"include_metrics": true})).await;
+    let st = h
+        .call("system_status", json!({"include_metrics": true}))
+        .await;
     assert_eq!(st["status"], "healthy");
     assert_eq!(st["active_sessions"], 1);
     assert!(st["metrics"]["items"]["sessions"].as_u64() == Some(1));
     let opt = h
-        .call("memory_optimize", json!({"level": "medium", "target_session": sid}))
+        .call(
+            "memory_optimize",
+            json!({"level": "medium", "target_session": sid}),
+        )
         .await;
     assert_eq!(opt["success"], true);
-    let bad = h.call_err("memory_optimize", json!({"level": "extreme"})).await;
+    let bad = h
+        .call_err("memory_optimize", json!({"level": "extreme"}))
+        .await;
     assert!(bad.starts_with("INVALID_INPUT:"), "{bad}");
 }
 
 #[tokio::test]
 async fn layer_workflow() {
     let h = connect(shared_temp(), Principal::local()).await;
-    h.call("memory_store", json!({"key": "draft", "value": {"text": "hello"}}))
-        .await;
+    h.call(
+        "memory_store",
+        json!({"key": "draft", "value": {"text": "hello"}}),
+    )
+    .await;
     let r = h.call("memory_retrieve", json!({"key": "draft"})).await;
     assert_eq!(r["found"], true);
     assert_eq!(r["value"]["text"], "hello");
@@ -221,11 +257,23 @@ async fn layer_workflow() {
         h.call("memory_forget", json!({"key": "draft"})).await["forgotten"],
         true
     );
-    assert_eq!(h.call("memory_retrieve", json!({"key": "draft"})).await["found"], false);
+    assert_eq!(
+        h.call("memory_retrieve", json!({"key": "draft"})).await["found"],
+        false
+    );
 
-    assert_eq!(h.call("working_focus", json!({"item": "bug 42"})).await["added"], true);
-    assert_eq!(h.call("working_focus", json!({"item": "bug 42"})).await["added"], false);
-    let id = h.call("workspace_add", json!({"value": {"file": "a.rs"}})).await["id"].clone();
+    assert_eq!(
+        h.call("working_focus", json!({"item": "bug 42"})).await["added"],
+        true
+    );
+    assert_eq!(
+        h.call("working_focus", json!({"item": "bug 42"})).await["added"],
+        false
+    );
+    let id = h
+        .call("workspace_add", json!({"value": {"file": "a.rs"}}))
+        .await["id"]
+        .clone();
     let w = h.call("working_get", json!({})).await;
     assert_eq!(w["focus"], json!(["bug 42"]));
     assert_eq!(w["workspace"][0]["id"], id);
@@ -242,10 +290,16 @@ async fn layer_workflow() {
         ids.push(e["id"].as_str().unwrap().to_owned());
     }
     let page1 = h
-        .call("episode_search", json!({"query": "staging deploy", "limit": 10}))
+        .call(
+            "episode_search",
+            json!({"query": "staging deploy", "limit": 10}),
+        )
         .await;
     assert_eq!(page1["hits"].as_array().unwrap().len(), 10);
-    let cursor = page1["next_cursor"].as_str().expect("more pages").to_owned();
+    let cursor = page1["next_cursor"]
+        .as_str()
+        .expect("more pages")
+        .to_owned();
     let page2 = h
         .call(
             "episode_search",
@@ -275,7 +329,10 @@ async fn layer_workflow() {
     assert_eq!(seen.len(), 25, "pages cover every hit once");
     // Limits are capped, not refused.
     let big = h
-        .call("episode_search", json!({"query": "staging", "limit": 100000}))
+        .call(
+            "episode_search",
+            json!({"query": "staging", "limit": 100000}),
+        )
         .await;
     assert_eq!(big["hits"].as_array().unwrap().len(), 25);
     let filtered = h
@@ -290,8 +347,13 @@ async fn layer_workflow() {
     );
     let got = h.call("episode_get", json!({"id": ids[3]})).await;
     assert_eq!(got["episode"]["content"]["build"], 3);
-    assert_eq!(h.call("episode_get", json!({"id": "nope"})).await["found"], false);
-    let s = h.call("episodes_summarize", json!({"ids": [ids[0], ids[1]]})).await;
+    assert_eq!(
+        h.call("episode_get", json!({"id": "nope"})).await["found"],
+        false
+    );
+    let s = h
+        .call("episodes_summarize", json!({"ids": [ids[0], ids[1]]}))
+        .await;
     assert!(s["summary"].as_str().unwrap().contains("build 0"));
     let bad_cursor = h
         .call_err("episode_search", json!({"query": "x", "cursor": "bogus"}))
@@ -316,14 +378,21 @@ async fn layer_workflow() {
         .await;
     assert_eq!(u["knowledge"], json!({"role": "admin", "team": "infra"}));
     assert_eq!(u["version"], 2);
-    let r = h.call("knowledge_retrieve", json!({"key": "user:alice"})).await;
+    let r = h
+        .call("knowledge_retrieve", json!({"key": "user:alice"}))
+        .await;
     assert_eq!(r["entry"]["knowledge"]["team"], "infra");
-    let q = h.call("knowledge_query", json!({"text": "admin infra"})).await;
+    let q = h
+        .call("knowledge_query", json!({"text": "admin infra"}))
+        .await;
     assert_eq!(q["hits"][0]["key"], "user:alice");
     let nf = h
         .call_err("knowledge_update", json!({"key": "user:bob", "patch": {}}))
         .await;
-    assert!(nf.starts_with("NOT_FOUND:") && nf.contains("knowledge_store"), "{nf}");
+    assert!(
+        nf.starts_with("NOT_FOUND:") && nf.contains("knowledge_store"),
+        "{nf}"
+    );
 }
 
 #[tokio::test]
@@ -352,7 +421,10 @@ async fn procedures_pause_for_actions_and_resume() {
             json!({"name": "broken", "steps": [{"id": "a", "action": "set", "next": "nowhere"}]}),
         )
         .await;
-    assert!(bad.starts_with("INVALID_INPUT:") && bad.contains("steps[0]"), "{bad}");
+    assert!(
+        bad.starts_with("INVALID_INPUT:") && bad.contains("steps[0]"),
+        "{bad}"
+    );
     assert_eq!(
         h.call("procedure_list", json!({})).await["procedures"],
         json!(["triage"])
@@ -368,13 +440,19 @@ async fn procedures_pause_for_actions_and_resume() {
     assert_eq!(run["pending"]["action"], "lookup");
     let rid = run["run_id"].as_str().unwrap().to_owned();
     let run = h
-        .call("procedure_resume", json!({"run_id": rid, "output": {"severity": 5}}))
+        .call(
+            "procedure_resume",
+            json!({"run_id": rid, "output": {"severity": 5}}),
+        )
         .await;
     assert_eq!(run["status"], "awaiting_action");
     assert_eq!(run["pending"]["action"], "page");
     assert_eq!(run["pending"]["parameters"]["who"], "bob");
     let run = h
-        .call("procedure_resume", json!({"run_id": rid, "output": {"paged": true}}))
+        .call(
+            "procedure_resume",
+            json!({"run_id": rid, "output": {"paged": true}}),
+        )
         .await;
     assert_eq!(run["status"], "completed");
     let done = h
@@ -407,12 +485,22 @@ async fn bad_input_kinds() {
         })
         .open()
         .unwrap();
-    let h = connect(Shared::new(mem, Auth::disabled(), false).unwrap(), Principal::local()).await;
+    let h = connect(
+        Shared::new(mem, Auth::disabled(), false).unwrap(),
+        Principal::local(),
+    )
+    .await;
     // Missing and mistyped arguments: a tool error naming the field (SEP-1303: the model can fix its call).
     let m = h.call_err("memory_store", json!({"value": 1})).await;
-    assert!(m.starts_with("INVALID_INPUT:") && m.contains("`key`"), "{m}");
+    assert!(
+        m.starts_with("INVALID_INPUT:") && m.contains("`key`"),
+        "{m}"
+    );
     let m = h
-        .call_err("episode_record", json!({"summary": "x", "importance": "high"}))
+        .call_err(
+            "episode_record",
+            json!({"summary": "x", "importance": "high"}),
+        )
         .await;
     assert!(m.starts_with("INVALID_INPUT:"), "{m}");
     let m = h
@@ -423,19 +511,34 @@ async fn bad_input_kinds() {
     let m = h
         .call_err("episode_record", json!({"summary": "x", "importance": 11}))
         .await;
-    assert!(m.starts_with("INVALID_INPUT:") && m.contains("importance"), "{m}");
+    assert!(
+        m.starts_with("INVALID_INPUT:") && m.contains("importance"),
+        "{m}"
+    );
     let m = h
         .call_err("memory_store", json!({"key": "k", "value": 1, "ttl": -1}))
         .await;
     assert!(m.starts_with("INVALID_INPUT:") && m.contains("ttl"), "{m}");
     let m = h
-        .call_err("memory_store", json!({"key": "k", "value": "x".repeat(5000)}))
+        .call_err(
+            "memory_store",
+            json!({"key": "k", "value": "x".repeat(5000)}),
+        )
         .await;
-    assert!(m.starts_with("LIMIT_EXCEEDED:") && m.contains("4096"), "{m}");
+    assert!(
+        m.starts_with("LIMIT_EXCEEDED:") && m.contains("4096"),
+        "{m}"
+    );
     let m = h
-        .call_err("memory_store", json!({"key": "k", "value": 1, "namespace": "bad name"}))
+        .call_err(
+            "memory_store",
+            json!({"key": "k", "value": 1, "namespace": "bad name"}),
+        )
         .await;
-    assert!(m.starts_with("INVALID_INPUT:") && m.contains("namespace"), "{m}");
+    assert!(
+        m.starts_with("INVALID_INPUT:") && m.contains("namespace"),
+        "{m}"
+    );
     let m = h
         .call_err(
             "session_save",
@@ -447,7 +550,10 @@ async fn bad_input_kinds() {
         "{m}"
     );
     // Nothing was stored by the failed calls.
-    assert_eq!(h.call("memory_retrieve", json!({"key": "k"})).await["found"], false);
+    assert_eq!(
+        h.call("memory_retrieve", json!({"key": "k"})).await["found"],
+        false
+    );
     // Unknown tool: a JSON-RPC error, not a tool result.
     let e = h
         .client
@@ -462,23 +568,42 @@ async fn api_key_scopes_are_enforced() {
     let shared = shared_temp();
     let who = Principal::restricted("bot", &["shared"], &["proj-*"], Access::Read);
     let h = connect(shared.clone(), who).await;
-    h.call("memory_store", json!({"key": "k", "value": 1, "namespace": "proj-a"}))
-        .await;
+    h.call(
+        "memory_store",
+        json!({"key": "k", "value": 1, "namespace": "proj-a"}),
+    )
+    .await;
     let m = h
-        .call_err("memory_store", json!({"key": "k", "value": 1, "namespace": "shared"}))
+        .call_err(
+            "memory_store",
+            json!({"key": "k", "value": 1, "namespace": "shared"}),
+        )
         .await;
     assert!(
         m.starts_with("FORBIDDEN:") && m.contains("\"shared\"") && m.contains("proj-*"),
         "{m}"
     );
-    let m = h.call_err("memory_store", json!({"key": "k", "value": 1})).await;
-    assert!(m.starts_with("FORBIDDEN:") && m.contains("\"default\""), "{m}");
-    h.call("memory_retrieve", json!({"key": "k", "namespace": "shared"}))
+    let m = h
+        .call_err("memory_store", json!({"key": "k", "value": 1}))
         .await;
+    assert!(
+        m.starts_with("FORBIDDEN:") && m.contains("\"default\""),
+        "{m}"
+    );
+    h.call(
+        "memory_retrieve",
+        json!({"key": "k", "namespace": "shared"}),
+    )
+    .await;
     let m = h.call_err("session_create", json!({"name": "s"})).await;
-    assert!(m.starts_with("FORBIDDEN:") && m.contains("engine-wide"), "{m}");
+    assert!(
+        m.starts_with("FORBIDDEN:") && m.contains("engine-wide"),
+        "{m}"
+    );
     h.call("system_status", json!({})).await;
-    let m = h.call_err("context_switch", json!({"target_context": "secret"})).await;
+    let m = h
+        .call_err("context_switch", json!({"target_context": "secret"}))
+        .await;
     assert!(m.starts_with("FORBIDDEN:"), "{m}");
     // Refused mutating calls are audited with who and why.
     let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
@@ -487,11 +612,9 @@ async fn api_key_scopes_are_enforced() {
             .iter()
             .any(|a| a.who == "bot" && a.tool == "memory_store" && a.context == "proj-a" && a.ok)
     );
-    assert!(
-        trail
-            .iter()
-            .any(|a| a.who == "bot" && a.context == "shared" && a.error.as_deref() == Some("FORBIDDEN"))
-    );
+    assert!(trail.iter().any(|a| a.who == "bot"
+        && a.context == "shared"
+        && a.error.as_deref() == Some("FORBIDDEN")));
 }
 
 #[tokio::test]
@@ -499,9 +622,14 @@ async fn each_connection_has_its_own_context() {
     let shared = shared_temp();
     let a = connect(shared.clone(), Principal::local()).await;
     let b = connect(shared.clone(), Principal::local()).await;
-    a.call("context_switch", json!({"target_context": "alpha"})).await;
-    a.call("memory_store", json!({"key": "k", "value": "from a"})).await;
-    assert_eq!(b.call("memory_retrieve", json!({"key": "k"})).await["found"], false);
+    a.call("context_switch", json!({"target_context": "alpha"}))
+        .await;
+    a.call("memory_store", json!({"key": "k", "value": "from a"}))
+        .await;
+    assert_eq!(
+        b.call("memory_retrieve", json!({"key": "k"})).await["found"],
+        false
+    );
     assert_eq!(
         b.call("memory_retrieve", json!({"key": "k", "namespace": "alpha"}))
             .await["value"],
@@ -522,7 +650,10 @@ async fn each_connection_has_its_own_context() {
 
 /// Receive events until `want` arrives (earlier list_changed events from setup may come first);
 /// returns the events seen before it. The timeout only turns a hang into a failure.
-async fn wait_for(events: &mut tokio::sync::mpsc::UnboundedReceiver<String>, want: &str) -> Vec<String> {
+async fn wait_for(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    want: &str,
+) -> Vec<String> {
     let mut before = Vec::new();
     loop {
         let e = tokio::time::timeout(Duration::from_secs(30), events.recv())
@@ -551,8 +682,11 @@ async fn resources_prompts_and_subscriptions() {
         .as_str()
         .unwrap()
         .to_owned();
-    h.call("session_save", json!({"session_id": sid, "content": {"step": 1}}))
-        .await;
+    h.call(
+        "session_save",
+        json!({"session_id": sid, "content": {"step": 1}}),
+    )
+    .await;
     h.call("episode_record", json!({"summary": "Fixed the flaky test"}))
         .await;
 
@@ -563,8 +697,14 @@ async fn resources_prompts_and_subscriptions() {
         uris.contains(&format!("memstrata://sessions/{sid}").as_str()),
         "{uris:?}"
     );
-    assert!(uris.contains(&"memstrata://knowledge/user:alice"), "{uris:?}");
-    assert!(uris.iter().any(|u| u.starts_with("memstrata://episodes/")), "{uris:?}");
+    assert!(
+        uris.contains(&"memstrata://knowledge/user:alice"),
+        "{uris:?}"
+    );
+    assert!(
+        uris.iter().any(|u| u.starts_with("memstrata://episodes/")),
+        "{uris:?}"
+    );
     let templates = h.client.list_all_resource_templates().await.unwrap();
     assert!(
         templates
@@ -577,7 +717,9 @@ async fn resources_prompts_and_subscriptions() {
         let c = peer.clone();
         async move { c.read_resource(ReadResourceRequestParams::new(uri)).await }
     };
-    let r = read("memstrata://knowledge/user:alice".into()).await.unwrap();
+    let r = read("memstrata://knowledge/user:alice".into())
+        .await
+        .unwrap();
     let ResourceContents::TextResourceContents { text, .. } = &r.contents[0] else {
         panic!("text resource")
     };
@@ -593,7 +735,9 @@ async fn resources_prompts_and_subscriptions() {
 
     // Subscribe, then a change through *another* connection notifies this one.
     h.client
-        .subscribe(SubscribeRequestParams::new("memstrata://knowledge/user:alice"))
+        .subscribe(SubscribeRequestParams::new(
+            "memstrata://knowledge/user:alice",
+        ))
         .await
         .unwrap();
     other
@@ -605,7 +749,10 @@ async fn resources_prompts_and_subscriptions() {
     wait_for(&mut h.events, "memstrata://knowledge/user:alice").await;
     // Nothing else was subscribed: the only updates seen are for that URI.
     other
-        .call("knowledge_store", json!({"key": "user:bob", "knowledge": {}}))
+        .call(
+            "knowledge_store",
+            json!({"key": "user:bob", "knowledge": {}}),
+        )
         .await;
     let seen = wait_for(&mut h.events, "list_changed").await;
     assert!(!seen.iter().any(|e| e.contains("user:bob")), "{seen:?}");
@@ -617,7 +764,10 @@ async fn resources_prompts_and_subscriptions() {
     let args = |v: Value| v.as_object().cloned();
     let p = h
         .client
-        .get_prompt(GetPromptRequestParams::new("recall").with_arguments(args(json!({"query": "flaky test"})).unwrap()))
+        .get_prompt(
+            GetPromptRequestParams::new("recall")
+                .with_arguments(args(json!({"query": "flaky test"})).unwrap()),
+        )
         .await
         .unwrap();
     let t = serde_json::to_string(&p.messages).unwrap();
@@ -625,7 +775,8 @@ async fn resources_prompts_and_subscriptions() {
     let p = h
         .client
         .get_prompt(
-            GetPromptRequestParams::new("resume_session").with_arguments(args(json!({"session_id": sid})).unwrap()),
+            GetPromptRequestParams::new("resume_session")
+                .with_arguments(args(json!({"session_id": sid})).unwrap()),
         )
         .await
         .unwrap();
@@ -637,7 +788,10 @@ async fn resources_prompts_and_subscriptions() {
     .await;
     let p = h
         .client
-        .get_prompt(GetPromptRequestParams::new("handoff").with_arguments(args(json!({"to": "gpt"})).unwrap()))
+        .get_prompt(
+            GetPromptRequestParams::new("handoff")
+                .with_arguments(args(json!({"to": "gpt"})).unwrap()),
+        )
         .await
         .unwrap();
     let t = serde_json::to_string(&p.messages).unwrap();

@@ -27,8 +27,14 @@ fn spawn(store: &std::path::Path) -> Child {
         .expect("spawn memstrata-mcp")
 }
 
-async fn call(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, name: &str, args: Value) -> Value {
-    let Value::Object(args) = args else { unreachable!() };
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &str,
+    args: Value,
+) -> Value {
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
     let r = client
         .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
         .await
@@ -56,7 +62,12 @@ async fn persists_across_restarts_and_exits_cleanly_on_eof() {
     let client = ().serve(io).await.expect("initialize");
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 29);
-    let sid = call(&client, "session_create", json!({"name": "across restarts"})).await["session_id"]
+    let sid = call(
+        &client,
+        "session_create",
+        json!({"name": "across restarts"}),
+    )
+    .await["session_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -117,14 +128,22 @@ async fn stdout_is_protocol_only_and_sigterm_flushes() {
     stdin.flush().await.unwrap();
     let mut responses = std::collections::BTreeMap::new();
     while responses.len() < 5 {
-        let line = lines.next_line().await.unwrap().expect("server closed stdout early");
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("server closed stdout early");
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
         assert_eq!(v["jsonrpc"], "2.0", "{line}");
         if let Some(id) = v.get("id").and_then(Value::as_u64) {
             responses.insert(id, v);
         }
     }
-    assert_eq!(responses[&3]["result"]["structuredContent"]["success"], true);
+    assert_eq!(
+        responses[&3]["result"]["structuredContent"]["success"],
+        true
+    );
     assert_eq!(responses[&4]["result"]["isError"], true);
     assert_eq!(responses[&5]["error"]["code"], -32601);
     // SIGTERM: clean shutdown with a flush, exit status 0.
@@ -177,15 +196,24 @@ async fn every_request_before_eof_is_answered_then_exits_cleanly() {
     let mut responses = std::collections::BTreeMap::new();
     let mut lines = BufReader::new(stdout).lines();
     while let Some(line) = lines.next_line().await.unwrap() {
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
         if let Some(id) = v.get("id").and_then(Value::as_u64) {
             assert!(responses.insert(id, v).is_none(), "two answers for id {id}");
         }
     }
     let status = child.wait().await.unwrap();
     let err = stderr_of(&mut child).await;
-    assert_eq!(responses.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4], "stderr: {err}");
-    assert_eq!(responses[&2]["result"]["isError"], true, "{}", responses[&2]);
+    assert_eq!(
+        responses.keys().copied().collect::<Vec<_>>(),
+        [1, 2, 3, 4],
+        "stderr: {err}"
+    );
+    assert_eq!(
+        responses[&2]["result"]["isError"], true,
+        "{}",
+        responses[&2]
+    );
     assert!(
         responses[&2]["result"]["content"][0]["text"]
             .as_str()
@@ -194,7 +222,11 @@ async fn every_request_before_eof_is_answered_then_exits_cleanly() {
         responses[&2]
     );
     assert_eq!(responses[&3]["error"]["code"], -32602, "{}", responses[&3]);
-    assert_eq!(responses[&4]["result"]["structuredContent"]["success"], true, "{}", responses[&4]);
+    assert_eq!(
+        responses[&4]["result"]["structuredContent"]["success"], true,
+        "{}",
+        responses[&4]
+    );
     assert!(status.success(), "exit {status:?}; stderr: {err}");
     assert!(!err.contains("timed out draining"), "{err}");
     assert!(err.contains("store flushed"), "{err}");

@@ -40,9 +40,10 @@ impl Op for SessionCreate {
         global(Access::Write)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx
-            .mem
-            .session_create(&self.name, self.metadata.unwrap_or(Value::Object(Default::default())))?;
+        let r = cx.mem.session_create(
+            &self.name,
+            self.metadata.unwrap_or(Value::Object(Default::default())),
+        )?;
         let u = uri::session(&r.session_id);
         Ok(Done::of(&r)?.changed(u, None, true))
     }
@@ -97,17 +98,20 @@ impl Op for SessionRestore {
         global(Access::Read)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx.mem.session_restore(&self.session_id, self.version).map_err(|e| {
-            let nf = matches!(e, memstrata::Error::NotFound { .. });
-            let e = ToolError::from(e);
-            if nf && self.version.is_none() {
-                e.hint("Save a version with session_save first, or check the session_id")
-            } else if nf {
-                e.hint("Omit `version` to restore the latest")
-            } else {
-                e
-            }
-        })?;
+        let r = cx
+            .mem
+            .session_restore(&self.session_id, self.version)
+            .map_err(|e| {
+                let nf = matches!(e, memstrata::Error::NotFound { .. });
+                let e = ToolError::from(e);
+                if nf && self.version.is_none() {
+                    e.hint("Save a version with session_save first, or check the session_id")
+                } else if nf {
+                    e.hint("Omit `version` to restore the latest")
+                } else {
+                    e
+                }
+            })?;
         Done::of(&r)
     }
 }
@@ -137,9 +141,12 @@ impl Op for ContextStore {
         ctx_target(&self.namespace, cx, Access::Write)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx
-            .mem
-            .context_store(&self.key, self.value, ttl(self.ttl)?, self.namespace.as_deref())?;
+        let r = cx.mem.context_store(
+            &self.key,
+            self.value,
+            ttl(self.ttl)?,
+            self.namespace.as_deref(),
+        )?;
         Done::of(&r)
     }
 }
@@ -162,7 +169,10 @@ impl Op for ContextRetrieve {
         ctx_target(&self.namespace, cx, Access::Read)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        match cx.mem.context_retrieve(&self.key, self.namespace.as_deref())? {
+        match cx
+            .mem
+            .context_retrieve(&self.key, self.namespace.as_deref())?
+        {
             Some(v) => Done::of(&v),
             None => {
                 let ctx = self.namespace.clone().unwrap_or_else(|| cx.active());
@@ -196,12 +206,17 @@ impl Op for LlmPunchIn {
     const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         let ctx = self.context.clone().unwrap_or_else(|| cx.active());
-        Ok(vec![Target::Context(ctx, Access::Write), Target::Global(Access::Write)])
+        Ok(vec![
+            Target::Context(ctx, Access::Write),
+            Target::Global(Access::Write),
+        ])
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx
-            .mem
-            .punch_in(&self.llm_name, &self.task_description, self.context.as_deref())?;
+        let r = cx.mem.punch_in(
+            &self.llm_name,
+            &self.task_description,
+            self.context.as_deref(),
+        )?;
         Done::of(&r)
     }
 }
@@ -232,7 +247,11 @@ impl Op for LlmPunchOut {
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let mut r = cx
             .mem
-            .punch_out(&self.task_id, &self.summary, self.detect_files.unwrap_or(false))
+            .punch_out(
+                &self.task_id,
+                &self.summary,
+                self.detect_files.unwrap_or(false),
+            )
             .map_err(|e| {
                 let nf = matches!(e, memstrata::Error::NotFound { .. });
                 let e = ToolError::from(e);
@@ -318,6 +337,9 @@ impl Op for MemoryOptimize {
             Level::Medium => memstrata::OptimizeLevel::Medium,
             Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
         };
-        Done::of(&cx.mem.optimize_with_progress(level, self.target_session.as_deref(), &|p| cx.report(p))?)
+        Done::of(
+            &cx.mem
+                .optimize_with_progress(level, self.target_session.as_deref(), &|p| cx.report(p))?,
+        )
     }
 }

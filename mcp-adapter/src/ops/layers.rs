@@ -50,7 +50,9 @@ impl Op for MemoryStore {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, ctx) = cx.scoped(&self.namespace)?;
-        let e = mem.short_term().store(&self.key, self.value, ttl(self.ttl)?)?;
+        let e = mem
+            .short_term()
+            .store(&self.key, self.value, ttl(self.ttl)?)?;
         Done::of(&MemoryStored {
             success: true,
             key: e.key,
@@ -401,7 +403,9 @@ impl Op for EpisodeSearch {
         if offset >= max {
             return Err(ToolError::InvalidInput {
                 field: "cursor".into(),
-                reason: format!("searches return at most {max} hits; narrow the query or the filters instead"),
+                reason: format!(
+                    "searches return at most {max} hits; narrow the query or the filters instead"
+                ),
             });
         }
         let filters = memstrata::SearchFilters {
@@ -446,7 +450,10 @@ impl Op for EpisodesSummarize {
         if self.ids.is_empty() || self.ids.len() > MAX_SUMMARIZE_IDS {
             return Err(ToolError::InvalidInput {
                 field: "ids".into(),
-                reason: format!("give 1..={MAX_SUMMARIZE_IDS} episode ids, got {}", self.ids.len()),
+                reason: format!(
+                    "give 1..={MAX_SUMMARIZE_IDS} episode ids, got {}",
+                    self.ids.len()
+                ),
             });
         }
         let (mem, _) = cx.scoped(&self.namespace)?;
@@ -589,7 +596,9 @@ impl Op for KnowledgeQuery {
                 reason: format!("queries return at most {max} hits; refine the text instead"),
             });
         }
-        let hits = mem.semantic().query(&self.text, (offset + limit + 1).min(max))?;
+        let hits = mem
+            .semantic()
+            .query(&self.text, (offset + limit + 1).min(max))?;
         let (hits, next_cursor) = page(hits, offset, limit);
         Done::of(&KnowledgeHits { hits, next_cursor })
     }

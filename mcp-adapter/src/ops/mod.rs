@@ -95,7 +95,8 @@ impl Done {
     /// Serialize a result.
     pub fn of<T: Serialize>(v: &T) -> ToolResult<Done> {
         Ok(Done {
-            value: serde_json::to_value(v).map_err(|e| ToolError::Internal(format!("serialize result: {e}")))?,
+            value: serde_json::to_value(v)
+                .map_err(|e| ToolError::Internal(format!("serialize result: {e}")))?,
             changes: Vec::new(),
         })
     }
@@ -125,7 +126,11 @@ pub trait Op: DeserializeOwned + Send + 'static {
     fn run(self, cx: &Cx) -> ToolResult<Done>;
 }
 
-pub(crate) fn ctx_target(namespace: &Option<String>, cx: &Cx, access: Access) -> ToolResult<Vec<Target>> {
+pub(crate) fn ctx_target(
+    namespace: &Option<String>,
+    cx: &Cx,
+    access: Access,
+) -> ToolResult<Vec<Target>> {
     Ok(vec![Target::Context(
         namespace.clone().unwrap_or_else(|| cx.active()),
         access,

@@ -132,7 +132,8 @@ impl Op for ProcedureList {
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
         let offset = parse_cursor(&self.cursor)?;
-        let (procedures, next_cursor) = page(mem.procedural().list()?, offset, clamp_limit(self.limit));
+        let (procedures, next_cursor) =
+            page(mem.procedural().list()?, offset, clamp_limit(self.limit));
         Done::of(&ProcedureNames {
             procedures,
             next_cursor,
@@ -164,7 +165,8 @@ impl Op for ProcedureExecute {
         let (mem, _) = cx.scoped(&self.namespace)?;
         let run = mem.procedural().execute(
             &self.name,
-            self.params.unwrap_or_else(|| Value::Object(Default::default())),
+            self.params
+                .unwrap_or_else(|| Value::Object(Default::default())),
             &memstrata::procedural::Actions::new(),
         )?;
         bounded_run(&run)
@@ -195,11 +197,19 @@ impl Op for ProcedureResume {
         let run = cx
             .mem
             .procedural()
-            .resume(&self.run_id, self.output, &memstrata::procedural::Actions::new())
+            .resume(
+                &self.run_id,
+                self.output,
+                &memstrata::procedural::Actions::new(),
+            )
             .map_err(|e| {
                 let hint = match &e {
-                    memstrata::Error::NotFound { .. } => Some("Use the run_id returned by procedure_execute"),
-                    memstrata::Error::Conflict(_) => Some("Only a run with status awaiting_action can be resumed"),
+                    memstrata::Error::NotFound { .. } => {
+                        Some("Use the run_id returned by procedure_execute")
+                    }
+                    memstrata::Error::Conflict(_) => {
+                        Some("Only a run with status awaiting_action can be resumed")
+                    }
                     _ => None,
                 };
                 let e = ToolError::from(e);

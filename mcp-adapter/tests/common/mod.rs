@@ -22,7 +22,11 @@ pub struct Recorder {
 }
 
 impl ClientHandler for Recorder {
-    async fn on_resource_updated(&self, params: ResourceUpdatedNotificationParam, _c: NotificationContext<RoleClient>) {
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _c: NotificationContext<RoleClient>,
+    ) {
         let _ = self.tx.send(params.uri);
     }
     async fn on_resource_list_changed(&self, _c: NotificationContext<RoleClient>) {
@@ -47,7 +51,10 @@ pub async fn connect(shared: Arc<Shared>, who: Principal) -> Harness {
         }
     });
     let (tx, events) = mpsc::unbounded_channel();
-    let client = Recorder { tx }.serve(client_io).await.expect("client initializes");
+    let client = Recorder { tx }
+        .serve(client_io)
+        .await
+        .expect("client initializes");
     let tools = client
         .list_all_tools()
         .await
@@ -65,7 +72,12 @@ pub async fn connect(shared: Arc<Shared>, who: Principal) -> Harness {
 
 /// Shared state over a fresh temporary store with full access.
 pub fn shared_temp() -> Arc<Shared> {
-    Shared::new(Memory::temporary().expect("temp store"), Auth::disabled(), true).expect("shared")
+    Shared::new(
+        Memory::temporary().expect("temp store"),
+        Auth::disabled(),
+        true,
+    )
+    .expect("shared")
 }
 
 impl Harness {
@@ -88,8 +100,17 @@ impl Harness {
             .structured_content
             .clone()
             .unwrap_or_else(|| panic!("{name}: no structuredContent"));
-        let tool = self.tools.get(name).unwrap_or_else(|| panic!("{name} not listed"));
-        let schema = Value::Object(tool.output_schema.as_ref().expect("output schema").as_ref().clone());
+        let tool = self
+            .tools
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        let schema = Value::Object(
+            tool.output_schema
+                .as_ref()
+                .expect("output schema")
+                .as_ref()
+                .clone(),
+        );
         if let Err(e) = check(&schema, &schema, &v, "$") {
             panic!("{name}: structuredContent does not match outputSchema: {e}\nvalue: {v:#}");
         }
@@ -192,7 +213,12 @@ pub fn check(root: &Value, schema: &Value, v: &Value, path: &str) -> Result<(), 
     }
     if let Value::Object(obj) = v {
         let props = schema.get("properties").and_then(Value::as_object);
-        for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        for r in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let r = r.as_str().unwrap_or_default();
             if !obj.contains_key(r) {
                 return Err(format!("{path}: missing required field {r:?}"));
@@ -202,7 +228,9 @@ pub fn check(root: &Value, schema: &Value, v: &Value, path: &str) -> Result<(), 
             match props.and_then(|p| p.get(k)) {
                 Some(s) => check(root, s, x, &format!("{path}.{k}"))?,
                 None => match schema.get("additionalProperties") {
-                    Some(Value::Bool(false)) => return Err(format!("{path}: unexpected field {k:?}")),
+                    Some(Value::Bool(false)) => {
+                        return Err(format!("{path}: unexpected field {k:?}"));
+                    }
                     Some(s @ Value::Object(_)) => check(root, s, x, &format!("{path}.{k}"))?,
                     _ => {}
                 },
