@@ -1,0 +1,306 @@
+//! Option records: the trailing, all-optional arguments of a call, as one
+//! record per call (a JS options object, a Swift/Kotlin struct with defaults),
+//! and their conversion to the core's arguments with the defaults of
+//! [`crate::defaults`] applied.
+//!
+//! Python keeps its keyword arguments and builds these records from them.
+
+use std::path::PathBuf;
+
+use memstrata::{Durability, Limits, Memory, MemoryBuilder, NewEpisode, SearchFilters, TaskFilter};
+
+use crate::defaults;
+use crate::error::BindingError;
+use crate::types::{JsonValue, Timestamp};
+
+/// Declares option records: every field optional, defaulting to null/None.
+macro_rules! options {
+    ($(
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* pub $field:ident : Option<$ty:ty> ),* $(,)?
+        }
+    )*) => {$(
+        $(#[$meta])*
+        #[derive(Debug, Clone, Default, PartialEq)]
+        #[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+        #[cfg_attr(feature = "napi", napi_derive::napi(object))]
+        pub struct $name {
+            $(
+                $(#[$fmeta])*
+                #[cfg_attr(feature = "uniffi", uniffi(default = None))]
+                pub $field: Option<$ty>,
+            )*
+        }
+    )*};
+}
+
+options! {
+    /// How to open a store (`Memory(path, ...)`).
+    pub struct OpenOptions {
+        /// `"periodic"` (default), `"immediate"` or `"manual"`.
+        pub durability: Option<String>,
+        /// sled page-cache size in bytes.
+        pub cache_bytes: Option<i64>,
+        /// Focus items kept in working memory (default 7).
+        pub focus_capacity: Option<u32>,
+        /// Workspace items kept in working memory (default 64).
+        pub workspace_capacity: Option<u32>,
+        /// Session versions kept by `optimize` (medium and up).
+        pub session_retention: Option<u32>,
+        /// Directories `punch_out(detect_files)` scans.
+        pub workspace_roots: Option<Vec<String>>,
+        /// Memory of the index writer in bytes.
+        pub index_writer_bytes: Option<i64>,
+        /// Versions kept per knowledge entry.
+        pub semantic_history: Option<u32>,
+        /// Most steps a procedure run may execute.
+        pub max_steps: Option<u32>,
+    }
+
+    /// Optional fields of `episodic.record`.
+    pub struct RecordOptions {
+        /// Arbitrary JSON content (default null).
+        pub content: Option<JsonValue>,
+        /// Who took part.
+        pub participants: Option<Vec<String>>,
+        /// Tags.
+        pub tags: Option<Vec<String>>,
+        /// Importance 1..=10 (default 5).
+        pub importance: Option<u32>,
+        /// When it happened (default now).
+        pub timestamp: Option<Timestamp>,
+    }
+
+    /// Optional arguments of `episodic.search`.
+    pub struct SearchOptions {
+        /// Most hits (default 10).
+        pub limit: Option<u32>,
+        /// Only episodes carrying every one of these tags.
+        pub tags: Option<Vec<String>>,
+        /// Only episodes with any of these participants.
+        pub participants: Option<Vec<String>>,
+        /// Only episodes at or after this instant.
+        pub since: Option<Timestamp>,
+        /// Only episodes at or before this instant.
+        pub until: Option<Timestamp>,
+        /// Only episodes at least this important (1..=10).
+        pub min_importance: Option<u32>,
+    }
+
+    /// Optional arguments of `tasks`.
+    pub struct TaskFilterOptions {
+        /// Only this model's tasks.
+        pub llm_name: Option<String>,
+        /// Only tasks punched in from this context.
+        pub context: Option<String>,
+        /// `"open"`, `"closed"` or `"all"` (default).
+        pub status: Option<String>,
+        /// Only tasks started at or after this instant.
+        pub since: Option<Timestamp>,
+        /// Only tasks started at or before this instant.
+        pub until: Option<Timestamp>,
+        /// Most tasks.
+        pub limit: Option<u32>,
+    }
+}
+
+fn size(field: &str, n: i64) -> Result<u64, BindingError> {
+    u64::try_from(n)
+        .map_err(|_| BindingError::invalid(field, format!("must be 0 or more, got {n}")))
+}
+
+fn importance(field: &str, n: u32) -> Result<u8, BindingError> {
+    u8::try_from(n).map_err(|_| {
+        BindingError::from(memstrata::Error::invalid(
+            field,
+            format!("must be in 1..=10, got {n}"),
+        ))
+    })
+}
+
+impl OpenOptions {
+    /// A builder for these options on `path` (`None`: a temporary store).
+    /// Bindings add what only they have (a clock) before `open()`.
+    pub fn builder(&self, path: Option<PathBuf>) -> Result<MemoryBuilder, BindingError> {
+        let durability: Durability = self
+            .durability
+            .as_deref()
+            .unwrap_or(defaults::DEFAULT_DURABILITY)
+            .parse()?;
+        let mut limits = Limits::default();
+        if let Some(n) = self.focus_capacity {
+            limits.focus_capacity = n as usize;
+        }
+        if let Some(n) = self.workspace_capacity {
+            limits.workspace_capacity = n as usize;
+        }
+        if let Some(n) = self.semantic_history {
+            limits.semantic_history = n as usize;
+        }
+        if let Some(n) = self.max_steps {
+            limits.max_steps = n as usize;
+        }
+        let mut b = Memory::builder().durability(durability).limits(limits);
+        b = match path {
+            Some(p) => b.path(p),
+            None => b.temporary(),
+        };
+        if let Some(n) = self.cache_bytes {
+            b = b.cache_bytes(size("cache_bytes", n)?);
+        }
+        if let Some(n) = self.index_writer_bytes {
+            let n = size("index_writer_bytes", n)?;
+            b = b.index_writer_bytes(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        if let Some(n) = self.session_retention {
+            b = b.session_retention(n as usize);
+        }
+        for root in self.workspace_roots.iter().flatten() {
+            b = b.workspace_root(root);
+        }
+        Ok(b)
+    }
+
+    /// Open the store at `path` (`None`: a temporary store) with these options.
+    pub fn open(&self, path: Option<PathBuf>) -> Result<Memory, BindingError> {
+        let b = self.builder(path)?;
+        crate::error::guard(|| b.open())
+    }
+}
+
+impl RecordOptions {
+    /// The core's episode for `summary` with these options.
+    pub fn episode(self, summary: String) -> Result<NewEpisode, BindingError> {
+        let mut e = NewEpisode::new(summary).content(
+            self.content
+                .map_or(serde_json::Value::Null, JsonValue::into_inner),
+        );
+        e.participants = self.participants.unwrap_or_default();
+        e.tags = self.tags.unwrap_or_default();
+        if let Some(i) = self.importance {
+            e = e.importance(importance("importance", i)?);
+        }
+        if let Some(t) = self.timestamp {
+            e = e.timestamp(t.0);
+        }
+        Ok(e)
+    }
+}
+
+impl SearchOptions {
+    /// The core's filters and the limit (default [`defaults::DEFAULT_SEARCH_LIMIT`]).
+    pub fn filters(self) -> Result<(SearchFilters, usize), BindingError> {
+        let filters = SearchFilters {
+            tags: self.tags.unwrap_or_default(),
+            participants: self.participants.unwrap_or_default(),
+            since: self.since.map(|t| t.0),
+            until: self.until.map(|t| t.0),
+            min_importance: self
+                .min_importance
+                .map(|i| importance("min_importance", i))
+                .transpose()?,
+        };
+        Ok((filters, defaults::search_limit(self.limit)))
+    }
+}
+
+impl TaskFilterOptions {
+    /// The core's task filter.
+    pub fn filter(self) -> Result<TaskFilter, BindingError> {
+        Ok(TaskFilter {
+            llm_name: self.llm_name,
+            context: self.context,
+            status: match self.status.as_deref() {
+                Some(s) => s.parse()?,
+                None => Default::default(),
+            },
+            since: self.since.map(|t| t.0),
+            until: self.until.map(|t| t.0),
+            limit: self.limit.map(|n| n as usize),
+        })
+    }
+}
+
+/// A TTL in seconds (`> 0`, finite) as a duration; `None` stays `None`.
+pub fn ttl(seconds: Option<f64>) -> Result<Option<std::time::Duration>, BindingError> {
+    seconds
+        .map(|s| memstrata::ttl_from_secs(s).map_err(BindingError::from))
+        .transpose()
+}
+
+/// `level` (`"light"` default, `"medium"`, `"aggressive"`).
+pub fn optimize_level(level: Option<&str>) -> Result<memstrata::OptimizeLevel, BindingError> {
+    Ok(level.unwrap_or(defaults::DEFAULT_OPTIMIZE_LEVEL).parse()?)
+}
+
+/// `compression_level` (default [`defaults::DEFAULT_COMPRESSION_LEVEL`]), checked to fit.
+pub fn compression_level(level: Option<u32>) -> Result<u8, BindingError> {
+    match level {
+        None => Ok(defaults::DEFAULT_COMPRESSION_LEVEL),
+        Some(l) => u8::try_from(l).map_err(|_| {
+            BindingError::invalid(
+                "compression_level",
+                format!(
+                    "must be in 0..={}, got {l}",
+                    memstrata::MAX_COMPRESSION_LEVEL
+                ),
+            )
+        }),
+    }
+}
+
+/// A version number from a foreign integer (must be ≥ 1... the core checks the range).
+pub fn version(field: &str, v: Option<i64>) -> Result<Option<u64>, BindingError> {
+    v.map(|v| size(field, v)).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_and_bad_values_name_their_field() {
+        let (f, limit) = SearchOptions::default().filters().unwrap();
+        assert_eq!(limit, 10);
+        assert!(f.tags.is_empty());
+        let e = SearchOptions {
+            min_importance: Some(300),
+            ..Default::default()
+        }
+        .filters()
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("min_importance"));
+        let e = OpenOptions {
+            durability: Some("sometimes".into()),
+            ..Default::default()
+        }
+        .builder(None)
+        .unwrap_err();
+        assert_eq!(e.code, crate::ErrorCode::InvalidInput);
+        let e = OpenOptions {
+            cache_bytes: Some(-1),
+            ..Default::default()
+        }
+        .builder(None)
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("cache_bytes"));
+        assert_eq!(compression_level(None).unwrap(), 1);
+        assert!(compression_level(Some(1000)).is_err());
+        assert!(ttl(Some(-1.0)).is_err());
+    }
+
+    #[test]
+    fn record_options_build_the_episode() {
+        let e = RecordOptions {
+            tags: Some(vec!["deploy".into()]),
+            importance: Some(7),
+            ..Default::default()
+        }
+        .episode("shipped".into())
+        .unwrap();
+        assert_eq!(e.summary, "shipped");
+        assert_eq!(e.tags, vec!["deploy".to_owned()]);
+        assert_eq!(e.importance, Some(7));
+    }
+}
