@@ -4,13 +4,20 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test test-rust test-python test-mcp quickstart venv bench clean-venv
+.PHONY: test lint test-rust test-python test-mcp test-kotlin swift-bindings quickstart venv bench clean-venv
 
-## Run every suite: Rust (core + MCP adapter), Python binding, MCP interop.
-test: test-rust test-python test-mcp
+## Run every suite: Rust (core + MCP adapter), Python binding, MCP interop, Kotlin binding.
+test: lint test-rust test-python test-mcp test-kotlin
 
+## Formatting and clippy (warnings are errors) over every crate and target.
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+## memstrata-node is tested through Node (test-node): its napi symbols only
+## resolve inside a Node process, so it stays out of the Rust test binaries.
 test-rust:
-	cargo test --workspace --exclude memstrata-python --exclude memstrata-benches
+	cargo test --workspace --exclude memstrata-python --exclude memstrata-benches --exclude memstrata-node
 
 ## Python virtualenv with maturin, pytest, mypy and the MCP SDK (created on demand).
 venv:
@@ -21,6 +28,15 @@ test-python: venv
 
 test-mcp: venv
 	bash scripts/test-mcp.sh
+
+## Kotlin binding on the JVM (Maven + JDK 17): builds libmemstrata_ffi, checks the
+## committed Swift/Kotlin sources are current, runs the JUnit suite.
+test-kotlin:
+	bash scripts/test-kotlin.sh
+
+## Regenerate the Swift and Kotlin sources of bindings-swift/ (uniffi library mode).
+swift-bindings:
+	bash bindings-swift/scripts/generate.sh
 
 quickstart:
 	cargo run --release -p memstrata --example quickstart
