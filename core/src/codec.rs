@@ -39,8 +39,8 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
             let raw = crate::session_codec::unlz4(rest, MAX_RECORD_BYTES, "record")?;
             Ok(rmp_serde::from_slice(&raw)?)
         }
-        Some((tag, _)) => Err(Error::Corrupted(format!("unknown record tag {tag}"))),
-        None => Err(Error::Corrupted("empty record".into())),
+        Some((tag, _)) => Err(Error::corrupted(format!("unknown record tag {tag}"))),
+        None => Err(Error::corrupted("empty record")),
     }
 }
 
@@ -66,11 +66,9 @@ pub(crate) fn split_ctx_key(k: &[u8]) -> Result<(String, String)> {
     let pos = k
         .iter()
         .position(|b| *b == 0)
-        .ok_or_else(|| Error::Corrupted("key without context separator".into()))?;
-    let ctx =
-        std::str::from_utf8(&k[..pos]).map_err(|_| Error::Corrupted("non-utf8 context".into()))?;
-    let key =
-        std::str::from_utf8(&k[pos + 1..]).map_err(|_| Error::Corrupted("non-utf8 key".into()))?;
+        .ok_or_else(|| Error::corrupted("key without context separator"))?;
+    let ctx = std::str::from_utf8(&k[..pos]).map_err(|_| Error::corrupted("non-utf8 context"))?;
+    let key = std::str::from_utf8(&k[pos + 1..]).map_err(|_| Error::corrupted("non-utf8 key"))?;
     Ok((ctx.to_owned(), key.to_owned()))
 }
 

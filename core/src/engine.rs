@@ -217,11 +217,13 @@ impl Engine {
         // Format version: refuse newer stores, stamp new ones.
         match t.meta.get(META_FORMAT)? {
             Some(v) => {
-                let found = u32::from_be_bytes(v.as_ref().try_into().map_err(|_| {
-                    Error::Corrupted("format_version record is not 4 bytes".into())
-                })?);
+                let found = u32::from_be_bytes(
+                    v.as_ref()
+                        .try_into()
+                        .map_err(|_| Error::corrupted("format_version record is not 4 bytes"))?,
+                );
                 if found > FORMAT_VERSION {
-                    return Err(Error::Corrupted(format!(
+                    return Err(Error::corrupted(format!(
                         "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
                         path.display()
                     )));
@@ -325,7 +327,7 @@ impl Engine {
             let seq = u64::from_be_bytes(
                 k.as_ref()
                     .try_into()
-                    .map_err(|_| Error::Corrupted("bad index_log key".into()))?,
+                    .map_err(|_| Error::corrupted("bad index_log key"))?,
             );
             let uids: Vec<String> = codec::decode(&v)?;
             let mut ops = Vec::with_capacity(uids.len());
@@ -373,14 +375,12 @@ impl Engine {
         let guarded = || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.index.search(q)))
                 .unwrap_or_else(|_| {
-                    Err(Error::Index(
-                        "index search panicked (damaged index files?)".into(),
-                    ))
+                    Err(Error::index("index search panicked (damaged index files?)"))
                 })
         };
         match guarded() {
             Ok(hits) => Ok(hits),
-            Err(Error::Index(_)) => {
+            Err(Error::Index { .. }) => {
                 // A damaged segment: sled is the source of truth, rebuild and retry once.
                 self.rebuild_index_in_place()?;
                 guarded()

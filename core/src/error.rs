@@ -8,7 +8,20 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong in Memstrata.
 ///
 /// Bindings map each variant at one choke point (Python exception classes,
-/// JS error `code`s, uniffi error cases); see `docs/bindings.md`.
+/// JS error `code`s, uniffi error cases); see `docs/bindings.md`. [`Error::code`]
+/// gives the stable machine-readable kind.
+///
+/// Errors raised by a lower component keep it as their
+/// [`source`](std::error::Error::source) (I/O, storage, index and decoding
+/// failures), so the whole cause chain is available; each message already
+/// contains the cause's text.
+///
+/// Encoding a record for storage does not fail for the data the engine
+/// stores (JSON values, strings and records of fixed shape). Should it fail,
+/// the value offered cannot be represented in the store's format: that is
+/// reported as [`Error::InvalidInput`] on field `value` (code
+/// `INVALID_INPUT`), never as [`Error::Storage`], which means the storage
+/// layer itself failed and the same call might succeed later.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -45,17 +58,43 @@ pub enum Error {
         path: PathBuf,
     },
     /// Stored data could not be decoded, or the store was written by a newer format.
-    #[error("corrupted or incompatible store: {0}")]
-    Corrupted(String),
+    ///
+    /// `source` is the decoder's or the storage layer's own error when one
+    /// exists; its text is already part of `message`.
+    #[error("corrupted or incompatible store: {message}")]
+    Corrupted {
+        /// What is wrong and where (e.g. `decode: ...`, `bad history key`).
+        message: String,
+        /// The underlying error, if the damage was reported by another component.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
     /// An operating-system I/O error.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
-    /// The sled storage layer failed.
-    #[error("storage error: {0}")]
-    Storage(String),
-    /// The tantivy full-text index failed.
-    #[error("index error: {0}")]
-    Index(String),
+    /// The storage layer failed (other than with an I/O error or detected corruption).
+    ///
+    /// `source` is the storage layer's own error; its text is already part of `message`.
+    #[error("storage error: {message}")]
+    Storage {
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
+    /// The full-text index failed. The stored data is unaffected; the index
+    /// can be rebuilt from it.
+    ///
+    /// `source` is the index's own error; its text is already part of `message`.
+    #[error("index error: {message}")]
+    Index {
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
     /// A procedure could not run (step limit, failed step, bad state).
     #[error("procedure error: {0}")]
     Procedure(String),
@@ -93,6 +132,57 @@ impl Error {
         }
     }
 
+    /// Shorthand for [`Error::Corrupted`] without an underlying error.
+    pub fn corrupted(message: impl Into<String>) -> Self {
+        Error::Corrupted {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Shorthand for [`Error::Storage`] without an underlying error.
+    pub fn storage(message: impl Into<String>) -> Self {
+        Error::Storage {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Shorthand for [`Error::Index`] without an underlying error.
+    pub fn index(message: impl Into<String>) -> Self {
+        Error::Index {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// [`Error::Corrupted`] caused by `source`.
+    pub(crate) fn corrupted_by(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Corrupted {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// [`Error::Index`] caused by `source`.
+    pub(crate) fn index_by(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Index {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// A value that cannot be encoded for storage (see the type's documentation).
+    pub(crate) fn unencodable(reason: impl std::fmt::Display) -> Self {
+        Error::invalid("value", format!("cannot be encoded: {reason}"))
+    }
+
     /// A stable machine-readable code (`NOT_FOUND`, `INVALID_INPUT`, ...) used by every binding.
     pub fn code(&self) -> &'static str {
         match self {
@@ -100,10 +190,10 @@ impl Error {
             Error::InvalidInput { .. } => "INVALID_INPUT",
             Error::LimitExceeded { .. } => "LIMIT_EXCEEDED",
             Error::StoreLocked { .. } => "STORE_LOCKED",
-            Error::Corrupted(_) => "CORRUPTED",
+            Error::Corrupted { .. } => "CORRUPTED",
             Error::Io(_) => "IO",
-            Error::Storage(_) => "STORAGE",
-            Error::Index(_) => "INDEX",
+            Error::Storage { .. } => "STORAGE",
+            Error::Index { .. } => "INDEX",
             Error::Procedure(_) => "PROCEDURE",
             Error::Conflict(_) => "CONFLICT",
         }
@@ -114,8 +204,14 @@ impl From<sled::Error> for Error {
     fn from(e: sled::Error) -> Self {
         match e {
             sled::Error::Io(io) => Error::Io(io),
-            sled::Error::Corruption { .. } => Error::Corrupted(e.to_string()),
-            other => Error::Storage(other.to_string()),
+            e @ sled::Error::Corruption { .. } => Error::Corrupted {
+                message: e.to_string(),
+                source: Some(Box::new(e)),
+            },
+            other => Error::Storage {
+                message: other.to_string(),
+                source: Some(Box::new(other)),
+            },
         }
     }
 }
@@ -131,18 +227,68 @@ impl From<sled::transaction::TransactionError<Error>> for Error {
 
 impl From<tantivy::TantivyError> for Error {
     fn from(e: tantivy::TantivyError) -> Self {
-        Error::Index(e.to_string())
+        Error::index_by(e.to_string(), e)
     }
 }
 
+/// An encode failure is a value the store's format cannot hold: `InvalidInput`
+/// on `value`, not `Storage` (see [`Error`]).
 impl From<rmp_serde::encode::Error> for Error {
     fn from(e: rmp_serde::encode::Error) -> Self {
-        Error::Storage(format!("encode: {e}"))
+        Error::unencodable(e)
     }
 }
 
 impl From<rmp_serde::decode::Error> for Error {
     fn from(e: rmp_serde::decode::Error) -> Self {
-        Error::Corrupted(format!("decode: {e}"))
+        Error::corrupted_by(format!("decode: {e}"), e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn wrapped_errors_keep_their_source() {
+        let decode = rmp_serde::from_slice::<String>(&[0xc1]).unwrap_err();
+        let text = decode.to_string();
+        let e = Error::from(decode);
+        assert_eq!(e.code(), "CORRUPTED");
+        assert_eq!(
+            e.to_string(),
+            format!("corrupted or incompatible store: decode: {text}")
+        );
+        let src = e.source().expect("decode error kept as source");
+        assert!(src.downcast_ref::<rmp_serde::decode::Error>().is_some());
+
+        let sled = Error::from(sled::Error::Unsupported("nope".into()));
+        assert_eq!(sled.code(), "STORAGE");
+        assert!(sled.to_string().starts_with("storage error: "));
+        assert!(sled.to_string().contains("nope"));
+        assert!(
+            sled.source()
+                .unwrap()
+                .downcast_ref::<sled::Error>()
+                .is_some()
+        );
+
+        let io = Error::from(std::io::Error::other("disk on fire"));
+        assert_eq!(io.source().unwrap().to_string(), "disk on fire");
+
+        assert!(Error::corrupted("bad key").source().is_none());
+        assert_eq!(
+            Error::index("schema changed").to_string(),
+            "index error: schema changed"
+        );
+    }
+
+    #[test]
+    fn encode_failures_are_invalid_input_not_storage() {
+        let e = Error::unencodable("sequence must have a length");
+        assert_eq!(e.code(), "INVALID_INPUT");
+        assert!(matches!(e, Error::InvalidInput { ref field, .. } if field == "value"));
     }
 }

@@ -212,9 +212,10 @@ struct TaskLine {
 }
 
 fn write_line<T: Serialize>(w: &mut dyn Write, ty: &str, rec: &T) -> Result<()> {
-    let mut v = serde_json::to_value(rec).map_err(|e| Error::Storage(format!("export: {e}")))?;
+    let mut v =
+        serde_json::to_value(rec).map_err(|e| Error::unencodable(format!("export: {e}")))?;
     let Value::Object(m) = &mut v else {
-        return Err(Error::Storage("export: record is not an object".into()));
+        return Err(Error::unencodable("export: record is not an object"));
     };
     let mut line = Map::new();
     line.insert("type".into(), Value::String(ty.to_owned()));
@@ -233,7 +234,7 @@ fn trace_suffix(k: &[u8], run_id: &str) -> Result<u64> {
         .and_then(|s| <[u8; 8]>::try_from(s).ok())
         .map(u64::from_be_bytes)
         .ok_or_else(|| {
-            Error::Corrupted(format!("run {run_id}: trace key is not `run_id 0x00 u64`"))
+            Error::corrupted(format!("run {run_id}: trace key is not `run_id 0x00 u64`"))
         })
 }
 
@@ -252,7 +253,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
     for k in e.t.contexts.iter().keys() {
         let k = k?;
         let name = String::from_utf8(k.to_vec())
-            .map_err(|_| Error::Corrupted("non-UTF-8 context name".into()))?;
+            .map_err(|_| Error::corrupted("non-UTF-8 context name"))?;
         write_line(w, "context", &ContextLine { name })?;
         stats.add("context");
     }
@@ -363,8 +364,8 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
         if k.contains(&0) {
             continue;
         }
-        let run_id = String::from_utf8(k.to_vec())
-            .map_err(|_| Error::Corrupted("non-UTF-8 run id".into()))?;
+        let run_id =
+            String::from_utf8(k.to_vec()).map_err(|_| Error::corrupted("non-UTF-8 run id"))?;
         headers.push((run_id, codec::decode(&v)?));
     }
     for (run_id, record) in headers {

@@ -57,14 +57,14 @@ pub(crate) fn parse_uid(uid: &str) -> Result<(Kind, String, String)> {
     let kind = match parts.next() {
         Some("e") => Kind::Episode,
         Some("k") => Kind::Knowledge,
-        _ => return Err(Error::Corrupted(format!("bad index uid {uid:?}"))),
+        _ => return Err(Error::corrupted(format!("bad index uid {uid:?}"))),
     };
     let ctx = parts
         .next()
-        .ok_or_else(|| Error::Corrupted("uid without context".into()))?;
+        .ok_or_else(|| Error::corrupted("uid without context"))?;
     let key = parts
         .next()
-        .ok_or_else(|| Error::Corrupted("uid without key".into()))?;
+        .ok_or_else(|| Error::corrupted("uid without key"))?;
     Ok((kind, ctx.to_owned(), key.to_owned()))
 }
 
@@ -203,9 +203,7 @@ impl WriterState {
     /// Apply one sequence's changes (caller holds the lock, in sequence order).
     fn writer(&mut self) -> Result<&mut IndexWriter> {
         self.writer.as_mut().ok_or_else(|| {
-            Error::Index(
-                "index writer unavailable (a previous failure could not be repaired)".into(),
-            )
+            Error::index("index writer unavailable (a previous failure could not be repaired)")
         })
     }
 
@@ -355,7 +353,7 @@ impl SearchIndex {
     ) -> Result<(Index, IndexWriter, IndexReader, u64)> {
         let index = Index::open_in_dir(dir)?;
         if index.schema() != *schema {
-            return Err(Error::Index("schema changed".into()));
+            return Err(Error::index("schema changed"));
         }
         let metas = index.load_metas()?;
         let seq = metas
@@ -384,10 +382,10 @@ impl SearchIndex {
         let writer: IndexWriter = index
             .writer_with_num_threads(1, writer_bytes.max(15_000_000))
             .map_err(|e| {
-                Error::Index(format!(
-                    "cannot open index writer in {}: {e}",
-                    dir.display()
-                ))
+                Error::index_by(
+                    format!("cannot open index writer in {}: {e}", dir.display()),
+                    e,
+                )
             })?;
         let reader: IndexReader = index
             .reader_builder()
@@ -425,10 +423,10 @@ impl SearchIndex {
             .index
             .writer_with_num_threads(1, self.writer_bytes.max(15_000_000))
             .map_err(|e| {
-                Error::Index(format!(
-                    "cannot reopen index writer in {}: {e}",
-                    self.dir.display()
-                ))
+                Error::index_by(
+                    format!("cannot reopen index writer in {}: {e}", self.dir.display()),
+                    e,
+                )
             })?;
         st.writer = Some(w);
         st.applied_seq = st.committed_seq;
@@ -506,7 +504,7 @@ impl SearchIndex {
             st.writer()?
                 .merge(&ids)
                 .wait()
-                .map_err(|e| Error::Index(format!("merge failed: {e}")))?;
+                .map_err(|e| Error::index_by(format!("merge failed: {e}"), e))?;
         }
         st.commit(&self.inner.read().reader)?;
         // Drop files no longer referenced by any segment.

@@ -191,7 +191,7 @@ impl Memory {
         for k in self.engine.t.contexts.iter().keys() {
             let k = k?;
             let name = String::from_utf8(k.to_vec())
-                .map_err(|_| Error::Corrupted("non-utf8 context name".into()))?;
+                .map_err(|_| Error::corrupted("non-utf8 context name"))?;
             if name != DEFAULT_CONTEXT {
                 out.push(name);
             }

@@ -77,7 +77,7 @@ fn merge_index(e: &crate::engine::Engine) -> Result<()> {
     loop {
         match e.index.merge_all() {
             Ok(()) => return Ok(()),
-            Err(Error::Index(_)) if attempt < 20 => {
+            Err(Error::Index { .. }) if attempt < 20 => {
                 attempt += 1;
                 // Let the background merge that won the race finish.
                 std::thread::sleep(std::time::Duration::from_millis(10 * attempt));
@@ -135,8 +135,7 @@ fn session_ids(e: &crate::engine::Engine) -> Result<Vec<String>> {
     let mut ids = Vec::new();
     for k in e.t.sessions.iter().keys() {
         ids.push(
-            String::from_utf8(k?.to_vec())
-                .map_err(|_| Error::Corrupted("non-UTF-8 session id".into()))?,
+            String::from_utf8(k?.to_vec()).map_err(|_| Error::corrupted("non-UTF-8 session id"))?,
         );
     }
     Ok(ids)

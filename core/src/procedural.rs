@@ -607,12 +607,12 @@ impl Procedural {
                     )));
                 }
                 let Some(pending) = rec.pending.take() else {
-                    return Err(Error::Corrupted(format!(
+                    return Err(Error::corrupted(format!(
                         "run {run_id} awaits an action but has no pending step"
                     )));
                 };
                 let Some(idx) = rec.steps.iter().position(|s| s.id == pending.step) else {
-                    return Err(Error::Corrupted(format!(
+                    return Err(Error::corrupted(format!(
                         "run {run_id} awaits unknown step {:?}",
                         pending.step
                     )));

@@ -179,8 +179,7 @@ pub(crate) fn history_in(e: &Engine, ctx: &str, key: &str) -> Result<Vec<(u64, H
             .checked_sub(8)
             .map(|p| &k[p..])
             .and_then(|b| b.try_into().ok());
-        let version =
-            u64::from_be_bytes(ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?);
+        let version = u64::from_be_bytes(ver.ok_or_else(|| Error::corrupted("bad history key"))?);
         out.push((version, codec::decode(&v)?));
     }
     Ok(out)
@@ -379,9 +378,8 @@ impl Semantic {
                     .checked_sub(8)
                     .map(|p| &k[p..])
                     .and_then(|b| b.try_into().ok());
-                let version = u64::from_be_bytes(
-                    ver.ok_or_else(|| Error::Corrupted("bad history key".into()))?,
-                );
+                let version =
+                    u64::from_be_bytes(ver.ok_or_else(|| Error::corrupted("bad history key"))?);
                 let h: HistoryRecord = codec::decode(&v)?;
                 out.push(KnowledgeVersion {
                     version,

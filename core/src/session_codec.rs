@@ -58,7 +58,8 @@ pub(crate) fn canonical(v: &Value) -> Result<Vec<u8>> {
 
 /// Decode canonical MessagePack.
 pub(crate) fn from_canonical(bytes: &[u8]) -> Result<Value> {
-    rmp_serde::from_slice(bytes).map_err(|e| Error::Corrupted(format!("session content: {e}")))
+    rmp_serde::from_slice(bytes)
+        .map_err(|e| Error::corrupted_by(format!("session content: {e}"), e))
 }
 
 /// 64-bit checksum of canonical bytes (detects a wrong delta base or damaged data; not cryptographic).
@@ -103,7 +104,7 @@ impl<'a> Reader<'a> {
     }
 
     fn bad(&self, why: &str) -> Error {
-        Error::Corrupted(format!("{}: {why} at byte {}", self.what, self.pos))
+        Error::corrupted(format!("{}: {why} at byte {}", self.what, self.pos))
     }
 
     pub(crate) fn varint(&mut self) -> Result<u64> {
@@ -168,15 +169,15 @@ pub(crate) fn lz4(bytes: &[u8]) -> Vec<u8> {
 /// Inverse of [`lz4`], refusing a claimed size above `max_len`.
 pub(crate) fn unlz4(bytes: &[u8], max_len: usize, what: &str) -> Result<Vec<u8>> {
     let (claimed, _) = lz4_flex::block::uncompressed_size(bytes)
-        .map_err(|e| Error::Corrupted(format!("{what}: lz4 header: {e}")))?;
+        .map_err(|e| Error::corrupted_by(format!("{what}: lz4 header: {e}"), e))?;
     // lz4 cannot expand more than ~255:1, so a larger claim is damage (and would be a huge allocation).
     if claimed > max_len || claimed > bytes.len().saturating_mul(255).saturating_add(64) {
-        return Err(Error::Corrupted(format!(
+        return Err(Error::corrupted(format!(
             "{what}: lz4 block claims {claimed} bytes, more than the {max_len} expected or its size allows"
         )));
     }
     lz4_flex::decompress_size_prepended(bytes)
-        .map_err(|e| Error::Corrupted(format!("{what}: lz4: {e}")))
+        .map_err(|e| Error::corrupted_by(format!("{what}: lz4: {e}"), e))
 }
 
 // ---------------------------------------------------------------------------
@@ -292,7 +293,7 @@ fn huffman_encode(input: &[u8]) -> Vec<u8> {
 }
 
 fn huffman_decode(input: &[u8], max_len: usize) -> Result<Vec<u8>> {
-    let bad = |why: &str| Error::Corrupted(format!("session payload (huffman): {why}"));
+    let bad = |why: &str| Error::corrupted(format!("session payload (huffman): {why}"));
     let mut r = Reader::new(input, "session payload (huffman)");
     let n = r.len()?;
     if n > max_len {
@@ -383,8 +384,8 @@ pub(crate) fn unpack(payload: &[u8], max_len: usize, what: &str) -> Result<Vec<u
             let l = huffman_decode(rest, lz_bound)?;
             unlz4(&l, max_len, what)
         }
-        Some((m, _)) => Err(Error::Corrupted(format!("{what}: unknown packing {m}"))),
-        None => Err(Error::Corrupted(format!("{what}: empty payload"))),
+        Some((m, _)) => Err(Error::corrupted(format!("{what}: unknown packing {m}"))),
+        None => Err(Error::corrupted(format!("{what}: empty payload"))),
     }
 }
 
@@ -520,7 +521,7 @@ struct SplitDec<'a> {
 
 impl SplitDec<'_> {
     fn bad(why: impl Into<String>) -> Error {
-        Error::Corrupted(format!("session level-2 payload: {}", why.into()))
+        Error::corrupted(format!("session level-2 payload: {}", why.into()))
     }
 
     fn text(r: &mut Reader<'_>, n: usize) -> Result<String> {
@@ -718,7 +719,7 @@ pub(crate) fn delta_apply(base: &[u8], delta: &[u8], max_len: usize) -> Result<V
     let mut r = Reader::new(delta, "session delta");
     let total = r.len()?;
     if total > max_len {
-        return Err(Error::Corrupted(format!(
+        return Err(Error::corrupted(format!(
             "session delta: target of {total} bytes exceeds {max_len}"
         )));
     }
@@ -734,20 +735,20 @@ pub(crate) fn delta_apply(base: &[u8], delta: &[u8], max_len: usize) -> Result<V
             let end = off
                 .checked_add(c)
                 .filter(|e| *e <= base.len())
-                .ok_or_else(|| Error::Corrupted("session delta: copy outside its base".into()))?;
+                .ok_or_else(|| Error::corrupted("session delta: copy outside its base"))?;
             out.extend_from_slice(&base[off..end]);
         }
         if out.len() > total {
-            return Err(Error::Corrupted(
-                "session delta: output longer than declared".into(),
+            return Err(Error::corrupted(
+                "session delta: output longer than declared",
             ));
         }
         if n == 0 && c == 0 && out.len() < total {
-            return Err(Error::Corrupted("session delta: empty operation".into()));
+            return Err(Error::corrupted("session delta: empty operation"));
         }
     }
     if !r.is_empty() {
-        return Err(Error::Corrupted("session delta: trailing bytes".into()));
+        return Err(Error::corrupted("session delta: trailing bytes"));
     }
     Ok(out)
 }

@@ -162,7 +162,7 @@ impl Body {
 
 fn verify(canon: &[u8], h: &VersionHeader, what: &dyn Fn() -> String) -> Result<()> {
     if canon.len() as u64 != h.raw_bytes || sc::checksum(canon) != h.checksum {
-        return Err(Error::Corrupted(format!(
+        return Err(Error::corrupted(format!(
             "{}: content does not match its checksum",
             what()
         )));
@@ -188,7 +188,7 @@ fn version_of_key(k: &[u8]) -> Result<u64> {
         .checked_sub(8)
         .and_then(|p| k[p..].try_into().ok())
         .map(u64::from_be_bytes)
-        .ok_or_else(|| Error::Corrupted("bad session_versions key".into()))
+        .ok_or_else(|| Error::corrupted("bad session_versions key"))
 }
 
 fn encode_record(h: &VersionHeader, payload: &[u8]) -> Result<Vec<u8>> {
@@ -205,14 +205,14 @@ pub(crate) fn decode_record(bytes: &[u8]) -> Result<(VersionHeader, &[u8])> {
     let mut r = Reader::new(bytes, "session version record");
     let tag = r.u8()?;
     if tag != RECORD_TAG {
-        return Err(Error::Corrupted(format!(
+        return Err(Error::corrupted(format!(
             "session version record has layout tag {tag:#x}, expected {RECORD_TAG:#x} (written by a newer memstrata?)"
         )));
     }
     let n = r.len()?;
     let h: VersionHeader = rmp_serde::from_slice(r.bytes(n)?)?;
     if h.level > MAX_COMPRESSION_LEVEL || h.encoding > ENC_DELTA {
-        return Err(Error::Corrupted(format!(
+        return Err(Error::corrupted(format!(
             "session version record with level {} / encoding {}",
             h.level, h.encoding
         )));
@@ -236,7 +236,7 @@ fn keyframe_body(h: &VersionHeader, payload: &[u8], max_depth: usize) -> Result<
         ENC_LZ4 => Body::Canon(sc::unlz4(payload, raw, "session level-1 payload")?),
         ENC_SPLIT => Body::Value(sc::split_decode(payload, max_len(h.raw_bytes), max_depth)?),
         e => {
-            return Err(Error::Corrupted(format!(
+            return Err(Error::corrupted(format!(
                 "session keyframe with encoding {e}"
             )));
         }
@@ -319,7 +319,7 @@ fn try_load(e: &Engine, sid: &str, version: u64) -> Result<Load> {
         let (h, _) = decode_record(&raw)?;
         let base = h.base;
         if (h.encoding == ENC_DELTA) != base.is_some() {
-            return Err(Error::Corrupted(format!(
+            return Err(Error::corrupted(format!(
                 "session {sid} version {cur}: delta without base or base without delta"
             )));
         }
@@ -328,7 +328,7 @@ fn try_load(e: &Engine, sid: &str, version: u64) -> Result<Load> {
             None => break,
             Some(b) if b < cur && chain.len() <= MAX_DELTA_CHAIN as usize * 4 => cur = b,
             Some(b) => {
-                return Err(Error::Corrupted(format!(
+                return Err(Error::corrupted(format!(
                     "session {sid} version {cur}: invalid delta base {b}"
                 )));
             }
@@ -371,7 +371,7 @@ fn load(e: &Engine, sid: &str, version: u64) -> Result<Option<(Body, VersionHead
             Load::Found(b, h) => return Ok(Some((b, h))),
         }
     }
-    Err(Error::Corrupted(format!(
+    Err(Error::corrupted(format!(
         "session {sid} version {version}: the version it is a delta of is missing"
     )))
 }
@@ -446,7 +446,7 @@ pub(crate) fn materialize_all(e: &Engine, sid: &str) -> Result<Vec<(u64, Version
             (Some(_), _) => match load(e, sid, v)? {
                 Some((body, hh)) => body.into_canon(&hh, &what)?,
                 None => {
-                    return Err(Error::Corrupted(format!(
+                    return Err(Error::corrupted(format!(
                         "{} vanished while reading",
                         what()
                     )));
@@ -544,7 +544,7 @@ pub(crate) fn prune_and_recompress(
             for k in e.t.sessions.iter().keys() {
                 ids.push(
                     String::from_utf8(k?.to_vec())
-                        .map_err(|_| Error::Corrupted("non-UTF-8 session id".into()))?,
+                        .map_err(|_| Error::corrupted("non-UTF-8 session id"))?,
                 );
             }
             ids
@@ -560,7 +560,7 @@ pub(crate) fn prune_and_recompress(
             .map(|(_, _, n)| n)
             .collect();
         if sizes.len() != all.len() {
-            return Err(Error::Corrupted(format!(
+            return Err(Error::corrupted(format!(
                 "session {sid}: versions changed while pruning"
             )));
         }
@@ -611,7 +611,7 @@ pub(crate) fn prune_and_recompress(
 }
 
 fn session_id_string(k: &[u8]) -> Result<String> {
-    String::from_utf8(k.to_vec()).map_err(|_| Error::Corrupted("non-UTF-8 session id".into()))
+    String::from_utf8(k.to_vec()).map_err(|_| Error::corrupted("non-UTF-8 session id"))
 }
 
 /// Every session header, in id (= creation) order.

@@ -172,7 +172,7 @@ fn newer_format_version_is_refused() {
         db.flush().unwrap();
     }
     match Memory::open(dir.path()) {
-        Err(Error::Corrupted(msg)) => assert!(msg.contains("99"), "{msg}"),
+        Err(Error::Corrupted { message, .. }) => assert!(message.contains("99"), "{message}"),
         other => panic!("expected Corrupted, got {other:?}"),
     }
 }
