@@ -438,7 +438,6 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
 // ---------------------------------------------------------------------------
 // Import: parse and validate everything, then apply
 
-/// Everything an import will write, validated.
 /// One knowledge entry to import: context, key, record, history.
 type KnowledgeImport = (String, String, KnowledgeRecord, Vec<(u64, HistoryRecord)>);
 /// One run to import: id, header, trace entries by sequence.
@@ -446,6 +445,7 @@ type RunImport = (String, Value, Vec<(u64, Value)>);
 /// A knowledge-graph entity being assembled: entityType, observations, (relationType, to).
 type KgSlot = (Option<String>, Vec<String>, Vec<(String, String)>);
 
+/// Everything an import will write, validated.
 #[derive(Default)]
 struct Plan {
     contexts: Vec<String>,
@@ -542,7 +542,6 @@ fn read_header(r: &mut dyn BufRead, buf: &mut String) -> Result<()> {
 const LINES_PER_REPORT: u64 = PROGRESS_EVERY * 16;
 
 fn parse_export(e: &Engine, r: &mut dyn BufRead, progress: &dyn Fn(Progress)) -> Result<Plan> {
-    let lim = &e.opts.limits;
     let mut plan = Plan::default();
     let mut buf = String::new();
     progress(Progress::new(
@@ -570,256 +569,13 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead, progress: &dyn Fn(Progress)) ->
             continue;
         }
         let (ty, v) = split_type(n, &buf)?;
-        let ctx_ok = |c: &str| check(n, &ty, validate::context_name("context", c));
-        match ty.as_str() {
-            "context" => {
-                let l: ContextLine = fields(n, &ty, v)?;
-                check(n, &ty, validate::context_name("name", &l.name))?;
-                plan.contexts.push(l.name);
-            }
-            "short_term" => {
-                let l: ShortTermLine = fields(n, &ty, v)?;
-                ctx_ok(&l.context)?;
-                check(n, &ty, validate::key(lim, "key", &l.key))?;
-                check(n, &ty, validate::value(lim, "value", &l.value))?;
-                plan.short_term.push((
-                    l.context,
-                    l.key,
-                    StRecord {
-                        value: l.value,
-                        stored_at: ms(l.stored_at),
-                        expires_at: l.expires_at.map(ms),
-                    },
-                ));
-            }
-            "working" => {
-                let l: WorkingLine = fields(n, &ty, v)?;
-                ctx_ok(&l.context)?;
-                for (i, f) in l.focus.iter().enumerate() {
-                    check(n, &ty, validate::key(lim, &format!("focus[{i}]"), f))?;
-                }
-                let mut workspace = Vec::with_capacity(l.workspace.len());
-                for (i, item) in l.workspace.into_iter().enumerate() {
-                    check(
-                        n,
-                        &ty,
-                        validate::key(lim, &format!("workspace[{i}].id"), &item.id),
-                    )?;
-                    check(
-                        n,
-                        &ty,
-                        validate::value(lim, &format!("workspace[{i}].value"), &item.value),
-                    )?;
-                    workspace.push(WsRecord {
-                        id: item.id,
-                        value: item.value,
-                        added_at: ms(item.added_at),
-                    });
-                }
-                plan.working.push((
-                    l.context,
-                    WorkingState {
-                        focus: l.focus,
-                        workspace,
-                    },
-                ));
-            }
-            "episode" => {
-                let l: EpisodeLine = fields(n, &ty, v)?;
-                ctx_ok(&l.context)?;
-                check(n, &ty, validate::key(lim, "id", &l.id))?;
-                let ep = NewEpisode {
-                    summary: l.summary,
-                    content: l.content,
-                    participants: l.participants,
-                    tags: l.tags,
-                    importance: Some(l.importance),
-                    timestamp: Some(l.timestamp),
-                };
-                check(n, &ty, episodic::validate_new(e, &ep).map(|_| ()))?;
-                plan.episodes.push((
-                    l.context,
-                    EpisodeRecord {
-                        id: l.id,
-                        timestamp: ms(l.timestamp),
-                        summary: ep.summary,
-                        content: ep.content,
-                        participants: ep.participants,
-                        tags: ep.tags,
-                        importance: l.importance,
-                    },
-                ));
-            }
-            "knowledge" => {
-                let l: KnowledgeLine = fields(n, &ty, v)?;
-                ctx_ok(&l.context)?;
-                check(n, &ty, validate::key(lim, "key", &l.key))?;
-                check(n, &ty, validate::value(lim, "knowledge", &l.knowledge))?;
-                if l.version == 0 {
-                    return Err(line_err(
-                        n,
-                        "knowledge record: `version` must be at least 1",
-                    ));
-                }
-                let mut history = Vec::with_capacity(l.history.len());
-                let mut last = 0u64;
-                for (i, h) in l.history.into_iter().enumerate() {
-                    if h.version <= last || h.version > l.version {
-                        return Err(line_err(
-                            n,
-                            format!(
-                                "knowledge record: history[{i}].version must ascend and not exceed `version` ({})",
-                                l.version
-                            ),
-                        ));
-                    }
-                    last = h.version;
-                    check(
-                        n,
-                        &ty,
-                        validate::value(lim, &format!("history[{i}].knowledge"), &h.knowledge),
-                    )?;
-                    history.push((
-                        h.version,
-                        HistoryRecord {
-                            value: h.knowledge,
-                            recorded_at: ms(h.recorded_at),
-                        },
-                    ));
-                }
-                plan.knowledge.push((
-                    l.context,
-                    l.key,
-                    KnowledgeRecord {
-                        value: l.knowledge,
-                        version: l.version,
-                        created_at: ms(l.created_at),
-                        updated_at: ms(l.updated_at),
-                    },
-                    history,
-                ));
-            }
-            "procedure" => {
-                let l: ProcedureLine = fields(n, &ty, v)?;
-                ctx_ok(&l.context)?;
-                check(n, &ty, validate::key(lim, "name", &l.name))?;
-                let steps =
-                    l.record.get("steps").cloned().ok_or_else(|| {
-                        line_err(n, "procedure record: `record.steps` is missing")
-                    })?;
-                check(
-                    n,
-                    &ty,
-                    crate::procedural::steps_from_json(steps).map(|_| ()),
-                )?;
-                plan.procedures.push((l.context, l.name, l.record));
-            }
-            "run" => {
-                let l: RunLine = fields(n, &ty, v)?;
-                check(n, &ty, validate::key(lim, "run_id", &l.run_id))?;
-                if l.record.get("run_id").and_then(Value::as_str) != Some(l.run_id.as_str()) {
-                    return Err(line_err(
-                        n,
-                        "run record: `record.run_id` must equal `run_id`",
-                    ));
-                }
-                let mut trace = Vec::with_capacity(l.trace.len());
-                for (i, t) in l.trace.into_iter().enumerate() {
-                    if !t.entry.is_object() {
-                        return Err(line_err(
-                            n,
-                            format!("run record: trace[{i}].entry must be an object"),
-                        ));
-                    }
-                    trace.push((t.seq, t.entry));
-                }
-                plan.runs.push((l.run_id, l.record, trace));
-            }
-            "session" => {
-                let l: SessionLine = fields(n, &ty, v)?;
-                check(n, &ty, validate::key(lim, "session_id", &l.session_id))?;
-                check(n, &ty, validate::key(lim, "name", &l.name))?;
-                check(n, &ty, validate::value(lim, "metadata", &l.metadata))?;
-                let mut versions = Vec::with_capacity(l.versions.len());
-                let mut last = 0u64;
-                for (i, sv) in l.versions.into_iter().enumerate() {
-                    if sv.version <= last || sv.version > l.last_version {
-                        return Err(line_err(
-                            n,
-                            format!(
-                                "session record: versions[{i}].version must ascend and not exceed `last_version` ({})",
-                                l.last_version
-                            ),
-                        ));
-                    }
-                    if sv.compression_level > sessions::MAX_COMPRESSION_LEVEL {
-                        return Err(line_err(
-                            n,
-                            format!(
-                                "session record: versions[{i}].compression_level must be in 0..=3, got {}",
-                                sv.compression_level
-                            ),
-                        ));
-                    }
-                    last = sv.version;
-                    check(
-                        n,
-                        &ty,
-                        validate::value(lim, &format!("versions[{i}].content"), &sv.content),
-                    )?;
-                    versions.push(ImportedVersion {
-                        version: sv.version,
-                        saved_at: ms(sv.saved_at),
-                        level: sv.compression_level,
-                        content: sv.content,
-                    });
-                }
-                plan.sessions.push((
-                    l.session_id,
-                    SessionRecord {
-                        name: l.name,
-                        metadata: l.metadata,
-                        created_at: ms(l.created_at),
-                        updated_at: ms(l.updated_at),
-                        last_version: l.last_version,
-                    },
-                    versions,
-                ));
-            }
-            "task" => {
-                let l: TaskLine = fields(n, &ty, v)?;
-                check(n, &ty, validate::key(lim, "task_id", &l.task_id))?;
-                check(n, &ty, validate::key(lim, "llm_name", &l.llm_name))?;
-                ctx_ok(&l.context)?;
-                if l.end_time.is_some_and(|t| t < l.start_time) {
-                    return Err(line_err(
-                        n,
-                        "task record: `end_time` is before `start_time`",
-                    ));
-                }
-                if l.end_time.is_some() != l.duration_seconds.is_some() {
-                    return Err(line_err(
-                        n,
-                        "task record: `end_time` and `duration_seconds` go together",
-                    ));
-                }
-                plan.tasks.push(TaskRecord {
-                    task_id: l.task_id,
-                    llm_name: l.llm_name,
-                    description: l.task_description,
-                    context: l.context,
-                    start_time: ms(l.start_time),
-                    end_time: l.end_time.map(ms),
-                    summary: l.summary,
-                    duration_seconds: l.duration_seconds,
-                    files_modified: l.files_modified,
-                    files: l.files,
-                    episode_id: l.episode_id,
-                });
-            }
-            HEADER_TYPE => return Err(line_err(n, "a second header line")),
-            other => return Err(line_err(n, format!("unknown record type {other:?}"))),
+        if ty == HEADER_TYPE {
+            return Err(line_err(n, "a second header line"));
         }
+        let Some(parse) = record_parser(&ty) else {
+            return Err(line_err(n, format!("unknown record type {ty:?}")));
+        };
+        parse(&Line { e, n, ty: &ty }, v, &mut plan)?;
     }
     let lines = n as u64 - 1;
     progress(Progress::new(
@@ -829,6 +585,309 @@ fn parse_export(e: &Engine, r: &mut dyn BufRead, progress: &dyn Fn(Progress)) ->
         format!("{lines} lines valid"),
     ));
     Ok(plan)
+}
+
+/// One line being parsed: the engine (for its limits), the line number and the record type.
+struct Line<'a> {
+    e: &'a Engine,
+    n: usize,
+    ty: &'a str,
+}
+
+impl Line<'_> {
+    /// The record's fields (everything but `type`).
+    fn fields<T: DeserializeOwned>(&self, v: Value) -> Result<T> {
+        fields(self.n, self.ty, v)
+    }
+
+    /// Run a validator and re-label its error with the line and record type.
+    fn check(&self, r: Result<()>) -> Result<()> {
+        check(self.n, self.ty, r)
+    }
+
+    /// Check the record's `context` field.
+    fn context(&self, c: &str) -> Result<()> {
+        self.check(validate::context_name("context", c))
+    }
+
+    /// An error about this line.
+    fn err(&self, reason: impl std::fmt::Display) -> Error {
+        line_err(self.n, reason)
+    }
+}
+
+/// Parses and validates the fields of one record into the plan.
+type RecordParser = fn(&Line<'_>, Value, &mut Plan) -> Result<()>;
+
+/// Every record type the format has after the header, with its parser.
+const RECORD_PARSERS: &[(&str, RecordParser)] = &[
+    ("context", parse_context),
+    ("short_term", parse_short_term),
+    ("working", parse_working),
+    ("episode", parse_episode),
+    ("knowledge", parse_knowledge),
+    ("procedure", parse_procedure),
+    ("run", parse_run),
+    ("session", parse_session),
+    ("task", parse_task),
+];
+
+/// The parser of record type `ty`, if the format has that type.
+fn record_parser(ty: &str) -> Option<RecordParser> {
+    RECORD_PARSERS
+        .iter()
+        .find(|(name, _)| *name == ty)
+        .map(|&(_, parse)| parse)
+}
+
+/// A `context` line: a context name.
+fn parse_context(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let l: ContextLine = x.fields(v)?;
+    x.check(validate::context_name("name", &l.name))?;
+    plan.contexts.push(l.name);
+    Ok(())
+}
+
+/// A `short_term` line: one short-term entry.
+fn parse_short_term(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: ShortTermLine = x.fields(v)?;
+    x.context(&l.context)?;
+    x.check(validate::key(lim, "key", &l.key))?;
+    x.check(validate::value(lim, "value", &l.value))?;
+    plan.short_term.push((
+        l.context,
+        l.key,
+        StRecord {
+            value: l.value,
+            stored_at: ms(l.stored_at),
+            expires_at: l.expires_at.map(ms),
+        },
+    ));
+    Ok(())
+}
+
+/// A `working` line: the focus list and workspace of one context.
+fn parse_working(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: WorkingLine = x.fields(v)?;
+    x.context(&l.context)?;
+    for (i, f) in l.focus.iter().enumerate() {
+        x.check(validate::key(lim, &format!("focus[{i}]"), f))?;
+    }
+    let mut workspace = Vec::with_capacity(l.workspace.len());
+    for (i, item) in l.workspace.into_iter().enumerate() {
+        x.check(validate::key(lim, &format!("workspace[{i}].id"), &item.id))?;
+        x.check(validate::value(
+            lim,
+            &format!("workspace[{i}].value"),
+            &item.value,
+        ))?;
+        workspace.push(WsRecord {
+            id: item.id,
+            value: item.value,
+            added_at: ms(item.added_at),
+        });
+    }
+    plan.working.push((
+        l.context,
+        WorkingState {
+            focus: l.focus,
+            workspace,
+        },
+    ));
+    Ok(())
+}
+
+/// An `episode` line: one episode.
+fn parse_episode(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: EpisodeLine = x.fields(v)?;
+    x.context(&l.context)?;
+    x.check(validate::key(lim, "id", &l.id))?;
+    let ep = NewEpisode {
+        summary: l.summary,
+        content: l.content,
+        participants: l.participants,
+        tags: l.tags,
+        importance: Some(l.importance),
+        timestamp: Some(l.timestamp),
+    };
+    x.check(episodic::validate_new(x.e, &ep).map(|_| ()))?;
+    plan.episodes.push((
+        l.context,
+        EpisodeRecord {
+            id: l.id,
+            timestamp: ms(l.timestamp),
+            summary: ep.summary,
+            content: ep.content,
+            participants: ep.participants,
+            tags: ep.tags,
+            importance: l.importance,
+        },
+    ));
+    Ok(())
+}
+
+/// A `knowledge` line: one semantic entry with its history.
+fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: KnowledgeLine = x.fields(v)?;
+    x.context(&l.context)?;
+    x.check(validate::key(lim, "key", &l.key))?;
+    x.check(validate::value(lim, "knowledge", &l.knowledge))?;
+    if l.version == 0 {
+        return Err(x.err("knowledge record: `version` must be at least 1"));
+    }
+    let mut history = Vec::with_capacity(l.history.len());
+    let mut last = 0u64;
+    for (i, h) in l.history.into_iter().enumerate() {
+        if h.version <= last || h.version > l.version {
+            return Err(x.err(format!(
+                "knowledge record: history[{i}].version must ascend and not exceed `version` ({})",
+                l.version
+            )));
+        }
+        last = h.version;
+        x.check(validate::value(
+            lim,
+            &format!("history[{i}].knowledge"),
+            &h.knowledge,
+        ))?;
+        history.push((
+            h.version,
+            HistoryRecord {
+                value: h.knowledge,
+                recorded_at: ms(h.recorded_at),
+            },
+        ));
+    }
+    plan.knowledge.push((
+        l.context,
+        l.key,
+        KnowledgeRecord {
+            value: l.knowledge,
+            version: l.version,
+            created_at: ms(l.created_at),
+            updated_at: ms(l.updated_at),
+        },
+        history,
+    ));
+    Ok(())
+}
+
+/// A `procedure` line: a stored procedure record (its steps are re-validated).
+fn parse_procedure(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: ProcedureLine = x.fields(v)?;
+    x.context(&l.context)?;
+    x.check(validate::key(lim, "name", &l.name))?;
+    let steps = l
+        .record
+        .get("steps")
+        .cloned()
+        .ok_or_else(|| x.err("procedure record: `record.steps` is missing"))?;
+    x.check(crate::procedural::steps_from_json(steps).map(|_| ()))?;
+    plan.procedures.push((l.context, l.name, l.record));
+    Ok(())
+}
+
+/// A `run` line: a run header and its trace entries.
+fn parse_run(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: RunLine = x.fields(v)?;
+    x.check(validate::key(lim, "run_id", &l.run_id))?;
+    if l.record.get("run_id").and_then(Value::as_str) != Some(l.run_id.as_str()) {
+        return Err(x.err("run record: `record.run_id` must equal `run_id`"));
+    }
+    let mut trace = Vec::with_capacity(l.trace.len());
+    for (i, t) in l.trace.into_iter().enumerate() {
+        if !t.entry.is_object() {
+            return Err(x.err(format!("run record: trace[{i}].entry must be an object")));
+        }
+        trace.push((t.seq, t.entry));
+    }
+    plan.runs.push((l.run_id, l.record, trace));
+    Ok(())
+}
+
+/// A `session` line: a session with every version, decoded.
+fn parse_session(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: SessionLine = x.fields(v)?;
+    x.check(validate::key(lim, "session_id", &l.session_id))?;
+    x.check(validate::key(lim, "name", &l.name))?;
+    x.check(validate::value(lim, "metadata", &l.metadata))?;
+    let mut versions = Vec::with_capacity(l.versions.len());
+    let mut last = 0u64;
+    for (i, sv) in l.versions.into_iter().enumerate() {
+        if sv.version <= last || sv.version > l.last_version {
+            return Err(x.err(format!(
+                    "session record: versions[{i}].version must ascend and not exceed `last_version` ({})",
+                    l.last_version
+                ),
+            ));
+        }
+        if sv.compression_level > sessions::MAX_COMPRESSION_LEVEL {
+            return Err(x.err(format!(
+                "session record: versions[{i}].compression_level must be in 0..=3, got {}",
+                sv.compression_level
+            )));
+        }
+        last = sv.version;
+        x.check(validate::value(
+            lim,
+            &format!("versions[{i}].content"),
+            &sv.content,
+        ))?;
+        versions.push(ImportedVersion {
+            version: sv.version,
+            saved_at: ms(sv.saved_at),
+            level: sv.compression_level,
+            content: sv.content,
+        });
+    }
+    plan.sessions.push((
+        l.session_id,
+        SessionRecord {
+            name: l.name,
+            metadata: l.metadata,
+            created_at: ms(l.created_at),
+            updated_at: ms(l.updated_at),
+            last_version: l.last_version,
+        },
+        versions,
+    ));
+    Ok(())
+}
+
+/// A `task` line: one timesheet task.
+fn parse_task(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
+    let lim = &x.e.opts.limits;
+    let l: TaskLine = x.fields(v)?;
+    x.check(validate::key(lim, "task_id", &l.task_id))?;
+    x.check(validate::key(lim, "llm_name", &l.llm_name))?;
+    x.context(&l.context)?;
+    if l.end_time.is_some_and(|t| t < l.start_time) {
+        return Err(x.err("task record: `end_time` is before `start_time`"));
+    }
+    if l.end_time.is_some() != l.duration_seconds.is_some() {
+        return Err(x.err("task record: `end_time` and `duration_seconds` go together"));
+    }
+    plan.tasks.push(TaskRecord {
+        task_id: l.task_id,
+        llm_name: l.llm_name,
+        description: l.task_description,
+        context: l.context,
+        start_time: ms(l.start_time),
+        end_time: l.end_time.map(ms),
+        summary: l.summary,
+        duration_seconds: l.duration_seconds,
+        files_modified: l.files_modified,
+        files: l.files,
+        episode_id: l.episode_id,
+    });
+    Ok(())
 }
 
 /// Counts records written during `apply` and reports every [`PROGRESS_EVERY`] of them and
