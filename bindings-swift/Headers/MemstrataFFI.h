@@ -243,9 +243,546 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_ACTION_HANDLER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_ACTION_HANDLER_METHOD0
+typedef void (*UniffiCallbackInterfaceActionHandlerMethod0)(uint64_t, RustBuffer* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_ACTION_HANDLER_METHOD1
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_ACTION_HANDLER_METHOD1
+typedef void (*UniffiCallbackInterfaceActionHandlerMethod1)(uint64_t, RustBuffer, RustBuffer, RustBuffer* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PROGRESS_LISTENER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PROGRESS_LISTENER_METHOD0
+typedef void (*UniffiCallbackInterfaceProgressListenerMethod0)(uint64_t, RustBuffer, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_ACTION_HANDLER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_ACTION_HANDLER
+typedef struct UniffiVTableCallbackInterfaceActionHandler {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceActionHandlerMethod0 _Nonnull actions;
+    UniffiCallbackInterfaceActionHandlerMethod1 _Nonnull call;
+} UniffiVTableCallbackInterfaceActionHandler;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PROGRESS_LISTENER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PROGRESS_LISTENER
+typedef struct UniffiVTableCallbackInterfaceProgressListener {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceProgressListenerMethod0 _Nonnull onProgress;
+} UniffiVTableCallbackInterfaceProgressListener;
+
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_EPISODIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_EPISODIC
+uint64_t uniffi_memstrata_ffi_fn_clone_episodic(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_EPISODIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_EPISODIC
+void uniffi_memstrata_ffi_fn_free_episodic(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_FORGET
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_forget(uint64_t ptr, RustBuffer id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_GET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_GET
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_get(uint64_t ptr, RustBuffer id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECENT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECENT
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_recent(uint64_t ptr, RustBuffer limit
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECORD
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECORD
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_record(uint64_t ptr, RustBuffer summary, RustBuffer options
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SEARCH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SEARCH
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_search(uint64_t ptr, RustBuffer query, RustBuffer options
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SUMMARIZE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SUMMARIZE
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_summarize(uint64_t ptr, RustBuffer ids
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_SEMANTIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_SEMANTIC
+uint64_t uniffi_memstrata_ffi_fn_clone_semantic(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_SEMANTIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_SEMANTIC
+void uniffi_memstrata_ffi_fn_free_semantic(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_FORGET
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_forget(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_GET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_GET
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_get(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_HISTORY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_HISTORY
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_history(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_KEYS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_KEYS
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_keys(uint64_t ptr, RustBuffer prefix
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_QUERY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_QUERY
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_query(uint64_t ptr, RustBuffer text, RustBuffer limit
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_RETRIEVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_RETRIEVE
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_retrieve(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_store(uint64_t ptr, RustBuffer key, RustBuffer knowledge
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_UPDATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_UPDATE
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_update(uint64_t ptr, RustBuffer key, RustBuffer patch
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_SHORTTERM
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_SHORTTERM
+uint64_t uniffi_memstrata_ffi_fn_clone_shortterm(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_SHORTTERM
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_SHORTTERM
+void uniffi_memstrata_ffi_fn_free_shortterm(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_ENTRY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_ENTRY
+uint64_t uniffi_memstrata_ffi_fn_method_shortterm_entry(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_FORGET
+uint64_t uniffi_memstrata_ffi_fn_method_shortterm_forget(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_KEYS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_KEYS
+uint64_t uniffi_memstrata_ffi_fn_method_shortterm_keys(uint64_t ptr, RustBuffer prefix
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_RETRIEVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_RETRIEVE
+uint64_t uniffi_memstrata_ffi_fn_method_shortterm_retrieve(uint64_t ptr, RustBuffer key
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SHORTTERM_STORE
+uint64_t uniffi_memstrata_ffi_fn_method_shortterm_store(uint64_t ptr, RustBuffer key, RustBuffer value, RustBuffer ttl
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_WORKING
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_WORKING
+uint64_t uniffi_memstrata_ffi_fn_clone_working(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_WORKING
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_WORKING
+void uniffi_memstrata_ffi_fn_free_working(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_ADD_TO_WORKSPACE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_ADD_TO_WORKSPACE
+uint64_t uniffi_memstrata_ffi_fn_method_working_add_to_workspace(uint64_t ptr, RustBuffer value
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_CLEAR
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_CLEAR
+uint64_t uniffi_memstrata_ffi_fn_method_working_clear(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_CURRENT_FOCUS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_CURRENT_FOCUS
+uint64_t uniffi_memstrata_ffi_fn_method_working_current_focus(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_FOCUS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_FOCUS
+uint64_t uniffi_memstrata_ffi_fn_method_working_focus(uint64_t ptr, RustBuffer item
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_WORKSPACE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_WORKSPACE
+uint64_t uniffi_memstrata_ffi_fn_method_working_workspace(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_WORKSPACE_ITEMS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_WORKING_WORKSPACE_ITEMS
+uint64_t uniffi_memstrata_ffi_fn_method_working_workspace_items(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_MANUALCLOCK
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_MANUALCLOCK
+uint64_t uniffi_memstrata_ffi_fn_clone_manualclock(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_MANUALCLOCK
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_MANUALCLOCK
+void uniffi_memstrata_ffi_fn_free_manualclock(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CONSTRUCTOR_MANUALCLOCK_NEW
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CONSTRUCTOR_MANUALCLOCK_NEW
+uint64_t uniffi_memstrata_ffi_fn_constructor_manualclock_new(RustBuffer start, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MANUALCLOCK_ADVANCE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MANUALCLOCK_ADVANCE
+void uniffi_memstrata_ffi_fn_method_manualclock_advance(uint64_t ptr, double seconds, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MANUALCLOCK_NOW
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MANUALCLOCK_NOW
+RustBuffer uniffi_memstrata_ffi_fn_method_manualclock_now(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MANUALCLOCK_SET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MANUALCLOCK_SET
+void uniffi_memstrata_ffi_fn_method_manualclock_set(uint64_t ptr, RustBuffer to, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_MEMORY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_MEMORY
+uint64_t uniffi_memstrata_ffi_fn_clone_memory(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_MEMORY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_MEMORY
+void uniffi_memstrata_ffi_fn_free_memory(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CONSTRUCTOR_MEMORY_NEW
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CONSTRUCTOR_MEMORY_NEW
+uint64_t uniffi_memstrata_ffi_fn_constructor_memory_new(RustBuffer path, RustBuffer options, RustBuffer clock, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CONSTRUCTOR_MEMORY_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CONSTRUCTOR_MEMORY_OPEN
+uint64_t uniffi_memstrata_ffi_fn_constructor_memory_open(RustBuffer path, RustBuffer options, RustBuffer clock
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_ACTIVE_CONTEXT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_ACTIVE_CONTEXT
+RustBuffer uniffi_memstrata_ffi_fn_method_memory_active_context(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CLOSE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_close(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CONTEXT_RETRIEVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CONTEXT_RETRIEVE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_context_retrieve(uint64_t ptr, RustBuffer key, RustBuffer namespace
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CONTEXT_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CONTEXT_STORE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_context_store(uint64_t ptr, RustBuffer key, RustBuffer value, RustBuffer ttl, RustBuffer namespace
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CONTEXTS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_CONTEXTS
+uint64_t uniffi_memstrata_ffi_fn_method_memory_contexts(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_EXPORT_TO
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_EXPORT_TO
+uint64_t uniffi_memstrata_ffi_fn_method_memory_export_to(uint64_t ptr, RustBuffer path
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_FLUSH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_FLUSH
+uint64_t uniffi_memstrata_ffi_fn_method_memory_flush(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_EPISODIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_EPISODIC
+uint64_t uniffi_memstrata_ffi_fn_method_memory_get_episodic(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_PROCEDURAL
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_PROCEDURAL
+uint64_t uniffi_memstrata_ffi_fn_method_memory_get_procedural(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_SEMANTIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_SEMANTIC
+uint64_t uniffi_memstrata_ffi_fn_method_memory_get_semantic(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_SHORT_TERM
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_SHORT_TERM
+uint64_t uniffi_memstrata_ffi_fn_method_memory_get_short_term(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_WORKING
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_GET_WORKING
+uint64_t uniffi_memstrata_ffi_fn_method_memory_get_working(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IMPORT_FROM
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IMPORT_FROM
+uint64_t uniffi_memstrata_ffi_fn_method_memory_import_from(uint64_t ptr, RustBuffer path, RustBuffer progress
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IMPORT_KNOWLEDGE_GRAPH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IMPORT_KNOWLEDGE_GRAPH
+uint64_t uniffi_memstrata_ffi_fn_method_memory_import_knowledge_graph(uint64_t ptr, RustBuffer path
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IS_CLOSED
+int8_t uniffi_memstrata_ffi_fn_method_memory_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IS_TEMPORARY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_IS_TEMPORARY
+int8_t uniffi_memstrata_ffi_fn_method_memory_is_temporary(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_NAMESPACE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_NAMESPACE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_namespace(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_OPTIMIZE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_OPTIMIZE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_optimize(uint64_t ptr, RustBuffer level, RustBuffer target_session, RustBuffer progress
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PATH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PATH
+RustBuffer uniffi_memstrata_ffi_fn_method_memory_path(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PUNCH_IN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PUNCH_IN
+uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_in(uint64_t ptr, RustBuffer llm_name, RustBuffer task_description, RustBuffer context
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PUNCH_OUT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PUNCH_OUT
+uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_out(uint64_t ptr, RustBuffer task_id, RustBuffer summary, int8_t detect_files
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_CREATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_CREATE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_session_create(uint64_t ptr, RustBuffer name, RustBuffer metadata
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_DELETE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_DELETE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_session_delete(uint64_t ptr, RustBuffer session_id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_LIST
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_LIST
+uint64_t uniffi_memstrata_ffi_fn_method_memory_session_list(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_RESTORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_RESTORE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_session_restore(uint64_t ptr, RustBuffer session_id, RustBuffer version
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_SAVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_SAVE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_session_save(uint64_t ptr, RustBuffer session_id, RustBuffer content, RustBuffer compression_level
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_VERSIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_VERSIONS
+uint64_t uniffi_memstrata_ffi_fn_method_memory_session_versions(uint64_t ptr, RustBuffer session_id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_STATUS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_STATUS
+uint64_t uniffi_memstrata_ffi_fn_method_memory_status(uint64_t ptr, int8_t include_sessions, int8_t include_metrics
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SWITCH_CONTEXT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SWITCH_CONTEXT
+uint64_t uniffi_memstrata_ffi_fn_method_memory_switch_context(uint64_t ptr, RustBuffer target, int8_t preserve_current
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_TASK
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_TASK
+uint64_t uniffi_memstrata_ffi_fn_method_memory_task(uint64_t ptr, RustBuffer task_id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_TASKS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_TASKS
+uint64_t uniffi_memstrata_ffi_fn_method_memory_tasks(uint64_t ptr, RustBuffer filter
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_TIMESHEET_REPORT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_TIMESHEET_REPORT
+uint64_t uniffi_memstrata_ffi_fn_method_memory_timesheet_report(uint64_t ptr, RustBuffer since, RustBuffer until
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_ACTIONHANDLER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_ACTIONHANDLER
+uint64_t uniffi_memstrata_ffi_fn_clone_actionhandler(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_ACTIONHANDLER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_ACTIONHANDLER
+void uniffi_memstrata_ffi_fn_free_actionhandler(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_INIT_CALLBACK_VTABLE_ACTIONHANDLER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_INIT_CALLBACK_VTABLE_ACTIONHANDLER
+void uniffi_memstrata_ffi_fn_init_callback_vtable_actionhandler(const UniffiVTableCallbackInterfaceActionHandler* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_ACTIONHANDLER_ACTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_ACTIONHANDLER_ACTIONS
+RustBuffer uniffi_memstrata_ffi_fn_method_actionhandler_actions(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_ACTIONHANDLER_CALL
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_ACTIONHANDLER_CALL
+RustBuffer uniffi_memstrata_ffi_fn_method_actionhandler_call(uint64_t ptr, RustBuffer action, RustBuffer parameters, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_PROCEDURAL
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_PROCEDURAL
+uint64_t uniffi_memstrata_ffi_fn_clone_procedural(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_PROCEDURAL
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_PROCEDURAL
+void uniffi_memstrata_ffi_fn_free_procedural(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_EXECUTE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_EXECUTE
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_execute(uint64_t ptr, RustBuffer name, RustBuffer params, RustBuffer handler
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_FORGET
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_forget(uint64_t ptr, RustBuffer name
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_GET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_GET
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_get(uint64_t ptr, RustBuffer name
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_LEARN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_LEARN
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_learn(uint64_t ptr, RustBuffer name, RustBuffer steps
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_LIST
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_LIST
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_list(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_REGISTER_ACTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_REGISTER_ACTION
+void uniffi_memstrata_ffi_fn_method_procedural_register_action(uint64_t ptr, RustBuffer name, uint64_t handler, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_REGISTERED_ACTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_REGISTERED_ACTIONS
+RustBuffer uniffi_memstrata_ffi_fn_method_procedural_registered_actions(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_RESUME
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_resume(uint64_t ptr, RustBuffer run_id, RustBuffer output, RustBuffer handler
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_RUN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_RUN
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_run(uint64_t ptr, RustBuffer run_id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_UNREGISTER_ACTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_UNREGISTER_ACTION
+int8_t uniffi_memstrata_ffi_fn_method_procedural_unregister_action(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_UPDATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROCEDURAL_UPDATE
+uint64_t uniffi_memstrata_ffi_fn_method_procedural_update(uint64_t ptr, RustBuffer name, RustBuffer steps
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_PROGRESSLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_PROGRESSLISTENER
+uint64_t uniffi_memstrata_ffi_fn_clone_progresslistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_PROGRESSLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_PROGRESSLISTENER
+void uniffi_memstrata_ffi_fn_free_progresslistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_INIT_CALLBACK_VTABLE_PROGRESSLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_INIT_CALLBACK_VTABLE_PROGRESSLISTENER
+void uniffi_memstrata_ffi_fn_init_callback_vtable_progresslistener(const UniffiVTableCallbackInterfaceProgressListener* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROGRESSLISTENER_ON_PROGRESS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_PROGRESSLISTENER_ON_PROGRESS
+void uniffi_memstrata_ffi_fn_method_progresslistener_on_progress(uint64_t ptr, RustBuffer event, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FUNC_MEMSTRATA_INFO
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FUNC_MEMSTRATA_INFO
+RustBuffer uniffi_memstrata_ffi_fn_func_memstrata_info(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FUNC_MEMSTRATA_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FUNC_MEMSTRATA_VERSION
 RustBuffer uniffi_memstrata_ffi_fn_func_memstrata_version(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FUNC_PANIC_FOR_TESTS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FUNC_PANIC_FOR_TESTS
+uint64_t uniffi_memstrata_ffi_fn_func_panic_for_tests(void
     
 );
 #endif
@@ -509,9 +1046,483 @@ void ffi_memstrata_ffi_rust_future_free_void(uint64_t handle
 void ffi_memstrata_ffi_rust_future_complete_void(uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_FUNC_MEMSTRATA_INFO
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_FUNC_MEMSTRATA_INFO
+uint16_t uniffi_memstrata_ffi_checksum_func_memstrata_info(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_FUNC_MEMSTRATA_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_FUNC_MEMSTRATA_VERSION
 uint16_t uniffi_memstrata_ffi_checksum_func_memstrata_version(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_FUNC_PANIC_FOR_TESTS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_FUNC_PANIC_FOR_TESTS
+uint16_t uniffi_memstrata_ffi_checksum_func_panic_for_tests(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_FORGET
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_forget(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_GET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_GET
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_get(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECENT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECENT
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_recent(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECORD
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECORD
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_record(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SEARCH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SEARCH
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_search(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SUMMARIZE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SUMMARIZE
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_summarize(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_FORGET
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_forget(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_GET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_GET
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_get(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_HISTORY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_HISTORY
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_history(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_KEYS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_KEYS
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_keys(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_QUERY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_QUERY
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_query(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_RETRIEVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_RETRIEVE
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_retrieve(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_STORE
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_store(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_UPDATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_UPDATE
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_update(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_ENTRY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_ENTRY
+uint16_t uniffi_memstrata_ffi_checksum_method_shortterm_entry(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_FORGET
+uint16_t uniffi_memstrata_ffi_checksum_method_shortterm_forget(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_KEYS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_KEYS
+uint16_t uniffi_memstrata_ffi_checksum_method_shortterm_keys(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_RETRIEVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_RETRIEVE
+uint16_t uniffi_memstrata_ffi_checksum_method_shortterm_retrieve(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SHORTTERM_STORE
+uint16_t uniffi_memstrata_ffi_checksum_method_shortterm_store(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_ADD_TO_WORKSPACE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_ADD_TO_WORKSPACE
+uint16_t uniffi_memstrata_ffi_checksum_method_working_add_to_workspace(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_CLEAR
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_CLEAR
+uint16_t uniffi_memstrata_ffi_checksum_method_working_clear(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_CURRENT_FOCUS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_CURRENT_FOCUS
+uint16_t uniffi_memstrata_ffi_checksum_method_working_current_focus(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_FOCUS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_FOCUS
+uint16_t uniffi_memstrata_ffi_checksum_method_working_focus(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_WORKSPACE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_WORKSPACE
+uint16_t uniffi_memstrata_ffi_checksum_method_working_workspace(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_WORKSPACE_ITEMS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_WORKING_WORKSPACE_ITEMS
+uint16_t uniffi_memstrata_ffi_checksum_method_working_workspace_items(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MANUALCLOCK_ADVANCE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MANUALCLOCK_ADVANCE
+uint16_t uniffi_memstrata_ffi_checksum_method_manualclock_advance(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MANUALCLOCK_NOW
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MANUALCLOCK_NOW
+uint16_t uniffi_memstrata_ffi_checksum_method_manualclock_now(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MANUALCLOCK_SET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MANUALCLOCK_SET
+uint16_t uniffi_memstrata_ffi_checksum_method_manualclock_set(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_ACTIVE_CONTEXT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_ACTIVE_CONTEXT
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_active_context(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CLOSE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CONTEXT_RETRIEVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CONTEXT_RETRIEVE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_context_retrieve(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CONTEXT_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CONTEXT_STORE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_context_store(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CONTEXTS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_CONTEXTS
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_contexts(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_EXPORT_TO
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_EXPORT_TO
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_export_to(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_FLUSH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_FLUSH
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_flush(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_EPISODIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_EPISODIC
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_get_episodic(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_PROCEDURAL
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_PROCEDURAL
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_get_procedural(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_SEMANTIC
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_SEMANTIC
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_get_semantic(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_SHORT_TERM
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_SHORT_TERM
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_get_short_term(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_WORKING
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_GET_WORKING
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_get_working(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IMPORT_FROM
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IMPORT_FROM
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_import_from(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IMPORT_KNOWLEDGE_GRAPH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IMPORT_KNOWLEDGE_GRAPH
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IS_CLOSED
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IS_TEMPORARY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_IS_TEMPORARY
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_is_temporary(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_NAMESPACE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_NAMESPACE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_namespace(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_OPTIMIZE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_OPTIMIZE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_optimize(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PATH
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PATH
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_path(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PUNCH_IN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PUNCH_IN
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_punch_in(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PUNCH_OUT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PUNCH_OUT
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_punch_out(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_CREATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_CREATE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_create(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_DELETE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_DELETE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_delete(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_LIST
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_LIST
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_list(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_RESTORE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_RESTORE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_restore(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_SAVE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_SAVE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_save(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_VERSIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_VERSIONS
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_versions(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_STATUS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_STATUS
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_status(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SWITCH_CONTEXT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SWITCH_CONTEXT
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_switch_context(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_TASK
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_TASK
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_task(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_TASKS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_TASKS
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_tasks(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_TIMESHEET_REPORT
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_TIMESHEET_REPORT
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_timesheet_report(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_ACTIONHANDLER_ACTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_ACTIONHANDLER_ACTIONS
+uint16_t uniffi_memstrata_ffi_checksum_method_actionhandler_actions(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_ACTIONHANDLER_CALL
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_ACTIONHANDLER_CALL
+uint16_t uniffi_memstrata_ffi_checksum_method_actionhandler_call(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_EXECUTE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_EXECUTE
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_execute(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_FORGET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_FORGET
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_forget(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_GET
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_GET
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_get(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_LEARN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_LEARN
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_learn(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_LIST
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_LIST
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_list(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_REGISTER_ACTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_REGISTER_ACTION
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_register_action(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_REGISTERED_ACTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_REGISTERED_ACTIONS
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_registered_actions(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_RESUME
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_resume(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_RUN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_RUN
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_run(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_UNREGISTER_ACTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_UNREGISTER_ACTION
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_unregister_action(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_UPDATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROCEDURAL_UPDATE
+uint16_t uniffi_memstrata_ffi_checksum_method_procedural_update(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROGRESSLISTENER_ON_PROGRESS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_PROGRESSLISTENER_ON_PROGRESS
+uint16_t uniffi_memstrata_ffi_checksum_method_progresslistener_on_progress(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
+uint16_t uniffi_memstrata_ffi_checksum_constructor_manualclock_new(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_CONSTRUCTOR_MEMORY_NEW
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_CONSTRUCTOR_MEMORY_NEW
+uint16_t uniffi_memstrata_ffi_checksum_constructor_memory_new(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_CONSTRUCTOR_MEMORY_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_CONSTRUCTOR_MEMORY_OPEN
+uint16_t uniffi_memstrata_ffi_checksum_constructor_memory_open(void
     
 );
 #endif

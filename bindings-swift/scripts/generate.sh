@@ -39,10 +39,16 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 # --no-format: the output must not depend on whether ktlint or swift-format
 # happens to be installed.
-"$bindgen" generate --library "$lib" \
-  --config "$here/uniffi-global.toml" \
-  --language kotlin --language swift --no-format \
-  --out-dir "$tmp/raw" >/dev/null
+gen() { "$bindgen" generate --library "$lib" --config "$here/uniffi-global.toml" --no-format "$@" >/dev/null; }
+gen --language kotlin --out-dir "$tmp/raw"
+# Both crates compile into the one Swift module `Memstrata` (uniffi's Swift
+# output is made to share a module: its helpers are fileprivate), but uniffi
+# names each crate's file after the module, so each crate is generated on its
+# own and the records crate's file renamed.
+gen --language swift --crate memstrata_ffi --out-dir "$tmp/raw"
+gen --language swift --crate memstrata_bindings_common --out-dir "$tmp/common"
+mv "$tmp/common/Memstrata.swift" "$tmp/raw/MemstrataCommon.swift"
+mv "$tmp/common"/*.h "$tmp/common"/*.modulemap "$tmp/raw/"
 
 out="$tmp/out"
 mkdir -p "$out/kotlin" "$out/swift" "$out/headers"

@@ -460,7 +460,85 @@ fileprivate final class UniffiHandleMap<T>: @unchecked Sendable {
 
 
 // Public interface members begin here.
+// Magic number for the Rust proxy to call using the same mechanism as every other method,
+// to free the callback once it's dropped by Rust.
+private let IDX_CALLBACK_FREE: Int32 = 0
+// Callback return codes
+private let UNIFFI_CALLBACK_SUCCESS: Int32 = 0
+private let UNIFFI_CALLBACK_ERROR: Int32 = 1
+private let UNIFFI_CALLBACK_UNEXPECTED_ERROR: Int32 = 2
 
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
+    typealias FfiType = UInt32
+    typealias SwiftType = UInt32
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt32 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
+    typealias FfiType = Int64
+    typealias SwiftType = Int64
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Int64 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Int64, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDouble: FfiConverterPrimitive {
+    typealias FfiType = Double
+    typealias SwiftType = Double
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Double {
+        return try lift(readDouble(&buf))
+    }
+
+    public static func write(_ value: Double, into buf: inout [UInt8]) {
+        writeDouble(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterBool : FfiConverter {
+    typealias FfiType = Int8
+    typealias SwiftType = Bool
+
+    public static func lift(_ value: Int8) throws -> Bool {
+        return value != 0
+    }
+
+    public static func lower(_ value: Bool) -> Int8 {
+        return value ? 1 : 0
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Bool {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Bool, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
@@ -507,6 +585,4209 @@ fileprivate struct FfiConverterString: FfiConverter {
         writeBytes(&buf, value.utf8)
     }
 }
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterTimestamp: FfiConverterRustBuffer {
+    typealias SwiftType = Date
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Date {
+        let seconds: Int64 = try readInt(&buf)
+        let nanoseconds: UInt32 = try readInt(&buf)
+        // Build the Date from whole seconds first, then add the nanoseconds as a
+        // separate TimeInterval.  Date stores CFAbsoluteTime (seconds since 2001),
+        // so adding a small fraction to the ~7.8e8 base is twice as precise as
+        // adding it to the ~1.76e9 Unix-epoch value, because the smaller magnitude
+        // leaves more mantissa bits for the sub-second part.
+        if seconds >= 0 {
+            return Date(timeIntervalSince1970: Double(seconds))
+                .addingTimeInterval(Double(nanoseconds) / 1.0e9)
+        } else {
+            return Date(timeIntervalSince1970: Double(seconds))
+                .addingTimeInterval(-Double(nanoseconds) / 1.0e9)
+        }
+    }
+
+    public static func write(_ value: Date, into buf: inout [UInt8]) {
+        var delta = value.timeIntervalSince1970
+        var sign: Int64 = 1
+        if delta < 0 {
+            // The nanoseconds portion of the epoch offset must always be
+            // positive, to simplify the calculation we will use the absolute
+            // value of the offset.
+            sign = -1
+            delta = -delta
+        }
+        if delta.rounded(.down) > Double(Int64.max) {
+            fatalError("Timestamp overflow, exceeds max bounds supported by Uniffi")
+        }
+        let seconds = Int64(delta)
+        let nanoseconds = UInt32((delta - Double(seconds)) * 1.0e9)
+        writeInt(&buf, sign * seconds)
+        writeInt(&buf, nanoseconds)
+    }
+}
+
+
+
+
+/**
+ * Host actions for procedures, implemented in Swift or Kotlin.
+ *
+ * `actions()` names the actions this host runs; a step whose action is
+ * neither built in nor named there pauses the run (`awaiting_action`) until
+ * `resume`. `call` receives the step's resolved parameters as JSON text and
+ * returns the step's output as JSON text; throwing (`ActionError.Failed`, or
+ * any other error) fails the step with the error's text. Calls arrive on a
+ * worker thread, with no engine lock held, so a handler may use the store.
+ */
+public protocol ActionHandler: AnyObject, Sendable {
+    
+    /**
+     * The action names this handler runs.
+     */
+    func actions()  -> [String]
+    
+    /**
+     * Run `action` with `parameters` (JSON text); return its output (JSON text).
+     */
+    func call(action: String, parameters: String) throws  -> String
+    
+}
+/**
+ * Host actions for procedures, implemented in Swift or Kotlin.
+ *
+ * `actions()` names the actions this host runs; a step whose action is
+ * neither built in nor named there pauses the run (`awaiting_action`) until
+ * `resume`. `call` receives the step's resolved parameters as JSON text and
+ * returns the step's output as JSON text; throwing (`ActionError.Failed`, or
+ * any other error) fails the step with the error's text. Calls arrive on a
+ * worker thread, with no engine lock held, so a handler may use the store.
+ */
+open class ActionHandlerImpl: ActionHandler, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_actionhandler(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_actionhandler(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The action names this handler runs.
+     */
+open func actions() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_actionhandler_actions(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Run `action` with `parameters` (JSON text); return its output (JSON text).
+     */
+open func call(action: String, parameters: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeActionError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_actionhandler_call(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(action),
+        FfiConverterString.lower(parameters),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceActionHandler {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceActionHandler = UniffiVTableCallbackInterfaceActionHandler(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeActionHandler.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface ActionHandler: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeActionHandler.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface ActionHandler: handle missing in uniffiClone")
+            }
+        },
+        actions: { (
+            uniffiHandle: UInt64,
+            uniffiOutReturn: UnsafeMutablePointer<RustBuffer>,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> [String] in
+                guard let uniffiObj = try? FfiConverterTypeActionHandler.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return uniffiObj.actions(
+                )
+            }
+
+            
+            let writeReturn = { uniffiOutReturn.pointee = FfiConverterSequenceString.lower($0) }
+            uniffiTraitInterfaceCall(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn
+            )
+        },
+        call: { (
+            uniffiHandle: UInt64,
+            action: RustBuffer,
+            parameters: RustBuffer,
+            uniffiOutReturn: UnsafeMutablePointer<RustBuffer>,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> String in
+                guard let uniffiObj = try? FfiConverterTypeActionHandler.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.call(
+                     action: try FfiConverterString.lift(action),
+                     parameters: try FfiConverterString.lift(parameters)
+                )
+            }
+
+            
+            let writeReturn = { uniffiOutReturn.pointee = FfiConverterString.lower($0) }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeActionError_lower
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceActionHandler> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceActionHandler>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitActionHandler() {
+    uniffi_memstrata_ffi_fn_init_callback_vtable_actionhandler(UniffiCallbackInterfaceActionHandler.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeActionHandler: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<ActionHandler>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = ActionHandler
+
+    public static func lift(_ handle: UInt64) throws -> ActionHandler {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return ActionHandlerImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: ActionHandler) -> UInt64 {
+         if let rustImpl = value as? ActionHandlerImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ActionHandler {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: ActionHandler, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActionHandler_lift(_ handle: UInt64) throws -> ActionHandler {
+    return try FfiConverterTypeActionHandler.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActionHandler_lower(_ value: ActionHandler) -> UInt64 {
+    return FfiConverterTypeActionHandler.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Episodic memory: events with full-text search.
+ */
+public protocol EpisodicProtocol: AnyObject, Sendable {
+    
+    /**
+     * Remove an episode; true if it was there.
+     */
+    func forget(id: String) async throws  -> Bool
+    
+    /**
+     * The episode with `id`, or null.
+     */
+    func get(id: String) async throws  -> Episode?
+    
+    /**
+     * The newest episodes (default 10).
+     */
+    func recent(limit: UInt32?) async throws  -> [Episode]
+    
+    /**
+     * Record an episode; returns its id. `options` carries the content (JSON
+     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     */
+    func record(summary: String, options: RecordOptions?) async throws  -> String
+    
+    /**
+     * Full-text (BM25) search; an empty query lists by recency. `options`
+     * holds the limit (default 10) and the tag, participant, time and
+     * importance filters.
+     */
+    func search(query: String, options: SearchOptions?) async throws  -> [EpisodeHit]
+    
+    /**
+     * A text summary of the episodes with these ids.
+     */
+    func summarize(ids: [String]) async throws  -> String
+    
+}
+/**
+ * Episodic memory: events with full-text search.
+ */
+open class Episodic: EpisodicProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_episodic(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_episodic(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Remove an episode; true if it was there.
+     */
+open func forget(id: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_forget(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(id)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_i8,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_i8,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The episode with `id`, or null.
+     */
+open func get(id: String)async throws  -> Episode?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_get(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(id)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeEpisode.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The newest episodes (default 10).
+     */
+open func recent(limit: UInt32? = nil)async throws  -> [Episode]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_recent(
+                        self.uniffiCloneHandle(),FfiConverterOptionUInt32.lower(limit)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeEpisode.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Record an episode; returns its id. `options` carries the content (JSON
+     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     */
+open func record(summary: String, options: RecordOptions? = nil)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_record(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(summary),FfiConverterOptionTypeRecordOptions.lower(options)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Full-text (BM25) search; an empty query lists by recency. `options`
+     * holds the limit (default 10) and the tag, participant, time and
+     * importance filters.
+     */
+open func search(query: String = "", options: SearchOptions? = nil)async throws  -> [EpisodeHit]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_search(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(query),FfiConverterOptionTypeSearchOptions.lower(options)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeEpisodeHit.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * A text summary of the episodes with these ids.
+     */
+open func summarize(ids: [String])async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_summarize(
+                        self.uniffiCloneHandle(),FfiConverterSequenceString.lower(ids)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEpisodic: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Episodic
+
+    public static func lift(_ handle: UInt64) throws -> Episodic {
+        return Episodic(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Episodic) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Episodic {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Episodic, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEpisodic_lift(_ handle: UInt64) throws -> Episodic {
+    return try FfiConverterTypeEpisodic.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEpisodic_lower(_ value: Episodic) -> UInt64 {
+    return FfiConverterTypeEpisodic.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A clock that only moves when told to: pass it to `Memory(clock:)` so TTL
+ * and duration tests never sleep.
+ */
+public protocol ManualClockProtocol: AnyObject, Sendable {
+    
+    /**
+     * Move the clock forward by `seconds` (> 0).
+     */
+    func advance(seconds: Double) throws 
+    
+    /**
+     * The clock's current time.
+     */
+    func now()  -> Timestamp
+    
+    /**
+     * Set the clock to `to`.
+     */
+    func set(to: Timestamp) 
+    
+}
+/**
+ * A clock that only moves when told to: pass it to `Memory(clock:)` so TTL
+ * and duration tests never sleep.
+ */
+open class ManualClock: ManualClockProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_manualclock(self.handle, $0) }
+    }
+    /**
+     * A clock frozen at `start`, or at the current time.
+     */
+public convenience init(start: Timestamp? = nil) {
+    let handle =
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_constructor_manualclock_new(
+        FfiConverterOptionTypeTimestamp.lower(start),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_manualclock(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Move the clock forward by `seconds` (> 0).
+     */
+open func advance(seconds: Double)throws   {try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_manualclock_advance(
+            self.uniffiCloneHandle(),
+        FfiConverterDouble.lower(seconds),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The clock's current time.
+     */
+open func now() -> Timestamp  {
+    return try!  FfiConverterTypeTimestamp_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_manualclock_now(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Set the clock to `to`.
+     */
+open func set(to: Timestamp)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_manualclock_set(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeTimestamp_lower(to),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeManualClock: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = ManualClock
+
+    public static func lift(_ handle: UInt64) throws -> ManualClock {
+        return ManualClock(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: ManualClock) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ManualClock {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: ManualClock, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeManualClock_lift(_ handle: UInt64) throws -> ManualClock {
+    return try FfiConverterTypeManualClock.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeManualClock_lower(_ value: ManualClock) -> UInt64 {
+    return FfiConverterTypeManualClock.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A Memstrata store, or a namespace handle on one.
+ *
+ * Opening a path already open in this process shares its engine (another
+ * process gets `StoreLocked`). Every call that touches storage is `async`
+ * (Swift) / `suspend` (Kotlin) and runs off the caller's thread. Values are
+ * JSON text; the Swift and Kotlin packages add typed helpers over them.
+ */
+public protocol MemoryProtocol: AnyObject, Sendable {
+    
+    /**
+     * The active context of this handle.
+     */
+    func activeContext() throws  -> String
+    
+    /**
+     * Flush and release this handle. Later calls on it (and on layer objects
+     * taken from it) fail with `Closed`; closing twice does nothing. The store
+     * closes when its last handle does.
+     */
+    func close() async throws 
+    
+    /**
+     * The value under `key` in `namespace` (else the active context), or null.
+     */
+    func contextRetrieve(key: String, namespace: String?) async throws  -> ContextValue?
+    
+    /**
+     * Store `value` (JSON text) in the short-term layer of `namespace` (else
+     * the active context); `ttl` in seconds makes it expire.
+     */
+    func contextStore(key: String, value: String, ttl: Double?, namespace: String?) async throws  -> ContextStored
+    
+    /**
+     * Contexts that hold (or held) data, sorted; always includes `"default"`.
+     */
+    func contexts() async throws  -> [String]
+    
+    /**
+     * Write every layer of the store to the file at `path` (JSON Lines),
+     * fsynced before this returns.
+     */
+    func exportTo(path: String) async throws  -> ExportStats
+    
+    /**
+     * Commit the index and fsync everything now.
+     */
+    func flush() async throws 
+    
+    /**
+     * Episodic memory (`episodic` property).
+     */
+    func getEpisodic()  -> Episodic
+    
+    /**
+     * Procedures (`procedural` property).
+     */
+    func getProcedural()  -> Procedural
+    
+    /**
+     * Semantic memory (`semantic` property).
+     */
+    func getSemantic()  -> Semantic
+    
+    /**
+     * Short-term memory of this handle's active context (the `shortTerm`
+     * property of the Swift/Kotlin extensions).
+     */
+    func getShortTerm()  -> ShortTerm
+    
+    /**
+     * Working memory (`working` property).
+     */
+    func getWorking()  -> Working
+    
+    /**
+     * Import an export from the file at `path`; `progress` hears the
+     * `validate` and `apply` stages.
+     */
+    func importFrom(path: String, progress: ProgressListener?) async throws  -> ImportStats
+    
+    /**
+     * Import the MCP reference memory server's knowledge graph (`memory.jsonl`).
+     */
+    func importKnowledgeGraph(path: String) async throws  -> ImportStats
+    
+    /**
+     * True once `close()` ran.
+     */
+    func isClosed()  -> Bool
+    
+    /**
+     * Whether the store is temporary (deleted when its last handle closes).
+     */
+    func isTemporary()  -> Bool
+    
+    /**
+     * A new handle on the same store whose active context is `name`
+     * (closing it does not close this one).
+     */
+    func namespace(name: String) throws  -> Memory
+    
+    /**
+     * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
+     * `progress` hears each stage.
+     */
+    func optimize(level: String?, targetSession: String?, progress: ProgressListener?) async throws  -> OptimizeReport
+    
+    /**
+     * The store directory.
+     */
+    func path()  -> String
+    
+    /**
+     * Start a task for `llm_name` in `context` (else the active context).
+     */
+    func punchIn(llmName: String, taskDescription: String, context: String?) async throws  -> PunchIn
+    
+    /**
+     * Close a task; `detect_files` scans the workspace roots for files modified since punch-in.
+     */
+    func punchOut(taskId: String, summary: String, detectFiles: Bool) async throws  -> PunchOut
+    
+    /**
+     * Create a session; `metadata` is JSON text (default null).
+     */
+    func sessionCreate(name: String, metadata: String?) async throws  -> SessionCreated
+    
+    /**
+     * Delete a session and its versions; false if it did not exist.
+     */
+    func sessionDelete(sessionId: String) async throws  -> Bool
+    
+    /**
+     * Every session.
+     */
+    func sessionList() async throws  -> [SessionInfo]
+    
+    /**
+     * Restore a version of a session (default: the latest).
+     */
+    func sessionRestore(sessionId: String, version: Int64?) async throws  -> SessionRestored
+    
+    /**
+     * Save `content` (JSON text) as the session's next version, at
+     * `compression_level` 0..=3 (default 1).
+     */
+    func sessionSave(sessionId: String, content: String, compressionLevel: UInt32?) async throws  -> SessionSaved
+    
+    /**
+     * The kept versions of a session.
+     */
+    func sessionVersions(sessionId: String) async throws  -> [SessionVersionInfo]
+    
+    /**
+     * Health, version, uptime; session count and per-operation metrics on request.
+     */
+    func status(includeSessions: Bool, includeMetrics: Bool) async throws  -> Status
+    
+    /**
+     * Make `target` the active context; with `preserve_current = false` the
+     * working memory of the context being left is cleared.
+     */
+    func switchContext(target: String, preserveCurrent: Bool) async throws  -> SwitchResult
+    
+    /**
+     * A task, or null.
+     */
+    func task(taskId: String) async throws  -> Task?
+    
+    /**
+     * Tasks, newest first, filtered.
+     */
+    func tasks(filter: TaskFilterOptions?) async throws  -> [Task]
+    
+    /**
+     * Per-model totals for tasks started in `[since, until]`.
+     */
+    func timesheetReport(since: Timestamp?, until: Timestamp?) async throws  -> TimesheetReport
+    
+}
+/**
+ * A Memstrata store, or a namespace handle on one.
+ *
+ * Opening a path already open in this process shares its engine (another
+ * process gets `StoreLocked`). Every call that touches storage is `async`
+ * (Swift) / `suspend` (Kotlin) and runs off the caller's thread. Values are
+ * JSON text; the Swift and Kotlin packages add typed helpers over them.
+ */
+open class Memory: MemoryProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_memory(self.handle, $0) }
+    }
+    /**
+     * Open (or create) the store at `path` (`null`/`nil`: a temporary store,
+     * removed when its last handle closes). Opens on the calling thread; from
+     * a UI thread use `Memory.open(...)`, which does not block.
+     */
+public convenience init(path: String? = nil, options: OpenOptions? = nil, clock: ManualClock? = nil)throws  {
+    let handle =
+        try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_constructor_memory_new(
+        FfiConverterOptionString.lower(path),
+        FfiConverterOptionTypeOpenOptions.lower(options),
+        FfiConverterOptionTypeManualClock.lower(clock),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_memory(handle, $0) }
+    }
+
+    
+    /**
+     * [`Memory::new`] off the caller's thread (opening replays the index log
+     * and may take a moment on a large store).
+     */
+public static func `open`(path: String?, options: OpenOptions? = nil, clock: ManualClock? = nil)async throws  -> Memory  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_constructor_memory_open(FfiConverterOptionString.lower(path),FfiConverterOptionTypeOpenOptions.lower(options),FfiConverterOptionTypeManualClock.lower(clock)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_u64,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_u64,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeMemory_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+
+    
+    /**
+     * The active context of this handle.
+     */
+open func activeContext()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_active_context(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Flush and release this handle. Later calls on it (and on layer objects
+     * taken from it) fail with `Closed`; closing twice does nothing. The store
+     * closes when its last handle does.
+     */
+open func close()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_close(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_void,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The value under `key` in `namespace` (else the active context), or null.
+     */
+open func contextRetrieve(key: String, namespace: String? = nil)async throws  -> ContextValue?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_context_retrieve(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterOptionString.lower(namespace)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeContextValue.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Store `value` (JSON text) in the short-term layer of `namespace` (else
+     * the active context); `ttl` in seconds makes it expire.
+     */
+open func contextStore(key: String, value: String, ttl: Double? = nil, namespace: String? = nil)async throws  -> ContextStored  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_context_store(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(value),FfiConverterOptionDouble.lower(ttl),FfiConverterOptionString.lower(namespace)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeContextStored_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Contexts that hold (or held) data, sorted; always includes `"default"`.
+     */
+open func contexts()async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_contexts(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Write every layer of the store to the file at `path` (JSON Lines),
+     * fsynced before this returns.
+     */
+open func exportTo(path: String)async throws  -> ExportStats  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_export_to(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(path)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeExportStats_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Commit the index and fsync everything now.
+     */
+open func flush()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_flush(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_void,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Episodic memory (`episodic` property).
+     */
+open func getEpisodic() -> Episodic  {
+    return try!  FfiConverterTypeEpisodic_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_get_episodic(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Procedures (`procedural` property).
+     */
+open func getProcedural() -> Procedural  {
+    return try!  FfiConverterTypeProcedural_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_get_procedural(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Semantic memory (`semantic` property).
+     */
+open func getSemantic() -> Semantic  {
+    return try!  FfiConverterTypeSemantic_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_get_semantic(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Short-term memory of this handle's active context (the `shortTerm`
+     * property of the Swift/Kotlin extensions).
+     */
+open func getShortTerm() -> ShortTerm  {
+    return try!  FfiConverterTypeShortTerm_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_get_short_term(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Working memory (`working` property).
+     */
+open func getWorking() -> Working  {
+    return try!  FfiConverterTypeWorking_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_get_working(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Import an export from the file at `path`; `progress` hears the
+     * `validate` and `apply` stages.
+     */
+open func importFrom(path: String, progress: ProgressListener? = nil)async throws  -> ImportStats  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_import_from(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(path),FfiConverterOptionTypeProgressListener.lower(progress)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeImportStats_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Import the MCP reference memory server's knowledge graph (`memory.jsonl`).
+     */
+open func importKnowledgeGraph(path: String)async throws  -> ImportStats  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_import_knowledge_graph(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(path)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeImportStats_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * True once `close()` ran.
+     */
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Whether the store is temporary (deleted when its last handle closes).
+     */
+open func isTemporary() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_is_temporary(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A new handle on the same store whose active context is `name`
+     * (closing it does not close this one).
+     */
+open func namespace(name: String)throws  -> Memory  {
+    return try  FfiConverterTypeMemory_lift(try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_namespace(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
+     * `progress` hears each stage.
+     */
+open func optimize(level: String? = nil, targetSession: String? = nil, progress: ProgressListener? = nil)async throws  -> OptimizeReport  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_optimize(
+                        self.uniffiCloneHandle(),FfiConverterOptionString.lower(level),FfiConverterOptionString.lower(targetSession),FfiConverterOptionTypeProgressListener.lower(progress)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeOptimizeReport_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The store directory.
+     */
+open func path() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_path(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Start a task for `llm_name` in `context` (else the active context).
+     */
+open func punchIn(llmName: String, taskDescription: String, context: String? = nil)async throws  -> PunchIn  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_punch_in(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(llmName),FfiConverterString.lower(taskDescription),FfiConverterOptionString.lower(context)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypePunchIn_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Close a task; `detect_files` scans the workspace roots for files modified since punch-in.
+     */
+open func punchOut(taskId: String, summary: String, detectFiles: Bool = false)async throws  -> PunchOut  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_punch_out(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(taskId),FfiConverterString.lower(summary),FfiConverterBool.lower(detectFiles)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypePunchOut_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Create a session; `metadata` is JSON text (default null).
+     */
+open func sessionCreate(name: String, metadata: String? = nil)async throws  -> SessionCreated  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_session_create(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(name),FfiConverterOptionString.lower(metadata)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeSessionCreated_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Delete a session and its versions; false if it did not exist.
+     */
+open func sessionDelete(sessionId: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_session_delete(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_i8,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_i8,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Every session.
+     */
+open func sessionList()async throws  -> [SessionInfo]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_session_list(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeSessionInfo.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Restore a version of a session (default: the latest).
+     */
+open func sessionRestore(sessionId: String, version: Int64? = nil)async throws  -> SessionRestored  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_session_restore(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterOptionInt64.lower(version)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeSessionRestored_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Save `content` (JSON text) as the session's next version, at
+     * `compression_level` 0..=3 (default 1).
+     */
+open func sessionSave(sessionId: String, content: String, compressionLevel: UInt32? = nil)async throws  -> SessionSaved  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_session_save(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterString.lower(content),FfiConverterOptionUInt32.lower(compressionLevel)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeSessionSaved_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The kept versions of a session.
+     */
+open func sessionVersions(sessionId: String)async throws  -> [SessionVersionInfo]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_session_versions(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeSessionVersionInfo.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Health, version, uptime; session count and per-operation metrics on request.
+     */
+open func status(includeSessions: Bool = true, includeMetrics: Bool = false)async throws  -> Status  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_status(
+                        self.uniffiCloneHandle(),FfiConverterBool.lower(includeSessions),FfiConverterBool.lower(includeMetrics)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeStatus_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Make `target` the active context; with `preserve_current = false` the
+     * working memory of the context being left is cleared.
+     */
+open func switchContext(target: String, preserveCurrent: Bool = true)async throws  -> SwitchResult  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_switch_context(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(target),FfiConverterBool.lower(preserveCurrent)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeSwitchResult_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * A task, or null.
+     */
+open func task(taskId: String)async throws  -> Task?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_task(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(taskId)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeTask.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Tasks, newest first, filtered.
+     */
+open func tasks(filter: TaskFilterOptions? = nil)async throws  -> [Task]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_tasks(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeTaskFilterOptions.lower(filter)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeTask.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Per-model totals for tasks started in `[since, until]`.
+     */
+open func timesheetReport(since: Timestamp? = nil, until: Timestamp? = nil)async throws  -> TimesheetReport  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_timesheet_report(
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeTimestamp.lower(since),FfiConverterOptionTypeTimestamp.lower(until)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeTimesheetReport_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMemory: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Memory
+
+    public static func lift(_ handle: UInt64) throws -> Memory {
+        return Memory(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Memory) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Memory {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Memory, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMemory_lift(_ handle: UInt64) throws -> Memory {
+    return try FfiConverterTypeMemory.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMemory_lower(_ value: Memory) -> UInt64 {
+    return FfiConverterTypeMemory.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Procedural memory: learned step graphs that execute.
+ */
+public protocol ProceduralProtocol: AnyObject, Sendable {
+    
+    /**
+     * Run procedure `name` with `params` (a JSON object, default `{}`).
+     * Host actions go to `handler` (then to engine-wide registered ones); a
+     * host action nobody handles pauses the run (`status == "awaiting_action"`).
+     */
+    func execute(name: String, params: String?, handler: ActionHandler?) async throws  -> Run
+    
+    /**
+     * Remove a procedure; true if it was there.
+     */
+    func forget(name: String) async throws  -> Bool
+    
+    /**
+     * The procedure `name`, or null.
+     */
+    func get(name: String) async throws  -> Procedure?
+    
+    /**
+     * Store a new procedure; `steps` is a JSON array of steps
+     * (`{id, description?, action, parameters?, next?}`, docs/procedures.md).
+     */
+    func learn(name: String, steps: String) async throws  -> Procedure
+    
+    /**
+     * Procedure names, sorted.
+     */
+    func list() async throws  -> [String]
+    
+    /**
+     * Install `handler` as the engine-wide handler of action `name`, used by
+     * every handle on this store (a handler passed to `execute` wins).
+     */
+    func registerAction(name: String, handler: ActionHandler) throws 
+    
+    /**
+     * Names with an engine-wide handler, sorted.
+     */
+    func registeredActions() throws  -> [String]
+    
+    /**
+     * Continue a paused run with `output` (JSON text, default null) as the
+     * pending action's output.
+     */
+    func resume(runId: String, output: String?, handler: ActionHandler?) async throws  -> Run
+    
+    /**
+     * The run `run_id`, or null.
+     */
+    func run(runId: String) async throws  -> Run?
+    
+    /**
+     * Remove the engine-wide handler of `name`; true if there was one.
+     */
+    func unregisterAction(name: String) throws  -> Bool
+    
+    /**
+     * Replace the steps of an existing procedure (`NotFound` otherwise).
+     */
+    func update(name: String, steps: String) async throws  -> Procedure
+    
+}
+/**
+ * Procedural memory: learned step graphs that execute.
+ */
+open class Procedural: ProceduralProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_procedural(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_procedural(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Run procedure `name` with `params` (a JSON object, default `{}`).
+     * Host actions go to `handler` (then to engine-wide registered ones); a
+     * host action nobody handles pauses the run (`status == "awaiting_action"`).
+     */
+open func execute(name: String, params: String? = nil, handler: ActionHandler? = nil)async throws  -> Run  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_execute(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(name),FfiConverterOptionString.lower(params),FfiConverterOptionTypeActionHandler.lower(handler)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeRun_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Remove a procedure; true if it was there.
+     */
+open func forget(name: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_forget(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(name)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_i8,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_i8,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The procedure `name`, or null.
+     */
+open func get(name: String)async throws  -> Procedure?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_get(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(name)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeProcedure.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Store a new procedure; `steps` is a JSON array of steps
+     * (`{id, description?, action, parameters?, next?}`, docs/procedures.md).
+     */
+open func learn(name: String, steps: String)async throws  -> Procedure  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_learn(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(name),FfiConverterString.lower(steps)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeProcedure_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Procedure names, sorted.
+     */
+open func list()async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_list(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Install `handler` as the engine-wide handler of action `name`, used by
+     * every handle on this store (a handler passed to `execute` wins).
+     */
+open func registerAction(name: String, handler: ActionHandler)throws   {try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_procedural_register_action(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),
+        FfiConverterTypeActionHandler_lower(handler),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Names with an engine-wide handler, sorted.
+     */
+open func registeredActions()throws  -> [String]  {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_procedural_registered_actions(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Continue a paused run with `output` (JSON text, default null) as the
+     * pending action's output.
+     */
+open func resume(runId: String, output: String? = nil, handler: ActionHandler? = nil)async throws  -> Run  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_resume(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(runId),FfiConverterOptionString.lower(output),FfiConverterOptionTypeActionHandler.lower(handler)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeRun_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The run `run_id`, or null.
+     */
+open func run(runId: String)async throws  -> Run?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_run(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(runId)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeRun.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Remove the engine-wide handler of `name`; true if there was one.
+     */
+open func unregisterAction(name: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_procedural_unregister_action(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Replace the steps of an existing procedure (`NotFound` otherwise).
+     */
+open func update(name: String, steps: String)async throws  -> Procedure  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_procedural_update(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(name),FfiConverterString.lower(steps)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeProcedure_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeProcedural: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Procedural
+
+    public static func lift(_ handle: UInt64) throws -> Procedural {
+        return Procedural(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Procedural) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Procedural {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Procedural, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeProcedural_lift(_ handle: UInt64) throws -> Procedural {
+    return try FfiConverterTypeProcedural.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeProcedural_lower(_ value: Procedural) -> UInt64 {
+    return FfiConverterTypeProcedural.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Progress of `optimize` and `import`, implemented in Swift or Kotlin.
+ * Called on a worker thread, at each stage boundary and every few items; the
+ * operation waits for it, so it should only hand the event on.
+ */
+public protocol ProgressListener: AnyObject, Sendable {
+    
+    /**
+     * One progress report.
+     */
+    func onProgress(event: ProgressEvent) 
+    
+}
+/**
+ * Progress of `optimize` and `import`, implemented in Swift or Kotlin.
+ * Called on a worker thread, at each stage boundary and every few items; the
+ * operation waits for it, so it should only hand the event on.
+ */
+open class ProgressListenerImpl: ProgressListener, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_progresslistener(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_progresslistener(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * One progress report.
+     */
+open func onProgress(event: ProgressEvent)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_progresslistener_on_progress(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeProgressEvent_lower(event),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceProgressListener {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceProgressListener = UniffiVTableCallbackInterfaceProgressListener(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeProgressListener.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface ProgressListener: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeProgressListener.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface ProgressListener: handle missing in uniffiClone")
+            }
+        },
+        onProgress: { (
+            uniffiHandle: UInt64,
+            event: RustBuffer,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeProgressListener.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return uniffiObj.onProgress(
+                     event: try FfiConverterTypeProgressEvent_lift(event)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCall(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceProgressListener> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceProgressListener>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitProgressListener() {
+    uniffi_memstrata_ffi_fn_init_callback_vtable_progresslistener(UniffiCallbackInterfaceProgressListener.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeProgressListener: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<ProgressListener>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = ProgressListener
+
+    public static func lift(_ handle: UInt64) throws -> ProgressListener {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return ProgressListenerImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: ProgressListener) -> UInt64 {
+         if let rustImpl = value as? ProgressListenerImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ProgressListener {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: ProgressListener, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeProgressListener_lift(_ handle: UInt64) throws -> ProgressListener {
+    return try FfiConverterTypeProgressListener.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeProgressListener_lower(_ value: ProgressListener) -> UInt64 {
+    return FfiConverterTypeProgressListener.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Semantic memory: versioned knowledge by key, merge-patch updates, BM25 query.
+ */
+public protocol SemanticProtocol: AnyObject, Sendable {
+    
+    /**
+     * Remove the entry under `key` and its history; true if it was there.
+     */
+    func forget(key: String) async throws  -> Bool
+    
+    /**
+     * The entry under `key` with its version and times, or null.
+     */
+    func get(key: String) async throws  -> Knowledge?
+    
+    /**
+     * The kept versions of `key`, oldest first.
+     */
+    func history(key: String) async throws  -> [KnowledgeVersion]
+    
+    /**
+     * Keys starting with `prefix`, sorted.
+     */
+    func keys(prefix: String) async throws  -> [String]
+    
+    /**
+     * BM25 query over keys and knowledge (default limit 10).
+     */
+    func query(text: String, limit: UInt32?) async throws  -> [KnowledgeHit]
+    
+    /**
+     * The knowledge under `key` (JSON text), or null.
+     */
+    func retrieve(key: String) async throws  -> JsonValue?
+    
+    /**
+     * Store `knowledge` (JSON text) under `key` (a new version).
+     */
+    func store(key: String, knowledge: String) async throws  -> Knowledge
+    
+    /**
+     * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
+     * (`NotFound` if absent).
+     */
+    func update(key: String, patch: String) async throws  -> Knowledge
+    
+}
+/**
+ * Semantic memory: versioned knowledge by key, merge-patch updates, BM25 query.
+ */
+open class Semantic: SemanticProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_semantic(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_semantic(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Remove the entry under `key` and its history; true if it was there.
+     */
+open func forget(key: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_forget(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_i8,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_i8,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The entry under `key` with its version and times, or null.
+     */
+open func get(key: String)async throws  -> Knowledge?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_get(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeKnowledge.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The kept versions of `key`, oldest first.
+     */
+open func history(key: String)async throws  -> [KnowledgeVersion]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_history(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeKnowledgeVersion.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Keys starting with `prefix`, sorted.
+     */
+open func keys(prefix: String = "")async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_keys(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prefix)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * BM25 query over keys and knowledge (default limit 10).
+     */
+open func query(text: String, limit: UInt32? = nil)async throws  -> [KnowledgeHit]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_query(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(text),FfiConverterOptionUInt32.lower(limit)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeKnowledgeHit.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The knowledge under `key` (JSON text), or null.
+     */
+open func retrieve(key: String)async throws  -> JsonValue?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_retrieve(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeJsonValue.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Store `knowledge` (JSON text) under `key` (a new version).
+     */
+open func store(key: String, knowledge: String)async throws  -> Knowledge  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_store(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(knowledge)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeKnowledge_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
+     * (`NotFound` if absent).
+     */
+open func update(key: String, patch: String)async throws  -> Knowledge  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_update(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(patch)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeKnowledge_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSemantic: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Semantic
+
+    public static func lift(_ handle: UInt64) throws -> Semantic {
+        return Semantic(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Semantic) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Semantic {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Semantic, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSemantic_lift(_ handle: UInt64) throws -> Semantic {
+    return try FfiConverterTypeSemantic.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSemantic_lower(_ value: Semantic) -> UInt64 {
+    return FfiConverterTypeSemantic.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Short-term memory: key/value items with an optional TTL.
+ */
+public protocol ShortTermProtocol: AnyObject, Sendable {
+    
+    /**
+     * The item under `key` with its timestamps, or null.
+     */
+    func entry(key: String) async throws  -> ShortTermEntry?
+    
+    /**
+     * Remove `key`; true if it was there.
+     */
+    func forget(key: String) async throws  -> Bool
+    
+    /**
+     * Live keys starting with `prefix`, sorted.
+     */
+    func keys(prefix: String) async throws  -> [String]
+    
+    /**
+     * The value under `key` (JSON text), or null when absent or expired.
+     */
+    func retrieve(key: String) async throws  -> JsonValue?
+    
+    /**
+     * Store `value` (JSON text) under `key`, replacing any previous value;
+     * `ttl` (seconds, > 0) makes it expire.
+     */
+    func store(key: String, value: String, ttl: Double?) async throws  -> ShortTermEntry
+    
+}
+/**
+ * Short-term memory: key/value items with an optional TTL.
+ */
+open class ShortTerm: ShortTermProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_shortterm(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_shortterm(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The item under `key` with its timestamps, or null.
+     */
+open func entry(key: String)async throws  -> ShortTermEntry?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_shortterm_entry(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeShortTermEntry.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Remove `key`; true if it was there.
+     */
+open func forget(key: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_shortterm_forget(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_i8,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_i8,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Live keys starting with `prefix`, sorted.
+     */
+open func keys(prefix: String = "")async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_shortterm_keys(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prefix)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The value under `key` (JSON text), or null when absent or expired.
+     */
+open func retrieve(key: String)async throws  -> JsonValue?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_shortterm_retrieve(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeJsonValue.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Store `value` (JSON text) under `key`, replacing any previous value;
+     * `ttl` (seconds, > 0) makes it expire.
+     */
+open func store(key: String, value: String, ttl: Double? = nil)async throws  -> ShortTermEntry  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_shortterm_store(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(value),FfiConverterOptionDouble.lower(ttl)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeShortTermEntry_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeShortTerm: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = ShortTerm
+
+    public static func lift(_ handle: UInt64) throws -> ShortTerm {
+        return ShortTerm(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: ShortTerm) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ShortTerm {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: ShortTerm, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShortTerm_lift(_ handle: UInt64) throws -> ShortTerm {
+    return try FfiConverterTypeShortTerm.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShortTerm_lower(_ value: ShortTerm) -> UInt64 {
+    return FfiConverterTypeShortTerm.lower(value)
+}
+
+
+
+
+
+
+/**
+ * Working memory: a bounded focus list and workspace.
+ */
+public protocol WorkingProtocol: AnyObject, Sendable {
+    
+    /**
+     * Add `value` (JSON text) to the workspace; returns its id.
+     */
+    func addToWorkspace(value: String) async throws  -> String
+    
+    /**
+     * Empty the focus list and the workspace.
+     */
+    func clear() async throws 
+    
+    /**
+     * The focus list, most recent first.
+     */
+    func currentFocus() async throws  -> [String]
+    
+    /**
+     * Put `item` at the front of the focus list (oldest evicted past capacity);
+     * true if it was not already in focus.
+     */
+    func focus(item: String) async throws  -> Bool
+    
+    /**
+     * The workspace values (JSON text), oldest first.
+     */
+    func workspace() async throws  -> [JsonValue]
+    
+    /**
+     * The workspace items with their ids and times.
+     */
+    func workspaceItems() async throws  -> [WorkspaceItem]
+    
+}
+/**
+ * Working memory: a bounded focus list and workspace.
+ */
+open class Working: WorkingProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_working(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_working(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Add `value` (JSON text) to the workspace; returns its id.
+     */
+open func addToWorkspace(value: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_working_add_to_workspace(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(value)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Empty the focus list and the workspace.
+     */
+open func clear()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_working_clear(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_void,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The focus list, most recent first.
+     */
+open func currentFocus()async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_working_current_focus(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Put `item` at the front of the focus list (oldest evicted past capacity);
+     * true if it was not already in focus.
+     */
+open func focus(item: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_working_focus(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(item)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_i8,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_i8,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The workspace values (JSON text), oldest first.
+     */
+open func workspace()async throws  -> [JsonValue]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_working_workspace(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeJsonValue.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The workspace items with their ids and times.
+     */
+open func workspaceItems()async throws  -> [WorkspaceItem]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_working_workspace_items(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeWorkspaceItem.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeWorking: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Working
+
+    public static func lift(_ handle: UInt64) throws -> Working {
+        return Working(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Working) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Working {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Working, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWorking_lift(_ handle: UInt64) throws -> Working {
+    return try FfiConverterTypeWorking.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWorking_lower(_ value: Working) -> UInt64 {
+    return FfiConverterTypeWorking.lower(value)
+}
+
+
+
+
+/**
+ * Constants of the engine this library was built from.
+ */
+public struct MemstrataInfo: Equatable, Hashable {
+    /**
+     * Version of the Memstrata core.
+     */
+    public var version: String
+    /**
+     * The context every handle starts in (`"default"`).
+     */
+    public var defaultContext: String
+    /**
+     * On-disk format version.
+     */
+    public var formatVersion: UInt32
+    /**
+     * Export (JSON Lines) format version.
+     */
+    public var exportFormatVersion: UInt32
+    /**
+     * Highest `compression_level` of `session_save`.
+     */
+    public var maxCompressionLevel: UInt32
+    /**
+     * Longest episode summary, in characters.
+     */
+    public var summaryMaxChars: UInt32
+    /**
+     * Reserved procedure action names (run by the engine itself).
+     */
+    public var builtinActions: [String]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Version of the Memstrata core.
+         */version: String, 
+        /**
+         * The context every handle starts in (`"default"`).
+         */defaultContext: String, 
+        /**
+         * On-disk format version.
+         */formatVersion: UInt32, 
+        /**
+         * Export (JSON Lines) format version.
+         */exportFormatVersion: UInt32, 
+        /**
+         * Highest `compression_level` of `session_save`.
+         */maxCompressionLevel: UInt32, 
+        /**
+         * Longest episode summary, in characters.
+         */summaryMaxChars: UInt32, 
+        /**
+         * Reserved procedure action names (run by the engine itself).
+         */builtinActions: [String]) {
+        self.version = version
+        self.defaultContext = defaultContext
+        self.formatVersion = formatVersion
+        self.exportFormatVersion = exportFormatVersion
+        self.maxCompressionLevel = maxCompressionLevel
+        self.summaryMaxChars = summaryMaxChars
+        self.builtinActions = builtinActions
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension MemstrataInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMemstrataInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MemstrataInfo {
+        return
+            try MemstrataInfo(
+                version: FfiConverterString.read(from: &buf), 
+                defaultContext: FfiConverterString.read(from: &buf), 
+                formatVersion: FfiConverterUInt32.read(from: &buf), 
+                exportFormatVersion: FfiConverterUInt32.read(from: &buf), 
+                maxCompressionLevel: FfiConverterUInt32.read(from: &buf), 
+                summaryMaxChars: FfiConverterUInt32.read(from: &buf), 
+                builtinActions: FfiConverterSequenceString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: MemstrataInfo, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.version, into: &buf)
+        FfiConverterString.write(value.defaultContext, into: &buf)
+        FfiConverterUInt32.write(value.formatVersion, into: &buf)
+        FfiConverterUInt32.write(value.exportFormatVersion, into: &buf)
+        FfiConverterUInt32.write(value.maxCompressionLevel, into: &buf)
+        FfiConverterUInt32.write(value.summaryMaxChars, into: &buf)
+        FfiConverterSequenceString.write(value.builtinActions, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMemstrataInfo_lift(_ buf: RustBuffer) throws -> MemstrataInfo {
+    return try FfiConverterTypeMemstrataInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMemstrataInfo_lower(_ value: MemstrataInfo) -> RustBuffer {
+    return FfiConverterTypeMemstrataInfo.lower(value)
+}
+
+
+/**
+ * What a host action (`ActionHandler.call`) throws to fail its step. Any
+ * other exception thrown by the handler fails the step too, with the
+ * exception's text.
+ */
+public 
+enum ActionError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
+
+    
+    
+    /**
+     * The action failed; `reason` becomes the step's (and the run's) error.
+     */
+    case Failed(
+        /**
+         * Why.
+         */reason: String
+    )
+
+    
+
+    
+
+    
+    public var errorDescription: String? {
+        String(reflecting: self)
+    }
+    
+}
+
+#if compiler(>=6)
+extension ActionError: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeActionError: FfiConverterRustBuffer {
+    typealias SwiftType = ActionError
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ActionError {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+
+        
+
+        
+        case 1: return .Failed(
+            reason: try FfiConverterString.read(from: &buf)
+            )
+
+         default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ActionError, into buf: inout [UInt8]) {
+        switch value {
+
+        
+
+        
+        
+        case let .Failed(reason):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(reason, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActionError_lift(_ buf: RustBuffer) throws -> ActionError {
+    return try FfiConverterTypeActionError.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActionError_lower(_ value: ActionError) -> RustBuffer {
+    return FfiConverterTypeActionError.lower(value)
+}
+
+
+/**
+ * Why a Memstrata call failed: one case per kind, each carrying the message
+ * (which names the field and the limit where one applies). Swift:
+ * `MemstrataError.NotFound(message:)`; Kotlin:
+ * `MemstrataException.NotFound` with `message`.
+ */
+public 
+enum MemstrataError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
+
+    
+    
+    /**
+     * Something that must exist does not (`update`, `sessionRestore`, `resume`, `punchOut`).
+     */
+    case NotFound(message: String)
+    
+    /**
+     * A caller-supplied value is invalid; the message names the field.
+     */
+    case InvalidInput(message: String)
+    
+    /**
+     * A configured limit was exceeded; the message names the field and the limit.
+     */
+    case LimitExceeded(message: String)
+    
+    /**
+     * Another process holds the store.
+     */
+    case StoreLocked(message: String)
+    
+    /**
+     * Stored data could not be decoded, or was written by a newer format.
+     */
+    case Corrupted(message: String)
+    
+    /**
+     * An operating-system I/O error (the message names the file when there is one).
+     */
+    case Io(message: String)
+    
+    /**
+     * The storage engine failed.
+     */
+    case Storage(message: String)
+    
+    /**
+     * The full-text index failed.
+     */
+    case Index(message: String)
+    
+    /**
+     * A procedure could not run.
+     */
+    case Procedure(message: String)
+    
+    /**
+     * A conflicting state (a run not awaiting an action, a task already closed).
+     */
+    case Conflict(message: String)
+    
+    /**
+     * The `Memory` handle (or the layer object taken from it) was closed.
+     */
+    case Closed(message: String)
+    
+    /**
+     * A bug: a panic caught at the boundary, or an unexpected state.
+     */
+    case Internal(message: String)
+    
+
+    
+
+    
+
+    
+    public var errorDescription: String? {
+        String(reflecting: self)
+    }
+    
+}
+
+#if compiler(>=6)
+extension MemstrataError: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMemstrataError: FfiConverterRustBuffer {
+    typealias SwiftType = MemstrataError
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MemstrataError {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+
+        
+
+        
+        case 1: return .NotFound(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .InvalidInput(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 3: return .LimitExceeded(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 4: return .StoreLocked(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 5: return .Corrupted(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 6: return .Io(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 7: return .Storage(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 8: return .Index(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 9: return .Procedure(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 10: return .Conflict(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 11: return .Closed(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 12: return .Internal(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: MemstrataError, into buf: inout [UInt8]) {
+        switch value {
+
+        
+
+        
+        case .NotFound(_ /* message is ignored*/):
+            writeInt(&buf, Int32(1))
+        case .InvalidInput(_ /* message is ignored*/):
+            writeInt(&buf, Int32(2))
+        case .LimitExceeded(_ /* message is ignored*/):
+            writeInt(&buf, Int32(3))
+        case .StoreLocked(_ /* message is ignored*/):
+            writeInt(&buf, Int32(4))
+        case .Corrupted(_ /* message is ignored*/):
+            writeInt(&buf, Int32(5))
+        case .Io(_ /* message is ignored*/):
+            writeInt(&buf, Int32(6))
+        case .Storage(_ /* message is ignored*/):
+            writeInt(&buf, Int32(7))
+        case .Index(_ /* message is ignored*/):
+            writeInt(&buf, Int32(8))
+        case .Procedure(_ /* message is ignored*/):
+            writeInt(&buf, Int32(9))
+        case .Conflict(_ /* message is ignored*/):
+            writeInt(&buf, Int32(10))
+        case .Closed(_ /* message is ignored*/):
+            writeInt(&buf, Int32(11))
+        case .Internal(_ /* message is ignored*/):
+            writeInt(&buf, Int32(12))
+
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMemstrataError_lift(_ buf: RustBuffer) throws -> MemstrataError {
+    return try FfiConverterTypeMemstrataError.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMemstrataError_lower(_ value: MemstrataError) -> RustBuffer {
+    return FfiConverterTypeMemstrataError.lower(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
+    typealias SwiftType = UInt32?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterUInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterUInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionInt64: FfiConverterRustBuffer {
+    typealias SwiftType = Int64?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterInt64.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
+    typealias SwiftType = Double?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterDouble.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterDouble.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
+    typealias SwiftType = String?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterString.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeActionHandler: FfiConverterRustBuffer {
+    typealias SwiftType = ActionHandler?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeActionHandler.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeActionHandler.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeManualClock: FfiConverterRustBuffer {
+    typealias SwiftType = ManualClock?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeManualClock.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeManualClock.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeProgressListener: FfiConverterRustBuffer {
+    typealias SwiftType = ProgressListener?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeProgressListener.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeProgressListener.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeContextValue: FfiConverterRustBuffer {
+    typealias SwiftType = ContextValue?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeContextValue.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeContextValue.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeEpisode: FfiConverterRustBuffer {
+    typealias SwiftType = Episode?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeEpisode.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeEpisode.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeKnowledge: FfiConverterRustBuffer {
+    typealias SwiftType = Knowledge?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeKnowledge.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeKnowledge.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeOpenOptions: FfiConverterRustBuffer {
+    typealias SwiftType = OpenOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeOpenOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeOpenOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeProcedure: FfiConverterRustBuffer {
+    typealias SwiftType = Procedure?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeProcedure.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeProcedure.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeRecordOptions: FfiConverterRustBuffer {
+    typealias SwiftType = RecordOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeRecordOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeRecordOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeRun: FfiConverterRustBuffer {
+    typealias SwiftType = Run?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeRun.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeRun.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeSearchOptions: FfiConverterRustBuffer {
+    typealias SwiftType = SearchOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSearchOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSearchOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeShortTermEntry: FfiConverterRustBuffer {
+    typealias SwiftType = ShortTermEntry?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeShortTermEntry.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeShortTermEntry.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeTask: FfiConverterRustBuffer {
+    typealias SwiftType = Task?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeTask.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeTask.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeTaskFilterOptions: FfiConverterRustBuffer {
+    typealias SwiftType = TaskFilterOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeTaskFilterOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeTaskFilterOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeJsonValue: FfiConverterRustBuffer {
+    typealias SwiftType = JsonValue?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeJsonValue.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeJsonValue.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeTimestamp: FfiConverterRustBuffer {
+    typealias SwiftType = Timestamp?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeTimestamp.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeTimestamp.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
+    typealias SwiftType = [String]
+
+    public static func write(_ value: [String], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterString.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [String]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterString.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeEpisode: FfiConverterRustBuffer {
+    typealias SwiftType = [Episode]
+
+    public static func write(_ value: [Episode], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEpisode.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Episode] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Episode]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEpisode.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeEpisodeHit: FfiConverterRustBuffer {
+    typealias SwiftType = [EpisodeHit]
+
+    public static func write(_ value: [EpisodeHit], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEpisodeHit.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [EpisodeHit] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [EpisodeHit]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEpisodeHit.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeKnowledgeHit: FfiConverterRustBuffer {
+    typealias SwiftType = [KnowledgeHit]
+
+    public static func write(_ value: [KnowledgeHit], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeKnowledgeHit.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [KnowledgeHit] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [KnowledgeHit]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeKnowledgeHit.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeKnowledgeVersion: FfiConverterRustBuffer {
+    typealias SwiftType = [KnowledgeVersion]
+
+    public static func write(_ value: [KnowledgeVersion], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeKnowledgeVersion.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [KnowledgeVersion] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [KnowledgeVersion]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeKnowledgeVersion.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSessionInfo: FfiConverterRustBuffer {
+    typealias SwiftType = [SessionInfo]
+
+    public static func write(_ value: [SessionInfo], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSessionInfo.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SessionInfo] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SessionInfo]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSessionInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSessionVersionInfo: FfiConverterRustBuffer {
+    typealias SwiftType = [SessionVersionInfo]
+
+    public static func write(_ value: [SessionVersionInfo], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSessionVersionInfo.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SessionVersionInfo] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SessionVersionInfo]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSessionVersionInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeTask: FfiConverterRustBuffer {
+    typealias SwiftType = [Task]
+
+    public static func write(_ value: [Task], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeTask.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Task] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Task]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeTask.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeWorkspaceItem: FfiConverterRustBuffer {
+    typealias SwiftType = [WorkspaceItem]
+
+    public static func write(_ value: [WorkspaceItem], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeWorkspaceItem.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [WorkspaceItem] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [WorkspaceItem]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeWorkspaceItem.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer {
+    typealias SwiftType = [JsonValue]
+
+    public static func write(_ value: [JsonValue], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeJsonValue.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [JsonValue] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [JsonValue]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeJsonValue.read(from: &buf))
+        }
+        return seq
+    }
+}
+private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
+private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
+
+fileprivate let uniffiContinuationHandleMap = UniffiHandleMap<UnsafeContinuation<Int8, Never>>()
+
+fileprivate func uniffiRustCallAsync<F, T>(
+    rustFutureFunc: () -> UInt64,
+    pollFunc: (UInt64, @escaping UniffiRustFutureContinuationCallback, UInt64) -> (),
+    completeFunc: (UInt64, UnsafeMutablePointer<RustCallStatus>) -> F,
+    freeFunc: (UInt64) -> (),
+    liftFunc: (F) throws -> T,
+    errorHandler: ((RustBuffer) throws -> Swift.Error)?
+) async throws -> T {
+    // Make sure to call the ensure init function since future creation doesn't have a
+    // RustCallStatus param, so doesn't use makeRustCall()
+    uniffiEnsureMemstrataFfiInitialized()
+    let rustFuture = rustFutureFunc()
+    defer {
+        freeFunc(rustFuture)
+    }
+    var pollResult: Int8;
+    repeat {
+        pollResult = await withUnsafeContinuation {
+            pollFunc(
+                rustFuture,
+                { handle, pollResult in
+                    uniffiFutureContinuationCallback(handle: handle, pollResult: pollResult)
+                },
+                uniffiContinuationHandleMap.insert(obj: $0)
+            )
+        }
+    } while pollResult != UNIFFI_RUST_FUTURE_POLL_READY
+
+    return try liftFunc(makeRustCall(
+        { completeFunc(rustFuture, $0) },
+        errorHandler: errorHandler
+    ))
+}
+
+// Callback handlers for an async calls.  These are invoked by Rust when the future is ready.  They
+// lift the return value or error and resume the suspended function.
+fileprivate func uniffiFutureContinuationCallback(handle: UInt64, pollResult: Int8) {
+    if let continuation = try? uniffiContinuationHandleMap.remove(handle: handle) {
+        continuation.resume(returning: pollResult)
+    } else {
+        print("uniffiFutureContinuationCallback invalid handle")
+    }
+}
+/**
+ * Constants of the engine (`DEFAULT_CONTEXT`, format versions, limits, built-in actions).
+ */
+public func memstrataInfo() -> MemstrataInfo  {
+    return try!  FfiConverterTypeMemstrataInfo_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_func_memstrata_info(uniffiCallStatus
+    )
+})
+}
 /**
  * The version of the Memstrata core this library was built from.
  */
@@ -516,6 +4797,25 @@ public func memstrataVersion() -> String  {
     uniffi_memstrata_ffi_fn_func_memstrata_version(uniffiCallStatus
     )
 })
+}
+/**
+ * Panics inside the library, on the blocking pool, the way a bug in the
+ * engine would. For the test suites only: it must fail with
+ * `MemstrataError.Internal` and leave the process and every store usable.
+ */
+public func panicForTests()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_func_panic_for_tests(
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_void,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
 }
 
 private enum InitializationResult {
@@ -533,10 +4833,250 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_func_memstrata_info() != 6754) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_memstrata_ffi_checksum_func_memstrata_version() != 35286) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_func_panic_for_tests() != 47998) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_forget() != 21842) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_get() != 61115) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_recent() != 41736) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 44238) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 3923) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_summarize() != 8978) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_forget() != 3861) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_get() != 23894) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_history() != 17667) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_keys() != 40350) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_query() != 47351) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_retrieve() != 12153) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_store() != 25349) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_update() != 28461) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_shortterm_entry() != 53340) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_shortterm_forget() != 44507) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_shortterm_keys() != 12087) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_shortterm_retrieve() != 6766) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_shortterm_store() != 8443) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_working_add_to_workspace() != 61500) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_working_clear() != 48924) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_working_current_focus() != 28387) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_working_focus() != 17615) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_working_workspace() != 52055) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_working_workspace_items() != 48668) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_manualclock_advance() != 50993) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_manualclock_now() != 60525) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_manualclock_set() != 38211) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_active_context() != 16647) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_close() != 40320) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_context_retrieve() != 18446) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_context_store() != 31808) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_contexts() != 51463) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_export_to() != 10222) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_flush() != 33692) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_get_episodic() != 22873) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_get_procedural() != 1305) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_get_semantic() != 55306) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_get_short_term() != 1863) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_get_working() != 23518) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_import_from() != 26575) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph() != 62890) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_is_closed() != 12821) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_is_temporary() != 18518) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_namespace() != 15104) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_optimize() != 61223) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_path() != 20076) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_punch_in() != 17932) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_punch_out() != 52785) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_create() != 4535) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_delete() != 26447) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_list() != 35399) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_restore() != 9622) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_save() != 22545) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_versions() != 18644) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_status() != 58964) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_switch_context() != 43841) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_task() != 15832) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_tasks() != 2512) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_timesheet_report() != 26429) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_actionhandler_actions() != 49630) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_actionhandler_call() != 53208) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_execute() != 44945) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_forget() != 39930) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_get() != 56876) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_learn() != 54755) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_list() != 57827) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_register_action() != 51763) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_registered_actions() != 46466) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_resume() != 6255) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_run() != 60099) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_unregister_action() != 53145) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_procedural_update() != 47934) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_progresslistener_on_progress() != 59792) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_constructor_manualclock_new() != 48320) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_constructor_memory_new() != 6266) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_constructor_memory_open() != 54047) {
+        return InitializationResult.apiChecksumMismatch
+    }
 
+    uniffiCallbackInitActionHandler()
+    uniffiCallbackInitProgressListener()
+    uniffiEnsureMemstrataBindingsCommonInitialized()
     return InitializationResult.ok
 }()
 

@@ -30,6 +30,110 @@ import java.nio.CharBuffer
 import java.nio.charset.CodingErrorAction
 import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.ConcurrentHashMap
+import dev.memstrata.common.ContextStored
+import dev.memstrata.common.ContextValue
+import dev.memstrata.common.Episode
+import dev.memstrata.common.EpisodeHit
+import dev.memstrata.common.ExportStats
+import dev.memstrata.common.FfiConverterTypeContextStored
+import dev.memstrata.common.FfiConverterTypeContextValue
+import dev.memstrata.common.FfiConverterTypeEpisode
+import dev.memstrata.common.FfiConverterTypeEpisodeHit
+import dev.memstrata.common.FfiConverterTypeExportStats
+import dev.memstrata.common.FfiConverterTypeImportStats
+import dev.memstrata.common.FfiConverterTypeJsonValue
+import dev.memstrata.common.FfiConverterTypeKnowledge
+import dev.memstrata.common.FfiConverterTypeKnowledgeHit
+import dev.memstrata.common.FfiConverterTypeKnowledgeVersion
+import dev.memstrata.common.FfiConverterTypeOpenOptions
+import dev.memstrata.common.FfiConverterTypeOptimizeReport
+import dev.memstrata.common.FfiConverterTypeProcedure
+import dev.memstrata.common.FfiConverterTypeProgressEvent
+import dev.memstrata.common.FfiConverterTypePunchIn
+import dev.memstrata.common.FfiConverterTypePunchOut
+import dev.memstrata.common.FfiConverterTypeRecordOptions
+import dev.memstrata.common.FfiConverterTypeRun
+import dev.memstrata.common.FfiConverterTypeSearchOptions
+import dev.memstrata.common.FfiConverterTypeSessionCreated
+import dev.memstrata.common.FfiConverterTypeSessionInfo
+import dev.memstrata.common.FfiConverterTypeSessionRestored
+import dev.memstrata.common.FfiConverterTypeSessionSaved
+import dev.memstrata.common.FfiConverterTypeSessionVersionInfo
+import dev.memstrata.common.FfiConverterTypeShortTermEntry
+import dev.memstrata.common.FfiConverterTypeStatus
+import dev.memstrata.common.FfiConverterTypeSwitchResult
+import dev.memstrata.common.FfiConverterTypeTask
+import dev.memstrata.common.FfiConverterTypeTaskFilterOptions
+import dev.memstrata.common.FfiConverterTypeTimesheetReport
+import dev.memstrata.common.FfiConverterTypeTimestamp
+import dev.memstrata.common.FfiConverterTypeWorkspaceItem
+import dev.memstrata.common.ImportStats
+import dev.memstrata.common.JsonValue
+import dev.memstrata.common.Knowledge
+import dev.memstrata.common.KnowledgeHit
+import dev.memstrata.common.KnowledgeVersion
+import dev.memstrata.common.OpenOptions
+import dev.memstrata.common.OptimizeReport
+import dev.memstrata.common.Procedure
+import dev.memstrata.common.ProgressEvent
+import dev.memstrata.common.PunchIn
+import dev.memstrata.common.PunchOut
+import dev.memstrata.common.RecordOptions
+import dev.memstrata.common.Run
+import dev.memstrata.common.SearchOptions
+import dev.memstrata.common.SessionCreated
+import dev.memstrata.common.SessionInfo
+import dev.memstrata.common.SessionRestored
+import dev.memstrata.common.SessionSaved
+import dev.memstrata.common.SessionVersionInfo
+import dev.memstrata.common.ShortTermEntry
+import dev.memstrata.common.Status
+import dev.memstrata.common.SwitchResult
+import dev.memstrata.common.Task
+import dev.memstrata.common.TaskFilterOptions
+import dev.memstrata.common.TimesheetReport
+import dev.memstrata.common.Timestamp
+import dev.memstrata.common.WorkspaceItem
+import java.util.concurrent.atomic.AtomicBoolean
+import kotlin.coroutines.resume
+import kotlinx.coroutines.CancellableContinuation
+import kotlinx.coroutines.DelicateCoroutinesApi
+import kotlinx.coroutines.GlobalScope
+import kotlinx.coroutines.Job
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.suspendCancellableCoroutine
+import dev.memstrata.common.RustBuffer as RustBufferContextStored
+import dev.memstrata.common.RustBuffer as RustBufferContextValue
+import dev.memstrata.common.RustBuffer as RustBufferEpisode
+import dev.memstrata.common.RustBuffer as RustBufferEpisodeHit
+import dev.memstrata.common.RustBuffer as RustBufferExportStats
+import dev.memstrata.common.RustBuffer as RustBufferImportStats
+import dev.memstrata.common.RustBuffer as RustBufferJsonValue
+import dev.memstrata.common.RustBuffer as RustBufferKnowledge
+import dev.memstrata.common.RustBuffer as RustBufferKnowledgeHit
+import dev.memstrata.common.RustBuffer as RustBufferKnowledgeVersion
+import dev.memstrata.common.RustBuffer as RustBufferOpenOptions
+import dev.memstrata.common.RustBuffer as RustBufferOptimizeReport
+import dev.memstrata.common.RustBuffer as RustBufferProcedure
+import dev.memstrata.common.RustBuffer as RustBufferProgressEvent
+import dev.memstrata.common.RustBuffer as RustBufferPunchIn
+import dev.memstrata.common.RustBuffer as RustBufferPunchOut
+import dev.memstrata.common.RustBuffer as RustBufferRecordOptions
+import dev.memstrata.common.RustBuffer as RustBufferRun
+import dev.memstrata.common.RustBuffer as RustBufferSearchOptions
+import dev.memstrata.common.RustBuffer as RustBufferSessionCreated
+import dev.memstrata.common.RustBuffer as RustBufferSessionInfo
+import dev.memstrata.common.RustBuffer as RustBufferSessionRestored
+import dev.memstrata.common.RustBuffer as RustBufferSessionSaved
+import dev.memstrata.common.RustBuffer as RustBufferSessionVersionInfo
+import dev.memstrata.common.RustBuffer as RustBufferShortTermEntry
+import dev.memstrata.common.RustBuffer as RustBufferStatus
+import dev.memstrata.common.RustBuffer as RustBufferSwitchResult
+import dev.memstrata.common.RustBuffer as RustBufferTask
+import dev.memstrata.common.RustBuffer as RustBufferTaskFilterOptions
+import dev.memstrata.common.RustBuffer as RustBufferTimesheetReport
+import dev.memstrata.common.RustBuffer as RustBufferTimestamp
+import dev.memstrata.common.RustBuffer as RustBufferWorkspaceItem
 
 // This is a helper for safely working with byte buffers returned from the Rust code.
 // A rust-owned buffer is represented by its capacity, its current length, and a
@@ -649,6 +753,56 @@ internal open class UniffiForeignFutureResultVoid(
 internal interface UniffiForeignFutureCompleteVoid : com.sun.jna.Callback {
     fun callback(`callbackData`: Long,`result`: UniffiForeignFutureResultVoid.UniffiByValue,)
 }
+internal interface UniffiCallbackInterfaceActionHandlerMethod0 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,)
+}
+internal interface UniffiCallbackInterfaceActionHandlerMethod1 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`action`: RustBuffer.ByValue,`parameters`: RustBuffer.ByValue,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,)
+}
+internal interface UniffiCallbackInterfaceProgressListenerMethod0 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`event`: RustBufferProgressEvent.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
+}
+@Structure.FieldOrder("uniffiFree", "uniffiClone", "actions", "call")
+internal open class UniffiVTableCallbackInterfaceActionHandler(
+    @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+    @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+    @JvmField internal var `actions`: UniffiCallbackInterfaceActionHandlerMethod0? = null,
+    @JvmField internal var `call`: UniffiCallbackInterfaceActionHandlerMethod1? = null,
+) : Structure() {
+    class UniffiByValue(
+        `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+        `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+        `actions`: UniffiCallbackInterfaceActionHandlerMethod0? = null,
+        `call`: UniffiCallbackInterfaceActionHandlerMethod1? = null,
+    ): UniffiVTableCallbackInterfaceActionHandler(`uniffiFree`,`uniffiClone`,`actions`,`call`,), Structure.ByValue
+
+   internal fun uniffiSetValue(other: UniffiVTableCallbackInterfaceActionHandler) {
+        `uniffiFree` = other.`uniffiFree`
+        `uniffiClone` = other.`uniffiClone`
+        `actions` = other.`actions`
+        `call` = other.`call`
+    }
+
+}
+@Structure.FieldOrder("uniffiFree", "uniffiClone", "onProgress")
+internal open class UniffiVTableCallbackInterfaceProgressListener(
+    @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+    @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+    @JvmField internal var `onProgress`: UniffiCallbackInterfaceProgressListenerMethod0? = null,
+) : Structure() {
+    class UniffiByValue(
+        `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+        `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+        `onProgress`: UniffiCallbackInterfaceProgressListenerMethod0? = null,
+    ): UniffiVTableCallbackInterfaceProgressListener(`uniffiFree`,`uniffiClone`,`onProgress`,), Structure.ByValue
+
+   internal fun uniffiSetValue(other: UniffiVTableCallbackInterfaceProgressListener) {
+        `uniffiFree` = other.`uniffiFree`
+        `uniffiClone` = other.`uniffiClone`
+        `onProgress` = other.`onProgress`
+    }
+
+}
 
 // A JNA Library to expose the extern-C FFI definitions.
 // This is an implementation detail which will be called internally by the public API.
@@ -674,7 +828,165 @@ internal object IntegrityCheckingUniffiLib {
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_memstrata_ffi_checksum_func_memstrata_info(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_func_memstrata_version(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_func_panic_for_tests(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_forget(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_get(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_recent(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_record(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_search(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_summarize(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_forget(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_get(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_history(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_keys(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_query(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_retrieve(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_store(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_update(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_shortterm_entry(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_shortterm_forget(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_shortterm_keys(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_shortterm_retrieve(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_shortterm_store(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_working_add_to_workspace(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_working_clear(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_working_current_focus(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_working_focus(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_working_workspace(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_working_workspace_items(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_manualclock_advance(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_manualclock_now(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_manualclock_set(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_active_context(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_close(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_context_retrieve(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_context_store(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_contexts(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_export_to(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_flush(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_get_episodic(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_get_procedural(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_get_semantic(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_get_short_term(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_get_working(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_import_from(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_is_closed(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_is_temporary(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_namespace(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_optimize(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_path(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_punch_in(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_punch_out(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_session_create(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_session_delete(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_session_list(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_session_restore(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_session_save(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_session_versions(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_status(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_switch_context(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_task(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_tasks(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_timesheet_report(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_actionhandler_actions(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_actionhandler_call(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_execute(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_forget(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_get(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_learn(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_list(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_register_action(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_registered_actions(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_resume(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_run(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_unregister_action(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_procedural_update(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_progresslistener_on_progress(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_constructor_manualclock_new(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_constructor_memory_new(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_constructor_memory_open(
     ): Int
     external fun ffi_memstrata_ffi_uniffi_contract_version(
     ): Int
@@ -684,15 +996,221 @@ internal object IntegrityCheckingUniffiLib {
 
 internal object UniffiLib {
     
+    // The Cleaner for the whole library
+    internal val CLEANER: UniffiCleaner by lazy {
+        UniffiCleaner.create()
+    }
+    
 
     init {
         Native.register(UniffiLib::class.java, findLibraryName(componentName = "memstrata"))
+        uniffiCallbackInterfaceActionHandler.register(this)
+        uniffiCallbackInterfaceProgressListener.register(this)
+        dev.memstrata.common.uniffiEnsureInitialized()
         
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_memstrata_ffi_fn_clone_episodic(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_episodic(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_episodic_forget(`ptr`: Long,`id`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_episodic_get(`ptr`: Long,`id`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_episodic_recent(`ptr`: Long,`limit`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_episodic_record(`ptr`: Long,`summary`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_episodic_search(`ptr`: Long,`query`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_episodic_summarize(`ptr`: Long,`ids`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_clone_semantic(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_semantic(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_semantic_forget(`ptr`: Long,`key`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_get(`ptr`: Long,`key`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_history(`ptr`: Long,`key`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_keys(`ptr`: Long,`prefix`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_query(`ptr`: Long,`text`: RustBuffer.ByValue,`limit`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_retrieve(`ptr`: Long,`key`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_store(`ptr`: Long,`key`: RustBuffer.ByValue,`knowledge`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_update(`ptr`: Long,`key`: RustBuffer.ByValue,`patch`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_clone_shortterm(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_shortterm(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_shortterm_entry(`ptr`: Long,`key`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_shortterm_forget(`ptr`: Long,`key`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_shortterm_keys(`ptr`: Long,`prefix`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_shortterm_retrieve(`ptr`: Long,`key`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_shortterm_store(`ptr`: Long,`key`: RustBuffer.ByValue,`value`: RustBuffer.ByValue,`ttl`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_clone_working(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_working(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_working_add_to_workspace(`ptr`: Long,`value`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_working_clear(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_working_current_focus(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_working_focus(`ptr`: Long,`item`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_working_workspace(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_working_workspace_items(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_clone_manualclock(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_manualclock(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_constructor_manualclock_new(`start`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_manualclock_advance(`ptr`: Long,`seconds`: Double,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_manualclock_now(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBufferTimestamp.ByValue
+    external fun uniffi_memstrata_ffi_fn_method_manualclock_set(`ptr`: Long,`to`: RustBufferTimestamp.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_clone_memory(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_memory(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_constructor_memory_new(`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,`clock`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_constructor_memory_open(`path`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,`clock`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_active_context(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_memstrata_ffi_fn_method_memory_close(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_context_retrieve(`ptr`: Long,`key`: RustBuffer.ByValue,`namespace`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_context_store(`ptr`: Long,`key`: RustBuffer.ByValue,`value`: RustBuffer.ByValue,`ttl`: RustBuffer.ByValue,`namespace`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_contexts(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_export_to(`ptr`: Long,`path`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_flush(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_get_episodic(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_get_procedural(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_get_semantic(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_get_short_term(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_get_working(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_import_from(`ptr`: Long,`path`: RustBuffer.ByValue,`progress`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_import_knowledge_graph(`ptr`: Long,`path`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_is_closed(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_memstrata_ffi_fn_method_memory_is_temporary(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_memstrata_ffi_fn_method_memory_namespace(`ptr`: Long,`name`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_optimize(`ptr`: Long,`level`: RustBuffer.ByValue,`targetSession`: RustBuffer.ByValue,`progress`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_path(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_memstrata_ffi_fn_method_memory_punch_in(`ptr`: Long,`llmName`: RustBuffer.ByValue,`taskDescription`: RustBuffer.ByValue,`context`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_punch_out(`ptr`: Long,`taskId`: RustBuffer.ByValue,`summary`: RustBuffer.ByValue,`detectFiles`: Byte,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_session_create(`ptr`: Long,`name`: RustBuffer.ByValue,`metadata`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_session_delete(`ptr`: Long,`sessionId`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_session_list(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_session_restore(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`version`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_session_save(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`content`: RustBuffer.ByValue,`compressionLevel`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_session_versions(`ptr`: Long,`sessionId`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_status(`ptr`: Long,`includeSessions`: Byte,`includeMetrics`: Byte,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_switch_context(`ptr`: Long,`target`: RustBuffer.ByValue,`preserveCurrent`: Byte,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_task(`ptr`: Long,`taskId`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_tasks(`ptr`: Long,`filter`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_timesheet_report(`ptr`: Long,`since`: RustBuffer.ByValue,`until`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_clone_actionhandler(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_actionhandler(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_init_callback_vtable_actionhandler(`vtable`: UniffiVTableCallbackInterfaceActionHandler,
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_actionhandler_actions(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_memstrata_ffi_fn_method_actionhandler_call(`ptr`: Long,`action`: RustBuffer.ByValue,`parameters`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_memstrata_ffi_fn_clone_procedural(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_procedural(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_procedural_execute(`ptr`: Long,`name`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,`handler`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_procedural_forget(`ptr`: Long,`name`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_procedural_get(`ptr`: Long,`name`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_procedural_learn(`ptr`: Long,`name`: RustBuffer.ByValue,`steps`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_procedural_list(`ptr`: Long,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_procedural_register_action(`ptr`: Long,`name`: RustBuffer.ByValue,`handler`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_procedural_registered_actions(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_memstrata_ffi_fn_method_procedural_resume(`ptr`: Long,`runId`: RustBuffer.ByValue,`output`: RustBuffer.ByValue,`handler`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_procedural_run(`ptr`: Long,`runId`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_procedural_unregister_action(`ptr`: Long,`name`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_memstrata_ffi_fn_method_procedural_update(`ptr`: Long,`name`: RustBuffer.ByValue,`steps`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_clone_progresslistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_progresslistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_init_callback_vtable_progresslistener(`vtable`: UniffiVTableCallbackInterfaceProgressListener,
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_progresslistener_on_progress(`ptr`: Long,`event`: RustBufferProgressEvent.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_func_memstrata_info(uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_memstrata_ffi_fn_func_memstrata_version(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_memstrata_ffi_fn_func_panic_for_tests(
+    ): Long
     external fun ffi_memstrata_ffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_memstrata_ffi_rustbuffer_from_bytes(`bytes`: ForeignBytes.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -812,7 +1330,244 @@ private fun uniffiCheckContractApiVersion(lib: IntegrityCheckingUniffiLib) {
 }
 @Suppress("UNUSED_PARAMETER")
 private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
+    if ((lib.uniffi_memstrata_ffi_checksum_func_memstrata_info() and 0xFFFF) != 6754) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_memstrata_ffi_checksum_func_memstrata_version() and 0xFFFF) != 35286) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_func_panic_for_tests() and 0xFFFF) != 47998) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_forget() and 0xFFFF) != 21842) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_get() and 0xFFFF) != 61115) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_recent() and 0xFFFF) != 41736) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 44238) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 3923) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_summarize() and 0xFFFF) != 8978) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_forget() and 0xFFFF) != 3861) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_get() and 0xFFFF) != 23894) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_history() and 0xFFFF) != 17667) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_keys() and 0xFFFF) != 40350) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_query() and 0xFFFF) != 47351) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_retrieve() and 0xFFFF) != 12153) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store() and 0xFFFF) != 25349) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_update() and 0xFFFF) != 28461) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_entry() and 0xFFFF) != 53340) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_forget() and 0xFFFF) != 44507) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_keys() and 0xFFFF) != 12087) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_retrieve() and 0xFFFF) != 6766) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_store() and 0xFFFF) != 8443) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_add_to_workspace() and 0xFFFF) != 61500) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_clear() and 0xFFFF) != 48924) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_current_focus() and 0xFFFF) != 28387) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_focus() and 0xFFFF) != 17615) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_workspace() and 0xFFFF) != 52055) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_workspace_items() and 0xFFFF) != 48668) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_manualclock_advance() and 0xFFFF) != 50993) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_manualclock_now() and 0xFFFF) != 60525) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_manualclock_set() and 0xFFFF) != 38211) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_active_context() and 0xFFFF) != 16647) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_close() and 0xFFFF) != 40320) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_context_retrieve() and 0xFFFF) != 18446) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_context_store() and 0xFFFF) != 31808) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_contexts() and 0xFFFF) != 51463) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_export_to() and 0xFFFF) != 10222) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_flush() and 0xFFFF) != 33692) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_get_episodic() and 0xFFFF) != 22873) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_get_procedural() and 0xFFFF) != 1305) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_get_semantic() and 0xFFFF) != 55306) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_get_short_term() and 0xFFFF) != 1863) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_get_working() and 0xFFFF) != 23518) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_import_from() and 0xFFFF) != 26575) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph() and 0xFFFF) != 62890) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_is_closed() and 0xFFFF) != 12821) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_is_temporary() and 0xFFFF) != 18518) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_namespace() and 0xFFFF) != 15104) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_optimize() and 0xFFFF) != 61223) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_path() and 0xFFFF) != 20076) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_in() and 0xFFFF) != 17932) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_out() and 0xFFFF) != 52785) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_create() and 0xFFFF) != 4535) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_delete() and 0xFFFF) != 26447) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_list() and 0xFFFF) != 35399) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_restore() and 0xFFFF) != 9622) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_save() and 0xFFFF) != 22545) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_versions() and 0xFFFF) != 18644) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_status() and 0xFFFF) != 58964) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_switch_context() and 0xFFFF) != 43841) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_task() and 0xFFFF) != 15832) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_tasks() and 0xFFFF) != 2512) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_timesheet_report() and 0xFFFF) != 26429) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_actionhandler_actions() and 0xFFFF) != 49630) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_actionhandler_call() and 0xFFFF) != 53208) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_execute() and 0xFFFF) != 44945) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_forget() and 0xFFFF) != 39930) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_get() and 0xFFFF) != 56876) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_learn() and 0xFFFF) != 54755) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_list() and 0xFFFF) != 57827) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_register_action() and 0xFFFF) != 51763) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_registered_actions() and 0xFFFF) != 46466) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_resume() and 0xFFFF) != 6255) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_run() and 0xFFFF) != 60099) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_unregister_action() and 0xFFFF) != 53145) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_update() and 0xFFFF) != 47934) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_progresslistener_on_progress() and 0xFFFF) != 59792) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_constructor_manualclock_new() and 0xFFFF) != 48320) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_constructor_memory_new() and 0xFFFF) != 6266) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_constructor_memory_open() and 0xFFFF) != 54047) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -828,6 +1583,46 @@ public fun uniffiEnsureInitialized() {
 }
 
 // Async support
+// Async return type handlers
+
+internal const val UNIFFI_RUST_FUTURE_POLL_READY = 0.toByte()
+internal const val UNIFFI_RUST_FUTURE_POLL_WAKE = 1.toByte()
+
+internal val uniffiContinuationHandleMap = UniffiHandleMap<CancellableContinuation<Byte>>()
+
+// FFI type for Rust future continuations
+internal object uniffiRustFutureContinuationCallbackImpl: UniffiRustFutureContinuationCallback {
+    override fun callback(data: Long, pollResult: Byte) {
+        uniffiContinuationHandleMap.remove(data).resume(pollResult)
+    }
+}
+
+internal suspend fun<T, F, E: kotlin.Exception> uniffiRustCallAsync(
+    rustFuture: Long,
+    pollFunc: (Long, UniffiRustFutureContinuationCallback, Long) -> Unit,
+    completeFunc: (Long, UniffiRustCallStatus) -> F,
+    freeFunc: (Long) -> Unit,
+    liftFunc: (F) -> T,
+    errorHandler: UniffiRustCallStatusErrorHandler<E>
+): T {
+    try {
+        do {
+            val pollResult = suspendCancellableCoroutine<Byte> { continuation ->
+                pollFunc(
+                    rustFuture,
+                    uniffiRustFutureContinuationCallbackImpl,
+                    uniffiContinuationHandleMap.insert(continuation)
+                )
+            }
+        } while (pollResult != UNIFFI_RUST_FUTURE_POLL_READY);
+
+        return liftFunc(
+            uniffiRustCallWithError(errorHandler, { status -> completeFunc(rustFuture, status) })
+        )
+    } finally {
+        freeFunc(rustFuture)
+    }
+}
 
 // Public interface members begin here.
 
@@ -906,7 +1701,194 @@ object UniffiWithHandle
  *
  * @suppress
  * */
-object NoHandle
+object NoHandle// Magic number for the Rust proxy to call using the same mechanism as every other method,
+// to free the callback once it's dropped by Rust.
+internal const val IDX_CALLBACK_FREE = 0
+// Callback return codes
+internal const val UNIFFI_CALLBACK_SUCCESS = 0
+internal const val UNIFFI_CALLBACK_ERROR = 1
+internal const val UNIFFI_CALLBACK_UNEXPECTED_ERROR = 2
+
+/**
+ * @suppress
+ */
+public abstract class FfiConverterCallbackInterface<CallbackInterface: Any>: FfiConverter<CallbackInterface, Long> {
+    internal val handleMap = UniffiHandleMap<CallbackInterface>()
+
+    internal fun drop(handle: Long) {
+        handleMap.remove(handle)
+    }
+
+    override fun lift(value: Long): CallbackInterface {
+        return handleMap.get(value)
+    }
+
+    override fun read(buf: ByteBuffer) = lift(buf.getLong())
+
+    override fun lower(value: CallbackInterface) = handleMap.insert(value)
+
+    override fun allocationSize(value: CallbackInterface) = 8UL
+
+    override fun write(value: CallbackInterface, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+/**
+ * The cleaner interface for Object finalization code to run.
+ * This is the entry point to any implementation that we're using.
+ *
+ * The cleaner registers objects and returns cleanables, so now we are
+ * defining a `UniffiCleaner` with a `UniffiClenaer.Cleanable` to abstract the
+ * different implmentations available at compile time.
+ *
+ * @suppress
+ */
+interface UniffiCleaner {
+    interface Cleanable {
+        fun clean()
+    }
+
+    fun register(value: Any, cleanUpTask: Runnable): UniffiCleaner.Cleanable
+
+    companion object
+}
+
+// The fallback Jna cleaner, which is available for both Android, and the JVM.
+private class UniffiJnaCleaner : UniffiCleaner {
+    private val cleaner = com.sun.jna.internal.Cleaner.getCleaner()
+
+    override fun register(value: Any, cleanUpTask: Runnable): UniffiCleaner.Cleanable =
+        UniffiJnaCleanable(cleaner.register(value, cleanUpTask))
+}
+
+private class UniffiJnaCleanable(
+    private val cleanable: com.sun.jna.internal.Cleaner.Cleanable,
+) : UniffiCleaner.Cleanable {
+    override fun clean() = cleanable.clean()
+}
+
+
+// We decide at uniffi binding generation time whether we were
+// using Android or not.
+// There are further runtime checks to chose the correct implementation
+// of the cleaner.
+private fun UniffiCleaner.Companion.create(): UniffiCleaner =
+    try {
+        // For safety's sake: if the library hasn't been run in android_cleaner = true
+        // mode, but is being run on Android, then we still need to think about
+        // Android API versions.
+        // So we check if java.lang.ref.Cleaner is there, and use that…
+        java.lang.Class.forName("java.lang.ref.Cleaner")
+        JavaLangRefCleaner()
+    } catch (e: ClassNotFoundException) {
+        // … otherwise, fallback to the JNA cleaner.
+        UniffiJnaCleaner()
+    }
+
+private class JavaLangRefCleaner : UniffiCleaner {
+    val cleaner = java.lang.ref.Cleaner.create()
+
+    override fun register(value: Any, cleanUpTask: Runnable): UniffiCleaner.Cleanable =
+        JavaLangRefCleanable(cleaner.register(value, cleanUpTask))
+}
+
+private class JavaLangRefCleanable(
+    val cleanable: java.lang.ref.Cleaner.Cleanable
+) : UniffiCleaner.Cleanable {
+    override fun clean() = cleanable.clean()
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterUInt: FfiConverter<UInt, Int> {
+    override fun lift(value: Int): UInt {
+        return value.toUInt()
+    }
+
+    override fun read(buf: ByteBuffer): UInt {
+        return lift(buf.getInt())
+    }
+
+    override fun lower(value: UInt): Int {
+        return value.toInt()
+    }
+
+    override fun allocationSize(value: UInt) = 4UL
+
+    override fun write(value: UInt, buf: ByteBuffer) {
+        buf.putInt(value.toInt())
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterLong: FfiConverter<Long, Long> {
+    override fun lift(value: Long): Long {
+        return value
+    }
+
+    override fun read(buf: ByteBuffer): Long {
+        return buf.getLong()
+    }
+
+    override fun lower(value: Long): Long {
+        return value
+    }
+
+    override fun allocationSize(value: Long) = 8UL
+
+    override fun write(value: Long, buf: ByteBuffer) {
+        buf.putLong(value)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterDouble: FfiConverter<Double, Double> {
+    override fun lift(value: Double): Double {
+        return value
+    }
+
+    override fun read(buf: ByteBuffer): Double {
+        return buf.getDouble()
+    }
+
+    override fun lower(value: Double): Double {
+        return value
+    }
+
+    override fun allocationSize(value: Double) = 8UL
+
+    override fun write(value: Double, buf: ByteBuffer) {
+        buf.putDouble(value)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterBoolean: FfiConverter<Boolean, Byte> {
+    override fun lift(value: Byte): Boolean {
+        return value.toInt() != 0
+    }
+
+    override fun read(buf: ByteBuffer): Boolean {
+        return lift(buf.get())
+    }
+
+    override fun lower(value: Boolean): Byte {
+        return if (value) 1.toByte() else 0.toByte()
+    }
+
+    override fun allocationSize(value: Boolean) = 1UL
+
+    override fun write(value: Boolean, buf: ByteBuffer) {
+        buf.put(lower(value))
+    }
+}
 
 /**
  * @suppress
@@ -964,6 +1946,5926 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
         buf.put(byteBuf)
     }
 }
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTimestamp: FfiConverterRustBuffer<java.time.Instant> {
+    override fun read(buf: ByteBuffer): java.time.Instant {
+        val seconds = buf.getLong()
+        // Type mismatch (should be u32) but we check for overflow/underflow below
+        val nanoseconds = buf.getInt().toLong()
+        if (nanoseconds < 0) {
+            throw java.time.DateTimeException("Instant nanoseconds exceed minimum or maximum supported by uniffi")
+        }
+        if (seconds >= 0) {
+            return java.time.Instant.EPOCH.plus(java.time.Duration.ofSeconds(seconds, nanoseconds))
+        } else {
+            return java.time.Instant.EPOCH.minus(java.time.Duration.ofSeconds(-seconds, nanoseconds))
+        }
+    }
+
+    // 8 bytes for seconds, 4 bytes for nanoseconds
+    override fun allocationSize(value: java.time.Instant) = 12UL
+
+    override fun write(value: java.time.Instant, buf: ByteBuffer) {
+        var epochOffset = java.time.Duration.between(java.time.Instant.EPOCH, value)
+
+        var sign = 1
+        if (epochOffset.isNegative()) {
+            sign = -1
+            epochOffset = epochOffset.negated()
+        }
+
+        if (epochOffset.nano < 0) {
+            // Java docs provide guarantee that nano will always be positive, so this should be impossible
+            // See: https://docs.oracle.com/javase/8/docs/api/java/time/Instant.html
+            throw IllegalArgumentException("Invalid timestamp, nano value must be non-negative")
+        }
+
+        buf.putLong(sign * epochOffset.seconds)
+        // Type mismatch (should be u32) but since values will always be between 0 and 999,999,999 it should be OK
+        buf.putInt(epochOffset.nano)
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Host actions for procedures, implemented in Swift or Kotlin.
+ *
+ * `actions()` names the actions this host runs; a step whose action is
+ * neither built in nor named there pauses the run (`awaiting_action`) until
+ * `resume`. `call` receives the step's resolved parameters as JSON text and
+ * returns the step's output as JSON text; throwing (`ActionError.Failed`, or
+ * any other error) fails the step with the error's text. Calls arrive on a
+ * worker thread, with no engine lock held, so a handler may use the store.
+ */
+public interface ActionHandler {
+    
+    /**
+     * The action names this handler runs.
+     */
+    fun `actions`(): List<kotlin.String>
+    
+    /**
+     * Run `action` with `parameters` (JSON text); return its output (JSON text).
+     */
+    fun `call`(`action`: kotlin.String, `parameters`: kotlin.String): kotlin.String
+    
+    companion object
+}
+
+/**
+ * Host actions for procedures, implemented in Swift or Kotlin.
+ *
+ * `actions()` names the actions this host runs; a step whose action is
+ * neither built in nor named there pauses the run (`awaiting_action`) until
+ * `resume`. `call` receives the step's resolved parameters as JSON text and
+ * returns the step's output as JSON text; throwing (`ActionError.Failed`, or
+ * any other error) fails the step with the error's text. Calls arrive on a
+ * worker thread, with no engine lock held, so a handler may use the store.
+ */
+open class ActionHandlerImpl: Disposable, AutoCloseable, ActionHandler
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_actionhandler(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_actionhandler(handle, status)
+        }
+    }
+
+    
+    /**
+     * The action names this handler runs.
+     */override fun `actions`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_actionhandler_actions(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Run `action` with `parameters` (JSON text); return its output (JSON text).
+     */
+    @Throws(ActionException::class)override fun `call`(`action`: kotlin.String, `parameters`: kotlin.String): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCallWithError(ActionException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_actionhandler_call(
+        it,
+        
+        FfiConverterString.lower(`action`),
+        FfiConverterString.lower(`parameters`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+
+// Put the implementation in an object so we don't pollute the top-level namespace
+internal object uniffiCallbackInterfaceActionHandler {
+    internal object `actions`: UniffiCallbackInterfaceActionHandlerMethod0 {
+        override fun callback(`uniffiHandle`: Long,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,) {
+            val uniffiObj = FfiConverterTypeActionHandler.handleMap.get(uniffiHandle)
+            val makeCall = { ->
+                uniffiObj.`actions`(
+                )
+            }
+            val writeReturn = { value: List<kotlin.String> -> uniffiOutReturn.setValue(FfiConverterSequenceString.lower(value)) }
+            uniffiTraitInterfaceCall(uniffiCallStatus, makeCall, writeReturn)
+        }
+    }
+    internal object `call`: UniffiCallbackInterfaceActionHandlerMethod1 {
+        override fun callback(`uniffiHandle`: Long,`action`: RustBuffer.ByValue,`parameters`: RustBuffer.ByValue,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,) {
+            val uniffiObj = FfiConverterTypeActionHandler.handleMap.get(uniffiHandle)
+            val makeCall = { ->
+                uniffiObj.`call`(
+                    FfiConverterString.lift(`action`),
+                    FfiConverterString.lift(`parameters`),
+                )
+            }
+            val writeReturn = { value: kotlin.String -> uniffiOutReturn.setValue(FfiConverterString.lower(value)) }
+            uniffiTraitInterfaceCallWithError(
+                uniffiCallStatus,
+                makeCall,
+                writeReturn,
+                { e: ActionException -> FfiConverterTypeActionError.lower(e) }
+            )
+        }
+    }
+
+    internal object uniffiFree: UniffiCallbackInterfaceFree {
+        override fun callback(handle: Long) {
+            FfiConverterTypeActionHandler.handleMap.remove(handle)
+        }
+    }
+
+    internal object uniffiClone: UniffiCallbackInterfaceClone {
+        override fun callback(handle: Long): Long {
+            return FfiConverterTypeActionHandler.handleMap.clone(handle)
+        }
+    }
+
+    internal var vtable = UniffiVTableCallbackInterfaceActionHandler.UniffiByValue(
+        uniffiFree,
+        uniffiClone,
+        `actions`,
+        `call`,
+    )
+
+    // Registers the foreign callback with the Rust side.
+    // This method is generated for each callback interface.
+    internal fun register(lib: UniffiLib) {
+        lib.uniffi_memstrata_ffi_fn_init_callback_vtable_actionhandler(vtable)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeActionHandler: FfiConverter<ActionHandler, Long> {
+    internal val handleMap = UniffiHandleMap<ActionHandler>()
+
+    override fun lower(value: ActionHandler): Long {
+        if (value is ActionHandlerImpl) {
+             // Rust-implemented object.  Clone the handle and return it
+            return value.uniffiCloneHandle()
+         } else {
+            // Kotlin object, generate a new vtable handle and return that.
+            return handleMap.insert(value)
+         }
+    }
+
+    override fun lift(value: Long): ActionHandler {
+        if ((value and 1.toLong()) == 0.toLong()) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return ActionHandlerImpl(UniffiWithHandle, value)
+        } else {
+            // Kotlin-generated handle, get the object from the handle map
+            return handleMap.remove(value)
+        }
+    }
+
+    override fun read(buf: ByteBuffer): ActionHandler {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: ActionHandler) = 8UL
+
+    override fun write(value: ActionHandler, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Episodic memory: events with full-text search.
+ */
+public interface EpisodicInterface {
+    
+    /**
+     * Remove an episode; true if it was there.
+     */
+    suspend fun `forget`(`id`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * The episode with `id`, or null.
+     */
+    suspend fun `get`(`id`: kotlin.String): Episode?
+    
+    /**
+     * The newest episodes (default 10).
+     */
+    suspend fun `recent`(`limit`: kotlin.UInt? = null): List<Episode>
+    
+    /**
+     * Record an episode; returns its id. `options` carries the content (JSON
+     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     */
+    suspend fun `record`(`summary`: kotlin.String, `options`: RecordOptions? = null): kotlin.String
+    
+    /**
+     * Full-text (BM25) search; an empty query lists by recency. `options`
+     * holds the limit (default 10) and the tag, participant, time and
+     * importance filters.
+     */
+    suspend fun `search`(`query`: kotlin.String = "", `options`: SearchOptions? = null): List<EpisodeHit>
+    
+    /**
+     * A text summary of the episodes with these ids.
+     */
+    suspend fun `summarize`(`ids`: List<kotlin.String>): kotlin.String
+    
+    companion object
+}
+
+/**
+ * Episodic memory: events with full-text search.
+ */
+open class Episodic: Disposable, AutoCloseable, EpisodicInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_episodic(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_episodic(handle, status)
+        }
+    }
+
+    
+    /**
+     * Remove an episode; true if it was there.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `forget`(`id`: kotlin.String) : kotlin.Boolean {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_forget(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`id`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_i8(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_i8(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_i8(future) },
+        // lift function
+        { FfiConverterBoolean.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The episode with `id`, or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `get`(`id`: kotlin.String) : Episode? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_get(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`id`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeEpisode.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The newest episodes (default 10).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `recent`(`limit`: kotlin.UInt?) : List<Episode> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_recent(
+                uniffiHandle,
+                
+        FfiConverterOptionalUInt.lower(`limit`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeEpisode.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Record an episode; returns its id. `options` carries the content (JSON
+     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `record`(`summary`: kotlin.String, `options`: RecordOptions?) : kotlin.String {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_record(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`summary`),
+        FfiConverterOptionalTypeRecordOptions.lower(`options`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Full-text (BM25) search; an empty query lists by recency. `options`
+     * holds the limit (default 10) and the tag, participant, time and
+     * importance filters.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `search`(`query`: kotlin.String, `options`: SearchOptions?) : List<EpisodeHit> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_search(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`query`),
+        FfiConverterOptionalTypeSearchOptions.lower(`options`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeEpisodeHit.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A text summary of the episodes with these ids.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `summarize`(`ids`: List<kotlin.String>) : kotlin.String {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_summarize(
+                uniffiHandle,
+                
+        FfiConverterSequenceString.lower(`ids`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEpisodic: FfiConverter<Episodic, Long> {
+    override fun lower(value: Episodic): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Episodic {
+        return Episodic(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Episodic {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Episodic) = 8UL
+
+    override fun write(value: Episodic, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * A clock that only moves when told to: pass it to `Memory(clock:)` so TTL
+ * and duration tests never sleep.
+ */
+public interface ManualClockInterface {
+    
+    /**
+     * Move the clock forward by `seconds` (> 0).
+     */
+    fun `advance`(`seconds`: kotlin.Double)
+    
+    /**
+     * The clock's current time.
+     */
+    fun `now`(): Timestamp
+    
+    /**
+     * Set the clock to `to`.
+     */
+    fun `set`(`to`: Timestamp)
+    
+    companion object
+}
+
+/**
+ * A clock that only moves when told to: pass it to `Memory(clock:)` so TTL
+ * and duration tests never sleep.
+ */
+open class ManualClock: Disposable, AutoCloseable, ManualClockInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+    /**
+     * A clock frozen at `start`, or at the current time.
+     */
+    constructor(`start`: Timestamp? = null) :
+        this(UniffiWithHandle, 
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_constructor_manualclock_new(
+    
+        
+        FfiConverterOptionalTypeTimestamp.lower(`start`),_status)
+}
+    )
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_manualclock(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_manualclock(handle, status)
+        }
+    }
+
+    
+    /**
+     * Move the clock forward by `seconds` (> 0).
+     */
+    @Throws(MemstrataException::class)override fun `advance`(`seconds`: kotlin.Double)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_manualclock_advance(
+        it,
+        
+        FfiConverterDouble.lower(`seconds`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The clock's current time.
+     */override fun `now`(): Timestamp {
+            return FfiConverterTypeTimestamp.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_manualclock_now(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Set the clock to `to`.
+     */override fun `set`(`to`: Timestamp)
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_manualclock_set(
+        it,
+        
+        FfiConverterTypeTimestamp.lower(`to`),_status)
+}
+    }
+    
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeManualClock: FfiConverter<ManualClock, Long> {
+    override fun lower(value: ManualClock): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): ManualClock {
+        return ManualClock(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): ManualClock {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: ManualClock) = 8UL
+
+    override fun write(value: ManualClock, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * A Memstrata store, or a namespace handle on one.
+ *
+ * Opening a path already open in this process shares its engine (another
+ * process gets `StoreLocked`). Every call that touches storage is `async`
+ * (Swift) / `suspend` (Kotlin) and runs off the caller's thread. Values are
+ * JSON text; the Swift and Kotlin packages add typed helpers over them.
+ */
+public interface MemoryInterface {
+    
+    /**
+     * The active context of this handle.
+     */
+    fun `activeContext`(): kotlin.String
+    
+    /**
+     * Flush and release this handle. Later calls on it (and on layer objects
+     * taken from it) fail with `Closed`; closing twice does nothing. The store
+     * closes when its last handle does.
+     */
+    suspend fun `shutdown`()
+    
+    /**
+     * The value under `key` in `namespace` (else the active context), or null.
+     */
+    suspend fun `contextRetrieve`(`key`: kotlin.String, `namespace`: kotlin.String? = null): ContextValue?
+    
+    /**
+     * Store `value` (JSON text) in the short-term layer of `namespace` (else
+     * the active context); `ttl` in seconds makes it expire.
+     */
+    suspend fun `contextStore`(`key`: kotlin.String, `value`: kotlin.String, `ttl`: kotlin.Double? = null, `namespace`: kotlin.String? = null): ContextStored
+    
+    /**
+     * Contexts that hold (or held) data, sorted; always includes `"default"`.
+     */
+    suspend fun `contexts`(): List<kotlin.String>
+    
+    /**
+     * Write every layer of the store to the file at `path` (JSON Lines),
+     * fsynced before this returns.
+     */
+    suspend fun `exportTo`(`path`: kotlin.String): ExportStats
+    
+    /**
+     * Commit the index and fsync everything now.
+     */
+    suspend fun `flush`()
+    
+    /**
+     * Episodic memory (`episodic` property).
+     */
+    fun `getEpisodic`(): Episodic
+    
+    /**
+     * Procedures (`procedural` property).
+     */
+    fun `getProcedural`(): Procedural
+    
+    /**
+     * Semantic memory (`semantic` property).
+     */
+    fun `getSemantic`(): Semantic
+    
+    /**
+     * Short-term memory of this handle's active context (the `shortTerm`
+     * property of the Swift/Kotlin extensions).
+     */
+    fun `getShortTerm`(): ShortTerm
+    
+    /**
+     * Working memory (`working` property).
+     */
+    fun `getWorking`(): Working
+    
+    /**
+     * Import an export from the file at `path`; `progress` hears the
+     * `validate` and `apply` stages.
+     */
+    suspend fun `importFrom`(`path`: kotlin.String, `progress`: ProgressListener? = null): ImportStats
+    
+    /**
+     * Import the MCP reference memory server's knowledge graph (`memory.jsonl`).
+     */
+    suspend fun `importKnowledgeGraph`(`path`: kotlin.String): ImportStats
+    
+    /**
+     * True once `close()` ran.
+     */
+    fun `isClosed`(): kotlin.Boolean
+    
+    /**
+     * Whether the store is temporary (deleted when its last handle closes).
+     */
+    fun `isTemporary`(): kotlin.Boolean
+    
+    /**
+     * A new handle on the same store whose active context is `name`
+     * (closing it does not close this one).
+     */
+    fun `namespace`(`name`: kotlin.String): Memory
+    
+    /**
+     * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
+     * `progress` hears each stage.
+     */
+    suspend fun `optimize`(`level`: kotlin.String? = null, `targetSession`: kotlin.String? = null, `progress`: ProgressListener? = null): OptimizeReport
+    
+    /**
+     * The store directory.
+     */
+    fun `path`(): kotlin.String
+    
+    /**
+     * Start a task for `llm_name` in `context` (else the active context).
+     */
+    suspend fun `punchIn`(`llmName`: kotlin.String, `taskDescription`: kotlin.String, `context`: kotlin.String? = null): PunchIn
+    
+    /**
+     * Close a task; `detect_files` scans the workspace roots for files modified since punch-in.
+     */
+    suspend fun `punchOut`(`taskId`: kotlin.String, `summary`: kotlin.String, `detectFiles`: kotlin.Boolean = false): PunchOut
+    
+    /**
+     * Create a session; `metadata` is JSON text (default null).
+     */
+    suspend fun `sessionCreate`(`name`: kotlin.String, `metadata`: kotlin.String? = null): SessionCreated
+    
+    /**
+     * Delete a session and its versions; false if it did not exist.
+     */
+    suspend fun `sessionDelete`(`sessionId`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * Every session.
+     */
+    suspend fun `sessionList`(): List<SessionInfo>
+    
+    /**
+     * Restore a version of a session (default: the latest).
+     */
+    suspend fun `sessionRestore`(`sessionId`: kotlin.String, `version`: kotlin.Long? = null): SessionRestored
+    
+    /**
+     * Save `content` (JSON text) as the session's next version, at
+     * `compression_level` 0..=3 (default 1).
+     */
+    suspend fun `sessionSave`(`sessionId`: kotlin.String, `content`: kotlin.String, `compressionLevel`: kotlin.UInt? = null): SessionSaved
+    
+    /**
+     * The kept versions of a session.
+     */
+    suspend fun `sessionVersions`(`sessionId`: kotlin.String): List<SessionVersionInfo>
+    
+    /**
+     * Health, version, uptime; session count and per-operation metrics on request.
+     */
+    suspend fun `status`(`includeSessions`: kotlin.Boolean = true, `includeMetrics`: kotlin.Boolean = false): Status
+    
+    /**
+     * Make `target` the active context; with `preserve_current = false` the
+     * working memory of the context being left is cleared.
+     */
+    suspend fun `switchContext`(`target`: kotlin.String, `preserveCurrent`: kotlin.Boolean = true): SwitchResult
+    
+    /**
+     * A task, or null.
+     */
+    suspend fun `task`(`taskId`: kotlin.String): Task?
+    
+    /**
+     * Tasks, newest first, filtered.
+     */
+    suspend fun `tasks`(`filter`: TaskFilterOptions? = null): List<Task>
+    
+    /**
+     * Per-model totals for tasks started in `[since, until]`.
+     */
+    suspend fun `timesheetReport`(`since`: Timestamp? = null, `until`: Timestamp? = null): TimesheetReport
+    
+    companion object
+}
+
+/**
+ * A Memstrata store, or a namespace handle on one.
+ *
+ * Opening a path already open in this process shares its engine (another
+ * process gets `StoreLocked`). Every call that touches storage is `async`
+ * (Swift) / `suspend` (Kotlin) and runs off the caller's thread. Values are
+ * JSON text; the Swift and Kotlin packages add typed helpers over them.
+ */
+open class Memory: Disposable, AutoCloseable, MemoryInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+    /**
+     * Open (or create) the store at `path` (`null`/`nil`: a temporary store,
+     * removed when its last handle closes). Opens on the calling thread; from
+     * a UI thread use `Memory.open(...)`, which does not block.
+     */
+    constructor(`path`: kotlin.String? = null, `options`: OpenOptions? = null, `clock`: ManualClock? = null) :
+        this(UniffiWithHandle, 
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_constructor_memory_new(
+    
+        
+        FfiConverterOptionalString.lower(`path`),
+        FfiConverterOptionalTypeOpenOptions.lower(`options`),
+        FfiConverterOptionalTypeManualClock.lower(`clock`),_status)
+}
+    )
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_memory(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_memory(handle, status)
+        }
+    }
+
+    
+    /**
+     * The active context of this handle.
+     */
+    @Throws(MemstrataException::class)override fun `activeContext`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_active_context(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Flush and release this handle. Later calls on it (and on layer objects
+     * taken from it) fail with `Closed`; closing twice does nothing. The store
+     * closes when its last handle does.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `shutdown`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_close(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The value under `key` in `namespace` (else the active context), or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `contextRetrieve`(`key`: kotlin.String, `namespace`: kotlin.String?) : ContextValue? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_context_retrieve(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+        FfiConverterOptionalString.lower(`namespace`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeContextValue.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Store `value` (JSON text) in the short-term layer of `namespace` (else
+     * the active context); `ttl` in seconds makes it expire.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `contextStore`(`key`: kotlin.String, `value`: kotlin.String, `ttl`: kotlin.Double?, `namespace`: kotlin.String?) : ContextStored {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_context_store(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+        FfiConverterString.lower(`value`),
+        FfiConverterOptionalDouble.lower(`ttl`),
+        FfiConverterOptionalString.lower(`namespace`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferContextStored.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeContextStored.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Contexts that hold (or held) data, sorted; always includes `"default"`.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `contexts`() : List<kotlin.String> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_contexts(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Write every layer of the store to the file at `path` (JSON Lines),
+     * fsynced before this returns.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `exportTo`(`path`: kotlin.String) : ExportStats {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_export_to(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`path`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferExportStats.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeExportStats.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Commit the index and fsync everything now.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `flush`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_flush(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Episodic memory (`episodic` property).
+     */override fun `getEpisodic`(): Episodic {
+            return FfiConverterTypeEpisodic.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_get_episodic(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Procedures (`procedural` property).
+     */override fun `getProcedural`(): Procedural {
+            return FfiConverterTypeProcedural.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_get_procedural(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Semantic memory (`semantic` property).
+     */override fun `getSemantic`(): Semantic {
+            return FfiConverterTypeSemantic.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_get_semantic(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Short-term memory of this handle's active context (the `shortTerm`
+     * property of the Swift/Kotlin extensions).
+     */override fun `getShortTerm`(): ShortTerm {
+            return FfiConverterTypeShortTerm.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_get_short_term(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Working memory (`working` property).
+     */override fun `getWorking`(): Working {
+            return FfiConverterTypeWorking.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_get_working(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Import an export from the file at `path`; `progress` hears the
+     * `validate` and `apply` stages.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `importFrom`(`path`: kotlin.String, `progress`: ProgressListener?) : ImportStats {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_import_from(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`path`),
+        FfiConverterOptionalTypeProgressListener.lower(`progress`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferImportStats.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeImportStats.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Import the MCP reference memory server's knowledge graph (`memory.jsonl`).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `importKnowledgeGraph`(`path`: kotlin.String) : ImportStats {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_import_knowledge_graph(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`path`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferImportStats.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeImportStats.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * True once `close()` ran.
+     */override fun `isClosed`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_is_closed(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Whether the store is temporary (deleted when its last handle closes).
+     */override fun `isTemporary`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_is_temporary(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * A new handle on the same store whose active context is `name`
+     * (closing it does not close this one).
+     */
+    @Throws(MemstrataException::class)override fun `namespace`(`name`: kotlin.String): Memory {
+            return FfiConverterTypeMemory.lift(
+    callWithHandle {
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_namespace(
+        it,
+        
+        FfiConverterString.lower(`name`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
+     * `progress` hears each stage.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `optimize`(`level`: kotlin.String?, `targetSession`: kotlin.String?, `progress`: ProgressListener?) : OptimizeReport {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_optimize(
+                uniffiHandle,
+                
+        FfiConverterOptionalString.lower(`level`),
+        FfiConverterOptionalString.lower(`targetSession`),
+        FfiConverterOptionalTypeProgressListener.lower(`progress`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferOptimizeReport.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeOptimizeReport.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The store directory.
+     */override fun `path`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_path(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Start a task for `llm_name` in `context` (else the active context).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `punchIn`(`llmName`: kotlin.String, `taskDescription`: kotlin.String, `context`: kotlin.String?) : PunchIn {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_punch_in(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`llmName`),
+        FfiConverterString.lower(`taskDescription`),
+        FfiConverterOptionalString.lower(`context`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferPunchIn.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypePunchIn.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Close a task; `detect_files` scans the workspace roots for files modified since punch-in.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `punchOut`(`taskId`: kotlin.String, `summary`: kotlin.String, `detectFiles`: kotlin.Boolean) : PunchOut {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_punch_out(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`taskId`),
+        FfiConverterString.lower(`summary`),
+        FfiConverterBoolean.lower(`detectFiles`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferPunchOut.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypePunchOut.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Create a session; `metadata` is JSON text (default null).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionCreate`(`name`: kotlin.String, `metadata`: kotlin.String?) : SessionCreated {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_session_create(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`name`),
+        FfiConverterOptionalString.lower(`metadata`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferSessionCreated.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeSessionCreated.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Delete a session and its versions; false if it did not exist.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionDelete`(`sessionId`: kotlin.String) : kotlin.Boolean {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_session_delete(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_i8(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_i8(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_i8(future) },
+        // lift function
+        { FfiConverterBoolean.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Every session.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionList`() : List<SessionInfo> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_session_list(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeSessionInfo.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Restore a version of a session (default: the latest).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionRestore`(`sessionId`: kotlin.String, `version`: kotlin.Long?) : SessionRestored {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_session_restore(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterOptionalLong.lower(`version`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferSessionRestored.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeSessionRestored.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Save `content` (JSON text) as the session's next version, at
+     * `compression_level` 0..=3 (default 1).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionSave`(`sessionId`: kotlin.String, `content`: kotlin.String, `compressionLevel`: kotlin.UInt?) : SessionSaved {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_session_save(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`content`),
+        FfiConverterOptionalUInt.lower(`compressionLevel`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferSessionSaved.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeSessionSaved.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The kept versions of a session.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `sessionVersions`(`sessionId`: kotlin.String) : List<SessionVersionInfo> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_session_versions(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`sessionId`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeSessionVersionInfo.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Health, version, uptime; session count and per-operation metrics on request.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `status`(`includeSessions`: kotlin.Boolean, `includeMetrics`: kotlin.Boolean) : Status {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_status(
+                uniffiHandle,
+                
+        FfiConverterBoolean.lower(`includeSessions`),
+        FfiConverterBoolean.lower(`includeMetrics`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferStatus.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeStatus.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Make `target` the active context; with `preserve_current = false` the
+     * working memory of the context being left is cleared.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `switchContext`(`target`: kotlin.String, `preserveCurrent`: kotlin.Boolean) : SwitchResult {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_switch_context(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`target`),
+        FfiConverterBoolean.lower(`preserveCurrent`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferSwitchResult.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeSwitchResult.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A task, or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `task`(`taskId`: kotlin.String) : Task? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_task(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`taskId`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeTask.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Tasks, newest first, filtered.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `tasks`(`filter`: TaskFilterOptions?) : List<Task> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_tasks(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeTaskFilterOptions.lower(`filter`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeTask.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Per-model totals for tasks started in `[since, until]`.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `timesheetReport`(`since`: Timestamp?, `until`: Timestamp?) : TimesheetReport {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_timesheet_report(
+                uniffiHandle,
+                
+        FfiConverterOptionalTypeTimestamp.lower(`since`),
+        FfiConverterOptionalTypeTimestamp.lower(`until`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferTimesheetReport.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeTimesheetReport.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    companion object {
+        
+    /**
+     * [`Memory::new`] off the caller's thread (opening replays the index log
+     * and may take a moment on a large store).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+     suspend fun `open`(`path`: kotlin.String?, `options`: OpenOptions? = null, `clock`: ManualClock? = null) : Memory {
+        return uniffiRustCallAsync(
+        UniffiLib.uniffi_memstrata_ffi_fn_constructor_memory_open(
+        FfiConverterOptionalString.lower(`path`),
+        FfiConverterOptionalTypeOpenOptions.lower(`options`),
+        FfiConverterOptionalTypeManualClock.lower(`clock`),),
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeMemory.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+        
+    }
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMemory: FfiConverter<Memory, Long> {
+    override fun lower(value: Memory): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Memory {
+        return Memory(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Memory {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Memory) = 8UL
+
+    override fun write(value: Memory, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Procedural memory: learned step graphs that execute.
+ */
+public interface ProceduralInterface {
+    
+    /**
+     * Run procedure `name` with `params` (a JSON object, default `{}`).
+     * Host actions go to `handler` (then to engine-wide registered ones); a
+     * host action nobody handles pauses the run (`status == "awaiting_action"`).
+     */
+    suspend fun `execute`(`name`: kotlin.String, `params`: kotlin.String? = null, `handler`: ActionHandler? = null): Run
+    
+    /**
+     * Remove a procedure; true if it was there.
+     */
+    suspend fun `forget`(`name`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * The procedure `name`, or null.
+     */
+    suspend fun `get`(`name`: kotlin.String): Procedure?
+    
+    /**
+     * Store a new procedure; `steps` is a JSON array of steps
+     * (`{id, description?, action, parameters?, next?}`, docs/procedures.md).
+     */
+    suspend fun `learn`(`name`: kotlin.String, `steps`: kotlin.String): Procedure
+    
+    /**
+     * Procedure names, sorted.
+     */
+    suspend fun `list`(): List<kotlin.String>
+    
+    /**
+     * Install `handler` as the engine-wide handler of action `name`, used by
+     * every handle on this store (a handler passed to `execute` wins).
+     */
+    fun `registerAction`(`name`: kotlin.String, `handler`: ActionHandler)
+    
+    /**
+     * Names with an engine-wide handler, sorted.
+     */
+    fun `registeredActions`(): List<kotlin.String>
+    
+    /**
+     * Continue a paused run with `output` (JSON text, default null) as the
+     * pending action's output.
+     */
+    suspend fun `resume`(`runId`: kotlin.String, `output`: kotlin.String? = null, `handler`: ActionHandler? = null): Run
+    
+    /**
+     * The run `run_id`, or null.
+     */
+    suspend fun `run`(`runId`: kotlin.String): Run?
+    
+    /**
+     * Remove the engine-wide handler of `name`; true if there was one.
+     */
+    fun `unregisterAction`(`name`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * Replace the steps of an existing procedure (`NotFound` otherwise).
+     */
+    suspend fun `update`(`name`: kotlin.String, `steps`: kotlin.String): Procedure
+    
+    companion object
+}
+
+/**
+ * Procedural memory: learned step graphs that execute.
+ */
+open class Procedural: Disposable, AutoCloseable, ProceduralInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_procedural(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_procedural(handle, status)
+        }
+    }
+
+    
+    /**
+     * Run procedure `name` with `params` (a JSON object, default `{}`).
+     * Host actions go to `handler` (then to engine-wide registered ones); a
+     * host action nobody handles pauses the run (`status == "awaiting_action"`).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `execute`(`name`: kotlin.String, `params`: kotlin.String?, `handler`: ActionHandler?) : Run {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_execute(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`name`),
+        FfiConverterOptionalString.lower(`params`),
+        FfiConverterOptionalTypeActionHandler.lower(`handler`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferRun.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeRun.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Remove a procedure; true if it was there.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `forget`(`name`: kotlin.String) : kotlin.Boolean {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_forget(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`name`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_i8(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_i8(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_i8(future) },
+        // lift function
+        { FfiConverterBoolean.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The procedure `name`, or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `get`(`name`: kotlin.String) : Procedure? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_get(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`name`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeProcedure.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Store a new procedure; `steps` is a JSON array of steps
+     * (`{id, description?, action, parameters?, next?}`, docs/procedures.md).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `learn`(`name`: kotlin.String, `steps`: kotlin.String) : Procedure {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_learn(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`name`),
+        FfiConverterString.lower(`steps`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferProcedure.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeProcedure.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Procedure names, sorted.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `list`() : List<kotlin.String> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_list(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Install `handler` as the engine-wide handler of action `name`, used by
+     * every handle on this store (a handler passed to `execute` wins).
+     */
+    @Throws(MemstrataException::class)override fun `registerAction`(`name`: kotlin.String, `handler`: ActionHandler)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_register_action(
+        it,
+        
+        FfiConverterString.lower(`name`),
+        FfiConverterTypeActionHandler.lower(`handler`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Names with an engine-wide handler, sorted.
+     */
+    @Throws(MemstrataException::class)override fun `registeredActions`(): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
+    callWithHandle {
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_registered_actions(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Continue a paused run with `output` (JSON text, default null) as the
+     * pending action's output.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `resume`(`runId`: kotlin.String, `output`: kotlin.String?, `handler`: ActionHandler?) : Run {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_resume(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`runId`),
+        FfiConverterOptionalString.lower(`output`),
+        FfiConverterOptionalTypeActionHandler.lower(`handler`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferRun.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeRun.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The run `run_id`, or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `run`(`runId`: kotlin.String) : Run? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_run(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`runId`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeRun.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Remove the engine-wide handler of `name`; true if there was one.
+     */
+    @Throws(MemstrataException::class)override fun `unregisterAction`(`name`: kotlin.String): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_unregister_action(
+        it,
+        
+        FfiConverterString.lower(`name`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Replace the steps of an existing procedure (`NotFound` otherwise).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `update`(`name`: kotlin.String, `steps`: kotlin.String) : Procedure {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_procedural_update(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`name`),
+        FfiConverterString.lower(`steps`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferProcedure.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeProcedure.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeProcedural: FfiConverter<Procedural, Long> {
+    override fun lower(value: Procedural): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Procedural {
+        return Procedural(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Procedural {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Procedural) = 8UL
+
+    override fun write(value: Procedural, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Progress of `optimize` and `import`, implemented in Swift or Kotlin.
+ * Called on a worker thread, at each stage boundary and every few items; the
+ * operation waits for it, so it should only hand the event on.
+ */
+public interface ProgressListener {
+    
+    /**
+     * One progress report.
+     */
+    fun `onProgress`(`event`: ProgressEvent)
+    
+    companion object
+}
+
+/**
+ * Progress of `optimize` and `import`, implemented in Swift or Kotlin.
+ * Called on a worker thread, at each stage boundary and every few items; the
+ * operation waits for it, so it should only hand the event on.
+ */
+open class ProgressListenerImpl: Disposable, AutoCloseable, ProgressListener
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_progresslistener(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_progresslistener(handle, status)
+        }
+    }
+
+    
+    /**
+     * One progress report.
+     */override fun `onProgress`(`event`: ProgressEvent)
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_progresslistener_on_progress(
+        it,
+        
+        FfiConverterTypeProgressEvent.lower(`event`),_status)
+}
+    }
+    
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+
+// Put the implementation in an object so we don't pollute the top-level namespace
+internal object uniffiCallbackInterfaceProgressListener {
+    internal object `onProgress`: UniffiCallbackInterfaceProgressListenerMethod0 {
+        override fun callback(`uniffiHandle`: Long,`event`: RustBufferProgressEvent.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,) {
+            val uniffiObj = FfiConverterTypeProgressListener.handleMap.get(uniffiHandle)
+            val makeCall = { ->
+                uniffiObj.`onProgress`(
+                    FfiConverterTypeProgressEvent.lift(`event`),
+                )
+            }
+            val writeReturn = { _: Unit -> Unit }
+            uniffiTraitInterfaceCall(uniffiCallStatus, makeCall, writeReturn)
+        }
+    }
+
+    internal object uniffiFree: UniffiCallbackInterfaceFree {
+        override fun callback(handle: Long) {
+            FfiConverterTypeProgressListener.handleMap.remove(handle)
+        }
+    }
+
+    internal object uniffiClone: UniffiCallbackInterfaceClone {
+        override fun callback(handle: Long): Long {
+            return FfiConverterTypeProgressListener.handleMap.clone(handle)
+        }
+    }
+
+    internal var vtable = UniffiVTableCallbackInterfaceProgressListener.UniffiByValue(
+        uniffiFree,
+        uniffiClone,
+        `onProgress`,
+    )
+
+    // Registers the foreign callback with the Rust side.
+    // This method is generated for each callback interface.
+    internal fun register(lib: UniffiLib) {
+        lib.uniffi_memstrata_ffi_fn_init_callback_vtable_progresslistener(vtable)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeProgressListener: FfiConverter<ProgressListener, Long> {
+    internal val handleMap = UniffiHandleMap<ProgressListener>()
+
+    override fun lower(value: ProgressListener): Long {
+        if (value is ProgressListenerImpl) {
+             // Rust-implemented object.  Clone the handle and return it
+            return value.uniffiCloneHandle()
+         } else {
+            // Kotlin object, generate a new vtable handle and return that.
+            return handleMap.insert(value)
+         }
+    }
+
+    override fun lift(value: Long): ProgressListener {
+        if ((value and 1.toLong()) == 0.toLong()) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return ProgressListenerImpl(UniffiWithHandle, value)
+        } else {
+            // Kotlin-generated handle, get the object from the handle map
+            return handleMap.remove(value)
+        }
+    }
+
+    override fun read(buf: ByteBuffer): ProgressListener {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: ProgressListener) = 8UL
+
+    override fun write(value: ProgressListener, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Semantic memory: versioned knowledge by key, merge-patch updates, BM25 query.
+ */
+public interface SemanticInterface {
+    
+    /**
+     * Remove the entry under `key` and its history; true if it was there.
+     */
+    suspend fun `forget`(`key`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * The entry under `key` with its version and times, or null.
+     */
+    suspend fun `get`(`key`: kotlin.String): Knowledge?
+    
+    /**
+     * The kept versions of `key`, oldest first.
+     */
+    suspend fun `history`(`key`: kotlin.String): List<KnowledgeVersion>
+    
+    /**
+     * Keys starting with `prefix`, sorted.
+     */
+    suspend fun `keys`(`prefix`: kotlin.String = ""): List<kotlin.String>
+    
+    /**
+     * BM25 query over keys and knowledge (default limit 10).
+     */
+    suspend fun `query`(`text`: kotlin.String, `limit`: kotlin.UInt? = null): List<KnowledgeHit>
+    
+    /**
+     * The knowledge under `key` (JSON text), or null.
+     */
+    suspend fun `retrieve`(`key`: kotlin.String): JsonValue?
+    
+    /**
+     * Store `knowledge` (JSON text) under `key` (a new version).
+     */
+    suspend fun `store`(`key`: kotlin.String, `knowledge`: kotlin.String): Knowledge
+    
+    /**
+     * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
+     * (`NotFound` if absent).
+     */
+    suspend fun `update`(`key`: kotlin.String, `patch`: kotlin.String): Knowledge
+    
+    companion object
+}
+
+/**
+ * Semantic memory: versioned knowledge by key, merge-patch updates, BM25 query.
+ */
+open class Semantic: Disposable, AutoCloseable, SemanticInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_semantic(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_semantic(handle, status)
+        }
+    }
+
+    
+    /**
+     * Remove the entry under `key` and its history; true if it was there.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `forget`(`key`: kotlin.String) : kotlin.Boolean {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_forget(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_i8(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_i8(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_i8(future) },
+        // lift function
+        { FfiConverterBoolean.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The entry under `key` with its version and times, or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `get`(`key`: kotlin.String) : Knowledge? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_get(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeKnowledge.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The kept versions of `key`, oldest first.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `history`(`key`: kotlin.String) : List<KnowledgeVersion> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_history(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeKnowledgeVersion.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Keys starting with `prefix`, sorted.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `keys`(`prefix`: kotlin.String) : List<kotlin.String> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_keys(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`prefix`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * BM25 query over keys and knowledge (default limit 10).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `query`(`text`: kotlin.String, `limit`: kotlin.UInt?) : List<KnowledgeHit> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_query(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`text`),
+        FfiConverterOptionalUInt.lower(`limit`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeKnowledgeHit.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The knowledge under `key` (JSON text), or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `retrieve`(`key`: kotlin.String) : JsonValue? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_retrieve(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeJsonValue.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Store `knowledge` (JSON text) under `key` (a new version).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `store`(`key`: kotlin.String, `knowledge`: kotlin.String) : Knowledge {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_store(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+        FfiConverterString.lower(`knowledge`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferKnowledge.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeKnowledge.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
+     * (`NotFound` if absent).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `update`(`key`: kotlin.String, `patch`: kotlin.String) : Knowledge {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_update(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+        FfiConverterString.lower(`patch`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferKnowledge.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeKnowledge.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSemantic: FfiConverter<Semantic, Long> {
+    override fun lower(value: Semantic): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Semantic {
+        return Semantic(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Semantic {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Semantic) = 8UL
+
+    override fun write(value: Semantic, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Short-term memory: key/value items with an optional TTL.
+ */
+public interface ShortTermInterface {
+    
+    /**
+     * The item under `key` with its timestamps, or null.
+     */
+    suspend fun `entry`(`key`: kotlin.String): ShortTermEntry?
+    
+    /**
+     * Remove `key`; true if it was there.
+     */
+    suspend fun `forget`(`key`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * Live keys starting with `prefix`, sorted.
+     */
+    suspend fun `keys`(`prefix`: kotlin.String = ""): List<kotlin.String>
+    
+    /**
+     * The value under `key` (JSON text), or null when absent or expired.
+     */
+    suspend fun `retrieve`(`key`: kotlin.String): JsonValue?
+    
+    /**
+     * Store `value` (JSON text) under `key`, replacing any previous value;
+     * `ttl` (seconds, > 0) makes it expire.
+     */
+    suspend fun `store`(`key`: kotlin.String, `value`: kotlin.String, `ttl`: kotlin.Double? = null): ShortTermEntry
+    
+    companion object
+}
+
+/**
+ * Short-term memory: key/value items with an optional TTL.
+ */
+open class ShortTerm: Disposable, AutoCloseable, ShortTermInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_shortterm(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_shortterm(handle, status)
+        }
+    }
+
+    
+    /**
+     * The item under `key` with its timestamps, or null.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `entry`(`key`: kotlin.String) : ShortTermEntry? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_shortterm_entry(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeShortTermEntry.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Remove `key`; true if it was there.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `forget`(`key`: kotlin.String) : kotlin.Boolean {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_shortterm_forget(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_i8(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_i8(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_i8(future) },
+        // lift function
+        { FfiConverterBoolean.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Live keys starting with `prefix`, sorted.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `keys`(`prefix`: kotlin.String) : List<kotlin.String> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_shortterm_keys(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`prefix`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The value under `key` (JSON text), or null when absent or expired.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `retrieve`(`key`: kotlin.String) : JsonValue? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_shortterm_retrieve(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalTypeJsonValue.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Store `value` (JSON text) under `key`, replacing any previous value;
+     * `ttl` (seconds, > 0) makes it expire.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `store`(`key`: kotlin.String, `value`: kotlin.String, `ttl`: kotlin.Double?) : ShortTermEntry {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_shortterm_store(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`key`),
+        FfiConverterString.lower(`value`),
+        FfiConverterOptionalDouble.lower(`ttl`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferShortTermEntry.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeShortTermEntry.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeShortTerm: FfiConverter<ShortTerm, Long> {
+    override fun lower(value: ShortTerm): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): ShortTerm {
+        return ShortTerm(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): ShortTerm {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: ShortTerm) = 8UL
+
+    override fun write(value: ShortTerm, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Working memory: a bounded focus list and workspace.
+ */
+public interface WorkingInterface {
+    
+    /**
+     * Add `value` (JSON text) to the workspace; returns its id.
+     */
+    suspend fun `addToWorkspace`(`value`: kotlin.String): kotlin.String
+    
+    /**
+     * Empty the focus list and the workspace.
+     */
+    suspend fun `clear`()
+    
+    /**
+     * The focus list, most recent first.
+     */
+    suspend fun `currentFocus`(): List<kotlin.String>
+    
+    /**
+     * Put `item` at the front of the focus list (oldest evicted past capacity);
+     * true if it was not already in focus.
+     */
+    suspend fun `focus`(`item`: kotlin.String): kotlin.Boolean
+    
+    /**
+     * The workspace values (JSON text), oldest first.
+     */
+    suspend fun `workspace`(): List<JsonValue>
+    
+    /**
+     * The workspace items with their ids and times.
+     */
+    suspend fun `workspaceItems`(): List<WorkspaceItem>
+    
+    companion object
+}
+
+/**
+ * Working memory: a bounded focus list and workspace.
+ */
+open class Working: Disposable, AutoCloseable, WorkingInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_working(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_working(handle, status)
+        }
+    }
+
+    
+    /**
+     * Add `value` (JSON text) to the workspace; returns its id.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `addToWorkspace`(`value`: kotlin.String) : kotlin.String {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_working_add_to_workspace(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`value`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Empty the focus list and the workspace.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `clear`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_working_clear(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The focus list, most recent first.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `currentFocus`() : List<kotlin.String> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_working_current_focus(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Put `item` at the front of the focus list (oldest evicted past capacity);
+     * true if it was not already in focus.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `focus`(`item`: kotlin.String) : kotlin.Boolean {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_working_focus(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`item`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_i8(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_i8(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_i8(future) },
+        // lift function
+        { FfiConverterBoolean.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The workspace values (JSON text), oldest first.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `workspace`() : List<JsonValue> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_working_workspace(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeJsonValue.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The workspace items with their ids and times.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `workspaceItems`() : List<WorkspaceItem> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_working_workspace_items(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeWorkspaceItem.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeWorking: FfiConverter<Working, Long> {
+    override fun lower(value: Working): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Working {
+        return Working(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Working {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Working) = 8UL
+
+    override fun write(value: Working, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+
+/**
+ * Constants of the engine this library was built from.
+ */
+data class MemstrataInfo (
+    /**
+     * Version of the Memstrata core.
+     */
+    var `version`: kotlin.String
+    , 
+    /**
+     * The context every handle starts in (`"default"`).
+     */
+    var `defaultContext`: kotlin.String
+    , 
+    /**
+     * On-disk format version.
+     */
+    var `formatVersion`: kotlin.UInt
+    , 
+    /**
+     * Export (JSON Lines) format version.
+     */
+    var `exportFormatVersion`: kotlin.UInt
+    , 
+    /**
+     * Highest `compression_level` of `session_save`.
+     */
+    var `maxCompressionLevel`: kotlin.UInt
+    , 
+    /**
+     * Longest episode summary, in characters.
+     */
+    var `summaryMaxChars`: kotlin.UInt
+    , 
+    /**
+     * Reserved procedure action names (run by the engine itself).
+     */
+    var `builtinActions`: List<kotlin.String>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMemstrataInfo: FfiConverterRustBuffer<MemstrataInfo> {
+    override fun read(buf: ByteBuffer): MemstrataInfo {
+        return MemstrataInfo(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterUInt.read(buf),
+            FfiConverterUInt.read(buf),
+            FfiConverterUInt.read(buf),
+            FfiConverterUInt.read(buf),
+            FfiConverterSequenceString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: MemstrataInfo) = (
+            FfiConverterString.allocationSize(value.`version`) +
+            FfiConverterString.allocationSize(value.`defaultContext`) +
+            FfiConverterUInt.allocationSize(value.`formatVersion`) +
+            FfiConverterUInt.allocationSize(value.`exportFormatVersion`) +
+            FfiConverterUInt.allocationSize(value.`maxCompressionLevel`) +
+            FfiConverterUInt.allocationSize(value.`summaryMaxChars`) +
+            FfiConverterSequenceString.allocationSize(value.`builtinActions`)
+    )
+
+    override fun write(value: MemstrataInfo, buf: ByteBuffer) {
+            FfiConverterString.write(value.`version`, buf)
+            FfiConverterString.write(value.`defaultContext`, buf)
+            FfiConverterUInt.write(value.`formatVersion`, buf)
+            FfiConverterUInt.write(value.`exportFormatVersion`, buf)
+            FfiConverterUInt.write(value.`maxCompressionLevel`, buf)
+            FfiConverterUInt.write(value.`summaryMaxChars`, buf)
+            FfiConverterSequenceString.write(value.`builtinActions`, buf)
+    }
+}
+
+
+
+
+
+/**
+ * What a host action (`ActionHandler.call`) throws to fail its step. Any
+ * other exception thrown by the handler fails the step too, with the
+ * exception's text.
+ */
+sealed class ActionException: kotlin.Exception() {
+    
+    /**
+     * The action failed; `reason` becomes the step's (and the run's) error.
+     */
+    class Failed(
+        
+        /**
+         * Why.
+         */
+        val `reason`: kotlin.String
+        ) : ActionException() {
+        override val message
+            get() = "reason=${ `reason` }"
+    }
+    
+
+    
+
+
+    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<ActionException> {
+        override fun lift(error_buf: RustBuffer.ByValue): ActionException = FfiConverterTypeActionError.lift(error_buf)
+    }
+
+    
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeActionError : FfiConverterRustBuffer<ActionException> {
+    override fun read(buf: ByteBuffer): ActionException {
+        
+
+        return when(buf.getInt()) {
+            1 -> ActionException.Failed(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ActionException): ULong {
+        return when(value) {
+            is ActionException.Failed -> (
+                // Add the size for the Int that specifies the variant plus the size needed for all fields
+                4UL
+                + FfiConverterString.allocationSize(value.`reason`)
+            )
+        }
+    }
+
+    override fun write(value: ActionException, buf: ByteBuffer) {
+        when(value) {
+            is ActionException.Failed -> {
+                buf.putInt(1)
+                FfiConverterString.write(value.`reason`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+
+}
+
+
+
+
+
+/**
+ * Why a Memstrata call failed: one case per kind, each carrying the message
+ * (which names the field and the limit where one applies). Swift:
+ * `MemstrataError.NotFound(message:)`; Kotlin:
+ * `MemstrataException.NotFound` with `message`.
+ */
+sealed class MemstrataException(message: String): kotlin.Exception(message) {
+        
+    /**
+     * Something that must exist does not (`update`, `sessionRestore`, `resume`, `punchOut`).
+     */
+        class NotFound(message: String) : MemstrataException(message)
+        
+    /**
+     * A caller-supplied value is invalid; the message names the field.
+     */
+        class InvalidInput(message: String) : MemstrataException(message)
+        
+    /**
+     * A configured limit was exceeded; the message names the field and the limit.
+     */
+        class LimitExceeded(message: String) : MemstrataException(message)
+        
+    /**
+     * Another process holds the store.
+     */
+        class StoreLocked(message: String) : MemstrataException(message)
+        
+    /**
+     * Stored data could not be decoded, or was written by a newer format.
+     */
+        class Corrupted(message: String) : MemstrataException(message)
+        
+    /**
+     * An operating-system I/O error (the message names the file when there is one).
+     */
+        class Io(message: String) : MemstrataException(message)
+        
+    /**
+     * The storage engine failed.
+     */
+        class Storage(message: String) : MemstrataException(message)
+        
+    /**
+     * The full-text index failed.
+     */
+        class Index(message: String) : MemstrataException(message)
+        
+    /**
+     * A procedure could not run.
+     */
+        class Procedure(message: String) : MemstrataException(message)
+        
+    /**
+     * A conflicting state (a run not awaiting an action, a task already closed).
+     */
+        class Conflict(message: String) : MemstrataException(message)
+        
+    /**
+     * The `Memory` handle (or the layer object taken from it) was closed.
+     */
+        class Closed(message: String) : MemstrataException(message)
+        
+    /**
+     * A bug: a panic caught at the boundary, or an unexpected state.
+     */
+        class Internal(message: String) : MemstrataException(message)
+        
+
+    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<MemstrataException> {
+        override fun lift(error_buf: RustBuffer.ByValue): MemstrataException = FfiConverterTypeMemstrataError.lift(error_buf)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMemstrataError : FfiConverterRustBuffer<MemstrataException> {
+    override fun read(buf: ByteBuffer): MemstrataException {
+        
+            return when(buf.getInt()) {
+            1 -> MemstrataException.NotFound(FfiConverterString.read(buf))
+            2 -> MemstrataException.InvalidInput(FfiConverterString.read(buf))
+            3 -> MemstrataException.LimitExceeded(FfiConverterString.read(buf))
+            4 -> MemstrataException.StoreLocked(FfiConverterString.read(buf))
+            5 -> MemstrataException.Corrupted(FfiConverterString.read(buf))
+            6 -> MemstrataException.Io(FfiConverterString.read(buf))
+            7 -> MemstrataException.Storage(FfiConverterString.read(buf))
+            8 -> MemstrataException.Index(FfiConverterString.read(buf))
+            9 -> MemstrataException.Procedure(FfiConverterString.read(buf))
+            10 -> MemstrataException.Conflict(FfiConverterString.read(buf))
+            11 -> MemstrataException.Closed(FfiConverterString.read(buf))
+            12 -> MemstrataException.Internal(FfiConverterString.read(buf))
+            else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
+        }
+        
+    }
+
+    override fun allocationSize(value: MemstrataException): ULong {
+        return 4UL
+    }
+
+    override fun write(value: MemstrataException, buf: ByteBuffer) {
+        when(value) {
+            is MemstrataException.NotFound -> {
+                buf.putInt(1)
+                Unit
+            }
+            is MemstrataException.InvalidInput -> {
+                buf.putInt(2)
+                Unit
+            }
+            is MemstrataException.LimitExceeded -> {
+                buf.putInt(3)
+                Unit
+            }
+            is MemstrataException.StoreLocked -> {
+                buf.putInt(4)
+                Unit
+            }
+            is MemstrataException.Corrupted -> {
+                buf.putInt(5)
+                Unit
+            }
+            is MemstrataException.Io -> {
+                buf.putInt(6)
+                Unit
+            }
+            is MemstrataException.Storage -> {
+                buf.putInt(7)
+                Unit
+            }
+            is MemstrataException.Index -> {
+                buf.putInt(8)
+                Unit
+            }
+            is MemstrataException.Procedure -> {
+                buf.putInt(9)
+                Unit
+            }
+            is MemstrataException.Conflict -> {
+                buf.putInt(10)
+                Unit
+            }
+            is MemstrataException.Closed -> {
+                buf.putInt(11)
+                Unit
+            }
+            is MemstrataException.Internal -> {
+                buf.putInt(12)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalUInt: FfiConverterRustBuffer<kotlin.UInt?> {
+    override fun read(buf: ByteBuffer): kotlin.UInt? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterUInt.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.UInt?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterUInt.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.UInt?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterUInt.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalLong: FfiConverterRustBuffer<kotlin.Long?> {
+    override fun read(buf: ByteBuffer): kotlin.Long? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterLong.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.Long?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterLong.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.Long?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterLong.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalDouble: FfiConverterRustBuffer<kotlin.Double?> {
+    override fun read(buf: ByteBuffer): kotlin.Double? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterDouble.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.Double?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterDouble.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.Double?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterDouble.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?> {
+    override fun read(buf: ByteBuffer): kotlin.String? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterString.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.String?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterString.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.String?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterString.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeActionHandler: FfiConverterRustBuffer<ActionHandler?> {
+    override fun read(buf: ByteBuffer): ActionHandler? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeActionHandler.read(buf)
+    }
+
+    override fun allocationSize(value: ActionHandler?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeActionHandler.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ActionHandler?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeActionHandler.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeManualClock: FfiConverterRustBuffer<ManualClock?> {
+    override fun read(buf: ByteBuffer): ManualClock? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeManualClock.read(buf)
+    }
+
+    override fun allocationSize(value: ManualClock?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeManualClock.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ManualClock?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeManualClock.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeProgressListener: FfiConverterRustBuffer<ProgressListener?> {
+    override fun read(buf: ByteBuffer): ProgressListener? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeProgressListener.read(buf)
+    }
+
+    override fun allocationSize(value: ProgressListener?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeProgressListener.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ProgressListener?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeProgressListener.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeContextValue: FfiConverterRustBuffer<ContextValue?> {
+    override fun read(buf: ByteBuffer): ContextValue? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeContextValue.read(buf)
+    }
+
+    override fun allocationSize(value: ContextValue?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeContextValue.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ContextValue?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeContextValue.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeEpisode: FfiConverterRustBuffer<Episode?> {
+    override fun read(buf: ByteBuffer): Episode? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeEpisode.read(buf)
+    }
+
+    override fun allocationSize(value: Episode?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeEpisode.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Episode?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeEpisode.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeKnowledge: FfiConverterRustBuffer<Knowledge?> {
+    override fun read(buf: ByteBuffer): Knowledge? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeKnowledge.read(buf)
+    }
+
+    override fun allocationSize(value: Knowledge?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeKnowledge.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Knowledge?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeKnowledge.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeOpenOptions: FfiConverterRustBuffer<OpenOptions?> {
+    override fun read(buf: ByteBuffer): OpenOptions? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeOpenOptions.read(buf)
+    }
+
+    override fun allocationSize(value: OpenOptions?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeOpenOptions.allocationSize(value)
+        }
+    }
+
+    override fun write(value: OpenOptions?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeOpenOptions.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeProcedure: FfiConverterRustBuffer<Procedure?> {
+    override fun read(buf: ByteBuffer): Procedure? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeProcedure.read(buf)
+    }
+
+    override fun allocationSize(value: Procedure?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeProcedure.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Procedure?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeProcedure.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeRecordOptions: FfiConverterRustBuffer<RecordOptions?> {
+    override fun read(buf: ByteBuffer): RecordOptions? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeRecordOptions.read(buf)
+    }
+
+    override fun allocationSize(value: RecordOptions?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeRecordOptions.allocationSize(value)
+        }
+    }
+
+    override fun write(value: RecordOptions?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeRecordOptions.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeRun: FfiConverterRustBuffer<Run?> {
+    override fun read(buf: ByteBuffer): Run? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeRun.read(buf)
+    }
+
+    override fun allocationSize(value: Run?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeRun.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Run?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeRun.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeSearchOptions: FfiConverterRustBuffer<SearchOptions?> {
+    override fun read(buf: ByteBuffer): SearchOptions? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSearchOptions.read(buf)
+    }
+
+    override fun allocationSize(value: SearchOptions?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSearchOptions.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SearchOptions?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSearchOptions.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeShortTermEntry: FfiConverterRustBuffer<ShortTermEntry?> {
+    override fun read(buf: ByteBuffer): ShortTermEntry? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeShortTermEntry.read(buf)
+    }
+
+    override fun allocationSize(value: ShortTermEntry?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeShortTermEntry.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ShortTermEntry?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeShortTermEntry.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeTask: FfiConverterRustBuffer<Task?> {
+    override fun read(buf: ByteBuffer): Task? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeTask.read(buf)
+    }
+
+    override fun allocationSize(value: Task?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeTask.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Task?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeTask.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeTaskFilterOptions: FfiConverterRustBuffer<TaskFilterOptions?> {
+    override fun read(buf: ByteBuffer): TaskFilterOptions? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeTaskFilterOptions.read(buf)
+    }
+
+    override fun allocationSize(value: TaskFilterOptions?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeTaskFilterOptions.allocationSize(value)
+        }
+    }
+
+    override fun write(value: TaskFilterOptions?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeTaskFilterOptions.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeJsonValue: FfiConverterRustBuffer<JsonValue?> {
+    override fun read(buf: ByteBuffer): JsonValue? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeJsonValue.read(buf)
+    }
+
+    override fun allocationSize(value: JsonValue?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeJsonValue.allocationSize(value)
+        }
+    }
+
+    override fun write(value: JsonValue?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeJsonValue.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeTimestamp: FfiConverterRustBuffer<Timestamp?> {
+    override fun read(buf: ByteBuffer): Timestamp? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeTimestamp.read(buf)
+    }
+
+    override fun allocationSize(value: Timestamp?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeTimestamp.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Timestamp?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeTimestamp.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.String>> {
+    override fun read(buf: ByteBuffer): List<kotlin.String> {
+        val len = buf.getInt()
+        return List<kotlin.String>(len) {
+            FfiConverterString.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<kotlin.String>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterString.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<kotlin.String>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterString.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeEpisode: FfiConverterRustBuffer<List<Episode>> {
+    override fun read(buf: ByteBuffer): List<Episode> {
+        val len = buf.getInt()
+        return List<Episode>(len) {
+            FfiConverterTypeEpisode.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Episode>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeEpisode.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Episode>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeEpisode.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeEpisodeHit: FfiConverterRustBuffer<List<EpisodeHit>> {
+    override fun read(buf: ByteBuffer): List<EpisodeHit> {
+        val len = buf.getInt()
+        return List<EpisodeHit>(len) {
+            FfiConverterTypeEpisodeHit.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<EpisodeHit>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeEpisodeHit.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<EpisodeHit>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeEpisodeHit.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeKnowledgeHit: FfiConverterRustBuffer<List<KnowledgeHit>> {
+    override fun read(buf: ByteBuffer): List<KnowledgeHit> {
+        val len = buf.getInt()
+        return List<KnowledgeHit>(len) {
+            FfiConverterTypeKnowledgeHit.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<KnowledgeHit>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeKnowledgeHit.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<KnowledgeHit>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeKnowledgeHit.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeKnowledgeVersion: FfiConverterRustBuffer<List<KnowledgeVersion>> {
+    override fun read(buf: ByteBuffer): List<KnowledgeVersion> {
+        val len = buf.getInt()
+        return List<KnowledgeVersion>(len) {
+            FfiConverterTypeKnowledgeVersion.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<KnowledgeVersion>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeKnowledgeVersion.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<KnowledgeVersion>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeKnowledgeVersion.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeSessionInfo: FfiConverterRustBuffer<List<SessionInfo>> {
+    override fun read(buf: ByteBuffer): List<SessionInfo> {
+        val len = buf.getInt()
+        return List<SessionInfo>(len) {
+            FfiConverterTypeSessionInfo.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<SessionInfo>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeSessionInfo.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<SessionInfo>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeSessionInfo.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeSessionVersionInfo: FfiConverterRustBuffer<List<SessionVersionInfo>> {
+    override fun read(buf: ByteBuffer): List<SessionVersionInfo> {
+        val len = buf.getInt()
+        return List<SessionVersionInfo>(len) {
+            FfiConverterTypeSessionVersionInfo.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<SessionVersionInfo>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeSessionVersionInfo.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<SessionVersionInfo>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeSessionVersionInfo.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeTask: FfiConverterRustBuffer<List<Task>> {
+    override fun read(buf: ByteBuffer): List<Task> {
+        val len = buf.getInt()
+        return List<Task>(len) {
+            FfiConverterTypeTask.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Task>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeTask.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Task>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeTask.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeWorkspaceItem: FfiConverterRustBuffer<List<WorkspaceItem>> {
+    override fun read(buf: ByteBuffer): List<WorkspaceItem> {
+        val len = buf.getInt()
+        return List<WorkspaceItem>(len) {
+            FfiConverterTypeWorkspaceItem.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<WorkspaceItem>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeWorkspaceItem.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<WorkspaceItem>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeWorkspaceItem.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer<List<JsonValue>> {
+    override fun read(buf: ByteBuffer): List<JsonValue> {
+        val len = buf.getInt()
+        return List<JsonValue>(len) {
+            FfiConverterTypeJsonValue.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<JsonValue>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeJsonValue.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<JsonValue>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeJsonValue.write(it, buf)
+        }
+    }
+}
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+        /**
+         * Constants of the engine (`DEFAULT_CONTEXT`, format versions, limits, built-in actions).
+         */ fun `memstrataInfo`(): MemstrataInfo {
+            return FfiConverterTypeMemstrataInfo.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_func_memstrata_info(
+    
+        _status)
+}
+    )
+    }
+    
+
         /**
          * The version of the Memstrata core this library was built from.
          */ fun `memstrataVersion`(): kotlin.String {
@@ -976,5 +7878,26 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
     )
     }
     
+
+        /**
+         * Panics inside the library, on the blocking pool, the way a bug in the
+         * engine would. For the test suites only: it must fail with
+         * `MemstrataError.Internal` and leave the process and every store usable.
+         */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+     suspend fun `panicForTests`() {
+        return uniffiRustCallAsync(
+        UniffiLib.uniffi_memstrata_ffi_fn_func_panic_for_tests(),
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
 
 

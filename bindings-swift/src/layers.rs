@@ -1,0 +1,288 @@
+//! The four data layers: short-term, working, episodic, semantic. Each object
+//! shares its `Memory`'s closable handle (closing the `Memory` closes them)
+//! and follows its active context.
+
+use std::sync::Arc;
+
+use memstrata_bindings_common::{
+    self as common, Episode, EpisodeHit, Handle, JsonValue, Knowledge, KnowledgeHit,
+    KnowledgeVersion, RecordOptions, SearchOptions, ShortTermEntry, WorkspaceItem, defaults,
+    options,
+};
+
+use crate::memory::json;
+use crate::{MemstrataError, pool};
+
+macro_rules! layer {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, uniffi::Object)]
+        pub struct $name {
+            handle: Arc<Handle>,
+        }
+
+        impl $name {
+            pub(crate) fn new(handle: Arc<Handle>) -> Self {
+                $name { handle }
+            }
+
+            fn core(&self) -> Result<memstrata::Memory, MemstrataError> {
+                Ok(self.handle.get()?)
+            }
+        }
+    };
+}
+
+layer! {
+    /// Short-term memory: key/value items with an optional TTL.
+    ShortTerm
+}
+layer! {
+    /// Working memory: a bounded focus list and workspace.
+    Working
+}
+layer! {
+    /// Episodic memory: events with full-text search.
+    Episodic
+}
+layer! {
+    /// Semantic memory: versioned knowledge by key, merge-patch updates, BM25 query.
+    Semantic
+}
+
+#[uniffi::export]
+impl ShortTerm {
+    /// Store `value` (JSON text) under `key`, replacing any previous value;
+    /// `ttl` (seconds, > 0) makes it expire.
+    #[uniffi::method(default(ttl = None))]
+    pub async fn store(
+        &self,
+        key: String,
+        value: String,
+        ttl: Option<f64>,
+    ) -> Result<ShortTermEntry, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let value = json("value", &value)?;
+            let ttl = options::ttl(ttl)?;
+            Ok(mem.short_term().store(&key, value, ttl)?.into())
+        })
+        .await
+    }
+
+    /// The value under `key` (JSON text), or null when absent or expired.
+    pub async fn retrieve(&self, key: String) -> Result<Option<JsonValue>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.short_term().retrieve(&key))
+            .await
+            .map(|v| v.map(JsonValue))
+    }
+
+    /// The item under `key` with its timestamps, or null.
+    pub async fn entry(&self, key: String) -> Result<Option<ShortTermEntry>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.short_term().entry(&key))
+            .await
+            .map(|e| e.map(Into::into))
+    }
+
+    /// Remove `key`; true if it was there.
+    pub async fn forget(&self, key: String) -> Result<bool, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.short_term().forget(&key)).await
+    }
+
+    /// Live keys starting with `prefix`, sorted.
+    #[uniffi::method(default(prefix = ""))]
+    pub async fn keys(&self, prefix: String) -> Result<Vec<String>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.short_term().keys(&prefix)).await
+    }
+}
+
+#[uniffi::export]
+impl Working {
+    /// Put `item` at the front of the focus list (oldest evicted past capacity);
+    /// true if it was not already in focus.
+    pub async fn focus(&self, item: String) -> Result<bool, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.working().focus(&item)).await
+    }
+
+    /// The focus list, most recent first.
+    pub async fn current_focus(&self) -> Result<Vec<String>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.working().current_focus()).await
+    }
+
+    /// Add `value` (JSON text) to the workspace; returns its id.
+    pub async fn add_to_workspace(&self, value: String) -> Result<String, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let value = json("value", &value)?;
+            Ok(mem.working().add_to_workspace(value)?)
+        })
+        .await
+    }
+
+    /// The workspace values (JSON text), oldest first.
+    pub async fn workspace(&self) -> Result<Vec<JsonValue>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.working().workspace())
+            .await
+            .map(|v| v.into_iter().map(JsonValue).collect())
+    }
+
+    /// The workspace items with their ids and times.
+    pub async fn workspace_items(&self) -> Result<Vec<WorkspaceItem>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.working().workspace_items())
+            .await
+            .map(common::list)
+    }
+
+    /// Empty the focus list and the workspace.
+    pub async fn clear(&self) -> Result<(), MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.working().clear()).await
+    }
+}
+
+#[uniffi::export]
+impl Episodic {
+    /// Record an episode; returns its id. `options` carries the content (JSON
+    /// text), participants, tags, importance (1..=10, default 5) and timestamp.
+    #[uniffi::method(default(options = None))]
+    pub async fn record(
+        &self,
+        summary: String,
+        options: Option<RecordOptions>,
+    ) -> Result<String, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let episode = options.unwrap_or_default().episode(summary)?;
+            Ok(mem.episodic().record(episode)?)
+        })
+        .await
+    }
+
+    /// The episode with `id`, or null.
+    pub async fn get(&self, id: String) -> Result<Option<Episode>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.episodic().get(&id))
+            .await
+            .map(|e| e.map(Into::into))
+    }
+
+    /// Full-text (BM25) search; an empty query lists by recency. `options`
+    /// holds the limit (default 10) and the tag, participant, time and
+    /// importance filters.
+    #[uniffi::method(default(query = "", options = None))]
+    pub async fn search(
+        &self,
+        query: String,
+        options: Option<SearchOptions>,
+    ) -> Result<Vec<EpisodeHit>, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let (filters, limit) = options.unwrap_or_default().filters()?;
+            Ok(common::list(mem.episodic().search(&query, &filters, limit)?))
+        })
+        .await
+    }
+
+    /// The newest episodes (default 10).
+    #[uniffi::method(default(limit = None))]
+    pub async fn recent(&self, limit: Option<u32>) -> Result<Vec<Episode>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.episodic().recent(defaults::search_limit(limit)))
+            .await
+            .map(common::list)
+    }
+
+    /// A text summary of the episodes with these ids.
+    pub async fn summarize(&self, ids: Vec<String>) -> Result<String, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.episodic().summarize(&ids)).await
+    }
+
+    /// Remove an episode; true if it was there.
+    pub async fn forget(&self, id: String) -> Result<bool, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.episodic().forget(&id)).await
+    }
+}
+
+#[uniffi::export]
+impl Semantic {
+    /// Store `knowledge` (JSON text) under `key` (a new version).
+    pub async fn store(&self, key: String, knowledge: String) -> Result<Knowledge, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let knowledge = json("knowledge", &knowledge)?;
+            Ok(mem.semantic().store(&key, knowledge)?.into())
+        })
+        .await
+    }
+
+    /// The knowledge under `key` (JSON text), or null.
+    pub async fn retrieve(&self, key: String) -> Result<Option<JsonValue>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.semantic().retrieve(&key))
+            .await
+            .map(|v| v.map(JsonValue))
+    }
+
+    /// The entry under `key` with its version and times, or null.
+    pub async fn get(&self, key: String) -> Result<Option<Knowledge>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.semantic().get(&key))
+            .await
+            .map(|k| k.map(Into::into))
+    }
+
+    /// BM25 query over keys and knowledge (default limit 10).
+    #[uniffi::method(default(limit = None))]
+    pub async fn query(
+        &self,
+        text: String,
+        limit: Option<u32>,
+    ) -> Result<Vec<KnowledgeHit>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.semantic().query(&text, defaults::search_limit(limit)))
+            .await
+            .map(common::list)
+    }
+
+    /// Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
+    /// (`NotFound` if absent).
+    pub async fn update(&self, key: String, patch: String) -> Result<Knowledge, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let patch = json("patch", &patch)?;
+            Ok(mem.semantic().update(&key, patch)?.into())
+        })
+        .await
+    }
+
+    /// Remove the entry under `key` and its history; true if it was there.
+    pub async fn forget(&self, key: String) -> Result<bool, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.semantic().forget(&key)).await
+    }
+
+    /// The kept versions of `key`, oldest first.
+    pub async fn history(&self, key: String) -> Result<Vec<KnowledgeVersion>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.semantic().history(&key))
+            .await
+            .map(common::list)
+    }
+
+    /// Keys starting with `prefix`, sorted.
+    #[uniffi::method(default(prefix = ""))]
+    pub async fn keys(&self, prefix: String) -> Result<Vec<String>, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.semantic().keys(&prefix)).await
+    }
+}
