@@ -5,6 +5,9 @@
 /** Any JSON value: what every layer stores and returns. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 
+/** An instant (timestamps in results; `since` / `until` / `timestamp` arguments). */
+export type Timestamp = Date
+
 /** The stable kinds of failure: the core's kinds, plus `CLOSED` (a call on a closed handle) and `INTERNAL` (a bug). */
 export type MemstrataErrorCode =
   | 'NOT_FOUND'
@@ -28,4 +31,13 @@ export declare class MemstrataError extends Error {
   /** The offending argument (`INVALID_INPUT`, `LIMIT_EXCEEDED`), e.g. `"key"` or `"importance"`; else null. */
   field: string | null
 }
+
+/**
+ * A host action of a procedure: receives the step's resolved parameters and returns its
+ * output (or a Promise of it). A throw or a rejection fails the step with its message.
+ */
+export type HostAction = (parameters: JsonValue) => JsonValue | Promise<JsonValue>
+
+/** Receives the progress reports of `optimize` and `import`. */
+export type ProgressCallback = (progress: ProgressEvent) => void
 

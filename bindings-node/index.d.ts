@@ -5,6 +5,9 @@
 /** Any JSON value: what every layer stores and returns. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 
+/** An instant (timestamps in results; `since` / `until` / `timestamp` arguments). */
+export type Timestamp = Date
+
 /** The stable kinds of failure: the core's kinds, plus `CLOSED` (a call on a closed handle) and `INTERNAL` (a bug). */
 export type MemstrataErrorCode =
   | 'NOT_FOUND'
@@ -29,6 +32,15 @@ export declare class MemstrataError extends Error {
   field: string | null
 }
 
+/**
+ * A host action of a procedure: receives the step's resolved parameters and returns its
+ * output (or a Promise of it). A throw or a rejection fails the step with its message.
+ */
+export type HostAction = (parameters: JsonValue) => JsonValue | Promise<JsonValue>
+
+/** Receives the progress reports of `optimize` and `import`. */
+export type ProgressCallback = (progress: ProgressEvent) => void
+
 
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
@@ -38,5 +50,871 @@ export declare class MemstrataError extends Error {
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** The version of this binding. */
+/** Result of `context_store`. */
+export interface ContextStored {
+  /** Always true when returned. */
+  success: boolean
+  /** When the value expires (no TTL: null). */
+  expiresAt: Timestamp | null
+}
+
+/** Result of `context_retrieve`. */
+export interface ContextValue {
+  /** Always true when returned. */
+  success: boolean
+  /** The stored value. */
+  value: JsonValue
+  /** When it was stored. */
+  storedAt: Timestamp
+  /** When it expires (no TTL: null). */
+  expiresAt: Timestamp | null
+}
+
+/** An episode. */
+export interface Episode {
+  /** UUIDv7 id. */
+  id: string
+  /** When it happened. */
+  timestamp: Timestamp
+  /** One-line summary. */
+  summary: string
+  /** Arbitrary JSON content. */
+  content: JsonValue
+  /** Who took part. */
+  participants: Array<string>
+  /** Tags. */
+  tags: Array<string>
+  /** Importance 1..=10. */
+  importance: number
+}
+
+/** One episode search hit. */
+export interface EpisodeHit {
+  /** The episode. */
+  episode: Episode
+  /** BM25 relevance score (0 when the query had no searchable words and hits are by recency). */
+  score: number
+}
+
+/** Result of `export`. */
+export interface ExportStats {
+  /** Records written. */
+  records: number
+  /** Records per kind. */
+  counts: Record<string, number>
+}
+
+/** Result of `import`. */
+export interface ImportStats {
+  /** Records read. */
+  records: number
+  /** Records per kind. */
+  counts: Record<string, number>
+}
+
+/** State of the full-text index. */
+export interface IndexStats {
+  /** Documents in the index. */
+  documents: number
+  /** Index segments. */
+  segments: number
+  /** Last change applied to the index writer. */
+  appliedSeq: number
+  /** Last change committed (searchable after reload). */
+  committedSeq: number
+  /** Changes written to the store but not yet committed to the index. */
+  pending: number
+  /** Entries in the index change log. */
+  logEntries: number
+}
+
+/** Items per layer (all contexts). */
+export interface ItemCounts {
+  /** Short-term items (expired but not yet swept included). */
+  shortTerm: number
+  /** Focus and workspace items. */
+  working: number
+  /** Episodes. */
+  episodes: number
+  /** Knowledge entries. */
+  semantic: number
+  /** Procedures. */
+  procedures: number
+  /** Procedure runs. */
+  runs: number
+  /** Sessions. */
+  sessions: number
+  /** Session versions kept. */
+  sessionVersions: number
+  /** Timesheet tasks. */
+  tasks: number
+}
+
+/** A knowledge entry of semantic memory. */
+export interface Knowledge {
+  /** Key. */
+  key: string
+  /** The knowledge (any JSON). */
+  knowledge: JsonValue
+  /** Version number, 1 on first store, +1 on every store/update. */
+  version: number
+  /** First stored. */
+  createdAt: Timestamp
+  /** Last changed. */
+  updatedAt: Timestamp
+}
+
+/** One knowledge query hit. */
+export interface KnowledgeHit {
+  /** Key. */
+  key: string
+  /** The knowledge. */
+  knowledge: JsonValue
+  /** BM25 relevance score. */
+  score: number
+}
+
+/** One kept version of a knowledge entry (`history`). */
+export interface KnowledgeVersion {
+  /** Version number. */
+  version: number
+  /** The knowledge at that version. */
+  knowledge: JsonValue
+  /** When that version was written. */
+  recordedAt: Timestamp
+}
+
+/** One model's line in a timesheet report. */
+export interface LlmTimesheet {
+  /** The model. */
+  llmName: string
+  /** Tasks in the period. */
+  tasks: number
+  /** Of which still open. */
+  openTasks: number
+  /** Seconds on closed tasks. */
+  totalSeconds: number
+  /** Files modified. */
+  filesModified: number
+  /** Their paths (bounded). */
+  files: Array<string>
+}
+
+/** How to open a store (`Memory(path, ...)`). */
+export interface OpenOptions {
+  /** `"periodic"` (default), `"immediate"` or `"manual"`. */
+  durability?: string
+  /** sled page-cache size in bytes. */
+  cacheBytes?: number
+  /** Focus items kept in working memory (default 7). */
+  focusCapacity?: number
+  /** Workspace items kept in working memory (default 64). */
+  workspaceCapacity?: number
+  /** Session versions kept by `optimize` (medium and up). */
+  sessionRetention?: number
+  /** Directories `punch_out(detect_files)` scans. */
+  workspaceRoots?: Array<string>
+  /** Memory of the index writer in bytes. */
+  indexWriterBytes?: number
+  /** Versions kept per knowledge entry. */
+  semanticHistory?: number
+  /** Most steps a procedure run may execute. */
+  maxSteps?: number
+}
+
+/** Latency and counts of one operation. */
+export interface OpMetrics {
+  /** Calls. */
+  count: number
+  /** Calls that failed. */
+  errors: number
+  /** Median latency, µs. */
+  p50Us: number
+  /** 95th percentile, µs. */
+  p95Us: number
+  /** 99th percentile, µs. */
+  p99Us: number
+  /** Slowest call, µs. */
+  maxUs: number
+}
+
+/** Result of `optimize`. */
+export interface OptimizeReport {
+  /** Always true when returned. */
+  success: boolean
+  /** Bytes on disk before minus after (may be negative). */
+  bytesSaved: number
+  /** What each stage did. */
+  optimizationDetails: JsonValue
+}
+
+/** The host action a paused run waits for. */
+export interface PendingAction {
+  /** Step id. */
+  step: string
+  /** The step's description. */
+  description: string
+  /** The action with no handler. */
+  action: string
+  /** Its resolved parameters. */
+  parameters: JsonValue
+}
+
+/** A learned procedure. */
+export interface Procedure {
+  /** Name. */
+  name: string
+  /**
+   * Its steps, each as the JSON object it was learned from
+   * (`{id, description, action, parameters, next?}`).
+   */
+  steps: Array<JsonValue>
+  /** 1 on learn, +1 on every update. */
+  version: number
+  /** First learned. */
+  createdAt: Timestamp
+  /** Last updated. */
+  updatedAt: Timestamp
+}
+
+/** One progress report of `optimize` or `import`. */
+export interface ProgressEvent {
+  /** What is running. */
+  stage: ProgressStage
+  /** Items done so far in this stage (never decreases within a stage). */
+  done: number
+  /** Items in this stage, when known. */
+  total: number | null
+  /** Human-readable detail. */
+  message: string
+}
+
+/** What a long operation is doing. */
+export declare const enum ProgressStage {
+  /** `optimize`: purging expired short-term items. */
+  Sweep = 'sweep',
+  /** `optimize` (medium and up): pruning and recompressing session versions, one session at a time. */
+  PruneSessions = 'prune_sessions',
+  /** `optimize` (aggressive): merging index segments. */
+  MergeIndex = 'merge_index',
+  /** `optimize`: flushing to disk. */
+  Flush = 'flush',
+  /** `import`: reading and checking every line (`done` counts lines; nothing is written yet). */
+  Validate = 'validate',
+  /** `import`: writing records (`done` out of `total`). */
+  Apply = 'apply',
+  /** A stage this version of the bindings does not know (a newer engine). */
+  Other = 'other',
+}
+
+/** Result of `punch_in`. */
+export interface PunchIn {
+  /** Always true when returned. */
+  success: boolean
+  /** Id of the new task. */
+  taskId: string
+  /** When the task started. */
+  startTime: Timestamp
+}
+
+/** Result of `punch_out`. */
+export interface PunchOut {
+  /** Always true when returned. */
+  success: boolean
+  /** Seconds between punch-in and punch-out. */
+  durationSeconds: number
+  /** Number of files modified under the workspace roots (0 unless `detect_files`). */
+  filesModified: number
+  /** Their paths (bounded). */
+  files: Array<string>
+}
+
+/** Optional fields of `episodic.record`. */
+export interface RecordOptions {
+  /** Arbitrary JSON content (default null). */
+  content?: JsonValue
+  /** Who took part. */
+  participants?: Array<string>
+  /** Tags. */
+  tags?: Array<string>
+  /** Importance 1..=10 (default 5). */
+  importance?: number
+  /** When it happened (default now). */
+  timestamp?: Timestamp
+}
+
+/** A procedure run. */
+export interface Run {
+  /** Run id (for `resume` and `run`). */
+  runId: string
+  /** Procedure name. */
+  procedure: string
+  /** Procedure version the run uses. */
+  procedureVersion: number
+  /** Context it runs in. */
+  context: string
+  /** `"running"`, `"awaiting_action"`, `"completed"` or `"failed"`. */
+  status: string
+  /** The parameters it was started with. */
+  params: JsonValue
+  /** Output of every step so far, by step id (an object). */
+  outputs: JsonValue
+  /** Steps executed, in order. */
+  trace: Array<TraceEntry>
+  /** The action it waits for (`awaiting_action` only). */
+  pending: PendingAction | null
+  /** Why it failed (`failed` only). */
+  error: string | null
+  /** Steps executed. */
+  stepsExecuted: number
+  /** Episode recorded when it finished. */
+  episodeId: string | null
+  /** Started. */
+  startedAt: Timestamp
+  /** Finished (null while running or paused). */
+  finishedAt: Timestamp | null
+}
+
+/** Optional arguments of `episodic.search`. */
+export interface SearchOptions {
+  /** Most hits (default 10). */
+  limit?: number
+  /** Only episodes carrying every one of these tags. */
+  tags?: Array<string>
+  /** Only episodes with any of these participants. */
+  participants?: Array<string>
+  /** Only episodes at or after this instant. */
+  since?: Timestamp
+  /** Only episodes at or before this instant. */
+  until?: Timestamp
+  /** Only episodes at least this important (1..=10). */
+  minImportance?: number
+}
+
+/** Result of `session_create`. */
+export interface SessionCreated {
+  /** UUIDv7 id of the new session. */
+  sessionId: string
+  /** When it was created. */
+  createdAt: Timestamp
+}
+
+/** One session in `session_list`. */
+export interface SessionInfo {
+  /** Session id. */
+  sessionId: string
+  /** Name given at creation. */
+  name: string
+  /** Metadata given at creation. */
+  metadata: JsonValue
+  /** Created. */
+  createdAt: Timestamp
+  /** Last saved. */
+  updatedAt: Timestamp
+  /** Newest version, null before the first save. */
+  latestVersion: number | null
+  /** Versions kept. */
+  versionCount: number
+}
+
+/** Result of `session_restore`. */
+export interface SessionRestored {
+  /** Always true when returned. */
+  success: boolean
+  /** The saved content, exactly as saved. */
+  content: JsonValue
+  /** The session's metadata (from `session_create`). */
+  metadata: JsonValue
+  /** The version restored. */
+  version: number
+}
+
+/** Result of `session_save`. */
+export interface SessionSaved {
+  /** Always true when returned. */
+  success: boolean
+  /** The new version number (1, 2, 3… per session). */
+  version: number
+  /** When it was saved. */
+  savedAt: Timestamp
+}
+
+/** One saved version in `session_versions`. */
+export interface SessionVersionInfo {
+  /** Version number. */
+  version: number
+  /** When it was saved. */
+  savedAt: Timestamp
+  /** Compression level it was saved with (0..=3). */
+  compressionLevel: number
+  /** Size of the content as canonical JSON. */
+  rawBytes: number
+  /** Bytes stored. */
+  storedBytes: number
+}
+
+/** A short-term item with its timestamps. */
+export interface ShortTermEntry {
+  /** Key. */
+  key: string
+  /** The stored value. */
+  value: JsonValue
+  /** When it was stored. */
+  storedAt: Timestamp
+  /** When it expires (no TTL: null). */
+  expiresAt: Timestamp | null
+}
+
+/** Result of `status`. */
+export interface Status {
+  /** `"healthy"`, `"degraded"` or `"error"`. */
+  status: string
+  /** Engine version. */
+  version: string
+  /** Seconds since the engine was opened. */
+  uptimeSeconds: number
+  /** Sessions in the store (with `include_sessions`). */
+  activeSessions: number | null
+  /** Metrics (with `include_metrics`). */
+  metrics: StatusMetrics | null
+  /** What makes the status other than healthy. */
+  issues: Array<string>
+}
+
+/** The metrics part of `status`. */
+export interface StatusMetrics {
+  /** Per-operation counts and latency percentiles. */
+  operations: Record<string, OpMetrics>
+  /** Items per layer. */
+  items: ItemCounts
+  /** Bytes the store occupies on disk. */
+  bytesOnDisk: number
+  /** Index state. */
+  index: IndexStats
+}
+
+/** Result of `switch_context`. */
+export interface SwitchResult {
+  /** Always true when returned. */
+  success: boolean
+  /** The context that was active before. */
+  previousContext: string
+  /** True when the target context already held data. */
+  contextLoaded: boolean
+}
+
+/** A timesheet task. */
+export interface Task {
+  /** Task id. */
+  taskId: string
+  /** Who worked on it. */
+  llmName: string
+  /** What it was about. */
+  taskDescription: string
+  /** The context it was punched in from. */
+  context: string
+  /** `"open"` or `"closed"`. */
+  status: string
+  /** Punch-in time. */
+  startTime: Timestamp
+  /** Punch-out time (open: null). */
+  endTime: Timestamp | null
+  /** Duration in seconds (open: null). */
+  durationSeconds: number | null
+  /** The punch-out summary (open: null). */
+  summary: string | null
+  /** Files modified (punch-out with `detect_files`). */
+  filesModified: number
+  /** Their paths. */
+  files: Array<string>
+  /** The episode recorded at punch-out (open: null). */
+  episodeId: string | null
+}
+
+/** Optional arguments of `tasks`. */
+export interface TaskFilterOptions {
+  /** Only this model's tasks. */
+  llmName?: string
+  /** Only tasks punched in from this context. */
+  context?: string
+  /** `"open"`, `"closed"` or `"all"` (default). */
+  status?: string
+  /** Only tasks started at or after this instant. */
+  since?: Timestamp
+  /** Only tasks started at or before this instant. */
+  until?: Timestamp
+  /** Most tasks. */
+  limit?: number
+}
+
+/** Result of `timesheet_report`. */
+export interface TimesheetReport {
+  /** Start of the period (null: from the first task). */
+  since: Timestamp | null
+  /** End of the period (null: now). */
+  until: Timestamp | null
+  /** When the report was made. */
+  generatedAt: Timestamp
+  /** Tasks in the period. */
+  tasks: number
+  /** Seconds on closed tasks. */
+  totalSeconds: number
+  /** One line per model. */
+  llms: Array<LlmTimesheet>
+}
+
+/** One executed step. */
+export interface TraceEntry {
+  /** Step id. */
+  step: string
+  /** Action run. */
+  action: string
+  /** Resolved parameters. */
+  parameters: JsonValue
+  /** Output (null on error). */
+  output: JsonValue
+  /** Why the step failed (null: it did not). */
+  error: string | null
+  /** When it ran. */
+  at: Timestamp
+}
+
+/** An item of the working-memory workspace. */
+export interface WorkspaceItem {
+  /** Id returned by `add_to_workspace`. */
+  id: string
+  /** The stored value. */
+  value: JsonValue
+  /** When it was added. */
+  addedAt: Timestamp
+}
+
+/** Episodic layer of the active context (`mem.episodic`). */
+export declare class Episodic {
+  /** Record an episode; returns its id. */
+  record(summary: string, options?: RecordOptions | undefined | null): Promise<string>
+  /** The episode `id`, or null. */
+  get(id: string): Promise<Episode | undefined | null>
+  /**
+   * Best matches for `query` (BM25 over summary, content, tags and participants;
+   * an empty query lists by recency), filtered; `limit` default 10.
+   */
+  search(query?: string | undefined | null, options?: SearchOptions | undefined | null): Promise<Array<EpisodeHit>>
+  /** The newest episodes, newest first; `limit` default 10. */
+  recent(options?: LimitOptions | undefined | null): Promise<Array<Episode>>
+  /** A text summary of the episodes `ids` (oldest first). */
+  summarize(ids: Array<string>): Promise<string>
+  /** Delete the episode `id`; true when it existed. */
+  forget(id: string): Promise<boolean>
+}
+
+/** A clock that only moves when told to: `Memory.open(path, { clock })`. */
+export declare class ManualClock {
+  /** A clock at `start` (default: now). */
+  constructor(start?: Date | undefined | null)
+  /** Move forward by `seconds` (> 0). */
+  advance(seconds: number): void
+  /** Jump to `to`. */
+  set(to: Date): void
+  /** The clock's current time. */
+  now(): Date
+}
+
+/**
+ * A Memstrata store, or a namespace handle on one. Open it with `Memory.open`.
+ * Every method that touches storage returns a Promise and runs off the JS thread.
+ */
+export declare class Memory {
+  /** Store `value` under `key` in the short-term layer of `namespace` (else the active context). */
+  contextStore(key: string, value: JsonValue, options?: ContextStoreOptions | undefined | null): Promise<ContextStored>
+  /**
+   * The value under `key` in `namespace` (else the active context) with its
+   * timestamps, or null when absent or expired.
+   */
+  contextRetrieve(key: string, options?: ContextRetrieveOptions | undefined | null): Promise<ContextValue | undefined | null>
+  /** Write every layer of the store to `path` (JSON Lines), fsynced before the Promise resolves. */
+  export(path: string): Promise<ExportStats>
+  /**
+   * Import an export written by `export` (every line is checked before anything is
+   * written). `onProgress({ stage: "validate" | "apply", done, total })` follows it.
+   */
+  import(path: string, options?: { onProgress?: ProgressCallback }): Promise<ImportStats>
+  /** Import the knowledge graph of the MCP reference memory server (`memory.jsonl`). */
+  importKnowledgeGraph(path: string): Promise<ImportStats>
+  /**
+   * Open (or create) the store at `path`; no path: a temporary store, deleted when
+   * its last handle is closed. Opening a path already open in this process (or in
+   * another worker thread) shares its engine; another process gets `STORE_LOCKED`.
+   */
+  static open(path?: string | null, options?: OpenOptions & { clock?: ManualClock }): Promise<Memory>
+  /** Short-term key/value layer of the active context. */
+  get shortTerm(): ShortTerm
+  /** Working memory (focus and workspace) of the active context. */
+  get working(): Working
+  /** Episodic layer of the active context. */
+  get episodic(): Episodic
+  /** Semantic layer of the active context. */
+  get semantic(): Semantic
+  /** Procedures of the active context. */
+  get procedural(): Procedural
+  /** A new handle on the same store whose active context is `name`. */
+  namespace(name: string): Promise<Memory>
+  /** The active context of this handle. */
+  get activeContext(): string
+  /**
+   * Make `target` the active context of this handle (and of its layer objects).
+   * With `preserveCurrent: false` the working memory of the context being left is cleared.
+   */
+  switchContext(target: string, options?: SwitchContextOptions | undefined | null): Promise<SwitchResult>
+  /** Contexts that hold (or held) data, sorted; always includes "default". */
+  contexts(): Promise<Array<string>>
+  /** Commit the index and fsync everything now. */
+  flush(): Promise<undefined>
+  /**
+   * Flush and release this handle: later calls on it (and on its layer objects)
+   * reject with `CLOSED`. The store closes when its last handle (namespaces
+   * included) is closed or garbage-collected. Closing twice is fine.
+   */
+  close(): Promise<undefined>
+  /** True once `close()` was called. */
+  get closed(): boolean
+  /** The store directory. */
+  get path(): string
+  /** True for a temporary store (`Memory.open()` without a path). */
+  get isTemporary(): boolean
+  /** Create a session. */
+  sessionCreate(name: string, options?: SessionCreateOptions | undefined | null): Promise<SessionCreated>
+  /** Save `content` as the next version of a session. */
+  sessionSave(sessionId: string, content: JsonValue, options?: SessionSaveOptions | undefined | null): Promise<SessionSaved>
+  /** Restore a session: the latest version, or `version`. `NOT_FOUND` when absent. */
+  sessionRestore(sessionId: string, options?: SessionRestoreOptions | undefined | null): Promise<SessionRestored>
+  /** Every session, with its latest version and version count. */
+  sessionList(): Promise<Array<SessionInfo>>
+  /** The kept versions of a session, oldest first. */
+  sessionVersions(sessionId: string): Promise<Array<SessionVersionInfo>>
+  /** Delete a session and its versions; true when it existed. */
+  sessionDelete(sessionId: string): Promise<boolean>
+  /** Health, version, uptime; session count and metrics when asked for. */
+  status(options?: StatusOptions | undefined | null): Promise<Status>
+  /**
+   * Maintenance: `"light"` (default) purges expired items; `"medium"` also prunes
+   * session versions past the retention and recompresses; `"aggressive"` also merges
+   * index segments. `onProgress({ stage, done, total })` follows it.
+   */
+  optimize(options?: { level?: 'light' | 'medium' | 'aggressive'; targetSession?: string | null; onProgress?: ProgressCallback }): Promise<OptimizeReport>
+  /** Start a task for `llmName`. */
+  punchIn(llmName: string, taskDescription: string, options?: PunchInOptions | undefined | null): Promise<PunchIn>
+  /** Close a task (`NOT_FOUND` if unknown, `CONFLICT` if already closed). */
+  punchOut(taskId: string, summary: string, options?: PunchOutOptions | undefined | null): Promise<PunchOut>
+  /** The task `taskId`, or null. */
+  task(taskId: string): Promise<Task | undefined | null>
+  /**
+   * Tasks, newest first, filtered by model, context, status (`"open"`, `"closed"`,
+   * `"all"`: default) and start time; at most `limit`.
+   */
+  tasks(options?: TaskFilterOptions | undefined | null): Promise<Array<Task>>
+  /** Time worked per model over tasks started in [since, until]. */
+  timesheetReport(options?: TimeRangeOptions | undefined | null): Promise<TimesheetReport>
+}
+
+/** Procedures of the active context (`mem.procedural`). */
+export declare class Procedural {
+  /**
+   * Store a new procedure: an array of steps `{ id, description, action, parameters, next }`
+   * (docs/procedures.md). The graph is validated; `CONFLICT` if `name` exists.
+   */
+  learn(name: string, steps: Array<JsonValue>): Promise<Procedure>
+  /** Replace the steps of an existing procedure (`NOT_FOUND` otherwise); bumps its version. */
+  update(name: string, steps: Array<JsonValue>): Promise<Procedure>
+  /** The procedure `name`, or null. */
+  get(name: string): Promise<Procedure | undefined | null>
+  /** Names of the procedures of this context, sorted. */
+  list(): Promise<Array<string>>
+  /** Delete a procedure; true when it existed. Its runs are kept. */
+  forget(name: string): Promise<boolean>
+  /**
+   * Run procedure `name` with `params`. `actions` maps host action names to functions
+   * (sync or async) receiving the step's resolved parameters and returning a JSON
+   * value; a throw or rejection fails the step. A step whose action has no function
+   * pauses the run (`status: "awaiting_action"`); continue it with `resume`.
+   */
+  execute(name: string, params?: JsonValue, options?: { actions?: Record<string, HostAction> }): Promise<Run>
+  /**
+   * Continue a run paused on a step: `output` becomes that step's output.
+   * `NOT_FOUND` for an unknown run, `CONFLICT` when it is not awaiting an action.
+   */
+  resume(runId: string, output?: JsonValue, options?: { actions?: Record<string, HostAction> }): Promise<Run>
+  /** The run `runId` (any context), or null. */
+  run(runId: string): Promise<Run | undefined | null>
+  /**
+   * Register a host action for every handle on this store (replacing one of the same
+   * name); per-call `actions` take precedence. Built-in names are refused.
+   */
+  registerAction(name: string, action: HostAction): Promise<undefined>
+  /** Remove an engine-wide host action; true when it was registered. */
+  unregisterAction(name: string): Promise<boolean>
+  /** Names of the engine-wide host actions, sorted. */
+  registeredActions(): Promise<Array<string>>
+}
+
+/** Semantic layer of the active context (`mem.semantic`). */
+export declare class Semantic {
+  /** Store `knowledge` under `key` (a new version when the key exists). */
+  store(key: string, knowledge: JsonValue): Promise<Knowledge>
+  /** The knowledge under `key`, or null. */
+  retrieve(key: string): Promise<JsonValue>
+  /** The entry under `key` with its version and timestamps, or null. */
+  get(key: string): Promise<Knowledge | undefined | null>
+  /** Full-text query over keys and knowledge; `limit` default 10. */
+  query(text: string, options?: LimitOptions | undefined | null): Promise<Array<KnowledgeHit>>
+  /** Apply an RFC 7386 merge patch to the entry under `key` (`NOT_FOUND` if absent). */
+  update(key: string, patch: JsonValue): Promise<Knowledge>
+  /** Delete `key` and its history; true when it existed. */
+  forget(key: string): Promise<boolean>
+  /** Kept versions of `key`, oldest first. */
+  history(key: string): Promise<Array<KnowledgeVersion>>
+  /** Keys, sorted. */
+  keys(options?: PrefixOptions | undefined | null): Promise<Array<string>>
+}
+
+/** Short-term layer of the active context (`mem.shortTerm`). */
+export declare class ShortTerm {
+  /** Store `value` under `key` (replacing what was there). */
+  store(key: string, value: JsonValue, options?: TtlOptions | undefined | null): Promise<ShortTermEntry>
+  /** The value under `key`, or null when absent or expired. */
+  retrieve(key: string): Promise<JsonValue>
+  /** The item under `key` with its timestamps, or null. */
+  entry(key: string): Promise<ShortTermEntry | undefined | null>
+  /** Delete `key`; true when it existed. */
+  forget(key: string): Promise<boolean>
+  /** Live keys, sorted. */
+  keys(options?: PrefixOptions | undefined | null): Promise<Array<string>>
+}
+
+/** Working memory of the active context (`mem.working`). */
+export declare class Working {
+  /** Put `item` in focus (the oldest item leaves past the capacity); false if it already was. */
+  focus(item: string): Promise<boolean>
+  /** Items in focus, oldest first. */
+  currentFocus(): Promise<Array<string>>
+  /** Add `value` to the workspace; returns its id. */
+  addToWorkspace(value: JsonValue): Promise<string>
+  /** The workspace values, oldest first. */
+  workspace(): Promise<Array<JsonValue>>
+  /** The workspace items with their ids and timestamps, oldest first. */
+  workspaceItems(): Promise<Array<WorkspaceItem>>
+  /** Empty focus and workspace. */
+  clear(): Promise<undefined>
+}
+
+/**
+ * Test hook: panics inside the engine call path (`sync`: on the JS thread; else on
+ * the worker pool). The panic must come back as `MemstrataError` with code
+ * `INTERNAL`, and the process must stay up.
+ */
+export declare function _panicForTests(sync?: boolean | undefined | null): Promise<void>
+
+/** The built-in procedure actions (reserved names: `registerAction` refuses them). */
+export declare function builtinActions(): Array<string>
+
+/** Options of `contextRetrieve`. */
+export interface ContextRetrieveOptions {
+  /** The context to read (default: the active one). */
+  namespace?: string
+}
+
+/** Options of `contextStore`. */
+export interface ContextStoreOptions {
+  /** Seconds until the value expires (> 0). */
+  ttl?: number
+  /** The context to store in (default: the active one). */
+  namespace?: string
+}
+
+/** The version of this binding (and of the engine it embeds). */
 export declare function coreVersion(): string
+
+/** The context a store starts in (`"default"`). */
+export declare const DEFAULT_CONTEXT: string
+
+/** Version of the JSON Lines export format. */
+export declare const EXPORT_FORMAT_VERSION: number
+
+/** On-disk format version of the store. */
+export declare const FORMAT_VERSION: number
+
+/** Options of `recent` and `semantic.query`. */
+export interface LimitOptions {
+  /** Most results (default 10). */
+  limit?: number
+}
+
+/** Highest `compressionLevel` of `sessionSave` (0: none, 1: lz4, 2: lz4 high, 3: + delta). */
+export declare const MAX_COMPRESSION_LEVEL: number
+
+/** Options of `keys`. */
+export interface PrefixOptions {
+  /** Only keys starting with this (default "": every key). */
+  prefix?: string
+}
+
+/** Options of `punchIn`. */
+export interface PunchInOptions {
+  /** The context the task belongs to (default: the active one). */
+  context?: string
+}
+
+/** Options of `punchOut`. */
+export interface PunchOutOptions {
+  /** List files modified under the workspace roots since punch-in (default false). */
+  detectFiles?: boolean
+}
+
+/** Options of `sessionCreate`. */
+export interface SessionCreateOptions {
+  /** Any JSON value returned with every restore (default `{}`). */
+  metadata?: JsonValue
+}
+
+/** Options of `sessionRestore`. */
+export interface SessionRestoreOptions {
+  /** The version to restore (default: the latest). */
+  version?: number
+}
+
+/** Options of `sessionSave`. */
+export interface SessionSaveOptions {
+  /** 0: none, 1: lz4 (default), 2: lz4 high, 3: + delta against the previous version. */
+  compressionLevel?: number
+}
+
+/** Options of `status`. */
+export interface StatusOptions {
+  /** Count active sessions (default true). */
+  includeSessions?: boolean
+  /** Per-operation latency, item counts, disk and index figures (default false). */
+  includeMetrics?: boolean
+}
+
+/** Longest episode summary, in characters. */
+export declare const SUMMARY_MAX_CHARS: number
+
+/** Options of `switchContext`. */
+export interface SwitchContextOptions {
+  /** Keep the working memory of the context being left (default true). */
+  preserveCurrent?: boolean
+}
+
+/** Options of `timesheetReport`. */
+export interface TimeRangeOptions {
+  /** Only tasks started at or after this instant. */
+  since?: Timestamp
+  /** Only tasks started at or before this instant. */
+  until?: Timestamp
+}
+
+/** Options of `shortTerm.store` and `contextStore`. */
+export interface TtlOptions {
+  /** Seconds until the item expires (> 0); none: it never expires. */
+  ttl?: number
+}

@@ -94,7 +94,7 @@ impl ProgressStage {
 /// One progress report of `optimize` or `import`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
-#[cfg_attr(feature = "napi", napi_derive::napi(object))]
+#[cfg_attr(feature = "napi", napi_derive::napi(object, use_nullable = true))]
 pub struct ProgressEvent {
     /// What is running.
     pub stage: ProgressStage,

@@ -33,7 +33,7 @@ macro_rules! records {
         #[derive(Debug, Clone, PartialEq, Serialize)]
         #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
         #[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
-        #[cfg_attr(feature = "napi", napi_derive::napi(object))]
+        #[cfg_attr(feature = "napi", napi_derive::napi(object, use_nullable = true))]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }

@@ -114,12 +114,20 @@ mod uniffi_types {
 mod napi_types {
     use chrono::{DateTime, Utc};
     use napi::bindgen_prelude::{
-        FromNapiValue, Result, ToNapiValue, TypeName, ValidateNapiValue, ValueType,
+        Array, Error, FromNapiValue, Object, Result, Status, ToNapiValue, TypeName, Unknown,
+        ValidateNapiValue, ValueType,
     };
-    use napi::sys;
+    use napi::{JsValue as _, sys};
     use serde_json::Value;
 
     use super::{JsonValue, Timestamp};
+
+    // napi-derive writes this crate's TypeScript declarations into
+    // $NAPI_TYPE_DEF_TMP_FOLDER only while the crate compiles. The napi CLI (and
+    // bindings-node/scripts/build-dev.mjs) set NAPI_FORCE_BUILD_<CRATE> to get them
+    // again; reading both variables here makes cargo recompile the crate when they change.
+    const _: Option<&str> = option_env!("NAPI_FORCE_BUILD_MEMSTRATA_BINDINGS_COMMON");
+    const _: Option<&str> = option_env!("NAPI_TYPE_DEF_TMP_FOLDER");
 
     impl TypeName for Timestamp {
         fn type_name() -> &'static str {
@@ -164,8 +172,116 @@ mod napi_types {
 
     impl FromNapiValue for JsonValue {
         unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> Result<Self> {
-            // SAFETY: forwarded unchanged to napi's own conversion for `serde_json::Value`.
-            unsafe { Value::from_napi_value(env, v).map(JsonValue) }
+            // SAFETY: `v` is a live value of `env`, as napi guarantees for this call.
+            let value = unsafe { Unknown::from_raw_unchecked(env, v) };
+            let mut path = String::new();
+            json_from_js(&value, &mut path, 0).map(JsonValue)
+        }
+    }
+
+    /// Deepest nesting a JS value may have: far above the store's JSON depth limit
+    /// (which the core reports as `LIMIT_EXCEEDED`), low enough that a cyclic value
+    /// fails here instead of overflowing the stack.
+    const MAX_JS_NESTING: usize = 1024;
+
+    fn not_json(path: &str, what: &str) -> Error {
+        let at = match path.char_indices().nth(80) {
+            None if path.is_empty() => "the value",
+            None => path,
+            Some((i, _)) => &path[..i],
+        };
+        Error::new(Status::InvalidArg, format!("{at}: {what}"))
+    }
+
+    /// A JS value as JSON, the way `JSON.stringify` reads it except that what it would
+    /// silently change is refused: BigInt, NaN/±Infinity, functions, symbols, `undefined`
+    /// (other than as an object property, which is skipped), Dates, binary data, Maps and
+    /// Sets (objects with no own enumerable keys that are not plain objects), cycles.
+    fn json_from_js(v: &Unknown<'_>, path: &mut String, depth: usize) -> Result<Value> {
+        match v.get_type()? {
+            ValueType::Null => Ok(Value::Null),
+            // SAFETY (every `cast` below): the value's type was just checked.
+            ValueType::Boolean => Ok(Value::Bool(unsafe { v.cast::<bool>() }?)),
+            ValueType::String => Ok(Value::String(unsafe { v.cast::<String>() }?)),
+            ValueType::Number => {
+                let n = unsafe { v.cast::<f64>() }?;
+                if !n.is_finite() {
+                    return Err(not_json(path, &format!("{n} is not a JSON number")));
+                }
+                const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+                if n.fract() == 0.0 && n.abs() <= EXACT && !(n == 0.0 && n.is_sign_negative()) {
+                    Ok(Value::from(n as i64))
+                } else {
+                    Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+                }
+            }
+            ValueType::BigInt => Err(not_json(
+                path,
+                "a BigInt is not a JSON value (convert it to a number or a string)",
+            )),
+            ValueType::Undefined => Err(not_json(path, "undefined is not a JSON value (use null)")),
+            ValueType::Function => Err(not_json(path, "a function is not a JSON value")),
+            ValueType::Symbol => Err(not_json(path, "a symbol is not a JSON value")),
+            ValueType::Object => {
+                if depth >= MAX_JS_NESTING {
+                    return Err(not_json(
+                        path,
+                        &format!(
+                            "nested deeper than {MAX_JS_NESTING} levels (a cyclic structure?)"
+                        ),
+                    ));
+                }
+                if v.is_array()? {
+                    let arr = unsafe { v.cast::<Array<'_>>() }?;
+                    let mut out = Vec::with_capacity(arr.len() as usize);
+                    for i in 0..arr.len() {
+                        let len = path.len();
+                        path.push_str(&format!("[{i}]"));
+                        let el = arr
+                            .get::<Unknown<'_>>(i)?
+                            .ok_or_else(|| not_json(path, "a hole is not a JSON value"))?;
+                        out.push(json_from_js(&el, path, depth + 1)?);
+                        path.truncate(len);
+                    }
+                    return Ok(Value::Array(out));
+                }
+                if v.is_date()? {
+                    return Err(not_json(
+                        path,
+                        "a Date is not a JSON value (store date.toISOString() or date.getTime())",
+                    ));
+                }
+                if v.is_typedarray()? || v.is_arraybuffer()? || v.is_buffer()? {
+                    return Err(not_json(path, "binary data is not a JSON value"));
+                }
+                if v.is_promise()? {
+                    return Err(not_json(
+                        path,
+                        "a Promise is not a JSON value (await it first)",
+                    ));
+                }
+                let obj = unsafe { v.cast::<Object<'_>>() }?;
+                let mut map = serde_json::Map::new();
+                for key in Object::keys(&obj)? {
+                    let Some(val) = obj.get::<Unknown<'_>>(&key)? else {
+                        continue;
+                    };
+                    if val.get_type()? == ValueType::Undefined {
+                        continue;
+                    }
+                    let len = path.len();
+                    if path.is_empty() {
+                        path.push_str(&key);
+                    } else {
+                        path.push('.');
+                        path.push_str(&key);
+                    }
+                    map.insert(key, json_from_js(&val, path, depth + 1)?);
+                    path.truncate(len);
+                }
+                Ok(Value::Object(map))
+            }
+            other => Err(not_json(path, &format!("a {other} is not a JSON value"))),
         }
     }
 

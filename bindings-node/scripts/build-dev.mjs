@@ -75,7 +75,9 @@ const { exports, dts } = await generateTypeDef({
   cwd: here,
   declareBindingTarget: true,
 })
-writeFileSync(join(here, 'index.d.ts'), dts)
+// Doc comments of fields declared through macro_rules! come through as raw string
+// tokens (\`r" Key."\`); keep their text only.
+writeFileSync(join(here, 'index.d.ts'), dts.replace(/^(\s*(?:\/\*\*|\*)) r(#*)"(.*?)"?\2?( \*\/)?$/gm, '$1$3$4'))
 await writeJsBinding({
   platform: true,
   idents: exports,
@@ -85,4 +87,18 @@ await writeJsBinding({
   version: pkg.version,
   outputDir: here,
 })
+// index.mjs names every export of index.js (the native ones and MemstrataError).
+const names = [...exports.filter((n) => n !== '__napiBindingTarget'), 'MemstrataError'].sort()
+writeFileSync(
+  join(here, 'index.mjs'),
+  `// ESM entry point of the \`memstrata\` package: the CommonJS module's exports, by name.
+// Written by scripts/build-dev.mjs from the native module's exports (kept in git).
+import memstrata from './index.js'
+
+export const {
+${names.map((n) => `  ${n},`).join('\n')}
+} = memstrata
+export default memstrata
+`,
+)
 console.error(`build-dev: ${nodeFile} (${exports.length} exports), index.d.ts, binding.js`)

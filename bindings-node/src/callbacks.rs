@@ -1,0 +1,153 @@
+//! JS callbacks the engine calls from its worker thread: host actions of procedures
+//! and `onProgress` of `optimize` / `import`.
+//!
+//! Each JS function becomes a weak (unref'd) threadsafe function. The engine thread
+//! queues a call and waits for its outcome; the JS thread runs the function and, when
+//! it returns a Promise, settles it on its own turn. So the event loop is never
+//! blocked, and an action may itself call back into the same `Memory`: that call runs
+//! on another pool thread, and the core holds no lock while an action runs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use memstrata_bindings_common::{BindingError, JsonAction, JsonValue, ProgressEvent};
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use serde_json::Value;
+
+type BResult<T> = std::result::Result<T, BindingError>;
+
+/// What a host action returns: a JSON value, or a Promise of one.
+type ActionReturn = Either<Promise<JsonValue>, JsonValue>;
+type ActionFn = ThreadsafeFunction<JsonValue, ActionReturn, JsonValue, Status, false, true>;
+type ProgressFn =
+    ThreadsafeFunction<ProgressEvent, Unknown<'static>, ProgressEvent, Status, false, true>;
+
+/// Host actions by name, callable from any thread.
+pub(crate) struct JsActions {
+    fns: HashMap<String, ActionFn>,
+}
+
+impl JsActions {
+    /// `{ name: fn }` from a JS object (`field` names it in errors).
+    pub(crate) fn from_object(obj: &Object<'_>, field: &str) -> BResult<JsActions> {
+        let mut fns = HashMap::new();
+        let keys = Object::keys(obj).map_err(|e| BindingError::invalid(field, e.reason.clone()))?;
+        for name in keys {
+            let f: Option<Function<'_, JsonValue, ActionReturn>> =
+                obj.get(&name).map_err(|_| {
+                    BindingError::invalid(&format!("{field}.{name}"), "must be a function")
+                })?;
+            let Some(f) = f else { continue };
+            fns.insert(name.clone(), action_fn(&f, &format!("{field}.{name}"))?);
+        }
+        Ok(JsActions { fns })
+    }
+
+    /// One action.
+    pub(crate) fn single(
+        f: &Function<'_, JsonValue, ActionReturn>,
+        name: &str,
+    ) -> BResult<JsActions> {
+        let mut fns = HashMap::new();
+        fns.insert(name.to_owned(), action_fn(f, "action")?);
+        Ok(JsActions { fns })
+    }
+
+    /// The core's action table (the names this host handles).
+    pub(crate) fn table(self) -> memstrata::Actions {
+        let names: Vec<String> = self.fns.keys().cloned().collect();
+        memstrata_bindings_common::actions(names, Arc::new(self))
+    }
+}
+
+fn action_fn(f: &Function<'_, JsonValue, ActionReturn>, field: &str) -> BResult<ActionFn> {
+    f.build_threadsafe_function::<JsonValue>()
+        .weak::<true>()
+        .build()
+        .map_err(|e| {
+            BindingError::invalid(
+                field,
+                format!("cannot call this function from the engine: {e}"),
+            )
+        })
+}
+
+/// `Error: message` for what a JS action threw or rejected with.
+fn describe(e: &Error) -> String {
+    let reason = e.reason.trim();
+    if reason.is_empty() {
+        "the action threw".to_owned()
+    } else {
+        reason.to_owned()
+    }
+}
+
+impl JsonAction for JsActions {
+    fn call(&self, action: &str, parameters: &Value) -> std::result::Result<Value, String> {
+        let Some(f) = self.fns.get(action) else {
+            return Err(format!("no host action {action:?}"));
+        };
+        let (tx, rx) = mpsc::channel::<std::result::Result<Value, String>>();
+        let status = f.call_with_return_value(
+            JsonValue(parameters.clone()),
+            ThreadsafeFunctionCallMode::Blocking,
+            move |ret: Result<ActionReturn>, _env| {
+                match ret {
+                    Err(e) => {
+                        let _ = tx.send(Err(describe(&e)));
+                    }
+                    Ok(Either::B(v)) => {
+                        let _ = tx.send(Ok(v.0));
+                    }
+                    Ok(Either::A(promise)) => {
+                        // Settled on a later turn of the event loop; wait for it off-thread.
+                        napi::bindgen_prelude::spawn(async move {
+                            let _ = tx.send(promise.await.map(|v| v.0).map_err(|e| describe(&e)));
+                        });
+                    }
+                }
+                Ok(())
+            },
+        );
+        if status != Status::Ok {
+            return Err(format!(
+                "the JavaScript action could not be called ({status})"
+            ));
+        }
+        rx.recv().unwrap_or_else(|_| {
+            Err("the JavaScript environment went away before the action returned".to_owned())
+        })
+    }
+}
+
+/// An `onProgress` callback: each report is delivered before the engine goes on, so
+/// every report has reached JS when the operation's Promise settles.
+pub(crate) struct JsProgress(ProgressFn);
+
+impl JsProgress {
+    pub(crate) fn new(f: &Function<'_, ProgressEvent, Unknown<'static>>) -> BResult<JsProgress> {
+        f.build_threadsafe_function::<ProgressEvent>()
+            .weak::<true>()
+            .build()
+            .map(JsProgress)
+            .map_err(|e| {
+                BindingError::invalid("onProgress", format!("cannot call this function: {e}"))
+            })
+    }
+
+    pub(crate) fn report(&self, ev: ProgressEvent) {
+        let (tx, rx) = mpsc::channel::<()>();
+        let status =
+            self.0
+                .call_with_return_value(ev, ThreadsafeFunctionCallMode::Blocking, move |_, _| {
+                    let _ = tx.send(());
+                    Ok(())
+                });
+        if status == Status::Ok {
+            // An exception thrown by onProgress is ignored: progress is advisory.
+            let _ = rx.recv();
+        }
+    }
+}
