@@ -27,8 +27,8 @@ impl ManualClock {
     #[new]
     #[pyo3(signature = (start=None))]
     fn py_new(start: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let inner = match convert::opt_datetime(start, "start")? {
-            Some(t) => memstrata::ManualClock::new(t),
+        let inner = match convert::opt_timestamp(start, "start")? {
+            Some(t) => memstrata::ManualClock::new(t.0),
             None => memstrata::ManualClock::starting_now(),
         };
         Ok(ManualClock {

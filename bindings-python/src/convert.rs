@@ -1,11 +1,13 @@
-//! Conversions between Python objects and the core's types: JSON-like values,
-//! TTLs, datetimes and bounded integers. Nothing here decides behaviour; invalid
-//! values that the core would refuse are left to the core.
+//! Conversions of Python arguments: JSON-like values, TTLs, datetimes, bounded
+//! integers and string lists, into what the common layer's option records and
+//! the core take. Nothing here decides behaviour; defaults and range checks
+//! belong to `memstrata_bindings_common` and the core.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use memstrata_bindings_common::{BindingError, Timestamp, options};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDateTime, PyDelta, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -75,7 +77,7 @@ fn to_json_at(
             return Ok(Value::Number(u.into()));
         }
         return Err(invalid(
-            path.clone(),
+            path,
             format!("integer {obj} does not fit in 64 bits (JSON numbers are i64, u64 or float)"),
         ));
     }
@@ -84,7 +86,7 @@ fn to_json_at(
         return match Number::from_f64(f) {
             Some(n) => Ok(Value::Number(n)),
             None => Err(invalid(
-                path.clone(),
+                path,
                 format!("{f} is not a valid JSON number (NaN and infinities are refused)"),
             )),
         };
@@ -183,29 +185,31 @@ pub(crate) fn opt_to_py(py: Python<'_>, v: Option<&Value>) -> PyResult<Py<PyAny>
     }
 }
 
-/// A TTL in seconds (`int` / `float`) or a `datetime.timedelta`, validated by the core.
+/// A TTL in seconds (`int` / `float`) or a `datetime.timedelta`, checked by the
+/// common layer (`options::ttl`: finite and > 0).
 pub(crate) fn ttl(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
-    let Some(obj) = obj else { return Ok(None) };
-    if obj.is_none() {
-        return Ok(None);
-    }
-    let secs: f64 = if obj.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err(
-            "ttl: expected seconds (int or float) or a datetime.timedelta, got bool",
-        ));
-    } else if obj.is_instance_of::<PyDelta>() {
-        obj.call_method0("total_seconds")?.extract()?
-    } else if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>() {
-        obj.extract()?
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "ttl: expected seconds (int or float) or a datetime.timedelta, got {}",
-            type_name(obj)
-        )));
+    let secs: Option<f64> = match obj {
+        None => None,
+        Some(obj) if obj.is_none() => None,
+        Some(obj) if obj.is_instance_of::<PyBool>() => {
+            return Err(PyTypeError::new_err(
+                "ttl: expected seconds (int or float) or a datetime.timedelta, got bool",
+            ));
+        }
+        Some(obj) if obj.is_instance_of::<PyDelta>() => {
+            Some(obj.call_method0("total_seconds")?.extract()?)
+        }
+        Some(obj) if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>() => {
+            Some(obj.extract()?)
+        }
+        Some(obj) => {
+            return Err(PyTypeError::new_err(format!(
+                "ttl: expected seconds (int or float) or a datetime.timedelta, got {}",
+                type_name(obj)
+            )));
+        }
     };
-    memstrata::ttl_from_secs(secs)
-        .map(Some)
-        .map_err(error::to_py)
+    options::ttl(secs).map_err(error::to_py)
 }
 
 /// A timezone-aware `datetime` (any zone) as UTC. Naive datetimes are refused:
@@ -228,13 +232,13 @@ pub(crate) fn datetime(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<DateTime
     obj.call_method1("astimezone", (utc,))?.extract()
 }
 
-/// An optional datetime argument.
-pub(crate) fn opt_datetime(
+/// An optional datetime argument, as the common layer's `Timestamp`.
+pub(crate) fn opt_timestamp(
     obj: Option<&Bound<'_, PyAny>>,
     field: &str,
-) -> PyResult<Option<DateTime<Utc>>> {
+) -> PyResult<Option<Timestamp>> {
     match obj {
-        Some(o) if !o.is_none() => datetime(o, field).map(Some),
+        Some(o) if !o.is_none() => datetime(o, field).map(|t| Some(Timestamp(t))),
         _ => Ok(None),
     }
 }
@@ -272,6 +276,22 @@ where
     }
 }
 
+/// A result `limit` (`None`: absent). Negative is an `InvalidInputError`; a value
+/// past `u32` is passed on as `u32::MAX`, which the core refuses as it would the
+/// value given (`LimitExceededError`, over `max_results`).
+pub(crate) fn opt_limit(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<u32>> {
+    let Some(n) = opt_int::<i64>(obj, field)? else {
+        return Ok(None);
+    };
+    if n < 0 {
+        return Err(invalid(
+            field,
+            format!("{n} is out of range (0..={})", u32::MAX),
+        ));
+    }
+    Ok(Some(u32::try_from(n).unwrap_or(u32::MAX)))
+}
+
 /// Range texts for the integer types the core takes.
 pub(crate) mod num_bounds {
     /// The printed bounds of an integer type.
@@ -279,17 +299,13 @@ pub(crate) mod num_bounds {
         const MIN_TEXT: &'static str;
         const MAX_TEXT: &'static str;
     }
-    impl Bounded for u8 {
+    impl Bounded for u32 {
         const MIN_TEXT: &'static str = "0";
-        const MAX_TEXT: &'static str = "255";
+        const MAX_TEXT: &'static str = "4294967295";
     }
-    impl Bounded for u64 {
-        const MIN_TEXT: &'static str = "0";
-        const MAX_TEXT: &'static str = "18446744073709551615";
-    }
-    impl Bounded for usize {
-        const MIN_TEXT: &'static str = "0";
-        const MAX_TEXT: &'static str = "18446744073709551615";
+    impl Bounded for i64 {
+        const MIN_TEXT: &'static str = "-9223372036854775808";
+        const MAX_TEXT: &'static str = "9223372036854775807";
     }
 }
 
@@ -328,10 +344,10 @@ pub(crate) fn str_list(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<
     Ok(out)
 }
 
-/// A core record that has no typed Python class (metrics, report details) goes
-/// through its serde form: `convert::to_py(py, &serde_json::to_value(x).map_err(ser_err)?)`.
+/// A record that has no typed Python class (status metrics) goes through its
+/// serde form, which cannot fail for records; if it ever did, that is a bug (`INTERNAL`).
 pub(crate) fn ser_err(e: serde_json::Error) -> PyErr {
-    error::to_py(memstrata::Error::Corrupted(format!(
+    error::to_py(BindingError::internal(format!(
         "cannot convert a result: {e}"
     )))
 }

@@ -3,12 +3,13 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use memstrata_bindings_common::{self as common, Handle, JsonValue, RecordOptions, SearchOptions};
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::error::run;
-use crate::memory::{Handle, max_depth};
-use crate::repr::{dt, pystr, pystrs};
+use crate::error::{run, to_py};
+use crate::memory::{HandleExt, max_depth};
+use crate::records::{class, classes, py_records, pystr};
 
 /// The episodic layer of the active context (`mem.episodic`).
 #[pyclass(frozen, module = "memstrata")]
@@ -38,23 +39,28 @@ impl Episodic {
         importance: Option<&Bound<'_, PyAny>>,
         timestamp: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
-        let mem = self.h.get()?;
-        let ep = memstrata::NewEpisode {
-            summary,
-            content: convert::opt_json(content, "content", max_depth(&mem))?,
-            participants: convert::str_list(participants, "participants")?,
-            tags: convert::str_list(tags, "tags")?,
-            importance: convert::opt_int::<u8>(importance, "importance")?,
-            timestamp: convert::opt_datetime(timestamp, "timestamp")?,
-        };
+        let mem = self.h.core()?;
+        let ep = RecordOptions {
+            content: Some(JsonValue(convert::opt_json(
+                content,
+                "content",
+                max_depth(&mem),
+            )?)),
+            participants: Some(convert::str_list(participants, "participants")?),
+            tags: Some(convert::str_list(tags, "tags")?),
+            importance: convert::opt_int(importance, "importance")?,
+            timestamp: convert::opt_timestamp(timestamp, "timestamp")?,
+        }
+        .episode(summary)
+        .map_err(to_py)?;
         run(py, || mem.episodic().record(ep))
     }
 
     /// The episode with `id`, or None.
     fn get(&self, py: Python<'_>, id: String) -> PyResult<Option<Episode>> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let ep = run(py, || mem.episodic().get(&id))?;
-        ep.map(|e| Episode::from_core(py, e)).transpose()
+        ep.map(|e| class(py, e)).transpose()
     }
 
     /// BM25 search over summary, content, participants and tags. `query` is plain text
@@ -77,40 +83,40 @@ impl Episodic {
         until: Option<&Bound<'_, PyAny>>,
         min_importance: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<EpisodeHit>> {
-        let mem = self.h.get()?;
-        let limit = convert::opt_int::<usize>(limit, "limit")?.unwrap_or(DEFAULT_LIMIT);
-        let filters = memstrata::SearchFilters {
-            tags: convert::str_list(tags, "tags")?,
-            participants: convert::str_list(participants, "participants")?,
-            since: convert::opt_datetime(since, "since")?,
-            until: convert::opt_datetime(until, "until")?,
-            min_importance: convert::opt_int::<u8>(min_importance, "min_importance")?,
-        };
+        let mem = self.h.core()?;
+        let (filters, limit) = SearchOptions {
+            limit: convert::opt_limit(limit, "limit")?,
+            tags: Some(convert::str_list(tags, "tags")?),
+            participants: Some(convert::str_list(participants, "participants")?),
+            since: convert::opt_timestamp(since, "since")?,
+            until: convert::opt_timestamp(until, "until")?,
+            min_importance: convert::opt_int(min_importance, "min_importance")?,
+        }
+        .filters()
+        .map_err(to_py)?;
         let hits = run(py, || mem.episodic().search(&query, &filters, limit))?;
-        hits.into_iter()
-            .map(|h| EpisodeHit::from_core(py, h))
-            .collect()
+        classes(py, hits)
     }
 
     /// The newest `limit` episodes, newest first.
     #[pyo3(signature = (limit=None))]
     fn recent(&self, py: Python<'_>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Episode>> {
-        let mem = self.h.get()?;
-        let limit = convert::opt_int::<usize>(limit, "limit")?.unwrap_or(DEFAULT_LIMIT);
+        let mem = self.h.core()?;
+        let limit = common::defaults::search_limit(convert::opt_limit(limit, "limit")?);
         let eps = run(py, || mem.episodic().recent(limit))?;
-        eps.into_iter().map(|e| Episode::from_core(py, e)).collect()
+        classes(py, eps)
     }
 
     /// Deterministic extractive summary of the given episodes (chronological, bounded length).
     fn summarize(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let ids = convert::str_list(Some(ids), "ids")?;
         run(py, || mem.episodic().summarize(&ids))
     }
 
     /// Delete an episode; True when it existed. It disappears from search at once.
     fn forget(&self, py: Python<'_>, id: String) -> PyResult<bool> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         run(py, || mem.episodic().forget(&id))
     }
 
@@ -119,81 +125,37 @@ impl Episodic {
     }
 }
 
-/// Results per search when `limit` is not given.
-pub(crate) const DEFAULT_LIMIT: usize = 10;
-
-/// A stored episode.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct Episode {
-    /// UUIDv7 id.
-    pub id: String,
-    /// When it happened (aware UTC).
-    pub timestamp: DateTime<Utc>,
-    /// One-line summary.
-    pub summary: String,
-    /// Arbitrary JSON-like content.
-    pub content: Py<PyAny>,
-    /// Who took part.
-    pub participants: Vec<String>,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// 1..=10.
-    pub importance: u8,
-}
-
-impl Episode {
-    pub(crate) fn from_core(py: Python<'_>, e: memstrata::Episode) -> PyResult<Self> {
-        Ok(Episode {
-            content: convert::to_py(py, &e.content)?,
-            id: e.id,
-            timestamp: e.timestamp,
-            summary: e.summary,
-            participants: e.participants,
-            tags: e.tags,
-            importance: e.importance,
-        })
+py_records! {
+    /// A stored episode.
+    Episode from common::Episode,
+    repr [id, timestamp, summary, content, participants, tags, importance] {
+        /// UUIDv7 id.
+        id: String,
+        /// When it happened (aware UTC).
+        timestamp: DateTime<Utc>,
+        /// One-line summary.
+        summary: String,
+        /// Arbitrary JSON-like content.
+        content: Py<PyAny>,
+        /// Who took part.
+        participants: Vec<String>,
+        /// Tags.
+        tags: Vec<String>,
+        /// 1..=10.
+        importance: u32,
     }
-}
 
-#[pymethods]
-impl Episode {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "Episode(id={}, timestamp={}, summary={}, content={}, participants={}, tags={}, importance={})",
-            pystr(&self.id),
-            dt(&self.timestamp),
-            pystr(&self.summary),
-            crate::repr::obj(py, &self.content),
-            pystrs(&self.participants),
-            pystrs(&self.tags),
-            self.importance
-        )
+    /// One search result: the episode and its BM25 score.
+    EpisodeHit from common::EpisodeHit, repr custom {
+        /// The episode.
+        episode: Py<Episode>,
+        /// BM25 score (0.0 when the query had no searchable words and results are by recency).
+        score: f64,
     }
-}
-
-/// One search result: the episode and its BM25 score.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct EpisodeHit {
-    /// The episode.
-    pub episode: Py<Episode>,
-    /// BM25 score (0.0 when the query had no searchable words and results are by recency).
-    pub score: f64,
 }
 
 impl EpisodeHit {
-    fn from_core(py: Python<'_>, h: memstrata::EpisodeHit) -> PyResult<Self> {
-        Ok(EpisodeHit {
-            episode: Py::new(py, Episode::from_core(py, h.episode)?)?,
-            score: f64::from(h.score),
-        })
-    }
-}
-
-#[pymethods]
-impl EpisodeHit {
-    fn __repr__(&self) -> String {
+    fn repr(&self, _py: Python<'_>) -> String {
         let ep = self.episode.get();
         format!(
             "EpisodeHit(score={:.4}, episode=Episode(id={}, summary={}, ...))",

@@ -1,10 +1,11 @@
-//! The one choke point between `memstrata::Error` (and panics) and Python exceptions.
+//! The one choke point between the engine's errors (and panics) and Python exceptions.
 //!
-//! Every call into the core goes through [`run`]: it releases the GIL, catches
-//! panics, and maps the core error to the matching exception class.
+//! Every call into the core goes through [`run`]: it releases the GIL and runs
+//! the call through `memstrata_bindings_common::guard_binding` (panics become
+//! `INTERNAL`); [`to_py`] turns the resulting `BindingError` into the exception
+//! class of its `ErrorCode`.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
+use memstrata_bindings_common::{BindingError, ErrorCode, guard_binding};
 use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -116,59 +117,32 @@ pub(crate) fn io_error_type(py: Python<'_>) -> Bound<'_, PyType> {
     )
 }
 
+/// The exception class of `code` and its name in the module; `None` for the
+/// codes raised as plain `MemstrataError` (`CLOSED`, `INTERNAL`).
+fn class_of(py: Python<'_>, code: ErrorCode) -> Option<(&'static str, Bound<'_, PyType>)> {
+    Some(match code {
+        ErrorCode::NotFound => ("NotFoundError", py.get_type::<NotFoundError>()),
+        ErrorCode::InvalidInput => ("InvalidInputError", invalid_input_type(py)),
+        ErrorCode::LimitExceeded => ("LimitExceededError", py.get_type::<LimitExceededError>()),
+        ErrorCode::StoreLocked => ("StoreLockedError", py.get_type::<StoreLockedError>()),
+        ErrorCode::Corrupted => ("CorruptedError", py.get_type::<CorruptedError>()),
+        ErrorCode::Io => ("IoError", io_error_type(py)),
+        ErrorCode::Storage => ("StorageError", py.get_type::<StorageError>()),
+        ErrorCode::Index => ("MemstrataIndexError", py.get_type::<MemstrataIndexError>()),
+        ErrorCode::Procedure => ("ProcedureError", py.get_type::<ProcedureError>()),
+        ErrorCode::Conflict => ("ConflictError", py.get_type::<ConflictError>()),
+        ErrorCode::Closed | ErrorCode::Internal => return None,
+    })
+}
+
 /// Register the exception classes on the module and give each its class-level `code`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    let classes: [(&str, Bound<'_, PyType>, Option<&str>); 11] = [
-        ("MemstrataError", py.get_type::<MemstrataError>(), None),
-        (
-            "NotFoundError",
-            py.get_type::<NotFoundError>(),
-            Some("NOT_FOUND"),
-        ),
-        (
-            "InvalidInputError",
-            invalid_input_type(py),
-            Some("INVALID_INPUT"),
-        ),
-        (
-            "LimitExceededError",
-            py.get_type::<LimitExceededError>(),
-            Some("LIMIT_EXCEEDED"),
-        ),
-        (
-            "StoreLockedError",
-            py.get_type::<StoreLockedError>(),
-            Some("STORE_LOCKED"),
-        ),
-        (
-            "CorruptedError",
-            py.get_type::<CorruptedError>(),
-            Some("CORRUPTED"),
-        ),
-        ("IoError", io_error_type(py), Some("IO")),
-        (
-            "StorageError",
-            py.get_type::<StorageError>(),
-            Some("STORAGE"),
-        ),
-        (
-            "MemstrataIndexError",
-            py.get_type::<MemstrataIndexError>(),
-            Some("INDEX"),
-        ),
-        (
-            "ProcedureError",
-            py.get_type::<ProcedureError>(),
-            Some("PROCEDURE"),
-        ),
-        (
-            "ConflictError",
-            py.get_type::<ConflictError>(),
-            Some("CONFLICT"),
-        ),
-    ];
-    for (name, ty, code) in classes {
+    let base = py.get_type::<MemstrataError>();
+    let classes = ErrorCode::ALL
+        .into_iter()
+        .filter_map(|code| class_of(py, code).map(|(name, ty)| (name, ty, Some(code.as_str()))));
+    for (name, ty, code) in std::iter::once(("MemstrataError", base, None)).chain(classes) {
         ty.setattr("code", code)?;
         // `field` is set on instances of InvalidInputError / LimitExceededError; None elsewhere.
         ty.setattr("field", py.None())?;
@@ -177,40 +151,31 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Map a core error to its Python exception (the one choke point).
-pub(crate) fn to_py(err: memstrata::Error) -> PyErr {
+/// The OS text of `errno` (`No such file or directory`), as `OSError.strerror`.
+fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    text.split(" (os error").next().unwrap_or(&text).to_owned()
+}
+
+/// Map an engine error to its Python exception (the one choke point). The
+/// instance carries `code` and, where there is one, `field`; an `IoError` is an
+/// `OSError` with `errno` (and `filename` for a file the caller named).
+pub(crate) fn to_py(err: impl Into<BindingError>) -> PyErr {
+    let e: BindingError = err.into();
     Python::attach(|py| {
-        let msg = err.to_string();
-        let code = err.code();
-        let mut field = None;
-        let pyerr = match &err {
-            memstrata::Error::NotFound { .. } => NotFoundError::new_err(msg),
-            memstrata::Error::InvalidInput { field: f, .. } => {
-                field = Some(f.clone());
-                PyErr::from_type(invalid_input_type(py), msg)
+        let ty = class_of(py, e.code).map_or_else(|| py.get_type::<MemstrataError>(), |(_, t)| t);
+        let pyerr = match (e.code, e.os_error, &e.path) {
+            (ErrorCode::Io, Some(errno), Some(path)) => {
+                PyErr::from_type(ty, (errno, strerror(errno), path.display().to_string()))
             }
-            memstrata::Error::LimitExceeded { field: f, .. } => {
-                field = Some(f.clone());
-                LimitExceededError::new_err(msg)
-            }
-            memstrata::Error::StoreLocked { .. } => StoreLockedError::new_err(msg),
-            memstrata::Error::Corrupted(_) => CorruptedError::new_err(msg),
-            memstrata::Error::Io(io) => match io.raw_os_error() {
-                Some(errno) => PyErr::from_type(io_error_type(py), (errno, msg)),
-                None => PyErr::from_type(io_error_type(py), msg),
-            },
-            memstrata::Error::Storage(_) => StorageError::new_err(msg),
-            memstrata::Error::Index(_) => MemstrataIndexError::new_err(msg),
-            memstrata::Error::Procedure(_) => ProcedureError::new_err(msg),
-            memstrata::Error::Conflict(_) => ConflictError::new_err(msg),
-            // `memstrata::Error` is non-exhaustive: a kind added later is still a MemstrataError.
-            _ => MemstrataError::new_err(msg),
+            (ErrorCode::Io, Some(errno), None) => PyErr::from_type(ty, (errno, e.message.clone())),
+            _ => PyErr::from_type(ty, e.message.clone()),
         };
         let value = pyerr.value(py);
         // Attribute assignment on a fresh exception instance cannot fail in practice;
         // a failure would only lose the extra attributes, never the exception.
-        let _ = value.setattr("code", code);
-        if let Some(f) = field {
+        let _ = value.setattr("code", e.code.as_str());
+        if let Some(f) = &e.field {
             let _ = value.setattr("field", f);
         }
         pyerr
@@ -218,81 +183,28 @@ pub(crate) fn to_py(err: memstrata::Error) -> PyErr {
 }
 
 /// An `InvalidInputError` raised by the binding's own argument conversion.
-pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> PyErr {
-    to_py(memstrata::Error::invalid(field, reason))
+pub(crate) fn invalid(field: &str, reason: impl Into<String>) -> PyErr {
+    to_py(BindingError::invalid(field, reason))
 }
 
-/// The error every call on a closed `Memory` raises.
-pub(crate) fn closed() -> PyErr {
-    Python::attach(|py| {
-        let e = MemstrataError::new_err(
-            "this Memory is closed; open a new memstrata.Memory to continue",
-        );
-        let _ = e.value(py).setattr("code", "CLOSED");
-        e
-    })
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic payload".to_owned()
-    }
-}
-
-/// A panic caught at the boundary: a `MemstrataError` with code `"INTERNAL"`, never a `PanicException`.
-fn internal(payload: &(dyn std::any::Any + Send)) -> PyErr {
-    Python::attach(|py| {
-        let e = MemstrataError::new_err(format!(
-            "internal error in memstrata (a bug, please report it): {}",
-            panic_message(payload)
-        ));
-        let _ = e.value(py).setattr("code", "INTERNAL");
-        e
-    })
-}
-
-/// Run a core call with the GIL released, catching panics and mapping errors.
+/// Run an engine call with the GIL released, catching panics and mapping errors.
 ///
 /// This is the only way the binding calls into the core.
-pub(crate) fn run<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+pub(crate) fn run<T, E, F>(py: Python<'_>, f: F) -> PyResult<T>
 where
-    F: Send + FnOnce() -> memstrata::Result<T>,
+    F: Send + FnOnce() -> Result<T, E>,
+    E: Into<BindingError>,
     T: Send,
 {
-    match py.detach(|| catch_unwind(AssertUnwindSafe(f))) {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(to_py(e)),
-        Err(payload) => Err(internal(payload.as_ref())),
-    }
+    py.detach(|| guard_binding(|| f().map_err(Into::into)))
+        .map_err(to_py)
 }
 
 /// Test hook: runs a panicking closure through [`run`] so the suite can check that a
 /// panic surfaces as `MemstrataError(code="INTERNAL")` and the interpreter survives.
 #[pyfunction]
 pub(crate) fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
-    run(py, || -> memstrata::Result<()> {
+    run(py, || -> Result<(), BindingError> {
         panic!("deliberate panic from memstrata._memstrata._panic_for_tests")
-    })
-}
-
-/// An I/O error on a file the binding opened itself (export / import): an `IoError`
-/// (an `OSError`) with `errno`, the message and `filename` set.
-pub(crate) fn io_error_at(e: std::io::Error, path: &std::path::Path) -> PyErr {
-    Python::attach(|py| {
-        let shown = path.display().to_string();
-        let err = match e.raw_os_error() {
-            Some(errno) => {
-                let text = e.to_string();
-                let strerror = text.split(" (os error").next().unwrap_or(&text).to_owned();
-                PyErr::from_type(io_error_type(py), (errno, strerror, shown))
-            }
-            None => PyErr::from_type(io_error_type(py), format!("i/o error on {shown}: {e}")),
-        };
-        let _ = err.value(py).setattr("code", "IO");
-        err
     })
 }

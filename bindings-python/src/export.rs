@@ -1,59 +1,24 @@
-//! `export` / `import_` / `import_knowledge_graph`: the JSON Lines format, to and from files.
+//! `export` / `import_` / `import_knowledge_graph`: the JSON Lines format, to and
+//! from files, through `memstrata_bindings_common::files` (the export is fsynced;
+//! an I/O error names the file). The files are opened without the GIL: opening
+//! can block (a FIFO, a network mount).
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
 
+use memstrata_bindings_common::{self as common, files};
 use pyo3::prelude::*;
 
-use crate::error::{io_error_at, run};
-
-// Files are opened inside `run`, without the GIL: opening can block (a FIFO, a
-// network mount). An open failure comes back as `Ok(Err(io))` so the exception
-// can name the file.
+use crate::error::run;
+use crate::records::{PyRecord, py_records};
 
 pub(crate) fn export(
     py: Python<'_>,
     mem: &memstrata::Memory,
     path: PathBuf,
 ) -> PyResult<ExportStats> {
-    let r = run(py, || {
-        let file = match File::create(&path) {
-            Ok(f) => f,
-            Err(e) => return Ok(Err(e)),
-        };
-        let mut w = BufWriter::new(file);
-        let stats = mem.export(&mut w)?;
-        w.flush()?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        // Make a backup file durable; a pipe or a device cannot be fsynced.
-        if file.metadata()?.is_file() {
-            file.sync_all()?;
-        }
-        Ok(Ok(stats))
-    })?;
-    let stats = r.map_err(|e| io_error_at(e, &path))?;
-    Ok(ExportStats {
-        records: stats.records,
-        counts: stats.counts,
-    })
-}
-
-fn import_with(
-    py: Python<'_>,
-    path: PathBuf,
-    f: impl Send + FnOnce(&mut BufReader<File>) -> memstrata::Result<memstrata::ImportStats>,
-) -> PyResult<ImportStats> {
-    let r = run(py, || match File::open(&path) {
-        Ok(file) => f(&mut BufReader::new(file)).map(Ok),
-        Err(e) => Ok(Err(e)),
-    })?;
-    let stats = r.map_err(|e| io_error_at(e, &path))?;
-    Ok(ImportStats {
-        records: stats.records,
-        counts: stats.counts,
-    })
+    let stats = run(py, || files::export_to_path(mem, &path))?;
+    ExportStats::from_record(py, stats)
 }
 
 pub(crate) fn import(
@@ -61,7 +26,8 @@ pub(crate) fn import(
     mem: &memstrata::Memory,
     path: PathBuf,
 ) -> PyResult<ImportStats> {
-    import_with(py, path, |r| mem.import(r))
+    let stats = run(py, || files::import_from_path(mem, &path, &|_| {}))?;
+    ImportStats::from_record(py, stats)
 }
 
 pub(crate) fn import_knowledge_graph(
@@ -69,49 +35,27 @@ pub(crate) fn import_knowledge_graph(
     mem: &memstrata::Memory,
     path: PathBuf,
 ) -> PyResult<ImportStats> {
-    import_with(py, path, |r| mem.import_knowledge_graph(r))
+    let stats = run(py, || files::import_knowledge_graph_from_path(mem, &path))?;
+    ImportStats::from_record(py, stats)
 }
 
-macro_rules! stats_class {
-    ($name:ident, $doc:literal, $records:literal) => {
-        #[doc = $doc]
-        #[pyclass(frozen, get_all, module = "memstrata")]
-        #[derive(Debug)]
-        pub struct $name {
-            #[doc = $records]
-            pub records: u64,
-            /// Records per type (e.g. "episode", "knowledge", "session_version").
-            pub counts: BTreeMap<String, u64>,
-        }
+py_records! {
+    /// Result of `export`.
+    ExportStats from common::ExportStats, repr [records, counts] {
+        /// Records written after the header.
+        records: i64,
+        /// Records per type (e.g. "episode", "knowledge", "session_version").
+        counts: BTreeMap<String, i64>,
+    }
 
-        #[pymethods]
-        impl $name {
-            fn __repr__(&self) -> String {
-                let counts: Vec<String> = self
-                    .counts
-                    .iter()
-                    .map(|(k, v)| format!("{}: {v}", crate::repr::pystr(k)))
-                    .collect();
-                format!(
-                    concat!(stringify!($name), "(records={}, counts={{{}}})"),
-                    self.records,
-                    counts.join(", ")
-                )
-            }
-        }
-    };
+    /// Result of `import_` and `import_knowledge_graph`.
+    ImportStats from common::ImportStats, repr [records, counts] {
+        /// Records applied.
+        records: i64,
+        /// Records per type (e.g. "episode", "knowledge", "session_version").
+        counts: BTreeMap<String, i64>,
+    }
 }
-
-stats_class!(
-    ExportStats,
-    "Result of `export`.",
-    "Records written after the header."
-);
-stats_class!(
-    ImportStats,
-    "Result of `import_` and `import_knowledge_graph`.",
-    "Records applied."
-);
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ExportStats>()?;

@@ -1,8 +1,11 @@
 //! Python binding of Memstrata (`import memstrata`).
 //!
-//! Glue only: one file per core module, conversions in `convert.rs`, and the
-//! single error/panic/GIL choke point in `error.rs`. All behaviour lives in the
-//! `memstrata` crate.
+//! Glue only: one file per core module, argument conversions in `convert.rs`,
+//! the result-class macro in `records.rs`, and the single error/panic/GIL choke
+//! point in `error.rs`. Behaviour lives in the `memstrata` crate; what every
+//! binding shares (result records, option records and defaults, error codes,
+//! the closable handle, host-action adapters, export/import to a path) in
+//! `memstrata-bindings-common`.
 
 mod clock;
 mod contexts;
@@ -12,7 +15,7 @@ mod error;
 mod export;
 mod memory;
 mod procedural;
-mod repr;
+mod records;
 mod semantic;
 mod sessions;
 mod short_term;

@@ -1,55 +1,31 @@
 //! `memstrata.Memory`: the engine handle, its options, contexts and lifecycle.
 
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
+use memstrata_bindings_common::{self as common, Handle, OpenOptions, defaults};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::clock::ManualClock;
 use crate::convert;
 use crate::episodic::Episodic;
-use crate::error::{closed, run};
+use crate::error::{run, to_py};
 use crate::procedural::Procedural;
+use crate::records::{class, py_records};
 use crate::semantic::Semantic;
 use crate::short_term::ShortTerm;
 use crate::working::Working;
 use crate::{contexts, export, sessions, status, timesheet};
 
-/// The shared slot behind a Python `Memory` and its layer objects; emptied by `close()`.
-#[derive(Debug)]
-pub(crate) struct Handle {
-    inner: RwLock<Option<memstrata::Memory>>,
+/// The common closable [`Handle`] as Python sees it: the core handle, or `CLOSED` raised.
+pub(crate) trait HandleExt {
+    fn core(&self) -> PyResult<memstrata::Memory>;
 }
 
-impl Handle {
-    pub(crate) fn new(mem: memstrata::Memory) -> Arc<Handle> {
-        Arc::new(Handle {
-            inner: RwLock::new(Some(mem)),
-        })
-    }
-
-    /// A clone of the core handle (an `Arc` inside), or the "closed" error.
-    pub(crate) fn get(&self) -> PyResult<memstrata::Memory> {
-        self.inner
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .ok_or_else(closed)
-    }
-
-    fn take(&self) -> Option<memstrata::Memory> {
-        self.inner
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    fn is_closed(&self) -> bool {
-        self.inner
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+impl HandleExt for Handle {
+    fn core(&self) -> PyResult<memstrata::Memory> {
+        self.get().map_err(to_py)
     }
 }
 
@@ -94,7 +70,7 @@ impl Memory {
     }
 
     pub(crate) fn core(&self) -> PyResult<memstrata::Memory> {
-        self.h.get()
+        self.h.core()
     }
 }
 
@@ -109,7 +85,7 @@ impl Memory {
     #[pyo3(signature = (
         path=None,
         *,
-        durability=String::from("periodic"),
+        durability=defaults::DEFAULT_DURABILITY.to_owned(),
         cache_bytes=None,
         focus_capacity=None,
         workspace_capacity=None,
@@ -135,37 +111,19 @@ impl Memory {
         max_steps: Option<&Bound<'_, PyAny>>,
         clock: Option<PyRef<'_, ManualClock>>,
     ) -> PyResult<Memory> {
-        let durability: memstrata::Durability =
-            durability.as_str().parse().map_err(crate::error::to_py)?;
-        let mut limits = memstrata::Limits::default();
-        if let Some(n) = convert::opt_int::<usize>(focus_capacity, "focus_capacity")? {
-            limits.focus_capacity = n;
-        }
-        if let Some(n) = convert::opt_int::<usize>(workspace_capacity, "workspace_capacity")? {
-            limits.workspace_capacity = n;
-        }
-        if let Some(n) = convert::opt_int::<usize>(semantic_history, "semantic_history")? {
-            limits.semantic_history = n;
-        }
-        if let Some(n) = convert::opt_int::<usize>(max_steps, "max_steps")? {
-            limits.max_steps = n;
-        }
-        let mut b = memstrata::Memory::builder()
-            .durability(durability)
-            .limits(limits);
-        b = match path {
-            Some(p) => b.path(p),
-            None => b.temporary(),
+        let options = OpenOptions {
+            durability: Some(durability),
+            cache_bytes: convert::opt_int(cache_bytes, "cache_bytes")?,
+            focus_capacity: convert::opt_int(focus_capacity, "focus_capacity")?,
+            workspace_capacity: convert::opt_int(workspace_capacity, "workspace_capacity")?,
+            session_retention: convert::opt_int(session_retention, "session_retention")?,
+            // Added to the builder below as paths: they need not be UTF-8.
+            workspace_roots: None,
+            index_writer_bytes: convert::opt_int(index_writer_bytes, "index_writer_bytes")?,
+            semantic_history: convert::opt_int(semantic_history, "semantic_history")?,
+            max_steps: convert::opt_int(max_steps, "max_steps")?,
         };
-        if let Some(n) = convert::opt_int::<u64>(cache_bytes, "cache_bytes")? {
-            b = b.cache_bytes(n);
-        }
-        if let Some(n) = convert::opt_int::<usize>(index_writer_bytes, "index_writer_bytes")? {
-            b = b.index_writer_bytes(n);
-        }
-        if let Some(n) = convert::opt_int::<usize>(session_retention, "session_retention")? {
-            b = b.session_retention(n);
-        }
+        let mut b = options.builder(path).map_err(to_py)?;
         for root in workspace_roots.unwrap_or_default() {
             b = b.workspace_root(root);
         }
@@ -188,12 +146,15 @@ impl Memory {
     fn active_context(&self, py: Python<'_>) -> PyResult<String> {
         let mem = self.core()?;
         // Reading it may wait for a `switch_context` in progress: do it without the GIL.
-        run(py, || Ok(mem.active_context()))
+        run(py, || Ok::<_, common::BindingError>(mem.active_context()))
     }
 
     /// Make `target` the active context of this handle. With `preserve_current=False`
     /// the working memory of the context being left is cleared.
-    #[pyo3(signature = (target, preserve_current=true))]
+    #[pyo3(
+        signature = (target, preserve_current=defaults::DEFAULT_PRESERVE_CURRENT),
+        text_signature = "($self, target, preserve_current=True)"
+    )]
     fn switch_context(
         &self,
         py: Python<'_>,
@@ -202,11 +163,7 @@ impl Memory {
     ) -> PyResult<SwitchResult> {
         let mem = self.core()?;
         let r = run(py, || mem.switch_context(&target, preserve_current))?;
-        Ok(SwitchResult {
-            success: r.success,
-            previous_context: r.previous_context,
-            context_loaded: r.context_loaded,
-        })
+        class(py, r)
     }
 
     /// Contexts that hold (or held) data, sorted; always includes "default".
@@ -225,14 +182,8 @@ impl Memory {
     /// objects) raises `MemstrataError`. The store itself closes when its last
     /// handle (namespaces included) is closed or garbage-collected. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(mem) = self.h.take() else {
-            return Ok(());
-        };
-        run(py, move || {
-            let r = mem.flush();
-            drop(mem);
-            r
-        })
+        // The flush runs without the GIL: other threads keep running meanwhile.
+        run(py, || self.h.close())
     }
 
     /// True once `close()` was called.
@@ -352,7 +303,10 @@ impl Memory {
 
     /// Close a task (NotFoundError if unknown, ConflictError if already closed). With
     /// `detect_files`, files modified under the workspace roots since punch-in are listed.
-    #[pyo3(signature = (task_id, summary, detect_files=false))]
+    #[pyo3(
+        signature = (task_id, summary, detect_files=defaults::DEFAULT_DETECT_FILES),
+        text_signature = "($self, task_id, summary, detect_files=False)"
+    )]
     fn punch_out(
         &self,
         py: Python<'_>,
@@ -411,7 +365,13 @@ impl Memory {
     // ------------------------------------------------------------ status, maintenance
 
     /// Health, version, uptime; session count and metrics when asked for.
-    #[pyo3(signature = (include_sessions=true, include_metrics=false))]
+    #[pyo3(
+        signature = (
+            include_sessions=defaults::DEFAULT_INCLUDE_SESSIONS,
+            include_metrics=defaults::DEFAULT_INCLUDE_METRICS,
+        ),
+        text_signature = "($self, include_sessions=True, include_metrics=False)"
+    )]
     fn status(
         &self,
         py: Python<'_>,
@@ -424,7 +384,7 @@ impl Memory {
     /// Maintenance: "light" purges expired items; "medium" also prunes session versions
     /// past the retention and recompresses; "aggressive" also merges index segments.
     #[pyo3(
-        signature = (level=String::from("light"), target_session=None),
+        signature = (level=defaults::DEFAULT_OPTIMIZE_LEVEL.to_owned(), target_session=None),
         text_signature = "($self, level='light', target_session=None)"
     )]
     fn optimize(
@@ -480,8 +440,8 @@ impl Memory {
         match self.h.get() {
             Ok(m) => format!(
                 "Memory(path={}, active_context={}{})",
-                crate::repr::pystr(&m.path().display().to_string()),
-                crate::repr::pystr(&m.active_context()),
+                crate::records::pystr(&m.path().display().to_string()),
+                crate::records::pystr(&m.active_context()),
                 if m.is_temporary() {
                     ", temporary=True"
                 } else {
@@ -493,26 +453,14 @@ impl Memory {
     }
 }
 
-/// Result of `Memory.switch_context`.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct SwitchResult {
-    /// Always True when returned.
-    pub success: bool,
-    /// The context that was active before.
-    pub previous_context: String,
-    /// True when the target context already held data.
-    pub context_loaded: bool,
-}
-
-#[pymethods]
-impl SwitchResult {
-    fn __repr__(&self) -> String {
-        format!(
-            "SwitchResult(success={}, previous_context={}, context_loaded={})",
-            crate::repr::bool(self.success),
-            crate::repr::pystr(&self.previous_context),
-            crate::repr::bool(self.context_loaded)
-        )
+py_records! {
+    /// Result of `Memory.switch_context`.
+    SwitchResult from common::SwitchResult, repr [success, previous_context, context_loaded] {
+        /// Always True when returned.
+        success: bool,
+        /// The context that was active before.
+        previous_context: String,
+        /// True when the target context already held data.
+        context_loaded: bool,
     }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
+use memstrata_bindings_common::{self as common, BindingError, Handle, JsonAction, callbacks};
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -12,8 +13,8 @@ use serde_json::Value;
 
 use crate::convert;
 use crate::error::{run, to_py};
-use crate::memory::{Handle, max_depth};
-use crate::repr::{dt, opt_dt, pystr};
+use crate::memory::{HandleExt, max_depth};
+use crate::records::{PyRepr as _, class, py_records, pystr};
 
 /// The procedures of the active context (`mem.procedural`).
 #[pyclass(frozen, module = "memstrata")]
@@ -28,23 +29,31 @@ impl Procedural {
     }
 }
 
-/// A Python callable used as a host action. It receives the step's resolved
-/// parameters and returns a JSON-like output; an `Exception` it raises fails the
-/// step with `"<ExceptionType>: <message>"`. A `BaseException` that is not an
-/// `Exception` (KeyboardInterrupt, SystemExit) also fails the step, and is
-/// re-raised to the caller once the core returns.
+/// Python callables as host actions, by name (the common layer's [`JsonAction`]).
+/// A callable receives the step's resolved parameters and returns a JSON-like
+/// output; an `Exception` it raises fails the step with `"<ExceptionType>: <message>"`.
+/// A `BaseException` that is not an `Exception` (KeyboardInterrupt, SystemExit)
+/// also fails the step, and is re-raised to the caller once the core returns
+/// ([`PyActions::reraise_escaped`]).
+///
+/// The core calls an action on the thread that called `execute`/`resume`, with
+/// the GIL released (`run`); the action takes the GIL back for the call, so it
+/// may call into the same `Memory` (which releases it again).
 #[derive(Debug)]
-struct PyAction {
-    func: Py<PyAny>,
+struct PyActions {
+    funcs: HashMap<String, Py<PyAny>>,
     max_depth: usize,
-    escaped: Arc<Mutex<Option<PyErr>>>,
+    escaped: Mutex<Option<PyErr>>,
 }
 
-impl memstrata::ActionHandler for PyAction {
-    fn call(&self, parameters: &Value) -> Result<Value, String> {
+impl JsonAction for PyActions {
+    fn call(&self, action: &str, parameters: &Value) -> Result<Value, String> {
         Python::attach(|py| {
+            let Some(func) = self.funcs.get(action) else {
+                return Err(format!("no host action {action:?}"));
+            };
             let arg = convert::to_py(py, parameters).map_err(|e| describe(py, &e))?;
-            match self.func.call1(py, (arg,)) {
+            match func.call1(py, (arg,)) {
                 Ok(out) => convert::to_json(out.bind(py), "output", self.max_depth)
                     .map_err(|e| describe(py, &e)),
                 Err(e) => {
@@ -56,6 +65,71 @@ impl memstrata::ActionHandler for PyAction {
                 }
             }
         })
+    }
+}
+
+impl PyActions {
+    /// Callables by name; each must be callable (`field` names the argument in the error).
+    fn new<'py>(
+        entries: impl IntoIterator<Item = (String, String, Bound<'py, PyAny>)>,
+        max_depth: usize,
+    ) -> PyResult<Arc<PyActions>> {
+        let mut funcs = HashMap::new();
+        for (name, field, func) in entries {
+            if !func.is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "{field}: expected a callable, got {}",
+                    func.get_type().name()?
+                )));
+            }
+            funcs.insert(name, func.unbind());
+        }
+        Ok(Arc::new(PyActions {
+            funcs,
+            max_depth,
+            escaped: Mutex::new(None),
+        }))
+    }
+
+    /// `actions={"name": callable}` (or None).
+    fn from_arg(actions: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<Arc<PyActions>> {
+        let mut entries = Vec::new();
+        if let Some(actions) = actions.filter(|a| !a.is_none()) {
+            let dict = actions.cast::<PyDict>().map_err(|_| {
+                PyTypeError::new_err("actions: expected a dict of {name: callable}")
+            })?;
+            for (k, v) in dict.iter() {
+                let name = k
+                    .cast::<PyString>()
+                    .map_err(|_| PyTypeError::new_err("actions: keys must be str (action names)"))?
+                    .to_cow()?
+                    .into_owned();
+                let field = format!("actions[{}]", pystr(&name));
+                entries.push((name, field, v));
+            }
+        }
+        PyActions::new(entries, max_depth)
+    }
+
+    /// The core's action table: one handler per name, each calling back into `self`.
+    fn table(self: &Arc<Self>) -> memstrata::Actions {
+        callbacks::actions(
+            self.funcs.keys().cloned(),
+            Arc::clone(self) as Arc<dyn JsonAction>,
+        )
+    }
+
+    /// Re-raise a KeyboardInterrupt / SystemExit an action raised during the call.
+    fn reraise_escaped(&self) -> PyResult<()> {
+        match self
+            .escaped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -74,72 +148,6 @@ fn describe(py: Python<'_>, e: &PyErr) -> String {
     }
 }
 
-/// `actions={"name": callable}` -> the core's per-call action map.
-fn actions_from(
-    actions: Option<&Bound<'_, PyAny>>,
-    max_depth: usize,
-    escaped: &Arc<Mutex<Option<PyErr>>>,
-) -> PyResult<memstrata::Actions> {
-    let mut out: memstrata::Actions = HashMap::new();
-    let Some(actions) = actions else {
-        return Ok(out);
-    };
-    if actions.is_none() {
-        return Ok(out);
-    }
-    let dict = actions
-        .cast::<PyDict>()
-        .map_err(|_| PyTypeError::new_err("actions: expected a dict of {name: callable}"))?;
-    for (k, v) in dict.iter() {
-        let name = k
-            .cast::<PyString>()
-            .map_err(|_| PyTypeError::new_err("actions: keys must be str (action names)"))?
-            .to_cow()?
-            .into_owned();
-        out.insert(
-            name.clone(),
-            handler(
-                &v,
-                &format!("actions[{}]", pystr(&name)),
-                max_depth,
-                escaped,
-            )?,
-        );
-    }
-    Ok(out)
-}
-
-fn handler(
-    func: &Bound<'_, PyAny>,
-    field: &str,
-    max_depth: usize,
-    escaped: &Arc<Mutex<Option<PyErr>>>,
-) -> PyResult<Arc<dyn memstrata::ActionHandler>> {
-    if !func.is_callable() {
-        return Err(PyTypeError::new_err(format!(
-            "{field}: expected a callable, got {}",
-            func.get_type().name()?
-        )));
-    }
-    Ok(Arc::new(PyAction {
-        func: func.clone().unbind(),
-        max_depth,
-        escaped: Arc::clone(escaped),
-    }))
-}
-
-/// Re-raise a KeyboardInterrupt / SystemExit a host action raised during the call.
-fn reraise_escaped(escaped: &Arc<Mutex<Option<PyErr>>>) -> PyResult<()> {
-    match escaped
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take()
-    {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
 fn steps_arg(steps: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<Vec<memstrata::Step>> {
     let value = convert::to_json(steps, "steps", max_depth)?;
     memstrata::procedural::steps_from_json(value).map_err(to_py)
@@ -151,10 +159,10 @@ impl Procedural {
     /// `{"id", "description", "action", "parameters", "next"}`. The graph is validated
     /// (unique ids, every `next` exists, conditions compile); ConflictError if `name` exists.
     fn learn(&self, py: Python<'_>, name: String, steps: &Bound<'_, PyAny>) -> PyResult<Procedure> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let steps = steps_arg(steps, max_depth(&mem))?;
         let p = run(py, || mem.procedural().learn(&name, steps))?;
-        Procedure::from_core(py, p)
+        class(py, p)
     }
 
     /// Replace the steps of an existing procedure (NotFoundError otherwise); bumps its version.
@@ -164,28 +172,28 @@ impl Procedural {
         name: String,
         steps: &Bound<'_, PyAny>,
     ) -> PyResult<Procedure> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let steps = steps_arg(steps, max_depth(&mem))?;
         let p = run(py, || mem.procedural().update(&name, steps))?;
-        Procedure::from_core(py, p)
+        class(py, p)
     }
 
     /// The procedure `name`, or None.
     fn get(&self, py: Python<'_>, name: String) -> PyResult<Option<Procedure>> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let p = run(py, || mem.procedural().get(&name))?;
-        p.map(|p| Procedure::from_core(py, p)).transpose()
+        p.map(|p| class(py, p)).transpose()
     }
 
     /// Names of the procedures of this context, sorted.
     fn list(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         run(py, || mem.procedural().list())
     }
 
     /// Delete a procedure; True when it existed. Its runs are kept.
     fn forget(&self, py: Python<'_>, name: String) -> PyResult<bool> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         run(py, || mem.procedural().forget(&name))
     }
 
@@ -200,15 +208,15 @@ impl Procedural {
         params: Option<&Bound<'_, PyAny>>,
         actions: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Run> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let depth = max_depth(&mem);
         let params = convert::opt_json(params, "params", depth)?;
-        let escaped = Arc::new(Mutex::new(None));
-        let actions = actions_from(actions, depth, &escaped)?;
+        let host = PyActions::from_arg(actions, depth)?;
+        let actions = host.table();
         let r = run(py, || mem.procedural().execute(&name, params, &actions));
         drop(actions);
-        reraise_escaped(&escaped)?;
-        Run::from_core(py, r?)
+        host.reraise_escaped()?;
+        class(py, r?)
     }
 
     /// Continue a run paused on a step: `output` becomes that step's output.
@@ -221,22 +229,22 @@ impl Procedural {
         output: Option<&Bound<'_, PyAny>>,
         actions: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Run> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let depth = max_depth(&mem);
         let output = convert::opt_json(output, "output", depth)?;
-        let escaped = Arc::new(Mutex::new(None));
-        let actions = actions_from(actions, depth, &escaped)?;
+        let host = PyActions::from_arg(actions, depth)?;
+        let actions = host.table();
         let r = run(py, || mem.procedural().resume(&run_id, output, &actions));
         drop(actions);
-        reraise_escaped(&escaped)?;
-        Run::from_core(py, r?)
+        host.reraise_escaped()?;
+        class(py, r?)
     }
 
     /// The run `run_id` (any context), or None.
     fn run(&self, py: Python<'_>, run_id: String) -> PyResult<Option<Run>> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         let r = run(py, || mem.procedural().run(&run_id))?;
-        r.map(|r| Run::from_core(py, r)).transpose()
+        r.map(|r| class(py, r)).transpose()
     }
 
     /// Register a host action for every handle on this store (replacing one of the
@@ -247,28 +255,35 @@ impl Procedural {
         name: String,
         action: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let mem = self.h.get()?;
+        let mem = self.h.core()?;
         // Engine-wide handlers outlive any one call: a KeyboardInterrupt they raise
         // only fails the step.
-        let h = handler(
-            action,
-            "action",
+        let host = PyActions::new(
+            [(name.clone(), "action".to_owned(), action.clone())],
             max_depth(&mem),
-            &Arc::new(Mutex::new(None)),
         )?;
+        let Some(h) = host.table().remove(&name) else {
+            return Err(to_py(BindingError::internal(
+                "no handler built for the action",
+            )));
+        };
         run(py, || mem.procedural().register_action(&name, h))
     }
 
     /// Remove an engine-wide host action; True when it was registered.
     fn unregister_action(&self, py: Python<'_>, name: String) -> PyResult<bool> {
-        let mem = self.h.get()?;
-        run(py, || Ok(mem.procedural().unregister_action(&name)))
+        let mem = self.h.core()?;
+        run(py, || {
+            Ok::<_, BindingError>(mem.procedural().unregister_action(&name))
+        })
     }
 
     /// Names of the engine-wide host actions, sorted.
     fn registered_actions(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let mem = self.h.get()?;
-        run(py, || Ok(mem.procedural().registered_actions()))
+        let mem = self.h.core()?;
+        run(py, || {
+            Ok::<_, BindingError>(mem.procedural().registered_actions())
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -276,199 +291,96 @@ impl Procedural {
     }
 }
 
-/// A stored procedure.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct Procedure {
-    /// Name (unique per context).
-    pub name: String,
-    /// The steps as dicts (`id`, `description`, `action`, `parameters`, `next`).
-    pub steps: Py<PyAny>,
-    /// 1 on learn, +1 on every update.
-    pub version: u64,
-    /// When it was learned (aware UTC).
-    pub created_at: DateTime<Utc>,
-    /// When it last changed (aware UTC).
-    pub updated_at: DateTime<Utc>,
-}
+py_records! {
+    /// A stored procedure.
+    Procedure from common::Procedure, repr custom {
+        /// Name (unique per context).
+        name: String,
+        /// The steps as dicts (`id`, `description`, `action`, `parameters`, `next`).
+        steps: Py<PyAny>,
+        /// 1 on learn, +1 on every update.
+        version: i64,
+        /// When it was learned (aware UTC).
+        created_at: DateTime<Utc>,
+        /// When it last changed (aware UTC).
+        updated_at: DateTime<Utc>,
+    }
 
-impl Procedure {
-    fn from_core(py: Python<'_>, p: memstrata::Procedure) -> PyResult<Self> {
-        Ok(Procedure {
-            steps: convert::to_py(
-                py,
-                &serde_json::to_value(&p.steps).map_err(convert::ser_err)?,
-            )?,
-            name: p.name,
-            version: p.version,
-            created_at: p.created_at,
-            updated_at: p.updated_at,
-        })
+    /// The step a paused run waits on.
+    PendingAction from common::PendingAction, repr [step, action, parameters] {
+        /// Step id.
+        step: String,
+        /// The step's description.
+        description: String,
+        /// Action name.
+        action: String,
+        /// Resolved parameters.
+        parameters: Py<PyAny>,
+    }
+
+    /// One executed step of a run.
+    TraceEntry from common::TraceEntry, repr [step, action, output, error] {
+        /// Step id.
+        step: String,
+        /// Action name.
+        action: String,
+        /// Resolved parameters.
+        parameters: Py<PyAny>,
+        /// Output (None when the step failed).
+        output: Py<PyAny>,
+        /// Why the step failed, if it did.
+        error: Option<String>,
+        /// When the step finished (aware UTC).
+        at: DateTime<Utc>,
+    }
+
+    /// A procedure run, as returned by `execute`, `resume` and `run`.
+    Run from common::Run, repr custom {
+        /// UUIDv7 id.
+        run_id: String,
+        /// Procedure name.
+        procedure: String,
+        /// Version of the procedure the run executes.
+        procedure_version: i64,
+        /// Context the run's built-in actions operate in.
+        context: String,
+        /// "running", "awaiting_action", "completed" or "failed".
+        status: String,
+        /// The params given to execute.
+        params: Py<PyAny>,
+        /// Output of each executed step, by step id.
+        outputs: Py<PyAny>,
+        /// Every executed step, in order.
+        trace: Vec<Py<TraceEntry>>,
+        /// The awaited step when status is "awaiting_action".
+        pending: Option<Py<PendingAction>>,
+        /// Why the run failed.
+        error: Option<String>,
+        /// Steps started so far.
+        steps_executed: i64,
+        /// Id of the episode recorded when the run finished.
+        episode_id: Option<String>,
+        /// When execute was called (aware UTC).
+        started_at: DateTime<Utc>,
+        /// When it completed or failed.
+        finished_at: Option<DateTime<Utc>>,
     }
 }
 
-#[pymethods]
 impl Procedure {
-    fn __repr__(&self, py: Python<'_>) -> String {
+    fn repr(&self, py: Python<'_>) -> String {
         let n = self.steps.bind(py).len().unwrap_or(0);
         format!(
             "Procedure(name={}, steps=<{n} steps>, version={}, updated_at={})",
             pystr(&self.name),
             self.version,
-            dt(&self.updated_at)
+            self.updated_at.py_repr(py)
         )
     }
-}
-
-/// The step a paused run waits on.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct PendingAction {
-    /// Step id.
-    pub step: String,
-    /// The step's description.
-    pub description: String,
-    /// Action name.
-    pub action: String,
-    /// Resolved parameters.
-    pub parameters: Py<PyAny>,
-}
-
-#[pymethods]
-impl PendingAction {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "PendingAction(step={}, action={}, parameters={})",
-            pystr(&self.step),
-            pystr(&self.action),
-            crate::repr::obj(py, &self.parameters)
-        )
-    }
-}
-
-/// One executed step of a run.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct TraceEntry {
-    /// Step id.
-    pub step: String,
-    /// Action name.
-    pub action: String,
-    /// Resolved parameters.
-    pub parameters: Py<PyAny>,
-    /// Output (None when the step failed).
-    pub output: Py<PyAny>,
-    /// Why the step failed, if it did.
-    pub error: Option<String>,
-    /// When the step finished (aware UTC).
-    pub at: DateTime<Utc>,
-}
-
-#[pymethods]
-impl TraceEntry {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "TraceEntry(step={}, action={}, output={}, error={})",
-            pystr(&self.step),
-            pystr(&self.action),
-            crate::repr::obj(py, &self.output),
-            self.error
-                .as_deref()
-                .map(pystr)
-                .unwrap_or_else(|| "None".to_owned())
-        )
-    }
-}
-
-/// A procedure run, as returned by `execute`, `resume` and `run`.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct Run {
-    /// UUIDv7 id.
-    pub run_id: String,
-    /// Procedure name.
-    pub procedure: String,
-    /// Version of the procedure the run executes.
-    pub procedure_version: u64,
-    /// Context the run's built-in actions operate in.
-    pub context: String,
-    /// "running", "awaiting_action", "completed" or "failed".
-    pub status: String,
-    /// The params given to execute.
-    pub params: Py<PyAny>,
-    /// Output of each executed step, by step id.
-    pub outputs: Py<PyAny>,
-    /// Every executed step, in order.
-    pub trace: Vec<Py<TraceEntry>>,
-    /// The awaited step when status is "awaiting_action".
-    pub pending: Option<Py<PendingAction>>,
-    /// Why the run failed.
-    pub error: Option<String>,
-    /// Steps started so far.
-    pub steps_executed: u64,
-    /// Id of the episode recorded when the run finished.
-    pub episode_id: Option<String>,
-    /// When execute was called (aware UTC).
-    pub started_at: DateTime<Utc>,
-    /// When it completed or failed.
-    pub finished_at: Option<DateTime<Utc>>,
 }
 
 impl Run {
-    fn from_core(py: Python<'_>, r: memstrata::Run) -> PyResult<Self> {
-        let trace = r
-            .trace
-            .into_iter()
-            .map(|t| {
-                Py::new(
-                    py,
-                    TraceEntry {
-                        parameters: convert::to_py(py, &t.parameters)?,
-                        output: convert::to_py(py, &t.output)?,
-                        step: t.step,
-                        action: t.action,
-                        error: t.error,
-                        at: t.at,
-                    },
-                )
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let pending = r
-            .pending
-            .map(|p| {
-                Py::new(
-                    py,
-                    PendingAction {
-                        parameters: convert::to_py(py, &p.parameters)?,
-                        step: p.step,
-                        description: p.description,
-                        action: p.action,
-                    },
-                )
-            })
-            .transpose()?;
-        Ok(Run {
-            params: convert::to_py(py, &r.params)?,
-            outputs: convert::to_py(py, &Value::Object(r.outputs))?,
-            status: r.status.as_str().to_owned(),
-            run_id: r.run_id,
-            procedure: r.procedure,
-            procedure_version: r.procedure_version,
-            context: r.context,
-            trace,
-            pending,
-            error: r.error,
-            steps_executed: r.steps_executed,
-            episode_id: r.episode_id,
-            started_at: r.started_at,
-            finished_at: r.finished_at,
-        })
-    }
-}
-
-#[pymethods]
-impl Run {
-    fn __repr__(&self) -> String {
+    fn repr(&self, py: Python<'_>) -> String {
         let mut s = format!(
             "Run(run_id={}, procedure={}, status={}, steps_executed={}",
             pystr(&self.run_id),
@@ -487,10 +399,7 @@ impl Run {
         if let Some(e) = &self.error {
             s.push_str(&format!(", error={}", pystr(e)));
         }
-        s.push_str(&format!(
-            ", finished_at={})",
-            opt_dt(self.finished_at.as_ref())
-        ));
+        s.push_str(&format!(", finished_at={})", self.finished_at.py_repr(py)));
         s
     }
 }

@@ -1,10 +1,10 @@
 //! `status()` and `optimize()`: health, metrics and maintenance.
 
+use memstrata_bindings_common::{self as common, options};
 use pyo3::prelude::*;
 
-use crate::convert;
 use crate::error::{run, to_py};
-use crate::repr::pystr;
+use crate::records::{PyRepr as _, class, py_records};
 
 pub(crate) fn status(
     py: Python<'_>,
@@ -13,18 +13,7 @@ pub(crate) fn status(
     include_metrics: bool,
 ) -> PyResult<Status> {
     let s = run(py, || mem.status(include_sessions, include_metrics))?;
-    let metrics = match &s.metrics {
-        Some(m) => convert::to_py(py, &serde_json::to_value(m).map_err(convert::ser_err)?)?,
-        None => py.None(),
-    };
-    Ok(Status {
-        status: s.status.as_str().to_owned(),
-        version: s.version,
-        uptime_seconds: s.uptime_seconds,
-        active_sessions: s.active_sessions,
-        metrics,
-        issues: s.issues,
-    })
+    class(py, s)
 }
 
 pub(crate) fn optimize(
@@ -33,69 +22,50 @@ pub(crate) fn optimize(
     level: String,
     target_session: Option<String>,
 ) -> PyResult<OptimizeReport> {
-    let level: memstrata::OptimizeLevel = level.parse().map_err(to_py)?;
+    let level = options::optimize_level(Some(&level)).map_err(to_py)?;
     let r = run(py, || mem.optimize(level, target_session.as_deref()))?;
-    Ok(OptimizeReport {
-        success: r.success,
-        bytes_saved: r.bytes_saved,
-        optimization_details: convert::to_py(py, &r.optimization_details)?,
-    })
+    class(py, r)
 }
 
-/// Result of `status()`.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct Status {
-    /// "healthy", "degraded" or "error".
-    pub status: String,
-    /// Engine version.
-    pub version: String,
-    /// Seconds since the engine was opened in this process.
-    pub uptime_seconds: f64,
-    /// Sessions in the store (when include_sessions).
-    pub active_sessions: Option<u64>,
-    /// Metrics as a dict (when include_metrics): `operations` (per-operation count,
-    /// errors, p50_us/p95_us/p99_us/max_us), `items` per layer, `bytes_on_disk`, `index`.
-    pub metrics: Py<PyAny>,
-    /// Why the status is not healthy (empty when it is).
-    pub issues: Vec<String>,
-}
+py_records! {
+    /// Result of `status()`.
+    Status from common::Status, repr custom {
+        /// "healthy", "degraded" or "error".
+        status: String,
+        /// Engine version.
+        version: String,
+        /// Seconds since the engine was opened in this process.
+        uptime_seconds: f64,
+        /// Sessions in the store (when include_sessions).
+        active_sessions: Option<i64>,
+        /// Metrics as a dict (when include_metrics): `operations` (per-operation count,
+        /// errors, p50_us/p95_us/p99_us/max_us), `items` per layer, `bytes_on_disk`, `index`.
+        metrics: Py<PyAny>,
+        /// Why the status is not healthy (empty when it is).
+        issues: Vec<String>,
+    }
 
-#[pymethods]
-impl Status {
-    fn __repr__(&self) -> String {
-        format!(
-            "Status(status={}, version={}, uptime_seconds={:.3}, active_sessions={}, issues={})",
-            pystr(&self.status),
-            pystr(&self.version),
-            self.uptime_seconds,
-            self.active_sessions
-                .map_or_else(|| "None".to_owned(), |n| n.to_string()),
-            crate::repr::pystrs(&self.issues)
-        )
+    /// Result of `optimize()`.
+    OptimizeReport from common::OptimizeReport,
+    repr [success, bytes_saved, optimization_details] {
+        /// Always True when returned.
+        success: bool,
+        /// Store size before minus after, in bytes (may be <= 0).
+        bytes_saved: i64,
+        /// What each step did (a dict).
+        optimization_details: Py<PyAny>,
     }
 }
 
-/// Result of `optimize()`.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct OptimizeReport {
-    /// Always True when returned.
-    pub success: bool,
-    /// Store size before minus after, in bytes (may be <= 0).
-    pub bytes_saved: i64,
-    /// What each step did (a dict).
-    pub optimization_details: Py<PyAny>,
-}
-
-#[pymethods]
-impl OptimizeReport {
-    fn __repr__(&self, py: Python<'_>) -> String {
+impl Status {
+    fn repr(&self, py: Python<'_>) -> String {
         format!(
-            "OptimizeReport(success={}, bytes_saved={}, optimization_details={})",
-            crate::repr::bool(self.success),
-            self.bytes_saved,
-            crate::repr::obj(py, &self.optimization_details)
+            "Status(status={}, version={}, uptime_seconds={:.3}, active_sessions={}, issues={})",
+            self.status.py_repr(py),
+            self.version.py_repr(py),
+            self.uptime_seconds,
+            self.active_sessions.py_repr(py),
+            self.issues.py_repr(py)
         )
     }
 }

@@ -1,11 +1,12 @@
 //! The LLM timesheet: `punch_in` / `punch_out`, tasks and reports.
 
 use chrono::{DateTime, Utc};
+use memstrata_bindings_common::{self as common, TaskFilterOptions};
 use pyo3::prelude::*;
 
 use crate::convert;
 use crate::error::{run, to_py};
-use crate::repr::{dt, opt_dt, pystr};
+use crate::records::{PyRepr as _, class, classes, py_records};
 
 pub(crate) fn punch_in(
     py: Python<'_>,
@@ -17,11 +18,7 @@ pub(crate) fn punch_in(
     let p = run(py, || {
         mem.punch_in(&llm_name, &task_description, context.as_deref())
     })?;
-    Ok(PunchIn {
-        success: p.success,
-        task_id: p.task_id,
-        start_time: p.start_time,
-    })
+    class(py, p)
 }
 
 pub(crate) fn punch_out(
@@ -32,12 +29,7 @@ pub(crate) fn punch_out(
     detect_files: bool,
 ) -> PyResult<PunchOut> {
     let p = run(py, || mem.punch_out(&task_id, &summary, detect_files))?;
-    Ok(PunchOut {
-        success: p.success,
-        duration_seconds: p.duration_seconds,
-        files_modified: p.files_modified,
-        files: p.files,
-    })
+    class(py, p)
 }
 
 pub(crate) fn task(
@@ -45,7 +37,8 @@ pub(crate) fn task(
     mem: &memstrata::Memory,
     task_id: String,
 ) -> PyResult<Option<Task>> {
-    Ok(run(py, || mem.task(&task_id))?.map(Task::from))
+    let t = run(py, || mem.task(&task_id))?;
+    t.map(|t| class(py, t)).transpose()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -59,18 +52,17 @@ pub(crate) fn tasks(
     until: Option<&Bound<'_, PyAny>>,
     limit: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<Task>> {
-    let filter = memstrata::TaskFilter {
+    let filter = TaskFilterOptions {
         llm_name,
         context,
-        status: status.parse().map_err(to_py)?,
-        since: convert::opt_datetime(since, "since")?,
-        until: convert::opt_datetime(until, "until")?,
-        limit: convert::opt_int::<usize>(limit, "limit")?,
-    };
-    Ok(run(py, || mem.tasks(&filter))?
-        .into_iter()
-        .map(Task::from)
-        .collect())
+        status: Some(status),
+        since: convert::opt_timestamp(since, "since")?,
+        until: convert::opt_timestamp(until, "until")?,
+        limit: convert::opt_limit(limit, "limit")?,
+    }
+    .filter()
+    .map_err(to_py)?;
+    classes(py, run(py, || mem.tasks(&filter))?)
 }
 
 pub(crate) fn report(
@@ -79,213 +71,107 @@ pub(crate) fn report(
     since: Option<&Bound<'_, PyAny>>,
     until: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<TimesheetReport> {
-    let since = convert::opt_datetime(since, "since")?;
-    let until = convert::opt_datetime(until, "until")?;
+    let since = convert::opt_timestamp(since, "since")?.map(Into::into);
+    let until = convert::opt_timestamp(until, "until")?.map(Into::into);
     let r = run(py, || mem.timesheet_report(since, until))?;
-    Ok(TimesheetReport {
-        since: r.since,
-        until: r.until,
-        generated_at: r.generated_at,
-        tasks: r.tasks,
-        total_seconds: r.total_seconds,
-        llms: r
-            .llms
-            .into_iter()
-            .map(|l| {
-                Py::new(
-                    py,
-                    LlmTimesheet {
-                        llm_name: l.llm_name,
-                        tasks: l.tasks,
-                        open_tasks: l.open_tasks,
-                        total_seconds: l.total_seconds,
-                        files_modified: l.files_modified,
-                        files: l.files,
-                    },
-                )
-            })
-            .collect::<PyResult<_>>()?,
-    })
+    class(py, r)
 }
 
-/// Result of `punch_in`.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct PunchIn {
-    /// Always True when returned.
-    pub success: bool,
-    /// The new task's id (pass it to punch_out).
-    pub task_id: String,
-    /// Punch-in time (aware UTC).
-    pub start_time: DateTime<Utc>,
-}
+py_records! {
+    /// Result of `punch_in`.
+    PunchIn from common::PunchIn, repr [success, task_id, start_time] {
+        /// Always True when returned.
+        success: bool,
+        /// The new task's id (pass it to punch_out).
+        task_id: String,
+        /// Punch-in time (aware UTC).
+        start_time: DateTime<Utc>,
+    }
 
-#[pymethods]
-impl PunchIn {
-    fn __repr__(&self) -> String {
-        format!(
-            "PunchIn(success={}, task_id={}, start_time={})",
-            crate::repr::bool(self.success),
-            pystr(&self.task_id),
-            dt(&self.start_time)
-        )
+    /// Result of `punch_out`.
+    PunchOut from common::PunchOut, repr [success, duration_seconds, files_modified] {
+        /// Always True when returned.
+        success: bool,
+        /// Seconds between punch-in and punch-out.
+        duration_seconds: f64,
+        /// Files modified under the workspace roots during the task (exact count).
+        files_modified: i64,
+        /// Those files (relative to their root).
+        files: Vec<String>,
+    }
+
+    /// A timesheet task.
+    Task from common::Task,
+    repr [task_id, llm_name, task_description, status, start_time, end_time] {
+        /// Task id.
+        task_id: String,
+        /// The model that did the work.
+        llm_name: String,
+        /// What it set out to do.
+        task_description: String,
+        /// Context the task belongs to.
+        context: String,
+        /// "open" or "closed".
+        status: String,
+        /// Punch-in time (aware UTC).
+        start_time: DateTime<Utc>,
+        /// Punch-out time.
+        end_time: Option<DateTime<Utc>>,
+        /// Seconds worked (closed tasks).
+        duration_seconds: Option<f64>,
+        /// Summary given at punch-out.
+        summary: Option<String>,
+        /// Files detected at punch-out.
+        files_modified: i64,
+        /// Those files.
+        files: Vec<String>,
+        /// The episode recorded at punch-out (tagged "task").
+        episode_id: Option<String>,
+    }
+
+    /// One model's line in a TimesheetReport.
+    LlmTimesheet from common::LlmTimesheet,
+    repr [llm_name, tasks, open_tasks, total_seconds, files_modified] {
+        /// The model.
+        llm_name: String,
+        /// Tasks started in the period.
+        tasks: i64,
+        /// Of which still open.
+        open_tasks: i64,
+        /// Seconds worked on the closed ones.
+        total_seconds: f64,
+        /// Distinct files modified across its closed tasks.
+        files_modified: i64,
+        /// Those files, sorted.
+        files: Vec<String>,
+    }
+
+    /// Result of `timesheet_report`.
+    TimesheetReport from common::TimesheetReport, repr custom {
+        /// Start of the period, if bounded.
+        since: Option<DateTime<Utc>>,
+        /// End of the period, if bounded.
+        until: Option<DateTime<Utc>>,
+        /// When the report was made.
+        generated_at: DateTime<Utc>,
+        /// Tasks started in the period.
+        tasks: i64,
+        /// Seconds worked on closed tasks in the period.
+        total_seconds: f64,
+        /// One line per model, by name.
+        llms: Vec<Py<LlmTimesheet>>,
     }
 }
 
-/// Result of `punch_out`.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct PunchOut {
-    /// Always True when returned.
-    pub success: bool,
-    /// Seconds between punch-in and punch-out.
-    pub duration_seconds: f64,
-    /// Files modified under the workspace roots during the task (exact count).
-    pub files_modified: u64,
-    /// Those files (relative to their root).
-    pub files: Vec<String>,
-}
-
-#[pymethods]
-impl PunchOut {
-    fn __repr__(&self) -> String {
-        format!(
-            "PunchOut(success={}, duration_seconds={}, files_modified={})",
-            crate::repr::bool(self.success),
-            self.duration_seconds,
-            self.files_modified
-        )
-    }
-}
-
-/// A timesheet task.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct Task {
-    /// Task id.
-    pub task_id: String,
-    /// The model that did the work.
-    pub llm_name: String,
-    /// What it set out to do.
-    pub task_description: String,
-    /// Context the task belongs to.
-    pub context: String,
-    /// "open" or "closed".
-    pub status: String,
-    /// Punch-in time (aware UTC).
-    pub start_time: DateTime<Utc>,
-    /// Punch-out time.
-    pub end_time: Option<DateTime<Utc>>,
-    /// Seconds worked (closed tasks).
-    pub duration_seconds: Option<f64>,
-    /// Summary given at punch-out.
-    pub summary: Option<String>,
-    /// Files detected at punch-out.
-    pub files_modified: u64,
-    /// Those files.
-    pub files: Vec<String>,
-    /// The episode recorded at punch-out (tagged "task").
-    pub episode_id: Option<String>,
-}
-
-impl From<memstrata::Task> for Task {
-    fn from(t: memstrata::Task) -> Self {
-        Task {
-            status: match t.status {
-                memstrata::TaskStatus::Open => "open",
-                memstrata::TaskStatus::Closed => "closed",
-            }
-            .to_owned(),
-            task_id: t.task_id,
-            llm_name: t.llm_name,
-            task_description: t.task_description,
-            context: t.context,
-            start_time: t.start_time,
-            end_time: t.end_time,
-            duration_seconds: t.duration_seconds,
-            summary: t.summary,
-            files_modified: t.files_modified,
-            files: t.files,
-            episode_id: t.episode_id,
-        }
-    }
-}
-
-#[pymethods]
-impl Task {
-    fn __repr__(&self) -> String {
-        format!(
-            "Task(task_id={}, llm_name={}, task_description={}, status={}, start_time={}, end_time={})",
-            pystr(&self.task_id),
-            pystr(&self.llm_name),
-            pystr(&self.task_description),
-            pystr(&self.status),
-            dt(&self.start_time),
-            opt_dt(self.end_time.as_ref())
-        )
-    }
-}
-
-/// One model's line in a TimesheetReport.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct LlmTimesheet {
-    /// The model.
-    pub llm_name: String,
-    /// Tasks started in the period.
-    pub tasks: u64,
-    /// Of which still open.
-    pub open_tasks: u64,
-    /// Seconds worked on the closed ones.
-    pub total_seconds: f64,
-    /// Distinct files modified across its closed tasks.
-    pub files_modified: u64,
-    /// Those files, sorted.
-    pub files: Vec<String>,
-}
-
-#[pymethods]
-impl LlmTimesheet {
-    fn __repr__(&self) -> String {
-        format!(
-            "LlmTimesheet(llm_name={}, tasks={}, open_tasks={}, total_seconds={}, files_modified={})",
-            pystr(&self.llm_name),
-            self.tasks,
-            self.open_tasks,
-            self.total_seconds,
-            self.files_modified
-        )
-    }
-}
-
-/// Result of `timesheet_report`.
-#[pyclass(frozen, get_all, module = "memstrata")]
-#[derive(Debug)]
-pub struct TimesheetReport {
-    /// Start of the period, if bounded.
-    pub since: Option<DateTime<Utc>>,
-    /// End of the period, if bounded.
-    pub until: Option<DateTime<Utc>>,
-    /// When the report was made.
-    pub generated_at: DateTime<Utc>,
-    /// Tasks started in the period.
-    pub tasks: u64,
-    /// Seconds worked on closed tasks in the period.
-    pub total_seconds: f64,
-    /// One line per model, by name.
-    pub llms: Vec<Py<LlmTimesheet>>,
-}
-
-#[pymethods]
 impl TimesheetReport {
-    fn __repr__(&self) -> String {
+    fn repr(&self, py: Python<'_>) -> String {
         format!(
             "TimesheetReport(tasks={}, total_seconds={}, llms=<{} models>, since={}, until={})",
             self.tasks,
             self.total_seconds,
             self.llms.len(),
-            opt_dt(self.since.as_ref()),
-            opt_dt(self.until.as_ref())
+            self.since.py_repr(py),
+            self.until.py_repr(py)
         )
     }
 }
