@@ -2,42 +2,51 @@
 //!
 //! A tool that ran and failed gives [`ToolError`], which becomes a
 //! `CallToolResult` with `isError: true` and a message a model can act on
-//! (`"NOT_FOUND: ..."`). Malformed requests (unknown tool, unknown method,
-//! unparsable JSON) are JSON-RPC errors produced by rmcp itself.
+//! (`"NOT_FOUND: ..."`). Its codes are the bindings' [`ErrorCode`]s plus the
+//! MCP-only `FORBIDDEN`; engine errors reach it only through
+//! [`BindingError::from`] (the choke point every binding shares, which keeps
+//! the cause chain in the message). Malformed requests (unknown tool, unknown
+//! method, unparsable JSON) are JSON-RPC errors produced by rmcp itself.
 
+use memstrata_bindings_common::{BindingError, ErrorCode};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
 /// Why a tool call failed.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolError {
-    /// The engine refused or failed; `hint` is extra advice for the caller.
-    Core {
-        /// The engine error.
-        error: memstrata::Error,
-        /// Appended to the message, e.g. the versions that do exist.
+    /// The engine, or a check of the adapter, refused or failed.
+    Failed {
+        /// What every binding would raise.
+        error: BindingError,
+        /// Appended to the message, e.g. the tool to use instead.
         hint: Option<String>,
     },
-    /// The API key may not touch this context or engine-wide data.
+    /// The API key may not touch this context or engine-wide data (MCP only).
     Forbidden(String),
-    /// An argument the adapter itself checks (cursor, limit) is invalid.
-    InvalidInput {
-        /// Argument name.
-        field: String,
-        /// Why.
-        reason: String,
-    },
-    /// Something the tool promised to return does not exist.
-    NotFound(String),
-    /// A bug or a panicked worker thread.
-    Internal(String),
 }
 
 impl ToolError {
-    /// Add a hint to a core error (no-op for the other kinds).
+    /// `INVALID_INPUT` for an argument the adapter itself checks (cursor, ids).
+    pub fn invalid(field: &str, reason: impl Into<String>) -> Self {
+        BindingError::invalid(field, reason).into()
+    }
+
+    /// `NOT_FOUND`: something the tool promised to return does not exist.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        BindingError::new(ErrorCode::NotFound, message).into()
+    }
+
+    /// `INTERNAL`: a bug or a panicked worker thread.
+    pub fn internal(message: impl std::fmt::Display) -> Self {
+        BindingError::internal(format!("internal error: {message}")).into()
+    }
+
+    /// Add a hint (no-op for `FORBIDDEN`).
+    #[must_use]
     pub fn hint(self, hint: impl Into<String>) -> Self {
         match self {
-            ToolError::Core { error, .. } => ToolError::Core {
+            ToolError::Failed { error, .. } => ToolError::Failed {
                 error,
                 hint: Some(hint.into()),
             },
@@ -45,30 +54,37 @@ impl ToolError {
         }
     }
 
-    /// Stable machine-readable code: the core's codes plus `FORBIDDEN` and `INTERNAL`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ToolError::Core { error, .. } => error.code(),
-            ToolError::Forbidden(_) => "FORBIDDEN",
-            ToolError::InvalidInput { .. } => "INVALID_INPUT",
-            ToolError::NotFound(_) => "NOT_FOUND",
-            ToolError::Internal(_) => "INTERNAL",
+    /// Add a hint when the error is of kind `code`.
+    #[must_use]
+    pub fn hint_on(self, code: ErrorCode, hint: impl Into<String>) -> Self {
+        if self.error_code() == Some(code) {
+            self.hint(hint)
+        } else {
+            self
         }
+    }
+
+    /// The bindings' code (`None` for `FORBIDDEN`).
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        match self {
+            ToolError::Failed { error, .. } => Some(error.code),
+            ToolError::Forbidden(_) => None,
+        }
+    }
+
+    /// Stable machine-readable code: an [`ErrorCode`]'s string, or `FORBIDDEN`.
+    pub fn code(&self) -> &'static str {
+        self.error_code().map_or("FORBIDDEN", ErrorCode::as_str)
     }
 
     /// The message shown to the model: `CODE: what happened. hint`.
     pub fn message(&self) -> String {
         let body = match self {
-            ToolError::Core { error, hint } => match hint {
-                Some(h) => format!("{error}. {h}"),
-                None => error.to_string(),
+            ToolError::Failed { error, hint } => match hint {
+                Some(h) => format!("{}. {h}", error.message),
+                None => error.message.clone(),
             },
             ToolError::Forbidden(m) => m.clone(),
-            ToolError::InvalidInput { field, reason } => {
-                format!("invalid input for `{field}`: {reason}")
-            }
-            ToolError::NotFound(m) => m.clone(),
-            ToolError::Internal(m) => format!("internal error: {m}"),
         };
         format!("{}: {body}", self.code())
     }
@@ -80,17 +96,13 @@ impl ToolError {
 
     /// JSON-RPC error code used by the plain `/mcp/v1/execute` envelope.
     pub fn jsonrpc_code(&self) -> i32 {
-        match self {
-            ToolError::InvalidInput { .. } => -32602,
-            ToolError::Core {
-                error: memstrata::Error::InvalidInput { .. },
-                ..
-            } => -32602,
-            ToolError::Internal(_) => -32603,
+        match self.error_code() {
+            Some(ErrorCode::InvalidInput) => -32602,
+            Some(ErrorCode::Internal) => -32603,
             // Implementation-defined server errors.
-            ToolError::Forbidden(_) => -32003,
-            ToolError::NotFound(_) => -32004,
-            ToolError::Core { .. } => -32000,
+            None => -32003,
+            Some(ErrorCode::NotFound) => -32004,
+            Some(_) => -32000,
         }
     }
 
@@ -100,9 +112,15 @@ impl ToolError {
     }
 }
 
+impl From<BindingError> for ToolError {
+    fn from(error: BindingError) -> Self {
+        ToolError::Failed { error, hint: None }
+    }
+}
+
 impl From<memstrata::Error> for ToolError {
     fn from(error: memstrata::Error) -> Self {
-        ToolError::Core { error, hint: None }
+        BindingError::from(error).into()
     }
 }
 

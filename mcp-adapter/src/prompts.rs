@@ -84,10 +84,7 @@ fn arg(args: &Map<String, Value>, name: &str) -> Option<String> {
 }
 
 fn required(args: &Map<String, Value>, name: &str) -> ToolResult<String> {
-    arg(args, name).ok_or_else(|| ToolError::InvalidInput {
-        field: name.into(),
-        reason: "this prompt argument is required".into(),
-    })
+    arg(args, name).ok_or_else(|| ToolError::invalid(name, "this prompt argument is required"))
 }
 
 fn json_block(v: &Value, tool_hint: &str) -> String {
@@ -119,9 +116,8 @@ pub fn get(
 fn resume_session(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResult> {
     let id = required(args, "session_id")?;
     let version = match arg(args, "version") {
-        Some(v) => Some(v.parse::<u64>().map_err(|_| ToolError::InvalidInput {
-            field: "version".into(),
-            reason: format!("expected a version number, got {v:?}"),
+        Some(v) => Some(v.parse::<u64>().map_err(|_| {
+            ToolError::invalid("version", format!("expected a version number, got {v:?}"))
         })?),
         None => None,
     };
@@ -154,10 +150,7 @@ fn recall(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResult
             .parse::<usize>()
             .ok()
             .filter(|l| (1..=50).contains(l))
-            .ok_or_else(|| ToolError::InvalidInput {
-                field: "limit".into(),
-                reason: format!("expected 1..=50, got {l:?}"),
-            })?,
+            .ok_or_else(|| ToolError::invalid("limit", format!("expected 1..=50, got {l:?}")))?,
         None => LIST,
     };
     let ctx = mem.active_context();

@@ -177,5 +177,5 @@ fn scoped(mem: &Memory, ctx: Option<&str>) -> ToolResult<Memory> {
 }
 
 fn internal(e: serde_json::Error) -> ToolError {
-    ToolError::Internal(e.to_string())
+    ToolError::internal(e)
 }

@@ -31,6 +31,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use memstrata::Memory;
+use memstrata_bindings_common::ErrorCode;
 
 use crate::audit::AuditLog;
 use crate::auth::{Access, Auth, Principal, Target};
@@ -272,7 +273,7 @@ impl MemoryServer {
         .unwrap_or_else(|e| {
             (
                 Vec::new(),
-                Err(ToolError::Internal(format!("tool worker failed: {e}"))),
+                Err(ToolError::internal(format!("tool worker failed: {e}"))),
             )
         });
         if A::MUTATES {
@@ -294,10 +295,8 @@ impl MemoryServer {
         who: &Principal,
     ) -> Option<ToolResult<Value>> {
         async fn go<A: Op>(s: &MemoryServer, params: Value, who: &Principal) -> ToolResult<Value> {
-            let args: A = serde_json::from_value(params).map_err(|e| ToolError::InvalidInput {
-                field: "parameters".into(),
-                reason: e.to_string(),
-            })?;
+            let args: A = serde_json::from_value(params)
+                .map_err(|e| ToolError::invalid("parameters", e.to_string()))?;
             s.execute(args, who).await
         }
         macro_rules! table {
@@ -495,21 +494,13 @@ async fn forward_progress(
 /// A failure outside `tools/call` (resources, prompts, completion) as a JSON-RPC error.
 fn protocol_error(e: ToolError) -> ErrorData {
     let data = Some(json!({"code": e.code()}));
-    match &e {
-        ToolError::InvalidInput { .. }
-        | ToolError::Core {
-            error: memstrata::Error::InvalidInput { .. } | memstrata::Error::LimitExceeded { .. },
-            ..
-        } => ErrorData::invalid_params(e.message(), data),
-        ToolError::NotFound(_)
-        | ToolError::Core {
-            error: memstrata::Error::NotFound { .. },
-            ..
-        } => ErrorData::resource_not_found(e.message(), data),
-        ToolError::Forbidden(_) => {
-            ErrorData::new(rmcp::model::ErrorCode(-32003), e.message(), data)
+    match e.error_code() {
+        Some(ErrorCode::InvalidInput | ErrorCode::LimitExceeded) => {
+            ErrorData::invalid_params(e.message(), data)
         }
-        _ => ErrorData::internal_error(e.message(), data),
+        Some(ErrorCode::NotFound) => ErrorData::resource_not_found(e.message(), data),
+        None => ErrorData::new(rmcp::model::ErrorCode(-32003), e.message(), data),
+        Some(_) => ErrorData::internal_error(e.message(), data),
     }
 }
 

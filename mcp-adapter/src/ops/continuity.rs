@@ -10,6 +10,7 @@ use super::{Cx, Done, Op, ctx_target, ttl};
 use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
 use crate::uri;
+use memstrata_bindings_common::ErrorCode::NotFound;
 
 /// Default `compression_level` of `session_save` (lz4).
 pub const DEFAULT_COMPRESSION_LEVEL: u8 = 1;
@@ -102,15 +103,14 @@ impl Op for SessionRestore {
             .mem
             .session_restore(&self.session_id, self.version)
             .map_err(|e| {
-                let nf = matches!(e, memstrata::Error::NotFound { .. });
-                let e = ToolError::from(e);
-                if nf && self.version.is_none() {
-                    e.hint("Save a version with session_save first, or check the session_id")
-                } else if nf {
-                    e.hint("Omit `version` to restore the latest")
-                } else {
-                    e
-                }
+                ToolError::from(e).hint_on(
+                    NotFound,
+                    if self.version.is_none() {
+                        "Save a version with session_save first, or check the session_id"
+                    } else {
+                        "Omit `version` to restore the latest"
+                    },
+                )
             })?;
         Done::of(&r)
     }
@@ -176,7 +176,7 @@ impl Op for ContextRetrieve {
             Some(v) => Done::of(&v),
             None => {
                 let ctx = self.namespace.clone().unwrap_or_else(|| cx.active());
-                Err(ToolError::NotFound(format!(
+                Err(ToolError::not_found(format!(
                     "no value under key {:?} in context {ctx:?}: it was never stored there, was forgotten, or its TTL has passed. \
                      Store it with context_store, or pass `namespace` if it lives in another context",
                     self.key
@@ -253,13 +253,7 @@ impl Op for LlmPunchOut {
                 self.detect_files.unwrap_or(false),
             )
             .map_err(|e| {
-                let nf = matches!(e, memstrata::Error::NotFound { .. });
-                let e = ToolError::from(e);
-                if nf {
-                    e.hint("Use the task_id returned by llm_punch_in")
-                } else {
-                    e
-                }
+                ToolError::from(e).hint_on(NotFound, "Use the task_id returned by llm_punch_in")
             })?;
         r.files.truncate(MAX_LISTED_FILES);
         let mut done = Done::of(&r)?;

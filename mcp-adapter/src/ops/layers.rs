@@ -8,6 +8,7 @@ use super::{Cx, Done, MAX_SUMMARIZE_IDS, Op, clamp_limit, ctx_target, page, pars
 use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
 use crate::uri;
+use memstrata_bindings_common::ErrorCode::NotFound;
 
 // ---------------------------------------------------------------- short-term
 
@@ -401,12 +402,12 @@ impl Op for EpisodeSearch {
         let offset = parse_cursor(&self.cursor)?;
         let max = mem.options().limits.max_results;
         if offset >= max {
-            return Err(ToolError::InvalidInput {
-                field: "cursor".into(),
-                reason: format!(
+            return Err(ToolError::invalid(
+                "cursor",
+                format!(
                     "searches return at most {max} hits; narrow the query or the filters instead"
                 ),
-            });
+            ));
         }
         let filters = memstrata::SearchFilters {
             tags: self.tags,
@@ -448,13 +449,13 @@ impl Op for EpisodesSummarize {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         if self.ids.is_empty() || self.ids.len() > MAX_SUMMARIZE_IDS {
-            return Err(ToolError::InvalidInput {
-                field: "ids".into(),
-                reason: format!(
+            return Err(ToolError::invalid(
+                "ids",
+                format!(
                     "give 1..={MAX_SUMMARIZE_IDS} episode ids, got {}",
                     self.ids.len()
                 ),
-            });
+            ));
         }
         let (mem, _) = cx.scoped(&self.namespace)?;
         Done::of(&Summary {
@@ -591,10 +592,10 @@ impl Op for KnowledgeQuery {
         let offset = parse_cursor(&self.cursor)?;
         let max = mem.options().limits.max_results;
         if offset >= max {
-            return Err(ToolError::InvalidInput {
-                field: "cursor".into(),
-                reason: format!("queries return at most {max} hits; refine the text instead"),
-            });
+            return Err(ToolError::invalid(
+                "cursor",
+                format!("queries return at most {max} hits; refine the text instead"),
+            ));
         }
         let hits = mem
             .semantic()
@@ -626,13 +627,7 @@ impl Op for KnowledgeUpdate {
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, ctx) = cx.scoped(&self.namespace)?;
         let k = mem.semantic().update(&self.key, self.patch).map_err(|e| {
-            let nf = matches!(e, memstrata::Error::NotFound { .. });
-            let e = ToolError::from(e);
-            if nf {
-                e.hint("Create it with knowledge_store first")
-            } else {
-                e
-            }
+            ToolError::from(e).hint_on(NotFound, "Create it with knowledge_store first")
         })?;
         let u = uri::knowledge(&ctx, &k.key);
         Ok(Done::of(&k)?.changed(u, Some(&ctx), false))

@@ -96,7 +96,7 @@ impl Done {
     pub fn of<T: Serialize>(v: &T) -> ToolResult<Done> {
         Ok(Done {
             value: serde_json::to_value(v)
-                .map_err(|e| ToolError::Internal(format!("serialize result: {e}")))?,
+                .map_err(|e| ToolError::internal(format!("serialize result: {e}")))?,
             changes: Vec::new(),
         })
     }
@@ -149,10 +149,7 @@ pub fn parse_cursor(cursor: &Option<String>) -> ToolResult<usize> {
         Some(c) => c
             .strip_prefix("o")
             .and_then(|n| n.parse::<usize>().ok())
-            .ok_or_else(|| ToolError::InvalidInput {
-                field: "cursor".into(),
-                reason: format!("{c:?} is not a cursor returned by this server; omit it to start from the first page"),
-            }),
+            .ok_or_else(|| ToolError::invalid("cursor", format!("{c:?} is not a cursor returned by this server; omit it to start from the first page"))),
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{Cx, Done, Op, clamp_limit, ctx_target, page, parse_cursor};
 use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
+use memstrata_bindings_common::ErrorCode::{Conflict, NotFound};
 
 /// Trace entries a run result carries (the most recent ones).
 pub const MAX_TRACE: usize = 100;
@@ -65,13 +66,7 @@ impl Op for ProcedureLearn {
         let (mem, _) = cx.scoped(&self.namespace)?;
         let steps = memstrata::procedural::steps_from_json(self.steps)?;
         let p = mem.procedural().learn(&self.name, steps).map_err(|e| {
-            let conflict = matches!(e, memstrata::Error::Conflict(_));
-            let e = ToolError::from(e);
-            if conflict {
-                e.hint("Use procedure_update to change it")
-            } else {
-                e
-            }
+            ToolError::from(e).hint_on(Conflict, "Use procedure_update to change it")
         })?;
         Done::of(&p)
     }
@@ -87,13 +82,7 @@ impl Op for ProcedureUpdate {
         let (mem, _) = cx.scoped(&self.namespace)?;
         let steps = memstrata::procedural::steps_from_json(self.steps)?;
         let p = mem.procedural().update(&self.name, steps).map_err(|e| {
-            let nf = matches!(e, memstrata::Error::NotFound { .. });
-            let e = ToolError::from(e);
-            if nf {
-                e.hint("Use procedure_learn to create it")
-            } else {
-                e
-            }
+            ToolError::from(e).hint_on(NotFound, "Use procedure_learn to create it")
         })?;
         Done::of(&p)
     }
@@ -203,20 +192,12 @@ impl Op for ProcedureResume {
                 &memstrata::procedural::Actions::new(),
             )
             .map_err(|e| {
-                let hint = match &e {
-                    memstrata::Error::NotFound { .. } => {
-                        Some("Use the run_id returned by procedure_execute")
-                    }
-                    memstrata::Error::Conflict(_) => {
-                        Some("Only a run with status awaiting_action can be resumed")
-                    }
-                    _ => None,
-                };
-                let e = ToolError::from(e);
-                match hint {
-                    Some(h) => e.hint(h),
-                    None => e,
-                }
+                ToolError::from(e)
+                    .hint_on(NotFound, "Use the run_id returned by procedure_execute")
+                    .hint_on(
+                        Conflict,
+                        "Only a run with status awaiting_action can be resumed",
+                    )
             })?;
         bounded_run(&run)
     }
