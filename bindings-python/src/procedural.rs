@@ -133,6 +133,23 @@ impl PyActions {
     }
 }
 
+/// Run `f` (an `execute` or `resume`) without the GIL, with the `actions=` argument
+/// as its action table; then re-raise a KeyboardInterrupt / SystemExit an action raised.
+fn with_actions(
+    py: Python<'_>,
+    mem: &memstrata::Memory,
+    actions: Option<&Bound<'_, PyAny>>,
+    f: impl Send + FnOnce(&memstrata::Actions) -> memstrata::Result<memstrata::Run>,
+) -> PyResult<Run> {
+    let host = PyActions::from_arg(actions, max_depth(mem))?;
+    let table = host.table();
+    let r = run(py, || f(&table));
+    // The handlers hold Python objects: release them here, with the GIL.
+    drop(table);
+    host.reraise_escaped()?;
+    class(py, r?)
+}
+
 /// `"ValueError: message"` for an exception raised by a host action.
 fn describe(py: Python<'_>, e: &PyErr) -> String {
     let ty = e
@@ -209,14 +226,10 @@ impl Procedural {
         actions: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Run> {
         let mem = self.h.core()?;
-        let depth = max_depth(&mem);
-        let params = convert::opt_json(params, "params", depth)?;
-        let host = PyActions::from_arg(actions, depth)?;
-        let actions = host.table();
-        let r = run(py, || mem.procedural().execute(&name, params, &actions));
-        drop(actions);
-        host.reraise_escaped()?;
-        class(py, r?)
+        let params = convert::opt_json(params, "params", max_depth(&mem))?;
+        with_actions(py, &mem, actions, |table| {
+            mem.procedural().execute(&name, params, table)
+        })
     }
 
     /// Continue a run paused on a step: `output` becomes that step's output.
@@ -230,14 +243,10 @@ impl Procedural {
         actions: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Run> {
         let mem = self.h.core()?;
-        let depth = max_depth(&mem);
-        let output = convert::opt_json(output, "output", depth)?;
-        let host = PyActions::from_arg(actions, depth)?;
-        let actions = host.table();
-        let r = run(py, || mem.procedural().resume(&run_id, output, &actions));
-        drop(actions);
-        host.reraise_escaped()?;
-        class(py, r?)
+        let output = convert::opt_json(output, "output", max_depth(&mem))?;
+        with_actions(py, &mem, actions, |table| {
+            mem.procedural().resume(&run_id, output, table)
+        })
     }
 
     /// The run `run_id` (any context), or None.
