@@ -45,13 +45,13 @@ pyo3::create_exception!(
     memstrata,
     StorageError,
     MemstrataError,
-    "The sled storage layer failed."
+    "The storage engine failed."
 );
 pyo3::create_exception!(
     memstrata,
     MemstrataIndexError,
     MemstrataError,
-    "The tantivy full-text index failed (named so it does not shadow the builtin IndexError)."
+    "The full-text index failed (named so it does not shadow the builtin IndexError)."
 );
 pyo3::create_exception!(
     memstrata,
