@@ -19,7 +19,6 @@ pub mod http;
 pub mod ops;
 pub mod prompts;
 pub mod resources;
-pub mod schema;
 pub mod server;
 pub mod uri;
 pub mod ws;

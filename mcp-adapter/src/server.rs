@@ -31,7 +31,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use memstrata::Memory;
-use memstrata_bindings_common::ErrorCode;
+use memstrata_bindings_common::{self as common, ErrorCode};
 
 use crate::audit::AuditLog;
 use crate::auth::{Access, Auth, Principal, Target};
@@ -690,7 +690,7 @@ impl MemoryServer {
     /// Apply an RFC 7386 JSON Merge Patch to an existing knowledge entry (NOT_FOUND if it does not exist). Returns the updated entry.
     #[tool(
         annotations(title = "Update knowledge", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::Knowledge>()
+        output_schema = out::<common::Knowledge>()
     )]
     async fn knowledge_update(
         &self,
@@ -705,7 +705,7 @@ impl MemoryServer {
     /// Make another context active for this connection. With preserve_current=false the working memory of the context being left is cleared.
     #[tool(
         annotations(title = "Switch context", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<crate::schema::SwitchResult>()
+        output_schema = out::<common::SwitchResult>()
     )]
     async fn context_switch(
         &self,
@@ -720,7 +720,7 @@ impl MemoryServer {
     /// Create a session (a named, versioned snapshot store for an agent's state). Returns session_id and created_at.
     #[tool(
         annotations(title = "Create a session", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::SessionCreated>()
+        output_schema = out::<common::SessionCreated>()
     )]
     async fn session_create(
         &self,
@@ -733,7 +733,7 @@ impl MemoryServer {
     /// Save content as the next version (1, 2, 3…) of a session, at compression level 0..=3.
     #[tool(
         annotations(title = "Save a session version", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::SessionSaved>()
+        output_schema = out::<common::SessionSaved>()
     )]
     async fn session_save(
         &self,
@@ -746,7 +746,7 @@ impl MemoryServer {
     /// Restore a session version (the latest when version is omitted): content exactly as saved, plus the session metadata.
     #[tool(
         annotations(title = "Restore a session", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<crate::schema::SessionRestored>()
+        output_schema = out::<common::SessionRestored>()
     )]
     async fn session_restore(
         &self,
@@ -761,7 +761,7 @@ impl MemoryServer {
     /// Store a value in the short-term memory of a context (namespace, else the active context), optionally with a TTL in seconds.
     #[tool(
         annotations(title = "Store a context value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<crate::schema::ContextStored>()
+        output_schema = out::<common::ContextStored>()
     )]
     async fn context_store(
         &self,
@@ -774,7 +774,7 @@ impl MemoryServer {
     /// Read a value stored with context_store (NOT_FOUND when absent or expired).
     #[tool(
         annotations(title = "Read a context value", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<crate::schema::ContextValue>()
+        output_schema = out::<common::ContextValue>()
     )]
     async fn context_retrieve(
         &self,
@@ -789,7 +789,7 @@ impl MemoryServer {
     /// Start a timesheet task for a model. Returns task_id and start_time.
     #[tool(
         annotations(title = "Punch in", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::PunchIn>()
+        output_schema = out::<common::PunchIn>()
     )]
     async fn llm_punch_in(
         &self,
@@ -802,7 +802,7 @@ impl MemoryServer {
     /// Finish a timesheet task: duration, optionally the files modified under the workspace roots; records an episode tagged `task`.
     #[tool(
         annotations(title = "Punch out", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::PunchOut>()
+        output_schema = out::<common::PunchOut>()
     )]
     async fn llm_punch_out(
         &self,
@@ -817,7 +817,7 @@ impl MemoryServer {
     /// Engine health (healthy / degraded / error), version, uptime; optionally session count and metrics.
     #[tool(
         annotations(title = "System status", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<crate::schema::Status>()
+        output_schema = out::<common::Status>()
     )]
     async fn system_status(
         &self,
@@ -830,7 +830,7 @@ impl MemoryServer {
     /// Reclaim space: light purges expired items; medium also prunes old session versions and recompresses; aggressive also merges index segments.
     #[tool(
         annotations(title = "Optimize storage", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<crate::schema::OptimizeReport>()
+        output_schema = out::<common::OptimizeReport>()
     )]
     async fn memory_optimize(
         &self,
@@ -845,7 +845,7 @@ impl MemoryServer {
     /// Learn a new procedure: a list of steps {id, description, action, parameters, next}. CONFLICT if the name exists (use procedure_update).
     #[tool(
         annotations(title = "Learn a procedure", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::Procedure>()
+        output_schema = out::<common::Procedure>()
     )]
     async fn procedure_learn(
         &self,
@@ -858,7 +858,7 @@ impl MemoryServer {
     /// Replace the steps of an existing procedure (NOT_FOUND otherwise); its version goes up by one.
     #[tool(
         annotations(title = "Update a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::Procedure>()
+        output_schema = out::<common::Procedure>()
     )]
     async fn procedure_update(
         &self,
@@ -884,7 +884,7 @@ impl MemoryServer {
     /// Run a procedure. Built-in actions run here; any other action pauses the run (status awaiting_action, `pending` says what to do): perform it and call procedure_resume with its output.
     #[tool(
         annotations(title = "Execute a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::Run>()
+        output_schema = out::<ops::BoundedRun>()
     )]
     async fn procedure_execute(
         &self,
@@ -897,7 +897,7 @@ impl MemoryServer {
     /// Continue a run paused on an action: `output` becomes that step's output, then execution goes on until it completes, fails or pauses again.
     #[tool(
         annotations(title = "Resume a procedure run", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<crate::schema::Run>()
+        output_schema = out::<ops::BoundedRun>()
     )]
     async fn procedure_resume(
         &self,

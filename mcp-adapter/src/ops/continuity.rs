@@ -2,6 +2,7 @@
 //!
 //! Arguments and result fields are those of DESIGN.md §2.2.
 
+use memstrata_bindings_common as common;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -46,7 +47,7 @@ impl Op for SessionCreate {
             self.metadata.unwrap_or(Value::Object(Default::default())),
         )?;
         let u = uri::session(&r.session_id);
-        Ok(Done::of(&r)?.changed(u, None, true))
+        Ok(Done::of(&common::SessionCreated::from(r))?.changed(u, None, true))
     }
 }
 
@@ -76,7 +77,11 @@ impl Op for SessionSave {
             self.content,
             self.compression_level.unwrap_or(DEFAULT_COMPRESSION_LEVEL),
         )?;
-        Ok(Done::of(&r)?.changed(uri::session(&self.session_id), None, false))
+        Ok(Done::of(&common::SessionSaved::from(r))?.changed(
+            uri::session(&self.session_id),
+            None,
+            false,
+        ))
     }
 }
 
@@ -112,7 +117,7 @@ impl Op for SessionRestore {
                     },
                 )
             })?;
-        Done::of(&r)
+        Done::of(&common::SessionRestored::from(r))
     }
 }
 
@@ -147,7 +152,7 @@ impl Op for ContextStore {
             ttl(self.ttl)?,
             self.namespace.as_deref(),
         )?;
-        Done::of(&r)
+        Done::of(&common::ContextStored::from(r))
     }
 }
 
@@ -173,7 +178,7 @@ impl Op for ContextRetrieve {
             .mem
             .context_retrieve(&self.key, self.namespace.as_deref())?
         {
-            Some(v) => Done::of(&v),
+            Some(v) => Done::of(&common::ContextValue::from(v)),
             None => {
                 let ctx = self.namespace.clone().unwrap_or_else(|| cx.active());
                 Err(ToolError::not_found(format!(
@@ -217,7 +222,7 @@ impl Op for LlmPunchIn {
             &self.task_description,
             self.context.as_deref(),
         )?;
-        Done::of(&r)
+        Done::of(&common::PunchIn::from(r))
     }
 }
 
@@ -256,7 +261,7 @@ impl Op for LlmPunchOut {
                 ToolError::from(e).hint_on(NotFound, "Use the task_id returned by llm_punch_in")
             })?;
         r.files.truncate(MAX_LISTED_FILES);
-        let mut done = Done::of(&r)?;
+        let mut done = Done::of(&common::PunchOut::from(r))?;
         // The finished task is recorded as an episode: the context's episode list changed.
         if let Some(task) = cx.mem.task(&self.task_id)?
             && let Some(eid) = task.episode_id
@@ -288,10 +293,10 @@ impl Op for SystemStatus {
         global(Access::Read)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        Done::of(&cx.mem.status(
+        Done::of(&common::Status::from(cx.mem.status(
             self.include_sessions.unwrap_or(true),
             self.include_metrics.unwrap_or(false),
-        )?)
+        )?))
     }
 }
 
@@ -331,9 +336,9 @@ impl Op for MemoryOptimize {
             Level::Medium => memstrata::OptimizeLevel::Medium,
             Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
         };
-        Done::of(
-            &cx.mem
+        Done::of(&common::OptimizeReport::from(
+            cx.mem
                 .optimize_with_progress(level, self.target_session.as_deref(), &|p| cx.report(p))?,
-        )
+        ))
     }
 }

@@ -1,5 +1,8 @@
 //! Layer tools: short-term, working, episodic, semantic, and `context_switch`.
 
+use memstrata_bindings_common as common;
+use memstrata_bindings_common::records::list;
+use memstrata_bindings_common::{JsonValue, Timestamp};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,9 +41,9 @@ pub struct MemoryStored {
     /// Context it was stored in.
     pub context: String,
     /// When it was stored.
-    pub stored_at: chrono::DateTime<chrono::Utc>,
+    pub stored_at: Timestamp,
     /// When it expires (null: never).
-    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub expires_at: Option<Timestamp>,
 }
 
 impl Op for MemoryStore {
@@ -54,6 +57,7 @@ impl Op for MemoryStore {
         let e = mem
             .short_term()
             .store(&self.key, self.value, ttl(self.ttl)?)?;
+        let e = common::ShortTermEntry::from(e);
         Done::of(&MemoryStored {
             success: true,
             key: e.key,
@@ -83,11 +87,11 @@ pub struct MemoryRetrieved {
     /// The key.
     pub key: String,
     /// The value (null when not found).
-    pub value: Value,
+    pub value: JsonValue,
     /// When it was stored (null when not found).
-    pub stored_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub stored_at: Option<Timestamp>,
     /// When it expires (null: never, or not found).
-    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub expires_at: Option<Timestamp>,
 }
 
 impl Op for MemoryRetrieve {
@@ -98,7 +102,11 @@ impl Op for MemoryRetrieve {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
-        let out = match mem.short_term().entry(&self.key)? {
+        let out = match mem
+            .short_term()
+            .entry(&self.key)?
+            .map(common::ShortTermEntry::from)
+        {
             Some(e) => MemoryRetrieved {
                 found: true,
                 key: e.key,
@@ -109,7 +117,7 @@ impl Op for MemoryRetrieve {
             None => MemoryRetrieved {
                 found: false,
                 key: self.key,
-                value: Value::Null,
+                value: JsonValue::NULL,
                 stored_at: None,
                 expires_at: None,
             },
@@ -206,8 +214,7 @@ pub struct WorkingState {
     /// Items in focus, oldest first (bounded, default 7).
     pub focus: Vec<String>,
     /// Workspace items, oldest first (bounded, default 64).
-    #[schemars(with = "Vec<crate::schema::WorkspaceItem>")]
-    pub workspace: Vec<memstrata::WorkspaceItem>,
+    pub workspace: Vec<common::WorkspaceItem>,
 }
 
 impl Op for WorkingGet {
@@ -222,7 +229,7 @@ impl Op for WorkingGet {
         Done::of(&WorkingState {
             context: ctx,
             focus: w.current_focus()?,
-            workspace: w.workspace_items()?,
+            workspace: list(w.workspace_items()?),
         })
     }
 }
@@ -327,8 +334,7 @@ pub struct EpisodeFound {
     /// False when no episode has this id in the context.
     pub found: bool,
     /// The episode (null when not found).
-    #[schemars(with = "Option<crate::schema::Episode>")]
-    pub episode: Option<memstrata::Episode>,
+    pub episode: Option<common::Episode>,
 }
 
 impl Op for EpisodeGet {
@@ -339,7 +345,7 @@ impl Op for EpisodeGet {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
-        let episode = mem.episodic().get(&self.id)?;
+        let episode = mem.episodic().get(&self.id)?.map(common::Episode::from);
         Done::of(&EpisodeFound {
             found: episode.is_some(),
             episode,
@@ -384,8 +390,7 @@ pub struct EpisodeSearch {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct EpisodeHits {
     /// Best first.
-    #[schemars(with = "Vec<crate::schema::EpisodeHit>")]
-    pub hits: Vec<memstrata::EpisodeHit>,
+    pub hits: Vec<common::EpisodeHit>,
     /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,
 }
@@ -419,7 +424,10 @@ impl Op for EpisodeSearch {
         let want = (offset + limit + 1).min(max);
         let hits = mem.episodic().search(&self.query, &filters, want)?;
         let (hits, next_cursor) = page(hits, offset, limit);
-        Done::of(&EpisodeHits { hits, next_cursor })
+        Done::of(&EpisodeHits {
+            hits: list(hits),
+            next_cursor,
+        })
     }
 }
 
@@ -487,11 +495,11 @@ pub struct KnowledgeStored {
     /// The key.
     pub key: String,
     /// New version number (1 for a new entry).
-    pub version: u64,
+    pub version: i64,
     /// First stored.
-    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub created_at: Timestamp,
     /// This store.
-    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: Timestamp,
 }
 
 impl Op for KnowledgeStore {
@@ -502,7 +510,7 @@ impl Op for KnowledgeStore {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, ctx) = cx.scoped(&self.namespace)?;
-        let k = mem.semantic().store(&self.key, self.knowledge)?;
+        let k = common::Knowledge::from(mem.semantic().store(&self.key, self.knowledge)?);
         let u = uri::knowledge(&ctx, &k.key);
         let created = k.version == 1;
         Ok(Done::of(&KnowledgeStored {
@@ -533,8 +541,7 @@ pub struct KnowledgeFound {
     /// False when there is no entry under the key.
     pub found: bool,
     /// The entry with version and timestamps (null when not found).
-    #[schemars(with = "Option<crate::schema::Knowledge>")]
-    pub entry: Option<memstrata::Knowledge>,
+    pub entry: Option<common::Knowledge>,
 }
 
 impl Op for KnowledgeRetrieve {
@@ -545,7 +552,7 @@ impl Op for KnowledgeRetrieve {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
-        let entry = mem.semantic().get(&self.key)?;
+        let entry = mem.semantic().get(&self.key)?.map(common::Knowledge::from);
         Done::of(&KnowledgeFound {
             found: entry.is_some(),
             entry,
@@ -574,8 +581,7 @@ pub struct KnowledgeQuery {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct KnowledgeHits {
     /// Best first.
-    #[schemars(with = "Vec<crate::schema::KnowledgeHit>")]
-    pub hits: Vec<memstrata::KnowledgeHit>,
+    pub hits: Vec<common::KnowledgeHit>,
     /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,
 }
@@ -601,7 +607,10 @@ impl Op for KnowledgeQuery {
             .semantic()
             .query(&self.text, (offset + limit + 1).min(max))?;
         let (hits, next_cursor) = page(hits, offset, limit);
-        Done::of(&KnowledgeHits { hits, next_cursor })
+        Done::of(&KnowledgeHits {
+            hits: list(hits),
+            next_cursor,
+        })
     }
 }
 
@@ -630,7 +639,7 @@ impl Op for KnowledgeUpdate {
             ToolError::from(e).hint_on(NotFound, "Create it with knowledge_store first")
         })?;
         let u = uri::knowledge(&ctx, &k.key);
-        Ok(Done::of(&k)?.changed(u, Some(&ctx), false))
+        Ok(Done::of(&common::Knowledge::from(k))?.changed(u, Some(&ctx), false))
     }
 }
 
@@ -661,6 +670,6 @@ impl Op for ContextSwitch {
         let r = cx
             .conn
             .switch_context(&self.target_context, self.preserve_current.unwrap_or(true))?;
-        Done::of(&r)
+        Done::of(&common::SwitchResult::from(r))
     }
 }

@@ -3,6 +3,7 @@
 //! says what to do); the model performs it and calls `procedure_resume` with
 //! the output. Runs are persisted, so this works across restarts.
 
+use memstrata_bindings_common as common;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,18 +16,75 @@ use memstrata_bindings_common::ErrorCode::{Conflict, NotFound};
 /// Trace entries a run result carries (the most recent ones).
 pub const MAX_TRACE: usize = 100;
 
-/// A run as a bounded JSON value: only the last [`MAX_TRACE`] trace entries,
-/// with `trace_omitted` counting the others.
-pub fn bounded_run(run: &memstrata::Run) -> ToolResult<Done> {
-    let mut done = Done::of(run)?;
-    if let Some(Value::Array(trace)) = done.value.get_mut("trace")
-        && trace.len() > MAX_TRACE
-    {
-        let omitted = trace.len() - MAX_TRACE;
-        trace.drain(..omitted);
-        done.value["trace_omitted"] = Value::from(omitted as u64);
+/// Result of `procedure_execute` and `procedure_resume`: the run, with only
+/// the last [`MAX_TRACE`] trace entries.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BoundedRun {
+    /// The run (its `trace` holds the most recent 100 entries when longer; see `trace_omitted`).
+    #[serde(flatten)]
+    pub run: common::Run,
+    /// Older trace entries left out of this result (absent when none were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_omitted: Option<i64>,
+}
+
+impl BoundedRun {
+    /// `run` with its trace cut to the last [`MAX_TRACE`] entries.
+    pub fn new(run: memstrata::Run) -> BoundedRun {
+        let mut run = common::Run::from(run);
+        let omitted = run.trace.len().saturating_sub(MAX_TRACE);
+        run.trace.drain(..omitted);
+        BoundedRun {
+            run,
+            trace_omitted: (omitted > 0).then(|| i64::try_from(omitted).unwrap_or(i64::MAX)),
+        }
     }
-    Ok(done)
+}
+
+/// The input schema of a procedure step (what `procedure_learn` and
+/// `procedure_update` take; the core parses and validates the JSON itself).
+/// Results carry steps as the JSON objects they were learned from.
+#[allow(dead_code, reason = "schema only: steps are parsed by the core")]
+mod step_schema {
+    use schemars::JsonSchema;
+    use serde_json::Value;
+
+    /// A conditional branch of a step.
+    #[derive(JsonSchema)]
+    pub struct Branch {
+        /// CEL expression over `params`, `steps.<id>.output` and `last`; must be a bool.
+        pub condition: String,
+        /// Step id to go to when the condition is true.
+        pub next: String,
+    }
+
+    /// Where a step goes next.
+    #[derive(JsonSchema)]
+    #[serde(untagged)]
+    pub enum Next {
+        /// Always go to this step id.
+        Step(String),
+        /// The first branch whose condition is true (none: the run ends).
+        Branches(Vec<Branch>),
+    }
+
+    /// One step of a procedure.
+    #[derive(JsonSchema)]
+    pub struct Step {
+        /// Unique id within the procedure.
+        pub id: String,
+        /// Free text, shown when the step pauses for an action.
+        #[serde(default)]
+        pub description: String,
+        /// A built-in action (set, fail, short_term.store, short_term.retrieve, episodic.record, episodic.search, semantic.store, semantic.retrieve, working.focus, workspace.add) or any other name: the run pauses there and you perform it.
+        pub action: String,
+        /// Parameters (any JSON, default {}); strings may hold `{{ expr }}` CEL templates over params, steps and last.
+        #[serde(default)]
+        pub parameters: Value,
+        /// Next step id, or a list of {condition, next} branches; absent: the run ends after this step.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub next: Option<Next>,
+    }
 }
 
 macro_rules! steps_args {
@@ -38,7 +96,7 @@ macro_rules! steps_args {
             /// Procedure name (unique per context).
             pub name: String,
             /// The steps; execution starts at the first. Ids must be unique, every `next` must exist and every condition must compile.
-            #[schemars(with = "Vec<crate::schema::Step>")]
+            #[schemars(with = "Vec<step_schema::Step>")]
             pub steps: Value,
             /// Context (default: the active context).
             #[serde(default)]
@@ -68,7 +126,7 @@ impl Op for ProcedureLearn {
         let p = mem.procedural().learn(&self.name, steps).map_err(|e| {
             ToolError::from(e).hint_on(Conflict, "Use procedure_update to change it")
         })?;
-        Done::of(&p)
+        Done::of(&common::Procedure::from(p))
     }
 }
 
@@ -84,7 +142,7 @@ impl Op for ProcedureUpdate {
         let p = mem.procedural().update(&self.name, steps).map_err(|e| {
             ToolError::from(e).hint_on(NotFound, "Use procedure_learn to create it")
         })?;
-        Done::of(&p)
+        Done::of(&common::Procedure::from(p))
     }
 }
 
@@ -158,7 +216,7 @@ impl Op for ProcedureExecute {
                 .unwrap_or_else(|| Value::Object(Default::default())),
             &memstrata::procedural::Actions::new(),
         )?;
-        bounded_run(&run)
+        Done::of(&BoundedRun::new(run))
     }
 }
 
@@ -199,6 +257,6 @@ impl Op for ProcedureResume {
                         "Only a run with status awaiting_action can be resumed",
                     )
             })?;
-        bounded_run(&run)
+        Done::of(&BoundedRun::new(run))
     }
 }
