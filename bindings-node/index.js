@@ -50,7 +50,9 @@ function toMemstrataError(e) {
 }
 
 // Methods that do not return a Promise (everything else does).
-const SYNC_METHODS = new Set(['ManualClock.advance', 'ManualClock.set', 'ManualClock.now'])
+const SYNC_METHODS = new Set([
+  'ManualClock.advance', 'ManualClock.set', 'ManualClock.now', '.coreVersion', '.builtinActions',
+])
 
 function wrapMethod(owner, name, fn) {
   const sync = SYNC_METHODS.has(`${owner}.${name}`)
@@ -98,10 +100,11 @@ function wrapClass(cls) {
   }
 }
 
-for (const value of Object.values(native)) {
-  if (typeof value === 'function' && value.prototype !== undefined && /^[A-Z]/.test(value.name)) {
-    wrapClass(value)
-  }
+const exported = { ...native, MemstrataError }
+for (const [name, value] of Object.entries(native)) {
+  if (typeof value !== 'function') continue
+  if (/^[A-Z]/.test(name)) wrapClass(value)
+  else exported[name] = wrapMethod('', name, value)
 }
 
-module.exports = { ...native, MemstrataError }
+module.exports = exported

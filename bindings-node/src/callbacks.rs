@@ -12,14 +12,15 @@ use std::sync::Arc;
 use std::sync::mpsc;
 
 use memstrata_bindings_common::{BindingError, JsonAction, JsonValue, ProgressEvent};
+use napi::JsValue as _;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use serde_json::Value;
 
 type BResult<T> = std::result::Result<T, BindingError>;
 
-/// What a host action returns: a JSON value, or a Promise of one.
-type ActionReturn = Either<Promise<JsonValue>, JsonValue>;
+/// What a host action returns: a JSON value, or a Promise of one (told apart on the JS thread).
+pub(crate) type ActionReturn = Unknown<'static>;
 type ActionFn = ThreadsafeFunction<JsonValue, ActionReturn, JsonValue, Status, false, true>;
 type ProgressFn =
     ThreadsafeFunction<ProgressEvent, Unknown<'static>, ProgressEvent, Status, false, true>;
@@ -98,14 +99,24 @@ impl JsonAction for JsActions {
                     Err(e) => {
                         let _ = tx.send(Err(describe(&e)));
                     }
-                    Ok(Either::B(v)) => {
-                        let _ = tx.send(Ok(v.0));
+                    Ok(v) if v.is_promise().unwrap_or(false) => {
+                        match Promise::<JsonValue>::from_unknown(v) {
+                            // Settled on a later turn of the event loop; wait for it off-thread.
+                            Ok(promise) => {
+                                napi::bindgen_prelude::spawn(async move {
+                                    let out = promise.await.map(|v| v.0).map_err(|e| describe(&e));
+                                    let _ = tx.send(out);
+                                });
+                            }
+                            Err(e) => {
+                                let _ = tx.send(Err(describe(&e)));
+                            }
+                        }
                     }
-                    Ok(Either::A(promise)) => {
-                        // Settled on a later turn of the event loop; wait for it off-thread.
-                        napi::bindgen_prelude::spawn(async move {
-                            let _ = tx.send(promise.await.map(|v| v.0).map_err(|e| describe(&e)));
-                        });
+                    Ok(v) => {
+                        let _ = tx.send(JsonValue::from_unknown(v).map(|v| v.0).map_err(|e| {
+                            format!("the action returned a value that is not JSON: {}", describe(&e))
+                        }));
                     }
                 }
                 Ok(())

@@ -7,7 +7,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::callbacks::JsActions;
+use crate::callbacks::{ActionReturn, JsActions};
 use crate::error;
 use crate::task::with;
 
@@ -151,7 +151,7 @@ impl Procedural {
         &self,
         env: &'env Env,
         name: String,
-        action: Function<'env, JsonValue, Either<Promise<JsonValue>, JsonValue>>,
+        action: Function<'env, JsonValue, ActionReturn>,
     ) -> Result<PromiseRaw<'env, ()>> {
         let table = JsActions::single(&action, &name)
             .map_err(|e| error::to_napi(env, e))?
