@@ -115,7 +115,10 @@ impl JsonAction for JsActions {
                     }
                     Ok(v) => {
                         let _ = tx.send(JsonValue::from_unknown(v).map(|v| v.0).map_err(|e| {
-                            format!("the action returned a value that is not JSON: {}", describe(&e))
+                            format!(
+                                "the action returned a value that is not JSON: {}",
+                                describe(&e)
+                            )
                         }));
                     }
                 }
