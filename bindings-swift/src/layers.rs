@@ -109,7 +109,7 @@ impl Working {
         pool::core(move || mem.working().focus(&item)).await
     }
 
-    /// The focus list, most recent first.
+    /// The focus list, oldest first.
     pub async fn current_focus(&self) -> Result<Vec<String>, MemstrataError> {
         let mem = self.core()?;
         pool::core(move || mem.working().current_focus()).await
@@ -186,7 +186,9 @@ impl Episodic {
         let mem = self.core()?;
         pool::run(move || {
             let (filters, limit) = options.unwrap_or_default().filters()?;
-            Ok(common::list(mem.episodic().search(&query, &filters, limit)?))
+            Ok(common::list(
+                mem.episodic().search(&query, &filters, limit)?,
+            ))
         })
         .await
     }

@@ -21,10 +21,7 @@ pub(crate) fn json(field: &str, text: &str) -> Result<serde_json::Value, Binding
 }
 
 /// Optional JSON text (`None`: null).
-pub(crate) fn opt_json(
-    field: &str,
-    text: Option<&str>,
-) -> Result<serde_json::Value, BindingError> {
+pub(crate) fn opt_json(field: &str, text: Option<&str>) -> Result<serde_json::Value, BindingError> {
     text.map_or(Ok(serde_json::Value::Null), |t| json(field, t))
 }
 
@@ -392,10 +389,12 @@ impl Memory {
     }
 
     /// Import the MCP reference memory server's knowledge graph (`memory.jsonl`).
-    pub async fn import_knowledge_graph(&self, path: String) -> Result<ImportStats, MemstrataError> {
+    pub async fn import_knowledge_graph(
+        &self,
+        path: String,
+    ) -> Result<ImportStats, MemstrataError> {
         let mem = self.core()?;
-        pool::run(move || files::import_knowledge_graph_from_path(&mem, &PathBuf::from(path)))
-            .await
+        pool::run(move || files::import_knowledge_graph_from_path(&mem, &PathBuf::from(path))).await
     }
 
     // ------------------------------------------------------------ lifecycle
@@ -472,4 +471,3 @@ impl ManualClock {
         Timestamp(self.inner.now())
     }
 }
-

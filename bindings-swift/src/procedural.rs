@@ -73,7 +73,9 @@ fn table(handler: Option<Arc<dyn ActionHandler>>) -> memstrata::Actions {
 }
 
 fn steps(text: &str) -> Result<Vec<memstrata::Step>, BindingError> {
-    Ok(memstrata::procedural::steps_from_json(json("steps", text)?)?)
+    Ok(memstrata::procedural::steps_from_json(json(
+        "steps", text,
+    )?)?)
 }
 
 /// Procedural memory: learned step graphs that execute.
@@ -159,7 +161,10 @@ impl Procedural {
                 Some(p) => json("params", &p)?,
                 None => Value::Object(Default::default()),
             };
-            Ok(mem.procedural().execute(&name, params, &table(handler))?.into())
+            Ok(mem
+                .procedural()
+                .execute(&name, params, &table(handler))?
+                .into())
         })
         .await
     }
@@ -176,7 +181,10 @@ impl Procedural {
         let mem = self.core()?;
         pool::run(move || {
             let output = opt_json("output", output.as_deref())?;
-            Ok(mem.procedural().resume(&run_id, output, &table(handler))?.into())
+            Ok(mem
+                .procedural()
+                .resume(&run_id, output, &table(handler))?
+                .into())
         })
         .await
     }
@@ -202,7 +210,9 @@ impl Procedural {
             .get(&name)
             .cloned()
             .ok_or_else(|| BindingError::internal("action table lost its only entry"))?;
-        Ok(common::guard(|| mem.procedural().register_action(&name, action))?)
+        Ok(common::guard(|| {
+            mem.procedural().register_action(&name, action)
+        })?)
     }
 
     /// Remove the engine-wide handler of `name`; true if there was one.

@@ -3352,7 +3352,7 @@ public protocol WorkingProtocol: AnyObject, Sendable {
     func clear() async throws 
     
     /**
-     * The focus list, most recent first.
+     * The focus list, oldest first.
      */
     func currentFocus() async throws  -> [String]
     
@@ -3468,7 +3468,7 @@ open func clear()async throws   {
 }
     
     /**
-     * The focus list, most recent first.
+     * The focus list, oldest first.
      */
 open func currentFocus()async throws  -> [String]  {
     return
@@ -4905,7 +4905,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_working_clear() != 48924) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_working_current_focus() != 28387) {
+    if (uniffi_memstrata_ffi_checksum_method_working_current_focus() != 63808) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_working_focus() != 17615) {

@@ -1402,7 +1402,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_working_clear() and 0xFFFF) != 48924) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_working_current_focus() and 0xFFFF) != 28387) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_current_focus() and 0xFFFF) != 63808) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_working_focus() and 0xFFFF) != 17615) {
@@ -6228,7 +6228,7 @@ public interface WorkingInterface {
     suspend fun `clear`()
     
     /**
-     * The focus list, most recent first.
+     * The focus list, oldest first.
      */
     suspend fun `currentFocus`(): List<kotlin.String>
     
@@ -6407,7 +6407,7 @@ open class Working: Disposable, AutoCloseable, WorkingInterface
 
     
     /**
-     * The focus list, most recent first.
+     * The focus list, oldest first.
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")

@@ -1,0 +1,80 @@
+package dev.memstrata
+
+import java.nio.file.Path
+import kotlin.test.assertEquals
+import kotlin.test.assertFailsWith
+import kotlin.test.assertTrue
+import kotlinx.coroutines.runBlocking
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.io.TempDir
+
+class ErrorsTest {
+    @Test
+    fun `each kind of failure throws its own case with the core's message`(@TempDir dir: Path) = runBlocking<Unit> {
+        val mem = Memory()
+
+        val notFound = assertFailsWith<MemstrataException.NotFound> { mem.semantic.update("nope", "{}") }
+        assertTrue(notFound.message!!.contains("nope"), notFound.message)
+
+        val emptyKey = assertFailsWith<MemstrataException.InvalidInput> { mem.shortTerm.store("", "1") }
+        assertTrue(emptyKey.message!!.contains("`key`"), emptyKey.message)
+
+        val badJson = assertFailsWith<MemstrataException.InvalidInput> { mem.shortTerm.store("k", "{not json") }
+        assertTrue(badJson.message!!.contains("`value`"), badJson.message)
+
+        val badTtl = assertFailsWith<MemstrataException.InvalidInput> { mem.shortTerm.store("k", "1", ttl = -1.0) }
+        assertTrue(badTtl.message!!.contains("ttl"), badTtl.message)
+
+        val tooMany = assertFailsWith<MemstrataException.LimitExceeded> {
+            mem.episodic.record("x", RecordOptions(tags = (1..65).map { "t$it" }))
+        }
+        assertTrue(tooMany.message!!.contains("64"), tooMany.message)
+
+        val io = assertFailsWith<MemstrataException.Io> { mem.importFrom(dir.resolve("missing.jsonl").toString()) }
+        assertTrue(io.message!!.contains("missing.jsonl"), io.message)
+
+        val task = mem.punchIn("m", "t")
+        mem.punchOut(task.taskId, "done")
+        assertFailsWith<MemstrataException.Conflict> { mem.punchOut(task.taskId, "again") }
+
+        val badLevel = assertFailsWith<MemstrataException.InvalidInput> { mem.optimize(level = "extreme") }
+        assertTrue(badLevel.message!!.contains("level"), badLevel.message)
+
+        mem.shutdown()
+    }
+
+    @Test
+    fun `a closed handle and its layer objects fail with Closed, closing twice is fine`() = runBlocking<Unit> {
+        val mem = Memory()
+        val st = mem.shortTerm
+        st.store("k", "1")
+        mem.shutdown()
+        assertTrue(mem.isClosed())
+        assertFailsWith<MemstrataException.Closed> { st.retrieve("k") }
+        assertFailsWith<MemstrataException.Closed> { mem.status() }
+        assertFailsWith<MemstrataException.Closed> { mem.activeContext() }
+        mem.shutdown()
+    }
+
+    @Test
+    fun `a panic inside the library is an Internal error and nothing crashes`() = runBlocking<Unit> {
+        val mem = Memory()
+        mem.shortTerm.store("before", "1")
+        val e = assertFailsWith<MemstrataException.Internal> { panicForTests() }
+        assertTrue(e.message!!.contains("deliberate panic"), e.message)
+        // The process, the pool and the store are all still usable.
+        assertEquals("1", mem.shortTerm.retrieve("before"))
+        assertFailsWith<MemstrataException.Internal> { panicForTests() }
+        mem.shortTerm.store("after", "2")
+        assertEquals(listOf("after", "before"), mem.shortTerm.keys())
+        mem.shutdown()
+    }
+
+    @Test
+    fun `every error is a MemstrataException`() = runBlocking<Unit> {
+        val mem = Memory()
+        val e: MemstrataException = assertFailsWith<MemstrataException> { mem.sessionRestore("none") }
+        assertTrue(e is MemstrataException.NotFound, "$e")
+        mem.shutdown()
+    }
+}
