@@ -14,15 +14,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use rmcp::ServiceExt;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio_util::sync::CancellationToken;
 
 use memstrata::{Durability, Memory};
+use memstrata_bindings_common::options::optimize_level;
 use memstrata_mcp::drain::DrainOnEof;
 use memstrata_mcp::http::{self, HttpConfig};
+use memstrata_mcp::ops::Level;
 use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
 
 #[derive(Debug, Parser)]
@@ -88,13 +90,6 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Level {
-    Light,
-    Medium,
-    Aggressive,
 }
 
 #[derive(Debug, clap::Args)]
@@ -505,11 +500,7 @@ fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Resul
 fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String> {
     require_existing(cli)?;
     let mem = open(cli)?;
-    let lvl = match level {
-        Level::Light => memstrata::OptimizeLevel::Light,
-        Level::Medium => memstrata::OptimizeLevel::Medium,
-        Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
-    };
+    let lvl = optimize_level(Some(level.as_str())).map_err(|e| e.to_string())?;
     let pb = spinner(&format!("optimizing ({})", lvl.as_str()));
     let report = mem
         .optimize_with_progress(lvl, session, &|p| {

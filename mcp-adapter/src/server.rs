@@ -31,6 +31,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use memstrata::Memory;
+use memstrata_bindings_common::defaults::{page, parse_cursor};
 use memstrata_bindings_common::{self as common, ErrorCode};
 
 use crate::audit::AuditLog;
@@ -982,13 +983,14 @@ impl ServerHandler for MemoryServer {
         let who = self
             .principal(&context.extensions)
             .map_err(protocol_error)?;
-        let offset = ops::parse_cursor(&request.and_then(|r| r.cursor)).map_err(protocol_error)?;
+        let cursor = request.and_then(|r| r.cursor);
+        let offset = parse_cursor(cursor.as_deref()).map_err(|e| protocol_error(e.into()))?;
         let mem = self.conn.mem.clone();
         let all = tokio::task::spawn_blocking(move || resources::list_all(&mem, &who))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .map_err(protocol_error)?;
-        let (items, next) = ops::page(all, offset, resources::PAGE);
+        let (items, next) = page(all, offset, resources::PAGE);
         let mut r = ListResourcesResult::with_all_items(items);
         r.next_cursor = next;
         Ok(r)

@@ -7,14 +7,16 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Cx, Done, Op, ctx_target, ttl};
+use super::{Cx, Done, Op, ctx_target};
 use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
 use crate::uri;
 use memstrata_bindings_common::ErrorCode::NotFound;
+use memstrata_bindings_common::defaults::{
+    DEFAULT_DETECT_FILES, DEFAULT_INCLUDE_METRICS, DEFAULT_INCLUDE_SESSIONS,
+};
+use memstrata_bindings_common::options::{compression_level, optimize_level, ttl};
 
-/// Default `compression_level` of `session_save` (lz4).
-pub const DEFAULT_COMPRESSION_LEVEL: u8 = 1;
 /// Files listed by `llm_punch_out` (the count is always exact).
 pub const MAX_LISTED_FILES: usize = 100;
 
@@ -75,7 +77,7 @@ impl Op for SessionSave {
         let r = cx.mem.session_save(
             &self.session_id,
             self.content,
-            self.compression_level.unwrap_or(DEFAULT_COMPRESSION_LEVEL),
+            compression_level(self.compression_level.map(u32::from))?,
         )?;
         Ok(Done::of(&common::SessionSaved::from(r))?.changed(
             uri::session(&self.session_id),
@@ -255,7 +257,7 @@ impl Op for LlmPunchOut {
             .punch_out(
                 &self.task_id,
                 &self.summary,
-                self.detect_files.unwrap_or(false),
+                self.detect_files.unwrap_or(DEFAULT_DETECT_FILES),
             )
             .map_err(|e| {
                 ToolError::from(e).hint_on(NotFound, "Use the task_id returned by llm_punch_in")
@@ -294,14 +296,14 @@ impl Op for SystemStatus {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         Done::of(&common::Status::from(cx.mem.status(
-            self.include_sessions.unwrap_or(true),
-            self.include_metrics.unwrap_or(false),
+            self.include_sessions.unwrap_or(DEFAULT_INCLUDE_SESSIONS),
+            self.include_metrics.unwrap_or(DEFAULT_INCLUDE_METRICS),
         )?))
     }
 }
 
-/// Optimization level.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+/// Optimization level (the tool argument and the admin `optimize --level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// Purge expired items.
@@ -310,6 +312,17 @@ pub enum Level {
     Medium,
     /// Also merge index segments and garbage-collect index files.
     Aggressive,
+}
+
+impl Level {
+    /// The level's name, as the bindings' `optimize_level` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Light => "light",
+            Level::Medium => "medium",
+            Level::Aggressive => "aggressive",
+        }
+    }
 }
 
 /// Arguments of `memory_optimize`.
@@ -331,11 +344,7 @@ impl Op for MemoryOptimize {
         global(Access::Write)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let level = match self.level.unwrap_or(Level::Light) {
-            Level::Light => memstrata::OptimizeLevel::Light,
-            Level::Medium => memstrata::OptimizeLevel::Medium,
-            Level::Aggressive => memstrata::OptimizeLevel::Aggressive,
-        };
+        let level = optimize_level(self.level.map(Level::as_str))?;
         Done::of(&common::OptimizeReport::from(
             cx.mem
                 .optimize_with_progress(level, self.target_session.as_deref(), &|p| cx.report(p))?,

@@ -1,13 +1,17 @@
 //! Layer tools: short-term, working, episodic, semantic, and `context_switch`.
 
 use memstrata_bindings_common as common;
+use memstrata_bindings_common::defaults::{
+    DEFAULT_PRESERVE_CURRENT, MAX_SUMMARIZE_IDS, page, page_limit, parse_cursor,
+};
+use memstrata_bindings_common::options::ttl;
 use memstrata_bindings_common::records::list;
 use memstrata_bindings_common::{JsonValue, Timestamp};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Cx, Done, MAX_SUMMARIZE_IDS, Op, clamp_limit, ctx_target, page, parse_cursor, ttl};
+use super::{Cx, Done, Op, ctx_target};
 use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
 use crate::uri;
@@ -403,8 +407,8 @@ impl Op for EpisodeSearch {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
-        let limit = clamp_limit(self.limit);
-        let offset = parse_cursor(&self.cursor)?;
+        let limit = page_limit(self.limit);
+        let offset = parse_cursor(self.cursor.as_deref())?;
         let max = mem.options().limits.max_results;
         if offset >= max {
             return Err(ToolError::invalid(
@@ -594,8 +598,8 @@ impl Op for KnowledgeQuery {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
-        let limit = clamp_limit(self.limit);
-        let offset = parse_cursor(&self.cursor)?;
+        let limit = page_limit(self.limit);
+        let offset = parse_cursor(self.cursor.as_deref())?;
         let max = mem.options().limits.max_results;
         if offset >= max {
             return Err(ToolError::invalid(
@@ -667,9 +671,10 @@ impl Op for ContextSwitch {
         Ok(t)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx
-            .conn
-            .switch_context(&self.target_context, self.preserve_current.unwrap_or(true))?;
+        let r = cx.conn.switch_context(
+            &self.target_context,
+            self.preserve_current.unwrap_or(DEFAULT_PRESERVE_CURRENT),
+        )?;
         Done::of(&common::SwitchResult::from(r))
     }
 }

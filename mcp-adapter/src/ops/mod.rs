@@ -22,13 +22,6 @@ pub use continuity::*;
 pub use layers::*;
 pub use procedures::*;
 
-/// Results per page when a list tool is called without `limit`.
-pub const DEFAULT_LIMIT: usize = 10;
-/// Largest `limit` a list tool honours (larger values are capped).
-pub const MAX_LIMIT: usize = 100;
-/// Most ids `episodes_summarize` accepts.
-pub const MAX_SUMMARIZE_IDS: usize = 100;
-
 /// Where a tool sends progress reports (the MCP handler turns them into
 /// `notifications/progress` when the client asked for them with a progress token).
 pub type ProgressSink = tokio::sync::mpsc::UnboundedSender<memstrata::Progress>;
@@ -135,40 +128,4 @@ pub(crate) fn ctx_target(
         namespace.clone().unwrap_or_else(|| cx.active()),
         access,
     )])
-}
-
-/// Clamp a `limit` argument to `1..=MAX_LIMIT` (default [`DEFAULT_LIMIT`]).
-pub fn clamp_limit(limit: Option<u32>) -> usize {
-    limit.map_or(DEFAULT_LIMIT, |l| (l as usize).clamp(1, MAX_LIMIT))
-}
-
-/// Parse an opaque pagination cursor (as returned in `next_cursor`).
-pub fn parse_cursor(cursor: &Option<String>) -> ToolResult<usize> {
-    match cursor {
-        None => Ok(0),
-        Some(c) => c
-            .strip_prefix("o")
-            .and_then(|n| n.parse::<usize>().ok())
-            .ok_or_else(|| ToolError::invalid("cursor", format!("{c:?} is not a cursor returned by this server; omit it to start from the first page"))),
-    }
-}
-
-/// Cursor for the page after `offset + taken`.
-pub fn make_cursor(offset: usize, taken: usize, more: bool) -> Option<String> {
-    more.then(|| format!("o{}", offset + taken))
-}
-
-/// One page of `items` starting at `offset`.
-pub fn page<T>(items: Vec<T>, offset: usize, limit: usize) -> (Vec<T>, Option<String>) {
-    let more = items.len() > offset.saturating_add(limit);
-    let page: Vec<T> = items.into_iter().skip(offset).take(limit).collect();
-    let n = page.len();
-    (page, make_cursor(offset, n, more))
-}
-
-pub(crate) fn ttl(ttl: Option<f64>) -> ToolResult<Option<std::time::Duration>> {
-    Ok(match ttl {
-        Some(s) => Some(memstrata::ttl_from_secs(s)?),
-        None => None,
-    })
 }

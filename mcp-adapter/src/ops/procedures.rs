@@ -8,10 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Cx, Done, Op, clamp_limit, ctx_target, page, parse_cursor};
+use super::{Cx, Done, Op, ctx_target};
 use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
 use memstrata_bindings_common::ErrorCode::{Conflict, NotFound};
+use memstrata_bindings_common::defaults::{page, page_limit, parse_cursor};
 
 /// Trace entries a run result carries (the most recent ones).
 pub const MAX_TRACE: usize = 100;
@@ -178,9 +179,9 @@ impl Op for ProcedureList {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
-        let offset = parse_cursor(&self.cursor)?;
+        let offset = parse_cursor(self.cursor.as_deref())?;
         let (procedures, next_cursor) =
-            page(mem.procedural().list()?, offset, clamp_limit(self.limit));
+            page(mem.procedural().list()?, offset, page_limit(self.limit));
         Done::of(&ProcedureNames {
             procedures,
             next_cursor,
