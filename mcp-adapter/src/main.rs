@@ -7,8 +7,7 @@
 //! ```
 //! stdout carries only the MCP protocol (stdio) or command output; logs go to stderr.
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,6 +20,10 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio_util::sync::CancellationToken;
 
 use memstrata::{Durability, Memory};
+use memstrata_bindings_common::ExportStats;
+use memstrata_bindings_common::files::{
+    export_to_path, import_from_path, import_knowledge_graph_from_path,
+};
 use memstrata_bindings_common::options::optimize_level;
 use memstrata_mcp::drain::DrainOnEof;
 use memstrata_mcp::http::{self, HttpConfig};
@@ -401,7 +404,7 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Counts bytes written, for the export spinner.
+/// Counts bytes written, for the spinner of an export to stdout.
 struct Counting<W> {
     inner: W,
     pb: ProgressBar,
@@ -418,62 +421,58 @@ impl<W: Write> Write for Counting<W> {
     }
 }
 
+/// `export FILE`: to a file through the bindings' `export_to_path` (flushed and
+/// fsynced, like every binding's export); `-` streams to stdout.
 fn export(cli: &Cli, file: &Path) -> Result<(), String> {
     require_existing(cli)?;
     let mem = open(cli)?;
-    let pb = ProgressBar::new_spinner();
-    pb.set_style(
-        ProgressStyle::with_template("{spinner} exporting {bytes} written {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    pb.enable_steady_tick(Duration::from_millis(120));
     let stats = if file == Path::new("-") {
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} exporting {bytes} written {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        pb.enable_steady_tick(Duration::from_millis(120));
         let mut w = Counting {
             inner: BufWriter::new(std::io::stdout().lock()),
             pb: pb.clone(),
         };
         let s = mem.export(&mut w).map_err(|e| e.to_string())?;
         w.flush().map_err(|e| e.to_string())?;
-        s
+        pb.finish_and_clear();
+        ExportStats::from(s)
     } else {
-        let f = File::create(file).map_err(|e| format!("cannot create {}: {e}", file.display()))?;
-        let mut w = Counting {
-            inner: BufWriter::new(f),
-            pb: pb.clone(),
-        };
-        let s = mem.export(&mut w).map_err(|e| e.to_string())?;
-        w.flush()
-            .map_err(|e| format!("writing {}: {e}", file.display()))?;
+        let pb = spinner(&format!("exporting to {}", file.display()));
+        let s = export_to_path(&mem, file).map_err(|e| e.to_string())?;
+        pb.finish_and_clear();
         s
     };
-    pb.finish_and_clear();
     eprintln!(
         "exported {} records: {}",
         stats.records,
-        serde_json::to_string(&stats.counts).unwrap_or_default()
+        counts(&stats.counts)
     );
     Ok(())
 }
 
+/// `import FILE`: through the bindings' `import_from_path` (or
+/// `import_knowledge_graph_from_path` into `context`).
 fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Result<(), String> {
     let mem = open(cli)?;
-    let f = File::open(file).map_err(|e| format!("cannot open {}: {e}", file.display()))?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let pb = ProgressBar::new(len);
-    pb.set_style(
-        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} importing {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut reader = BufReader::new(pb.wrap_read(f));
+    let pb = spinner(&format!("importing {}", file.display()));
     let stats = if knowledge_graph {
-        mem.namespace(context)
-            .and_then(|m| m.import_knowledge_graph(&mut reader))
-            .map_err(|e| e.to_string())?
+        let ns = mem.namespace(context).map_err(|e| e.to_string())?;
+        import_knowledge_graph_from_path(&ns, file)
     } else {
-        // Bytes read while the file is parsed and validated, then records written.
+        // Lines checked while the file is parsed and validated, then records written.
         let applying = std::cell::Cell::new(false);
-        mem.import_with_progress(&mut reader, &|p| {
+        import_from_path(&mem, file, &|p| {
             if p.stage != "apply" {
+                pb.set_message(format!(
+                    "importing {}: {} lines checked",
+                    file.display(),
+                    p.done
+                ));
                 return;
             }
             if !applying.replace(true) {
@@ -485,16 +484,22 @@ fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Resul
             }
             pb.set_position(p.done);
         })
-        .map_err(|e| e.to_string())?
-    };
+    }
+    .map_err(|e| e.to_string())?;
     pb.finish_and_clear();
     mem.flush().map_err(|e| e.to_string())?;
     eprintln!(
         "imported {} records: {}",
         stats.records,
-        serde_json::to_string(&stats.counts).unwrap_or_default()
+        counts(&stats.counts)
     );
     Ok(())
+}
+
+/// Records per kind as one JSON object, kinds sorted.
+fn counts(c: &std::collections::HashMap<String, i64>) -> String {
+    let sorted: std::collections::BTreeMap<_, _> = c.iter().collect();
+    serde_json::to_string(&sorted).unwrap_or_default()
 }
 
 fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String> {
