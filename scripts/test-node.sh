@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Node binding suite (run by `make test-node`):
-#   1. npm ci in bindings-node/ (the napi-rs CLI, TypeScript, @types/node);
+#   1. npm install in bindings-node/ (the napi-rs CLI, TypeScript, @types/node);
 #   2. build the native module in the dev profile into the workspace's target/
 #      (bindings-node/scripts/build-dev.mjs: plain `cargo build`, so the core is not
 #      compiled a second time under target/<triple>/ as `napi build` would);
@@ -17,8 +17,11 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
 cd bindings-node
-echo "== test-node: npm ci"
-npm ci --silent
+echo "== test-node: npm install (from package-lock.json)"
+# `npm ci` refuses this lock file: npm 11 records the optional per-platform packages of
+# @napi-rs/cli's dependencies inconsistently (npm/cli#4828); `npm install` honours the
+# locked versions all the same.
+npm install --no-save --loglevel=error
 echo "== test-node: building the native module (dev profile)"
 node scripts/build-dev.mjs
 echo "== test-node: tsc --strict --noEmit"
