@@ -81,7 +81,7 @@ impl Memory {
         Ok(Memory::wrap(open_store(path, options, clock)?))
     }
 
-    /// [`Memory::new`] off the caller's thread (opening replays the index log
+    /// Open like the constructor, but off the caller's thread (opening replays the index log
     /// and may take a moment on a large store).
     #[uniffi::constructor(default(options = None, clock = None))]
     pub async fn open(

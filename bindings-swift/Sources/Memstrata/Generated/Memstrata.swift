@@ -1596,7 +1596,7 @@ public convenience init(path: String? = nil, options: OpenOptions? = nil, clock:
 
     
     /**
-     * [`Memory::new`] off the caller's thread (opening replays the index log
+     * Open like the constructor, but off the caller's thread (opening replays the index log
      * and may take a moment on a large store).
      */
 public static func `open`(path: String?, options: OpenOptions? = nil, clock: ManualClock? = nil)async throws  -> Memory  {
@@ -5070,7 +5070,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_constructor_memory_new() != 6266) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_constructor_memory_open() != 54047) {
+    if (uniffi_memstrata_ffi_checksum_constructor_memory_open() != 51439) {
         return InitializationResult.apiChecksumMismatch
     }
 

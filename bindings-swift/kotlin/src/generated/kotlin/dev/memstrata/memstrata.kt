@@ -1567,7 +1567,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_constructor_memory_new() and 0xFFFF) != 6266) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_constructor_memory_open() and 0xFFFF) != 54047) {
+    if ((lib.uniffi_memstrata_ffi_checksum_constructor_memory_open() and 0xFFFF) != 51439) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -4279,7 +4279,7 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
     companion object {
         
     /**
-     * [`Memory::new`] off the caller's thread (opening replays the index log
+     * Open like the constructor, but off the caller's thread (opening replays the index log
      * and may take a moment on a large store).
      */
     @Throws(MemstrataException::class)
