@@ -20,39 +20,10 @@ use serde_json::Value;
 
 use crate::{Auth, Caller, MemoryServer, Principal, Shared};
 
-/// Every tool, in the order fuzz inputs index them. Seeds in
-/// `fuzz/seeds/mcp_tool_args/` depend on this order: append, never reorder.
-pub const TOOLS: [&str; 29] = [
-    "context_retrieve",
-    "context_store",
-    "context_switch",
-    "episode_get",
-    "episode_record",
-    "episode_search",
-    "episodes_summarize",
-    "knowledge_query",
-    "knowledge_retrieve",
-    "knowledge_store",
-    "knowledge_update",
-    "llm_punch_in",
-    "llm_punch_out",
-    "memory_forget",
-    "memory_optimize",
-    "memory_retrieve",
-    "memory_store",
-    "procedure_execute",
-    "procedure_learn",
-    "procedure_list",
-    "procedure_resume",
-    "procedure_update",
-    "session_create",
-    "session_restore",
-    "session_save",
-    "system_status",
-    "working_focus",
-    "working_get",
-    "workspace_add",
-];
+/// Every tool, in the order fuzz inputs index them: the order of the tool
+/// table in `server.rs`. Seeds in `fuzz/seeds/mcp_tool_args/` depend on it:
+/// append, never reorder.
+pub const TOOLS: &[&str] = crate::server::TOOL_NAMES;
 
 const ID_FIELDS: [&str; 4] = ["session_id", "task_id", "run_id", "id"];
 

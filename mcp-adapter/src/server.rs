@@ -37,7 +37,7 @@ use memstrata_bindings_common::{self as common, ErrorCode};
 use crate::audit::AuditLog;
 use crate::auth::{Access, Auth, Principal, Target};
 use crate::error::{ToolError, ToolResult};
-use crate::ops::{self, Change, Cx, Op};
+use crate::ops::{self, Change, Cx, Tool};
 use crate::uri::ResourceRef;
 use crate::{prompts, resources};
 
@@ -240,13 +240,13 @@ impl MemoryServer {
     }
 
     /// Run a tool for `who`: authorize, run on a blocking thread, audit, publish changes.
-    pub async fn execute<A: Op>(&self, args: A, who: &Principal) -> ToolResult<Value> {
+    pub async fn execute<A: Tool>(&self, args: A, who: &Principal) -> ToolResult<Value> {
         self.execute_with_progress(args, who, None).await
     }
 
     /// [`MemoryServer::execute`], passing the tool's progress reports (if it makes any) to
     /// `progress`. The sender is dropped when the tool finishes.
-    pub async fn execute_with_progress<A: Op>(
+    pub async fn execute_with_progress<A: Tool>(
         &self,
         args: A,
         who: &Principal,
@@ -287,61 +287,14 @@ impl MemoryServer {
         })
     }
 
-    /// Run a tool from raw JSON arguments (the `/mcp/v1/execute` envelope).
-    /// `None` when no tool has this name.
-    pub async fn execute_json(
-        &self,
-        tool: &str,
-        params: Value,
-        who: &Principal,
-    ) -> Option<ToolResult<Value>> {
-        async fn go<A: Op>(s: &MemoryServer, params: Value, who: &Principal) -> ToolResult<Value> {
-            let args: A = serde_json::from_value(params)
-                .map_err(|e| ToolError::invalid("parameters", e.to_string()))?;
-            s.execute(args, who).await
-        }
-        macro_rules! table {
-            ($($t:ty),* $(,)?) => {
-                match tool {
-                    $(<$t as Op>::NAME => Some(go::<$t>(self, params, who).await),)*
-                    _ => None,
-                }
-            };
-        }
-        table!(
-            ops::MemoryStore,
-            ops::MemoryRetrieve,
-            ops::MemoryForget,
-            ops::WorkingFocus,
-            ops::WorkingGet,
-            ops::WorkspaceAdd,
-            ops::EpisodeRecord,
-            ops::EpisodeGet,
-            ops::EpisodeSearch,
-            ops::EpisodesSummarize,
-            ops::KnowledgeStore,
-            ops::KnowledgeRetrieve,
-            ops::KnowledgeQuery,
-            ops::KnowledgeUpdate,
-            ops::ContextSwitch,
-            ops::SessionCreate,
-            ops::SessionSave,
-            ops::SessionRestore,
-            ops::ContextStore,
-            ops::ContextRetrieve,
-            ops::LlmPunchIn,
-            ops::LlmPunchOut,
-            ops::SystemStatus,
-            ops::MemoryOptimize,
-            ops::ProcedureLearn,
-            ops::ProcedureUpdate,
-            ops::ProcedureList,
-            ops::ProcedureExecute,
-            ops::ProcedureResume,
-        )
+    /// Deserialize `params` as `A`'s arguments and run it (the `/mcp/v1/execute` envelope).
+    async fn execute_params<A: Tool>(&self, params: Value, who: &Principal) -> ToolResult<Value> {
+        let args: A = serde_json::from_value(params)
+            .map_err(|e| ToolError::invalid("parameters", e.to_string()))?;
+        self.execute(args, who).await
     }
 
-    async fn call<A: Op>(&self, args: A, rc: &RequestContext<RoleServer>) -> CallToolResult {
+    async fn call<A: Tool>(&self, args: A, rc: &RequestContext<RoleServer>) -> CallToolResult {
         // With a `_meta.progressToken`, the tool's progress reports become
         // `notifications/progress`, all sent before the result.
         let (sink, forwarder) = match rc.meta.get_progress_token() {
@@ -509,403 +462,217 @@ fn out<T: schemars::JsonSchema + 'static>() -> Arc<rmcp::model::JsonObject> {
     schema_for_output::<T>()
 }
 
-#[tool_router]
-impl MemoryServer {
-    // ------------------------------------------------------------ short-term
+/// Declares every tool once. From one table row per tool (doc comment = the
+/// tool's description; name; argument type; result type; annotations) it
+/// generates:
+///
+/// - [`TOOL_NAMES`], in table order (the order fuzz inputs index tools by:
+///   append new tools at the end, never reorder);
+/// - each argument type's [`ops::Tool`] impl (`NAME`, and `MUTATES` = not
+///   `read_only`: mutating calls are audited and publish resource changes);
+/// - the `#[tool_router]` impl with one `#[tool]` method per tool. rmcp's
+///   attribute macros run after this macro has expanded, so they see ordinary
+///   methods; every matched piece they read (doc attributes, annotation values)
+///   is passed as `tt` so it reaches them as plain tokens, not as an opaque
+///   fragment;
+/// - [`MemoryServer::execute_json`], the `/mcp/v1/execute` dispatch by name.
+///
+/// Every tool has `open_world_hint = false` (it touches only the store).
+macro_rules! tools {
+    ($(
+        $(#[$($doc:tt)*])*
+        $name:ident($args:ty) -> $out:ty {
+            title: $title:tt, read_only: $ro:tt $(, $hint:ident: $val:tt)* $(,)?
+        }
+    )*) => {
+        /// Every tool's name, in the order of the tool table (fuzz inputs index it).
+        pub const TOOL_NAMES: &[&str] = &[$(stringify!($name)),*];
 
-    /// Store a JSON value under a key in short-term memory, optionally with a TTL in seconds. Replaces any previous value.
-    #[tool(
-        annotations(title = "Store a short-term value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<ops::MemoryStored>()
-    )]
-    async fn memory_store(
-        &self,
-        Parameters(a): Parameters<ops::MemoryStore>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+        $(impl ops::Tool for $args {
+            const NAME: &'static str = stringify!($name);
+            const MUTATES: bool = !$ro;
+        })*
+
+        #[tool_router]
+        impl MemoryServer {
+            $(
+                $(#[$($doc)*])*
+                #[tool(
+                    annotations(title = $title, read_only_hint = $ro, $($hint = $val,)* open_world_hint = false),
+                    output_schema = out::<$out>()
+                )]
+                async fn $name(
+                    &self,
+                    Parameters(a): Parameters<$args>,
+                    rc: RequestContext<RoleServer>,
+                ) -> CallToolResult {
+                    self.call(a, &rc).await
+                }
+            )*
+        }
+
+        impl MemoryServer {
+            /// Run a tool from raw JSON arguments (the `/mcp/v1/execute` envelope).
+            /// `None` when no tool has this name.
+            pub async fn execute_json(
+                &self,
+                tool: &str,
+                params: Value,
+                who: &Principal,
+            ) -> Option<ToolResult<Value>> {
+                Some(match tool {
+                    $(stringify!($name) => self.execute_params::<$args>(params, who).await,)*
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+
+tools! {
+    /// Read a value stored with context_store (NOT_FOUND when absent or expired).
+    context_retrieve(ops::ContextRetrieve) -> common::ContextValue {
+        title: "Read a context value", read_only: true
     }
 
-    /// Read a short-term value. `found` is false when the key is absent or expired.
-    #[tool(
-        annotations(title = "Read a short-term value", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::MemoryRetrieved>()
-    )]
-    async fn memory_retrieve(
-        &self,
-        Parameters(a): Parameters<ops::MemoryRetrieve>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    /// Store a value in the short-term memory of a context (namespace, else the active context), optionally with a TTL in seconds.
+    context_store(ops::ContextStore) -> common::ContextStored {
+        title: "Store a context value", read_only: false, destructive_hint: true, idempotent_hint: true
     }
 
-    /// Remove a short-term value.
-    #[tool(
-        annotations(title = "Forget a short-term value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<ops::Forgotten>()
-    )]
-    async fn memory_forget(
-        &self,
-        Parameters(a): Parameters<ops::MemoryForget>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    // ------------------------------------------------------------ working
-
-    /// Put an item in working-memory focus (bounded; the oldest item is evicted). Returns the focus list.
-    #[tool(
-        annotations(title = "Focus on an item", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<ops::Focused>()
-    )]
-    async fn working_focus(
-        &self,
-        Parameters(a): Parameters<ops::WorkingFocus>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    /// Read working memory: the focus list and the workspace items.
-    #[tool(
-        annotations(title = "Read working memory", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::WorkingState>()
-    )]
-    async fn working_get(
-        &self,
-        Parameters(a): Parameters<ops::WorkingGet>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    /// Add a JSON value to the working-memory workspace (bounded; the oldest item is evicted). Returns its id.
-    #[tool(
-        annotations(title = "Add to the workspace", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<ops::Created>()
-    )]
-    async fn workspace_add(
-        &self,
-        Parameters(a): Parameters<ops::WorkspaceAdd>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    // ------------------------------------------------------------ episodic
-
-    /// Record an episode (something that happened): summary, optional JSON content, participants, tags, importance 1..=10. Returns its id; the next search finds it.
-    #[tool(
-        annotations(title = "Record an episode", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<ops::Created>()
-    )]
-    async fn episode_record(
-        &self,
-        Parameters(a): Parameters<ops::EpisodeRecord>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    /// Make another context active for this connection. With preserve_current=false the working memory of the context being left is cleared.
+    context_switch(ops::ContextSwitch) -> common::SwitchResult {
+        title: "Switch context", read_only: false, destructive_hint: true, idempotent_hint: true
     }
 
     /// Get one episode by id. `found` is false when it does not exist in the context.
-    #[tool(
-        annotations(title = "Get an episode", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::EpisodeFound>()
-    )]
-    async fn episode_get(
-        &self,
-        Parameters(a): Parameters<ops::EpisodeGet>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    episode_get(ops::EpisodeGet) -> ops::EpisodeFound {
+        title: "Get an episode", read_only: true
+    }
+
+    /// Record an episode (something that happened): summary, optional JSON content, participants, tags, importance 1..=10. Returns its id; the next search finds it.
+    episode_record(ops::EpisodeRecord) -> ops::Created {
+        title: "Record an episode", read_only: false, destructive_hint: false, idempotent_hint: false
     }
 
     /// Full-text search (BM25) over episodes with optional filters (tags: all, participants: any, time range, minimum importance). Paged with `cursor`.
-    #[tool(
-        annotations(title = "Search episodes", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::EpisodeHits>()
-    )]
-    async fn episode_search(
-        &self,
-        Parameters(a): Parameters<ops::EpisodeSearch>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    episode_search(ops::EpisodeSearch) -> ops::EpisodeHits {
+        title: "Search episodes", read_only: true
     }
 
     /// Summarize episodes by id: deterministic, extractive, chronological, bounded length (no LLM).
-    #[tool(
-        annotations(title = "Summarize episodes", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::Summary>()
-    )]
-    async fn episodes_summarize(
-        &self,
-        Parameters(a): Parameters<ops::EpisodesSummarize>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    // ------------------------------------------------------------ semantic
-
-    /// Store (replace) a knowledge entry under a key; the previous version stays in its history.
-    #[tool(
-        annotations(title = "Store knowledge", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<ops::KnowledgeStored>()
-    )]
-    async fn knowledge_store(
-        &self,
-        Parameters(a): Parameters<ops::KnowledgeStore>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    /// Read a knowledge entry with its version and timestamps. `found` is false when the key is absent.
-    #[tool(
-        annotations(title = "Read knowledge", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::KnowledgeFound>()
-    )]
-    async fn knowledge_retrieve(
-        &self,
-        Parameters(a): Parameters<ops::KnowledgeRetrieve>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    episodes_summarize(ops::EpisodesSummarize) -> ops::Summary {
+        title: "Summarize episodes", read_only: true
     }
 
     /// Full-text query over knowledge keys and content. Paged with `cursor`.
-    #[tool(
-        annotations(title = "Query knowledge", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::KnowledgeHits>()
-    )]
-    async fn knowledge_query(
-        &self,
-        Parameters(a): Parameters<ops::KnowledgeQuery>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    knowledge_query(ops::KnowledgeQuery) -> ops::KnowledgeHits {
+        title: "Query knowledge", read_only: true
+    }
+
+    /// Read a knowledge entry with its version and timestamps. `found` is false when the key is absent.
+    knowledge_retrieve(ops::KnowledgeRetrieve) -> ops::KnowledgeFound {
+        title: "Read knowledge", read_only: true
+    }
+
+    /// Store (replace) a knowledge entry under a key; the previous version stays in its history.
+    knowledge_store(ops::KnowledgeStore) -> ops::KnowledgeStored {
+        title: "Store knowledge", read_only: false, destructive_hint: true, idempotent_hint: false
     }
 
     /// Apply an RFC 7386 JSON Merge Patch to an existing knowledge entry (NOT_FOUND if it does not exist). Returns the updated entry.
-    #[tool(
-        annotations(title = "Update knowledge", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<common::Knowledge>()
-    )]
-    async fn knowledge_update(
-        &self,
-        Parameters(a): Parameters<ops::KnowledgeUpdate>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    knowledge_update(ops::KnowledgeUpdate) -> common::Knowledge {
+        title: "Update knowledge", read_only: false, destructive_hint: true, idempotent_hint: false
     }
-
-    // ------------------------------------------------------------ contexts
-
-    /// Make another context active for this connection. With preserve_current=false the working memory of the context being left is cleared.
-    #[tool(
-        annotations(title = "Switch context", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<common::SwitchResult>()
-    )]
-    async fn context_switch(
-        &self,
-        Parameters(a): Parameters<ops::ContextSwitch>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    // ------------------------------------------------------------ sessions
-
-    /// Create a session (a named, versioned snapshot store for an agent's state). Returns session_id and created_at.
-    #[tool(
-        annotations(title = "Create a session", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<common::SessionCreated>()
-    )]
-    async fn session_create(
-        &self,
-        Parameters(a): Parameters<ops::SessionCreate>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    /// Save content as the next version (1, 2, 3…) of a session, at compression level 0..=3.
-    #[tool(
-        annotations(title = "Save a session version", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<common::SessionSaved>()
-    )]
-    async fn session_save(
-        &self,
-        Parameters(a): Parameters<ops::SessionSave>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    /// Restore a session version (the latest when version is omitted): content exactly as saved, plus the session metadata.
-    #[tool(
-        annotations(title = "Restore a session", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<common::SessionRestored>()
-    )]
-    async fn session_restore(
-        &self,
-        Parameters(a): Parameters<ops::SessionRestore>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    // ------------------------------------------------------------ context store
-
-    /// Store a value in the short-term memory of a context (namespace, else the active context), optionally with a TTL in seconds.
-    #[tool(
-        annotations(title = "Store a context value", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<common::ContextStored>()
-    )]
-    async fn context_store(
-        &self,
-        Parameters(a): Parameters<ops::ContextStore>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    /// Read a value stored with context_store (NOT_FOUND when absent or expired).
-    #[tool(
-        annotations(title = "Read a context value", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<common::ContextValue>()
-    )]
-    async fn context_retrieve(
-        &self,
-        Parameters(a): Parameters<ops::ContextRetrieve>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    // ------------------------------------------------------------ timesheet
 
     /// Start a timesheet task for a model. Returns task_id and start_time.
-    #[tool(
-        annotations(title = "Punch in", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<common::PunchIn>()
-    )]
-    async fn llm_punch_in(
-        &self,
-        Parameters(a): Parameters<ops::LlmPunchIn>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    llm_punch_in(ops::LlmPunchIn) -> common::PunchIn {
+        title: "Punch in", read_only: false, destructive_hint: false, idempotent_hint: false
     }
 
     /// Finish a timesheet task: duration, optionally the files modified under the workspace roots; records an episode tagged `task`.
-    #[tool(
-        annotations(title = "Punch out", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<common::PunchOut>()
-    )]
-    async fn llm_punch_out(
-        &self,
-        Parameters(a): Parameters<ops::LlmPunchOut>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    llm_punch_out(ops::LlmPunchOut) -> common::PunchOut {
+        title: "Punch out", read_only: false, destructive_hint: false, idempotent_hint: false
     }
 
-    // ------------------------------------------------------------ status / optimize
-
-    /// Engine health (healthy / degraded / error), version, uptime; optionally session count and metrics.
-    #[tool(
-        annotations(title = "System status", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<common::Status>()
-    )]
-    async fn system_status(
-        &self,
-        Parameters(a): Parameters<ops::SystemStatus>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    /// Remove a short-term value.
+    memory_forget(ops::MemoryForget) -> ops::Forgotten {
+        title: "Forget a short-term value", read_only: false, destructive_hint: true, idempotent_hint: true
     }
 
     /// Reclaim space: light purges expired items; medium also prunes old session versions and recompresses; aggressive also merges index segments.
-    #[tool(
-        annotations(title = "Optimize storage", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
-        output_schema = out::<common::OptimizeReport>()
-    )]
-    async fn memory_optimize(
-        &self,
-        Parameters(a): Parameters<ops::MemoryOptimize>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    memory_optimize(ops::MemoryOptimize) -> common::OptimizeReport {
+        title: "Optimize storage", read_only: false, destructive_hint: true, idempotent_hint: true
     }
 
-    // ------------------------------------------------------------ procedures
-
-    /// Learn a new procedure: a list of steps {id, description, action, parameters, next}. CONFLICT if the name exists (use procedure_update).
-    #[tool(
-        annotations(title = "Learn a procedure", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<common::Procedure>()
-    )]
-    async fn procedure_learn(
-        &self,
-        Parameters(a): Parameters<ops::ProcedureLearn>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    /// Read a short-term value. `found` is false when the key is absent or expired.
+    memory_retrieve(ops::MemoryRetrieve) -> ops::MemoryRetrieved {
+        title: "Read a short-term value", read_only: true
     }
 
-    /// Replace the steps of an existing procedure (NOT_FOUND otherwise); its version goes up by one.
-    #[tool(
-        annotations(title = "Update a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<common::Procedure>()
-    )]
-    async fn procedure_update(
-        &self,
-        Parameters(a): Parameters<ops::ProcedureUpdate>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
-    }
-
-    /// List procedure names of a context, sorted. Paged with `cursor`.
-    #[tool(
-        annotations(title = "List procedures", read_only_hint = true, open_world_hint = false),
-        output_schema = out::<ops::ProcedureNames>()
-    )]
-    async fn procedure_list(
-        &self,
-        Parameters(a): Parameters<ops::ProcedureList>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    /// Store a JSON value under a key in short-term memory, optionally with a TTL in seconds. Replaces any previous value.
+    memory_store(ops::MemoryStore) -> ops::MemoryStored {
+        title: "Store a short-term value", read_only: false, destructive_hint: true, idempotent_hint: true
     }
 
     /// Run a procedure. Built-in actions run here; any other action pauses the run (status awaiting_action, `pending` says what to do): perform it and call procedure_resume with its output.
-    #[tool(
-        annotations(title = "Execute a procedure", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<ops::BoundedRun>()
-    )]
-    async fn procedure_execute(
-        &self,
-        Parameters(a): Parameters<ops::ProcedureExecute>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    procedure_execute(ops::ProcedureExecute) -> ops::BoundedRun {
+        title: "Execute a procedure", read_only: false, destructive_hint: true, idempotent_hint: false
+    }
+
+    /// Learn a new procedure: a list of steps {id, description, action, parameters, next}. CONFLICT if the name exists (use procedure_update).
+    procedure_learn(ops::ProcedureLearn) -> common::Procedure {
+        title: "Learn a procedure", read_only: false, destructive_hint: false, idempotent_hint: false
+    }
+
+    /// List procedure names of a context, sorted. Paged with `cursor`.
+    procedure_list(ops::ProcedureList) -> ops::ProcedureNames {
+        title: "List procedures", read_only: true
     }
 
     /// Continue a run paused on an action: `output` becomes that step's output, then execution goes on until it completes, fails or pauses again.
-    #[tool(
-        annotations(title = "Resume a procedure run", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
-        output_schema = out::<ops::BoundedRun>()
-    )]
-    async fn procedure_resume(
-        &self,
-        Parameters(a): Parameters<ops::ProcedureResume>,
-        rc: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        self.call(a, &rc).await
+    procedure_resume(ops::ProcedureResume) -> ops::BoundedRun {
+        title: "Resume a procedure run", read_only: false, destructive_hint: true, idempotent_hint: false
+    }
+
+    /// Replace the steps of an existing procedure (NOT_FOUND otherwise); its version goes up by one.
+    procedure_update(ops::ProcedureUpdate) -> common::Procedure {
+        title: "Update a procedure", read_only: false, destructive_hint: true, idempotent_hint: false
+    }
+
+    /// Create a session (a named, versioned snapshot store for an agent's state). Returns session_id and created_at.
+    session_create(ops::SessionCreate) -> common::SessionCreated {
+        title: "Create a session", read_only: false, destructive_hint: false, idempotent_hint: false
+    }
+
+    /// Restore a session version (the latest when version is omitted): content exactly as saved, plus the session metadata.
+    session_restore(ops::SessionRestore) -> common::SessionRestored {
+        title: "Restore a session", read_only: true
+    }
+
+    /// Save content as the next version (1, 2, 3…) of a session, at compression level 0..=3.
+    session_save(ops::SessionSave) -> common::SessionSaved {
+        title: "Save a session version", read_only: false, destructive_hint: false, idempotent_hint: false
+    }
+
+    /// Engine health (healthy / degraded / error), version, uptime; optionally session count and metrics.
+    system_status(ops::SystemStatus) -> common::Status {
+        title: "System status", read_only: true
+    }
+
+    /// Put an item in working-memory focus (bounded; the oldest item is evicted). Returns the focus list.
+    working_focus(ops::WorkingFocus) -> ops::Focused {
+        title: "Focus on an item", read_only: false, destructive_hint: true, idempotent_hint: true
+    }
+
+    /// Read working memory: the focus list and the workspace items.
+    working_get(ops::WorkingGet) -> ops::WorkingState {
+        title: "Read working memory", read_only: true
+    }
+
+    /// Add a JSON value to the working-memory workspace (bounded; the oldest item is evicted). Returns its id.
+    workspace_add(ops::WorkspaceAdd) -> ops::Created {
+        title: "Add to the workspace", read_only: false, destructive_hint: true, idempotent_hint: false
     }
 }
 

@@ -38,8 +38,6 @@ pub struct SessionCreate {
 }
 
 impl Op for SessionCreate {
-    const NAME: &'static str = "session_create";
-    const MUTATES: bool = true;
     fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
         global(Access::Write)
     }
@@ -68,8 +66,6 @@ pub struct SessionSave {
 }
 
 impl Op for SessionSave {
-    const NAME: &'static str = "session_save";
-    const MUTATES: bool = true;
     fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
         global(Access::Write)
     }
@@ -100,8 +96,6 @@ pub struct SessionRestore {
 }
 
 impl Op for SessionRestore {
-    const NAME: &'static str = "session_restore";
-    const MUTATES: bool = false;
     fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
         global(Access::Read)
     }
@@ -142,8 +136,6 @@ pub struct ContextStore {
 }
 
 impl Op for ContextStore {
-    const NAME: &'static str = "context_store";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -170,8 +162,6 @@ pub struct ContextRetrieve {
 }
 
 impl Op for ContextRetrieve {
-    const NAME: &'static str = "context_retrieve";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -209,8 +199,6 @@ pub struct LlmPunchIn {
 }
 
 impl Op for LlmPunchIn {
-    const NAME: &'static str = "llm_punch_in";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         let ctx = self.context.clone().unwrap_or_else(|| cx.active());
         Ok(vec![
@@ -242,8 +230,6 @@ pub struct LlmPunchOut {
 }
 
 impl Op for LlmPunchOut {
-    const NAME: &'static str = "llm_punch_out";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         let mut t = vec![Target::Global(Access::Write)];
         if let Some(task) = cx.mem.task(&self.task_id)? {
@@ -289,8 +275,6 @@ pub struct SystemStatus {
 }
 
 impl Op for SystemStatus {
-    const NAME: &'static str = "system_status";
-    const MUTATES: bool = false;
     fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
         global(Access::Read)
     }
@@ -338,8 +322,6 @@ pub struct MemoryOptimize {
 }
 
 impl Op for MemoryOptimize {
-    const NAME: &'static str = "memory_optimize";
-    const MUTATES: bool = true;
     fn targets(&self, _cx: &Cx) -> ToolResult<Vec<Target>> {
         global(Access::Write)
     }

@@ -51,8 +51,6 @@ pub struct MemoryStored {
 }
 
 impl Op for MemoryStore {
-    const NAME: &'static str = "memory_store";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -99,8 +97,6 @@ pub struct MemoryRetrieved {
 }
 
 impl Op for MemoryRetrieve {
-    const NAME: &'static str = "memory_retrieve";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -149,8 +145,6 @@ pub struct Forgotten {
 }
 
 impl Op for MemoryForget {
-    const NAME: &'static str = "memory_forget";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -185,8 +179,6 @@ pub struct Focused {
 }
 
 impl Op for WorkingFocus {
-    const NAME: &'static str = "working_focus";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -222,8 +214,6 @@ pub struct WorkingState {
 }
 
 impl Op for WorkingGet {
-    const NAME: &'static str = "working_get";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -257,8 +247,6 @@ pub struct Created {
 }
 
 impl Op for WorkspaceAdd {
-    const NAME: &'static str = "workspace_add";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -300,8 +288,6 @@ pub struct EpisodeRecord {
 }
 
 impl Op for EpisodeRecord {
-    const NAME: &'static str = "episode_record";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -342,8 +328,6 @@ pub struct EpisodeFound {
 }
 
 impl Op for EpisodeGet {
-    const NAME: &'static str = "episode_get";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -400,8 +384,6 @@ pub struct EpisodeHits {
 }
 
 impl Op for EpisodeSearch {
-    const NAME: &'static str = "episode_search";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -454,8 +436,6 @@ pub struct Summary {
 }
 
 impl Op for EpisodesSummarize {
-    const NAME: &'static str = "episodes_summarize";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -507,8 +487,6 @@ pub struct KnowledgeStored {
 }
 
 impl Op for KnowledgeStore {
-    const NAME: &'static str = "knowledge_store";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -549,8 +527,6 @@ pub struct KnowledgeFound {
 }
 
 impl Op for KnowledgeRetrieve {
-    const NAME: &'static str = "knowledge_retrieve";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -591,8 +567,6 @@ pub struct KnowledgeHits {
 }
 
 impl Op for KnowledgeQuery {
-    const NAME: &'static str = "knowledge_query";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -632,8 +606,6 @@ pub struct KnowledgeUpdate {
 }
 
 impl Op for KnowledgeUpdate {
-    const NAME: &'static str = "knowledge_update";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -661,8 +633,6 @@ pub struct ContextSwitch {
 }
 
 impl Op for ContextSwitch {
-    const NAME: &'static str = "context_switch";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         let mut t = vec![Target::Context(self.target_context.clone(), Access::Read)];
         if self.preserve_current == Some(false) {

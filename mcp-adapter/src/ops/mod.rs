@@ -106,17 +106,22 @@ impl Done {
     }
 }
 
-/// One tool: its name, what it touches, and what it does.
+/// One tool's behaviour: what it touches, and what it does.
 pub trait Op: DeserializeOwned + Send + 'static {
-    /// Tool name (DESIGN.md §4).
-    const NAME: &'static str;
-    /// Mutating tools are audited and publish resource notifications.
-    const MUTATES: bool;
     /// Contexts / engine-wide data the call reads or writes, for authorization
     /// (runs on the worker thread: it may look things up, e.g. a task's context).
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>>;
     /// Run it (on a blocking thread).
     fn run(self, cx: &Cx) -> ToolResult<Done>;
+}
+
+/// A tool's name and kind. Implemented for every argument type by the tool
+/// table (`tools!` in `server.rs`), where each tool is declared once.
+pub trait Tool: Op {
+    /// Tool name (DESIGN.md §4).
+    const NAME: &'static str;
+    /// Mutating tools are audited and publish resource notifications.
+    const MUTATES: bool;
 }
 
 pub(crate) fn ctx_target(

@@ -116,8 +116,6 @@ steps_args!(
 );
 
 impl Op for ProcedureLearn {
-    const NAME: &'static str = "procedure_learn";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -132,8 +130,6 @@ impl Op for ProcedureLearn {
 }
 
 impl Op for ProcedureUpdate {
-    const NAME: &'static str = "procedure_update";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -172,8 +168,6 @@ pub struct ProcedureNames {
 }
 
 impl Op for ProcedureList {
-    const NAME: &'static str = "procedure_list";
-    const MUTATES: bool = false;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
@@ -204,8 +198,6 @@ pub struct ProcedureExecute {
 }
 
 impl Op for ProcedureExecute {
-    const NAME: &'static str = "procedure_execute";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Write)
     }
@@ -232,8 +224,6 @@ pub struct ProcedureResume {
 }
 
 impl Op for ProcedureResume {
-    const NAME: &'static str = "procedure_resume";
-    const MUTATES: bool = true;
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         let ctx = match cx.mem.procedural().run(&self.run_id)? {
             Some(run) => run.context,
