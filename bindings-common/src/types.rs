@@ -215,10 +215,6 @@ mod napi_types {
                     Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
                 }
             }
-            ValueType::BigInt => Err(not_json(
-                path,
-                "a BigInt is not a JSON value (convert it to a number or a string)",
-            )),
             ValueType::Undefined => Err(not_json(path, "undefined is not a JSON value (use null)")),
             ValueType::Function => Err(not_json(path, "a function is not a JSON value")),
             ValueType::Symbol => Err(not_json(path, "a symbol is not a JSON value")),
@@ -281,6 +277,11 @@ mod napi_types {
                 }
                 Ok(Value::Object(map))
             }
+            // A BigInt (`ValueType::BigInt` when napi's `napi6` feature is on, else `Unknown`).
+            other if matches!(other.to_string().as_str(), "BigInt" | "Unknown") => Err(not_json(
+                path,
+                "a BigInt is not a JSON value (convert it to a number or a string)",
+            )),
             other => Err(not_json(path, &format!("a {other} is not a JSON value"))),
         }
     }
