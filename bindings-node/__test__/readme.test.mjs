@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 
@@ -45,4 +45,16 @@ test('the compiled README example runs', (t) => {
   assert.match(out, /Deployed v2 to staging/)
   assert.match(out, /\{ step: 3 \}/)
   assert.match(out, /completed/)
+})
+
+test('the README shows exactly the example that is type-checked and run here', () => {
+  const readme = readFileSync(join(pkg, '..', 'README.md'), 'utf8')
+  const block = readme.match(/```ts\n([\s\S]*?)\n```/)
+  assert.ok(block, 'README.md has a ```ts block')
+  const example = readFileSync(join(pkg, 'examples', 'readme.mts'), 'utf8')
+    .split('\n')
+    .filter((l) => !l.startsWith('//'))
+    .join('\n')
+    .trim()
+  assert.equal(block[1].trim(), example)
 })
