@@ -530,8 +530,8 @@ macro_rules! tools {
 }
 
 tools! {
-    /// Read a value stored with context_store (NOT_FOUND when absent or expired).
-    context_retrieve(ops::ContextRetrieve) -> common::ContextValue {
+    /// Read a value stored with context_store. A key that was never stored, was forgotten or has expired answers success=false with value null.
+    context_retrieve(ops::ContextRetrieve) -> ops::ContextRetrieved {
         title: "Read a context value", read_only: true
     }
 

@@ -183,11 +183,17 @@ async fn continuity_workflow() {
         )
         .await;
     assert_eq!(got["value"], json!({"next": "tests"}));
-    let absent = h.call_err("context_retrieve", json!({"key": "plan"})).await;
-    assert!(
-        absent.starts_with("NOT_FOUND:") && absent.contains("\"default\""),
-        "{absent}"
+    // Absent (never stored in this context): an answer, not an error.
+    let absent = h.call("context_retrieve", json!({"key": "plan"})).await;
+    assert_eq!(
+        absent,
+        json!({"success": false, "value": null, "stored_at": null, "expires_at": null})
     );
+    assert_eq!(got["success"], true);
+    assert!(got["stored_at"].is_string());
+    // A malformed request is still an error.
+    let bad = h.call_err("context_retrieve", json!({"kee": "plan"})).await;
+    assert!(bad.starts_with("INVALID_INPUT:"), "{bad}");
 
     let sw = h
         .call("context_switch", json!({"target_context": "proj"}))

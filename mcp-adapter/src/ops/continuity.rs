@@ -4,7 +4,7 @@
 
 use memstrata_bindings_common as common;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Cx, Done, Op, ctx_target};
@@ -161,25 +161,43 @@ pub struct ContextRetrieve {
     pub namespace: Option<String>,
 }
 
+/// Result of `context_retrieve`: `success: false` with null fields when the key is absent.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ContextRetrieved {
+    /// True when a value is stored under the key; false when it was never stored, was forgotten, or its TTL has passed.
+    pub success: bool,
+    /// The stored value (null when absent).
+    pub value: Option<Value>,
+    /// When it was stored (RFC 3339; null when absent).
+    pub stored_at: Option<common::Timestamp>,
+    /// When it expires (RFC 3339; null without a TTL or when absent).
+    pub expires_at: Option<common::Timestamp>,
+}
+
 impl Op for ContextRetrieve {
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         ctx_target(&self.namespace, cx, Access::Read)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        match cx
+        let got = cx
             .mem
             .context_retrieve(&self.key, self.namespace.as_deref())?
-        {
-            Some(v) => Done::of(&common::ContextValue::from(v)),
-            None => {
-                let ctx = self.namespace.clone().unwrap_or_else(|| cx.active());
-                Err(ToolError::not_found(format!(
-                    "no value under key {:?} in context {ctx:?}: it was never stored there, was forgotten, or its TTL has passed. \
-                     Store it with context_store, or pass `namespace` if it lives in another context",
-                    self.key
-                )))
-            }
-        }
+            .map(common::ContextValue::from);
+        Done::of(&match got {
+            Some(v) => ContextRetrieved {
+                success: v.success,
+                value: Some(v.value.0),
+                stored_at: Some(v.stored_at),
+                expires_at: v.expires_at,
+            },
+            // Absent is an answer, not an error (the specification's `success` field).
+            None => ContextRetrieved {
+                success: false,
+                value: None,
+                stored_at: None,
+                expires_at: None,
+            },
+        })
     }
 }
 
