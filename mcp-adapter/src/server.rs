@@ -679,22 +679,29 @@ tools! {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_logging()
-                .enable_completions()
-                .enable_prompts()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_resources_list_changed()
-                .enable_tools()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "memstrata-mcp",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(INSTRUCTIONS)
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_tools()
+            .build();
+        // The tool and prompt lists are fixed for the life of the server: say so explicitly
+        // (no notifications/tools|prompts/list_changed is ever sent).
+        if let Some(t) = capabilities.tools.as_mut() {
+            t.list_changed = Some(false);
+        }
+        if let Some(p) = capabilities.prompts.as_mut() {
+            p.list_changed = Some(false);
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "memstrata-mcp",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
     }
 
     async fn call_tool(

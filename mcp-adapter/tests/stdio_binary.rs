@@ -146,6 +146,11 @@ async fn stdout_is_protocol_only_and_sigterm_flushes() {
     );
     assert_eq!(responses[&4]["result"]["isError"], true);
     assert_eq!(responses[&5]["error"]["code"], -32601);
+    // The tool and prompt lists never change; resources do (and are notified).
+    let caps = &responses[&1]["result"]["capabilities"];
+    assert_eq!(caps["tools"]["listChanged"], false, "{caps}");
+    assert_eq!(caps["prompts"]["listChanged"], false, "{caps}");
+    assert_eq!(caps["resources"]["listChanged"], true, "{caps}");
     // SIGTERM: clean shutdown with a flush, exit status 0.
     let pid = child.id().unwrap().to_string();
     assert!(
