@@ -1,6 +1,7 @@
 //! Continuity tools: sessions, context store/retrieve, the timesheet, status, optimize.
 //!
-//! Arguments and result fields are those of DESIGN.md §2.2.
+//! Argument and result field names are those of the original continuity specification
+//! (docs/mcp.md lists them).
 
 use memstrata_bindings_common as common;
 use schemars::JsonSchema;

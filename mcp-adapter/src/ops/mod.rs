@@ -118,7 +118,7 @@ pub trait Op: DeserializeOwned + Send + 'static {
 /// A tool's name and kind. Implemented for every argument type by the tool
 /// table (`tools!` in `server.rs`), where each tool is declared once.
 pub trait Tool: Op {
-    /// Tool name (DESIGN.md §4).
+    /// Tool name (as listed in docs/mcp.md).
     const NAME: &'static str;
     /// Mutating tools are audited and publish resource notifications.
     const MUTATES: bool;
