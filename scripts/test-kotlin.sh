@@ -2,7 +2,8 @@
 # Kotlin binding suite (bindings-swift/): build libmemstrata_ffi (dev profile)
 # and the pinned uniffi-bindgen, check that the committed Swift/Kotlin sources
 # are what that library generates, then compile the Kotlin module with Maven and
-# run its JUnit 5 tests on the JVM against the library just built.
+# run its JUnit 5 tests on the JVM against the library just built; last, a few
+# of the same scenarios through uniffi's generated Python (python3, stdlib only).
 #
 # Needs a JDK ≥ 17 and Maven, and Maven Central (or a warm ~/.m2): there is no
 # silent skip. Extra arguments go to Maven (e.g. -Dtest=ShortTermTest).
@@ -28,7 +29,9 @@ echo "test-kotlin: mvn test (library from $libdir)"
 status=0
 mvn -q -B -Dstyle.color=never -f "$pom" test -Dmemstrata.lib.dir="$libdir" "$@" || status=$?
 
-# mvn -q prints nothing on success: sum up Surefire's reports in one line.
+# mvn -q prints nothing on success (but may leave an ANSI reset without a
+# newline): sum up Surefire's reports in one line of its own.
+echo
 python3 - "$reports" <<'PY'
 import glob, sys
 import xml.etree.ElementTree as ET
@@ -40,4 +43,17 @@ for f in glob.glob(sys.argv[1] + "/TEST-*.xml"):
     skipped += int(r.get("skipped", 0))
 print(f"kotlin: {tests - failed - skipped} passed, {failed} failed, {skipped} skipped")
 PY
+
+# A second, cheaper check: uniffi's own Python bindings, generated from the same
+# library, run a few of the same scenarios (bindings-swift/tests/).
+echo "test-kotlin: uniffi Python bindings of the same library"
+pydir="$(mktemp -d)"
+trap 'rm -rf "$pydir"' EXIT
+mkdir -p "$pydir/uniffi_memstrata"
+"$libdir/uniffi-bindgen" generate --library "$libdir/libmemstrata_ffi.so" \
+  --config bindings-swift/uniffi-global.toml --language python --no-format \
+  --out-dir "$pydir/uniffi_memstrata" >/dev/null
+touch "$pydir/uniffi_memstrata/__init__.py"
+cp "$libdir/libmemstrata_ffi.so" "$pydir/uniffi_memstrata/"
+python3 bindings-swift/tests/uniffi_python_check.py "$pydir" || status=1
 exit "$status"

@@ -471,3 +471,46 @@ impl ManualClock {
         Timestamp(self.inner.now())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::executor::block_on;
+
+    #[test]
+    fn layer_objects_share_the_handle_and_close_with_it() {
+        let mem = Memory::new(None, None, None).unwrap();
+        let st = mem.get_short_term();
+        block_on(st.store("k".into(), "{\"a\":1}".into(), None)).unwrap();
+        assert_eq!(
+            block_on(st.retrieve("k".into())).unwrap().unwrap().0,
+            serde_json::json!({"a": 1})
+        );
+        block_on(mem.close()).unwrap();
+        assert!(mem.is_closed());
+        assert!(matches!(
+            block_on(st.retrieve("k".into())),
+            Err(MemstrataError::Closed(_))
+        ));
+        block_on(mem.close()).unwrap();
+    }
+
+    #[test]
+    fn json_arguments_name_their_field() {
+        let e = json("content", "{nope").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("content"));
+        assert_eq!(opt_json("metadata", None).unwrap(), serde_json::Value::Null);
+    }
+
+    #[test]
+    fn the_manual_clock_moves_only_when_told() {
+        let clock = ManualClock::new(None);
+        let t0 = clock.now();
+        clock.advance(1.5).unwrap();
+        assert_eq!((clock.now().0 - t0.0).num_milliseconds(), 1500);
+        assert!(matches!(
+            clock.advance(-1.0),
+            Err(MemstrataError::InvalidInput(_))
+        ));
+    }
+}

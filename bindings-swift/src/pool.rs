@@ -30,3 +30,36 @@ where
 {
     run(move || f().map_err(BindingError::from)).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::executor::block_on;
+
+    #[test]
+    fn work_runs_off_the_calling_thread_and_returns_its_result() {
+        let caller = std::thread::current().id();
+        let (value, worker) = block_on(run(|| Ok((21 * 2, std::thread::current().id())))).unwrap();
+        assert_eq!(value, 42);
+        assert_ne!(worker, caller);
+    }
+
+    #[test]
+    fn core_errors_and_panics_become_memstrata_errors() {
+        let e = block_on(core(|| -> memstrata::Result<()> {
+            Err(memstrata::Error::not_found("session \"s\""))
+        }))
+        .unwrap_err();
+        assert!(
+            matches!(e, MemstrataError::NotFound(ref m) if m.contains("session")),
+            "{e:?}"
+        );
+        let e = block_on(run(|| -> Result<(), BindingError> { panic!("boom") })).unwrap_err();
+        assert!(
+            matches!(e, MemstrataError::Internal(ref m) if m.contains("boom")),
+            "{e:?}"
+        );
+        // The pool still works after a panic.
+        assert_eq!(block_on(run(|| Ok(1))).unwrap(), 1);
+    }
+}
