@@ -43,7 +43,7 @@ struct Cli {
     /// Durability: immediate, periodic, periodic:<ms> or manual.
     #[arg(long, global = true, default_value = "periodic")]
     durability: String,
-    /// Root scanned by llm_punch_out(detect_files=true) (repeatable).
+    /// Root scanned by llm_punch_out(detect_files=true) (repeatable; default: the working directory).
     #[arg(long = "workspace-root", global = true)]
     workspace_roots: Vec<PathBuf>,
     /// Do not append mutating calls to <store>/audit.jsonl.
@@ -158,6 +158,13 @@ fn open(cli: &Cli) -> Result<Memory, String> {
     let mut b = Memory::builder().path(&path).durability(durability);
     for r in &cli.workspace_roots {
         b = b.workspace_root(r);
+    }
+    // Without --workspace-root, llm_punch_out(detect_files=true) scans the directory the
+    // server was started in (the core itself refuses detection without a root).
+    if cli.workspace_roots.is_empty()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        b = b.workspace_root(cwd);
     }
     b.open().map_err(|e| match e {
         memstrata::Error::StoreLocked { .. } => {

@@ -590,8 +590,8 @@ tools! {
         title: "Punch in", read_only: false, destructive_hint: false, idempotent_hint: false
     }
 
-    /// Finish a timesheet task: duration, optionally the files modified under the workspace roots; records an episode tagged `task`.
-    llm_punch_out(ops::LlmPunchOut) -> common::PunchOut {
+    /// Finish a timesheet task: duration, optionally the files modified under the workspace roots (default: the server's working directory; `scanned_roots` says which); records an episode tagged `task`.
+    llm_punch_out(ops::LlmPunchOut) -> ops::PunchedOut {
         title: "Punch out", read_only: false, destructive_hint: false, idempotent_hint: false
     }
 

@@ -236,3 +236,66 @@ async fn every_request_before_eof_is_answered_then_exits_cleanly() {
     assert!(!err.contains("timed out draining"), "{err}");
     assert!(err.contains("store flushed"), "{err}");
 }
+
+/// Without --workspace-root, `detect_files` scans the directory the server was started in
+/// (gitignore-aware) and says so in `scanned_roots`.
+#[tokio::test]
+async fn detect_files_defaults_to_the_working_directory() {
+    let store_dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join(".gitignore"), "ignored.txt\n").unwrap();
+    let mut child = Command::new(BIN)
+        .arg("--store")
+        .arg(store_dir.path().join("s.mem"))
+        .arg("stdio")
+        .current_dir(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn memstrata-mcp");
+    let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = ().serve(io).await.expect("initialize");
+    let pin = call(
+        &client,
+        "llm_punch_in",
+        json!({"llm_name": "claude", "task_description": "edit files"}),
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    std::fs::write(work.path().join("edited.rs"), "fn main() {}").unwrap();
+    std::fs::write(work.path().join("ignored.txt"), "x").unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let out = call(
+        &client,
+        "llm_punch_out",
+        json!({"task_id": pin["task_id"], "summary": "done", "detect_files": true}),
+    )
+    .await;
+    let root = std::fs::canonicalize(work.path()).unwrap();
+    assert_eq!(
+        out["scanned_roots"],
+        json!([root.display().to_string()]),
+        "{out}"
+    );
+    assert_eq!(out["files"], json!(["edited.rs"]), "{out}");
+    assert_eq!(out["files_modified"], 1, "{out}");
+    // Without detection nothing is scanned.
+    let pin = call(
+        &client,
+        "llm_punch_in",
+        json!({"llm_name": "claude", "task_description": "think"}),
+    )
+    .await;
+    let out = call(
+        &client,
+        "llm_punch_out",
+        json!({"task_id": pin["task_id"], "summary": "done"}),
+    )
+    .await;
+    assert_eq!(out["scanned_roots"], json!([]), "{out}");
+    assert_eq!(out["files_modified"], 0, "{out}");
+    client.cancel().await.unwrap();
+    assert!(child.wait().await.unwrap().success());
+}

@@ -243,9 +243,24 @@ pub struct LlmPunchOut {
     pub task_id: String,
     /// What was done (recorded in the task and in an episode tagged `task`).
     pub summary: String,
-    /// Count the files modified under the server's workspace roots during the task (default false).
+    /// Count the files modified during the task under the server's workspace roots (its --workspace-root directories, else the directory it was started in; .gitignore honoured). Default false.
     #[serde(default)]
     pub detect_files: Option<bool>,
+}
+
+/// Result of `llm_punch_out`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PunchedOut {
+    /// Always true when returned.
+    pub success: bool,
+    /// Seconds between punch-in and punch-out.
+    pub duration_seconds: f64,
+    /// Number of files modified during the task under the scanned roots (0 unless `detect_files`).
+    pub files_modified: i64,
+    /// Their paths, relative to their root (at most 100 listed; the count is exact).
+    pub files: Vec<String>,
+    /// The directories scanned (absolute paths; empty unless `detect_files`).
+    pub scanned_roots: Vec<String>,
 }
 
 impl Op for LlmPunchOut {
@@ -268,7 +283,30 @@ impl Op for LlmPunchOut {
                 ToolError::from(e).hint_on(NotFound, "Use the task_id returned by llm_punch_in")
             })?;
         r.files.truncate(MAX_LISTED_FILES);
-        let mut done = Done::of(&common::PunchOut::from(r))?;
+        let detected = self.detect_files.unwrap_or(DEFAULT_DETECT_FILES);
+        let scanned_roots = if detected {
+            cx.mem
+                .options()
+                .workspace_roots
+                .iter()
+                .map(|r| {
+                    std::fs::canonicalize(r)
+                        .unwrap_or_else(|_| r.clone())
+                        .display()
+                        .to_string()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let p = common::PunchOut::from(r);
+        let mut done = Done::of(&PunchedOut {
+            success: p.success,
+            duration_seconds: p.duration_seconds,
+            files_modified: p.files_modified,
+            files: p.files,
+            scanned_roots,
+        })?;
         // The finished task is recorded as an episode: the context's episode list changed.
         if let Some(task) = cx.mem.task(&self.task_id)?
             && let Some(eid) = task.episode_id
