@@ -147,4 +147,18 @@ class ContinuityTest {
         assertEquals("kept across reopen", b.episodic.search("reopen").single().episode.summary)
         b.shutdown()
     }
+
+    @Test
+    fun `the MCP memory server's knowledge graph imports into semantic memory`(@TempDir dir: Path) = runBlocking<Unit> {
+        val file = dir.resolve("memory.jsonl").toFile()
+        file.writeText(
+            """{"type":"entity","name":"alice","entityType":"person","observations":["likes tea"]}""" + "\n" +
+                """{"type":"relation","from":"alice","to":"infra","relationType":"works_on"}""" + "\n",
+        )
+        val stats = mem.importKnowledgeGraph(file.path)
+        assertTrue(stats.records >= 2L, "$stats")
+        val alice = mem.semantic.retrieve("entity:alice")!!.toJsonElement().toString()
+        assertTrue(alice.contains("likes tea") && alice.contains("works_on"), alice)
+        mem.flush()
+    }
 }
