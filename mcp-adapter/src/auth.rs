@@ -221,6 +221,9 @@ fn same(a: &str, b: &str) -> bool {
     diff == 0
 }
 
+/// Shortest API key accepted, from any source.
+pub const MIN_KEY_LEN: usize = 8;
+
 impl Auth {
     /// No keys: authentication off.
     pub fn disabled() -> Self {
@@ -238,6 +241,26 @@ impl Auth {
             }
         }
         self
+    }
+
+    /// [`Auth::with_full_keys`], refusing keys shorter than [`MIN_KEY_LEN`] characters; the
+    /// error names `source` (e.g. `--api-key`) and the key's position, never the key.
+    pub fn try_with_full_keys<I: IntoIterator<Item = S>, S: Into<String>>(
+        self,
+        keys: I,
+        source: &str,
+    ) -> Result<Self, String> {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        for (i, k) in keys.iter().enumerate() {
+            let n = k.trim().chars().count();
+            if n > 0 && n < MIN_KEY_LEN {
+                return Err(format!(
+                    "{source}: API key #{} is shorter than {MIN_KEY_LEN} characters ({n}); use a long random secret",
+                    i + 1
+                ));
+            }
+        }
+        Ok(self.with_full_keys(keys))
     }
 
     /// Add a restricted key.
@@ -276,9 +299,9 @@ impl Auth {
                     ));
                 }
             };
-            if secret.len() < 8 {
+            if secret.chars().count() < MIN_KEY_LEN {
                 return Err(format!(
-                    "{}: keys[{i}] ({}): key is shorter than 8 characters",
+                    "{}: keys[{i}] ({}): key is shorter than {MIN_KEY_LEN} characters",
                     path.display(),
                     k.id
                 ));
@@ -344,6 +367,22 @@ impl Auth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_full_keys_are_refused() {
+        let e = Auth::disabled()
+            .try_with_full_keys(["long-enough", "seven77"], "--api-key")
+            .unwrap_err();
+        assert!(
+            e.starts_with("--api-key: API key #2 is shorter than 8 characters"),
+            "{e}"
+        );
+        assert!(!e.contains("seven77"), "{e}");
+        let a = Auth::disabled()
+            .try_with_full_keys(["eight888", " "], "MEMSTRATA_API_KEYS")
+            .unwrap();
+        assert_eq!(a.len(), 1);
+    }
 
     #[test]
     fn patterns_and_access() {

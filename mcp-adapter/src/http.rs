@@ -169,10 +169,15 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
             req.extensions_mut().insert(p);
             next.run(req).await
         }
-        Err(AuthFailure::Missing) => refuse(
-            StatusCode::UNAUTHORIZED,
-            "missing bearer token (Authorization: Bearer <key>)",
-        ),
+        Err(AuthFailure::Missing) => {
+            if let Some(a) = &app.shared.audit {
+                a.record("anonymous", "http", "-", "-", Some("UNAUTHORIZED"));
+            }
+            refuse(
+                StatusCode::UNAUTHORIZED,
+                "missing bearer token (Authorization: Bearer <key>)",
+            )
+        }
         Err(AuthFailure::Invalid) => {
             if let Some(a) = &app.shared.audit {
                 a.record("invalid-key", "http", "-", "-", Some("UNAUTHORIZED"));

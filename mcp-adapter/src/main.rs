@@ -46,9 +46,12 @@ struct Cli {
     /// Root scanned by llm_punch_out(detect_files=true) (repeatable; default: the working directory).
     #[arg(long = "workspace-root", global = true)]
     workspace_roots: Vec<PathBuf>,
-    /// Do not append mutating calls to <store>/audit.jsonl.
+    /// Do not append mutating calls and refused requests to <store>/audit.jsonl.
     #[arg(long, global = true)]
     no_audit: bool,
+    /// Also audit read-only tool calls.
+    #[arg(long, global = true)]
+    audit_reads: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -225,8 +228,13 @@ fn flush(mem: &Memory) {
 
 fn serve_stdio(cli: &Cli) -> Result<(), String> {
     let mem = open(cli)?;
-    let shared =
-        Shared::new(mem.clone(), Auth::disabled(), !cli.no_audit).map_err(|e| e.to_string())?;
+    let shared = Shared::with_audit(
+        mem.clone(),
+        Auth::disabled(),
+        !cli.no_audit,
+        cli.audit_reads,
+    )
+    .map_err(|e| e.to_string())?;
     let max_line = mem.options().limits.max_value_bytes.saturating_mul(2) + (1 << 20);
     let rt = runtime()?;
     let r = rt.block_on(async {
@@ -265,7 +273,14 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
 }
 
 fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
-    let mut auth = Auth::disabled().with_full_keys(args.api_keys.iter().cloned());
+    // clap takes the keys from --api-key when given, else from MEMSTRATA_API_KEYS.
+    let from_flag = std::env::args().any(|a| a == "--api-key" || a.starts_with("--api-key="));
+    let source = if from_flag {
+        "--api-key"
+    } else {
+        "MEMSTRATA_API_KEYS"
+    };
+    let mut auth = Auth::disabled().try_with_full_keys(args.api_keys.iter().cloned(), source)?;
     if let Some(p) = &args.auth_config {
         auth = auth.load_file(p)?;
     }
@@ -284,7 +299,8 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
     }
     let mem = open(cli)?;
     let n_keys = auth.len();
-    let shared = Shared::new(mem.clone(), auth, !cli.no_audit).map_err(|e| e.to_string())?;
+    let shared = Shared::with_audit(mem.clone(), auth, !cli.no_audit, cli.audit_reads)
+        .map_err(|e| e.to_string())?;
     let cfg = HttpConfig {
         listen: args.listen,
         allowed_hosts: args.allowed_hosts.clone(),

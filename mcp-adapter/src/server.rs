@@ -48,14 +48,26 @@ pub struct Shared {
     pub mem: Memory,
     /// Configured API keys (HTTP/WebSocket).
     pub auth: Auth,
-    /// Audit trail of mutating calls.
+    /// Audit trail of mutating calls and refused requests.
     pub audit: Option<AuditLog>,
+    /// Also audit successful read-only calls.
+    pub audit_reads: bool,
     hub: broadcast::Sender<Change>,
 }
 
 impl Shared {
     /// Shared state over an open engine; `audit` appends to `<store>/audit.jsonl`.
     pub fn new(mem: Memory, auth: Auth, audit: bool) -> std::io::Result<Arc<Shared>> {
+        Shared::with_audit(mem, auth, audit, false)
+    }
+
+    /// [`Shared::new`]; with `audit_reads`, read-only calls are audited too (`--audit-reads`).
+    pub fn with_audit(
+        mem: Memory,
+        auth: Auth,
+        audit: bool,
+        audit_reads: bool,
+    ) -> std::io::Result<Arc<Shared>> {
         let audit = if audit {
             Some(AuditLog::open(&mem.path())?)
         } else {
@@ -66,6 +78,7 @@ impl Shared {
             mem,
             auth,
             audit,
+            audit_reads,
             hub,
         }))
     }
@@ -229,7 +242,7 @@ impl MemoryServer {
                     Target::Global(_) => None,
                 })
             })
-            .unwrap_or_else(|| "*".to_owned());
+            .unwrap_or_else(|| if targets.is_empty() { "-" } else { "*" }.to_owned());
         a.record(
             &who.id,
             self.conn.transport,
@@ -277,7 +290,8 @@ impl MemoryServer {
                 Err(ToolError::internal(format!("tool worker failed: {e}"))),
             )
         });
-        if A::MUTATES {
+        // Mutating calls, refusals (out of scope) and, with --audit-reads, reads.
+        if A::MUTATES || self.shared.audit_reads || matches!(res, Err(ToolError::Forbidden(_))) {
             self.audit(who, A::NAME, &targets, res.as_ref().err());
         }
         tracing::debug!(tool = A::NAME, who = %who.id, ok = res.is_ok(), "tool call");
@@ -289,8 +303,14 @@ impl MemoryServer {
 
     /// Deserialize `params` as `A`'s arguments and run it (the `/mcp/v1/execute` envelope).
     async fn execute_params<A: Tool>(&self, params: Value, who: &Principal) -> ToolResult<Value> {
-        let args: A = serde_json::from_value(params)
-            .map_err(|e| ToolError::invalid("parameters", e.to_string()))?;
+        let args: A = match serde_json::from_value(params) {
+            Ok(a) => a,
+            Err(e) => {
+                let err = ToolError::invalid("parameters", e.to_string());
+                self.audit(who, A::NAME, &[], Some(&err));
+                return Err(err);
+            }
+        };
         self.execute(args, who).await
     }
 
@@ -716,6 +736,8 @@ impl ServerHandler for MemoryServer {
                 Some(json!({"tool": name})),
             ));
         }
+        // Who is calling, for the audit record of arguments that cannot be decoded.
+        let who = self.principal(&context.extensions).ok();
         let tcc = ToolCallContext::new(self, request, context);
         let mut response = self.tool_router.call(tcc).await?;
         // Argument errors from rmcp's deserializer: give them the same `CODE: message` shape as ours.
@@ -729,6 +751,9 @@ impl ServerHandler for MemoryServer {
                     t.text = format!(
                         "INVALID_INPUT: invalid arguments for {name}: {rest}. The tool's inputSchema lists the fields"
                     );
+                    if let Some(who) = &who {
+                        self.audit(who, &name, &[], Some(&ToolError::invalid("arguments", "")));
+                    }
                 }
             }
         }

@@ -136,6 +136,111 @@ async fn guard_checks_host_origin_and_keys() {
     assert_eq!(send(&app, r).await.0, StatusCode::UNAUTHORIZED);
 }
 
+/// Every refused request is in the audit trail (missing or wrong key, out of scope,
+/// undecodable arguments); successful reads only with `audit_reads`.
+#[tokio::test]
+async fn refused_requests_are_audited_and_reads_on_request() {
+    for audit_reads in [false, true] {
+        let auth = Auth::disabled()
+            .with_full_keys(["full-access-key"])
+            .with_key(
+                "scoped-key-123",
+                Principal::restricted("scoped", &["team-*"], &[], Access::None),
+            );
+        let shared =
+            Shared::with_audit(Memory::temporary().unwrap(), auth, true, audit_reads).unwrap();
+        let app = router(Arc::clone(&shared), &cfg(), CancellationToken::new());
+        let req = |key: Option<&str>, tool: &str, params: Value| {
+            let mut b = post("localhost:8765");
+            if let Some(k) = key {
+                b = b.header(header::AUTHORIZATION, format!("Bearer {k}"));
+            }
+            b.body(envelope(tool, params)).unwrap()
+        };
+        let calls = [
+            (None, "system_status", json!({}), StatusCode::UNAUTHORIZED),
+            (
+                Some("wrong-key-000"),
+                "system_status",
+                json!({}),
+                StatusCode::UNAUTHORIZED,
+            ),
+            // A read outside the key's contexts.
+            (
+                Some("scoped-key-123"),
+                "memory_retrieve",
+                json!({"key": "k", "namespace": "other"}),
+                StatusCode::FORBIDDEN,
+            ),
+            // Arguments that do not decode.
+            (
+                Some("full-access-key"),
+                "memory_retrieve",
+                json!({"kee": "k"}),
+                StatusCode::OK,
+            ),
+            // An allowed read.
+            (
+                Some("scoped-key-123"),
+                "memory_retrieve",
+                json!({"key": "k", "namespace": "team-a"}),
+                StatusCode::OK,
+            ),
+        ];
+        for (key, tool, params, status) in calls {
+            assert_eq!(send(&app, req(key, tool, params)).await.0, status, "{tool}");
+        }
+        let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 20).unwrap();
+        let seen: Vec<(String, String, String, Option<String>)> = trail
+            .iter()
+            .map(|a| {
+                (
+                    a.who.clone(),
+                    a.tool.clone(),
+                    a.context.clone(),
+                    a.error.clone(),
+                )
+            })
+            .collect();
+        let mut want = vec![
+            (
+                "anonymous".into(),
+                "-".into(),
+                "-".into(),
+                Some("UNAUTHORIZED".into()),
+            ),
+            (
+                "invalid-key".into(),
+                "-".into(),
+                "-".into(),
+                Some("UNAUTHORIZED".into()),
+            ),
+            (
+                "scoped".into(),
+                "memory_retrieve".into(),
+                "other".into(),
+                Some("FORBIDDEN".into()),
+            ),
+            (
+                seen[3].0.clone(),
+                "memory_retrieve".into(),
+                "-".into(),
+                Some("INVALID_INPUT".into()),
+            ),
+        ];
+        assert!(seen[3].0.starts_with("key-"), "{seen:?}");
+        if audit_reads {
+            want.push((
+                "scoped".into(),
+                "memory_retrieve".into(),
+                "team-a".into(),
+                None,
+            ));
+        }
+        assert_eq!(seen, want, "audit_reads={audit_reads}");
+    }
+}
+
 #[tokio::test]
 async fn envelope_errors_are_json_rpc() {
     let app = router(shared(Auth::disabled()), &cfg(), CancellationToken::new());

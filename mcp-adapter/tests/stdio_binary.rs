@@ -167,6 +167,50 @@ async fn stdout_is_protocol_only_and_sigterm_flushes() {
         err.contains("signal received") && err.contains("store flushed"),
         "{err}"
     );
+    // Undecodable arguments (episode_get without `id`) are in the audit trail.
+    let trail = std::fs::read_to_string(dir.path().join("s.mem").join("audit.jsonl")).unwrap();
+    assert!(
+        trail
+            .lines()
+            .any(|l| l.contains("\"tool\":\"episode_get\"")
+                && l.contains("\"error\":\"INVALID_INPUT\"")),
+        "{trail}"
+    );
+}
+
+/// Short keys are refused from --api-key and MEMSTRATA_API_KEYS, naming the source.
+#[test]
+fn short_api_keys_are_refused_from_the_flag_and_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut c = std::process::Command::new(BIN);
+        c.arg("--store").arg(dir.path().join("s.mem")).arg("http");
+        c.args(args).env_remove("MEMSTRATA_API_KEYS");
+        if let Some(v) = env {
+            c.env("MEMSTRATA_API_KEYS", v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = run(&["--listen", "127.0.0.1:0", "--api-key", "short"], None);
+    assert!(!ok);
+    assert!(
+        err.contains("--api-key: API key #1 is shorter than 8 characters"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("short\""),
+        "the key itself is never printed: {err}"
+    );
+    let (ok, err) = run(&["--listen", "127.0.0.1:0"], Some("long-enough-key,abc"));
+    assert!(!ok);
+    assert!(
+        err.contains("MEMSTRATA_API_KEYS: API key #2 is shorter than 8 characters"),
+        "{err}"
+    );
 }
 
 /// A client that writes its requests and closes stdin at once (one-shot scripts, some hosts)
