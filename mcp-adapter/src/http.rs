@@ -23,6 +23,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use rmcp::ServiceExt;
+use rmcp::transport::sink_stream::SinkStreamTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
@@ -198,8 +199,15 @@ async fn ws(
         .max_message_size(app.max_body)
         .max_frame_size(app.max_body)
         .on_upgrade(move |socket| async move {
-            let server = MemoryServer::new(shared, "ws", Caller::Fixed(principal));
-            match server.serve_with_ct(crate::ws::transport(socket), ct).await {
+            let server = MemoryServer::new(shared, "ws", Caller::Fixed(principal.clone()));
+            let (sink, stream) = crate::ws::transport(socket);
+            // Execute envelopes are answered beside MCP on the same socket.
+            let transport = crate::envelope::Envelope::new(
+                SinkStreamTransport::new(sink, stream),
+                server.clone(),
+                principal,
+            );
+            match server.serve_with_ct(transport, ct).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
                 }
@@ -270,62 +278,26 @@ async fn execute(
         }
         None => return bad("invalid request: missing \"method\""),
     }
-    let params = msg.get("params").cloned().unwrap_or(Value::Null);
-    let Some(tool) = params.get("tool").and_then(Value::as_str) else {
-        return (
-            StatusCode::OK,
-            axum::Json(rpc_error(
-                id,
-                -32602,
-                "invalid params: \"params.tool\" must be a tool name",
-            )),
-        )
-            .into_response();
-    };
-    let parameters = match params.get("parameters") {
-        None | Some(Value::Null) => json!({}),
-        Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => {
-            return (
-                StatusCode::OK,
-                axum::Json(rpc_error(
-                    id,
-                    -32602,
-                    "invalid params: \"params.parameters\" must be an object",
-                )),
-            )
-                .into_response();
-        }
-    };
     let server = MemoryServer::new(
         Arc::clone(&app.shared),
         "execute",
         Caller::Fixed(principal.clone()),
     );
-    match server.execute_json(tool, parameters, &principal).await {
-        None => (
-            StatusCode::OK,
-            axum::Json(rpc_error(
-                id,
-                -32601,
-                &format!("unknown tool {tool:?} (see tools/list on /mcp)"),
-            )),
-        )
-            .into_response(),
-        Some(Ok(result)) => (
+    match crate::envelope::dispatch(&server, msg.get("params"), &principal).await {
+        Ok(result) => (
             StatusCode::OK,
             axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})),
         )
             .into_response(),
-        Some(Err(e)) => {
-            let status = if e.code() == "FORBIDDEN" {
+        Err(e) => {
+            let status = if e.forbidden {
                 StatusCode::FORBIDDEN
             } else {
                 StatusCode::OK
             };
             (
                 status,
-                axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": e.to_jsonrpc()})),
+                axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": e.error})),
             )
                 .into_response()
         }

@@ -6,12 +6,14 @@
 //!
 //! - [`server::MemoryServer`]: the service, one per connection;
 //! - [`ops`]: tool arguments and what each tool does (a thin mapping onto the core);
+//! - [`envelope`]: the plain execute envelope, on every transport;
 //! - [`http`]: the HTTP listener with Host/Origin checks, API keys, size limits;
 //! - [`auth`], [`audit`]: who may do what, and the trail of mutating calls.
 
 pub mod audit;
 pub mod auth;
 pub mod drain;
+pub mod envelope;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -26,6 +26,7 @@ use memstrata_bindings_common::files::{
 };
 use memstrata_bindings_common::options::optimize_level;
 use memstrata_mcp::drain::DrainOnEof;
+use memstrata_mcp::envelope::Envelope;
 use memstrata_mcp::http::{self, HttpConfig};
 use memstrata_mcp::ops::Level;
 use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
@@ -239,18 +240,26 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
     let rt = runtime()?;
     let r = rt.block_on(async {
         let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
+        let envelope_server = server.clone();
         let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
             tokio::io::stdin(),
             tokio::io::stdout(),
         )
         .with_max_line_length(max_line);
-        // At EOF, answer every request already received before letting rmcp wind down.
-        let transport = DrainOnEof::new(transport);
+        // Execute envelopes are answered beside MCP; at EOF, answer every request already
+        // received before letting rmcp wind down.
+        let transport = DrainOnEof::new(Envelope::new(
+            transport,
+            envelope_server,
+            Principal::local(),
+        ));
         tracing::info!(store = %mem.path().display(), "memstrata-mcp serving MCP on stdio");
-        let running = server
-            .serve(transport)
-            .await
-            .map_err(|e| format!("MCP initialization failed: {e}"))?;
+        let running = match server.serve(transport).await {
+            Ok(r) => r,
+            // Input ended before any MCP request (a script that only sent execute envelopes).
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(format!("MCP initialization failed: {e}")),
+        };
         let ct = running.cancellation_token();
         tokio::select! {
             r = running.waiting() => {

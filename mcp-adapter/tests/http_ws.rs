@@ -383,3 +383,112 @@ async fn mcp_over_websocket() {
             .any(|a| a.transport == "ws" && a.tool == "memory_store" && a.context == "ws")
     );
 }
+
+/// Send one message and wait for the answer carrying an id.
+async fn ask<S>(ws: &mut S, msg: Value) -> Value
+where
+    S: futures::Sink<Message>
+        + futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>>
+        + Unpin,
+    <S as futures::Sink<Message>>::Error: std::fmt::Debug,
+{
+    ws.send(Message::Text(msg.to_string().into()))
+        .await
+        .unwrap();
+    loop {
+        if let Message::Text(t) = ws.next().await.expect("socket open").unwrap() {
+            let v: Value = serde_json::from_str(t.as_str()).unwrap();
+            if v.get("id").is_some() {
+                return v;
+            }
+        }
+    }
+}
+
+/// The execute envelope on the WebSocket endpoint, before and after an MCP handshake on
+/// the same socket; MCP keeps working beside it.
+#[tokio::test]
+async fn execute_envelope_over_websocket() {
+    let shared = shared(Auth::disabled().with_full_keys(["ws-key-0123456789"]));
+    let stop = CancellationToken::new();
+    let app = router(Arc::clone(&shared), &cfg(), stop.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let server_stop = stop.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { server_stop.cancelled().await })
+            .await
+    });
+    let mut req = format!("ws://{addr}/mcp/ws").into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", "Bearer ws-key-0123456789".parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    // No handshake yet: the envelope is answered with the tool's structured result.
+    let r = ask(
+        &mut ws,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "execute",
+        "params": {"tool": "memory_store", "parameters": {"key": "k", "value": 42}}}),
+    )
+    .await;
+    assert_eq!(r["id"], 1);
+    assert_eq!(r["result"]["success"], true, "{r}");
+    assert_eq!(r["result"]["context"], "default", "{r}");
+    // Errors are JSON-RPC errors, as on POST /mcp/v1/execute.
+    let r = ask(
+        &mut ws,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "execute",
+        "params": {"tool": "no_such_tool", "parameters": {}}}),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let r = ask(
+        &mut ws,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "execute",
+        "params": {"tool": "session_restore", "parameters": {"session_id": "nope"}}}),
+    )
+    .await;
+    assert_eq!(r["error"]["data"]["code"], "NOT_FOUND", "{r}");
+    // MCP on the same socket.
+    let r = ask(&mut ws, json!({"jsonrpc": "2.0", "id": 4, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+    .await;
+    assert_eq!(r["result"]["serverInfo"]["name"], "memstrata-mcp", "{r}");
+    ws.send(Message::Text(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    let r = ask(
+        &mut ws,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "memory_retrieve", "arguments": {"key": "k"}}}),
+    )
+    .await;
+    assert_eq!(r["result"]["structuredContent"]["value"], 42, "{r}");
+    let r = ask(
+        &mut ws,
+        json!({"jsonrpc": "2.0", "id": 6, "method": "execute",
+        "params": {"tool": "memory_retrieve", "parameters": {"key": "k"}}}),
+    )
+    .await;
+    assert_eq!(r["result"]["value"], 42, "{r}");
+    let r = ask(
+        &mut ws,
+        json!({"jsonrpc": "2.0", "id": 7, "method": "no/such/method"}),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    ws.close(None).await.unwrap();
+    stop.cancel();
+    server.await.unwrap().unwrap();
+    let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
+    assert!(
+        trail
+            .iter()
+            .any(|a| a.transport == "ws" && a.tool == "memory_store" && a.ok),
+        "{trail:?}"
+    );
+}

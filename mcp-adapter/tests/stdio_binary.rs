@@ -343,3 +343,71 @@ async fn detect_files_defaults_to_the_working_directory() {
     client.cancel().await.unwrap();
     assert!(child.wait().await.unwrap().success());
 }
+
+/// The execute envelope over stdio: alone (no handshake, then EOF) and interleaved with MCP.
+#[tokio::test]
+async fn execute_envelope_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.mem");
+    let run = |msgs: Vec<Value>| {
+        let store = store.clone();
+        async move {
+            let mut child = spawn(&store);
+            let mut stdin = child.stdin.take().unwrap();
+            let stdout = child.stdout.take().unwrap();
+            let mut input = String::new();
+            for m in &msgs {
+                input.push_str(&format!("{m}\n"));
+            }
+            stdin.write_all(input.as_bytes()).await.unwrap();
+            drop(stdin);
+            let mut responses = std::collections::BTreeMap::new();
+            let mut lines = BufReader::new(stdout).lines();
+            while let Some(line) = lines.next_line().await.unwrap() {
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+                if let Some(id) = v.get("id").and_then(Value::as_u64) {
+                    assert!(responses.insert(id, v).is_none(), "two answers for id {id}");
+                }
+            }
+            let status = child.wait().await.unwrap();
+            let err = stderr_of(&mut child).await;
+            assert!(status.success(), "exit {status:?}; stderr: {err}");
+            responses
+        }
+    };
+    // A script: envelopes only, then EOF.
+    let r = run(vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "execute",
+               "params": {"tool": "memory_store", "parameters": {"key": "k", "value": "v"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "execute",
+               "params": {"tool": "context_retrieve", "parameters": {"key": "absent"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "execute",
+               "params": {"tool": "memory_store", "parameters": {"kee": "k"}}}),
+    ])
+    .await;
+    assert_eq!(r.keys().copied().collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(r[&1]["result"]["success"], true, "{}", r[&1]);
+    assert_eq!(r[&2]["result"]["success"], false, "{}", r[&2]);
+    assert_eq!(r[&3]["error"]["data"]["code"], "INVALID_INPUT", "{}", r[&3]);
+    // Interleaved with MCP on the same stream.
+    let r = run(vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "execute",
+               "params": {"tool": "memory_retrieve", "parameters": {"key": "k"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "memory_retrieve", "arguments": {"key": "k"}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "execute", "params": {"tool": "nope"}}),
+    ])
+    .await;
+    assert_eq!(r.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(r[&2]["result"]["value"], "v", "{}", r[&2]);
+    assert_eq!(
+        r[&3]["result"]["structuredContent"]["value"], "v",
+        "{}",
+        r[&3]
+    );
+    assert_eq!(r[&4]["error"]["code"], -32601, "{}", r[&4]);
+}
