@@ -8,7 +8,10 @@
 #   3. MCP tools/call latency over stdio / HTTP / WebSocket and the reference
 #      @modelcontextprotocol/server-memory (npm), an end-to-end store-then-search
 #      workload against it, and 50 concurrent writers (what each server loses);
-#   4. assemble docs/benchmarks.md (results + benches/analysis.md).
+#   4. Node binding (bindings-node/bench/run.sh): per-call overhead vs Rust,
+#      search vs better-sqlite3 + FTS5, store-then-search vs the reference MCP
+#      server through the MCP TypeScript SDK client, at 10k and 100k episodes;
+#   5. assemble docs/benchmarks.md (results + benches/analysis.md).
 #
 # Environment: BENCH_FULL=1 (add the 1M tier, ~25 more minutes),
 # BENCH_SIZES=10000,30000 (override the tiers), BENCH_CRITERION=1 (also run
@@ -29,6 +32,7 @@ DOC=${BENCH_OUT:-$REPO/docs/benchmarks.md}
 PYTHON_MD=$OUT/python.md
 MCP_MD=$OUT/mcp.md
 MCP_CONC_MD=$OUT/mcp-concurrency.md
+NODE_MD=$OUT/node.md
 mkdir -p "$OUT" "$SCRATCH"
 
 assemble() {
@@ -58,6 +62,7 @@ assemble() {
     cat "$PYTHON_MD"
     cat "$MCP_MD"
     if [ -f "$MCP_CONC_MD" ]; then cat "$MCP_CONC_MD"; fi
+    if [ -f "$NODE_MD" ]; then cat "$NODE_MD"; fi
     cat benches/analysis.md
   } > "$DOC"
   echo "== bench: wrote $DOC"
@@ -67,7 +72,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$NODE_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -167,6 +172,17 @@ if [ -f mcp-adapter/Cargo.toml ] && grep -q 'name = "memstrata-mcp"' mcp-adapter
   fi
 else
   printf '## MCP `tools/call` latency\n\nPending: `mcp-adapter/` has not landed yet.\n\n' > "$MCP_MD"
+fi
+
+# ---- Node binding -----------------------------------------------------------
+# Tiers 10k and 100k in every run (the section takes about N minutes; its
+# BENCH_NODE_SIZES / BENCH_NODE_MCP override them). Bench-only npm dependencies
+# live in bindings-node/bench/package.json, not in the library package.
+if [ -f bindings-node/bench/run.sh ] && command -v npm > /dev/null; then
+  echo "== bench: Node binding"
+  if bash bindings-node/bench/run.sh "$NODE_MD"; then :; else
+    printf '## Node binding (`memstrata` on npm)\n\nNot measured in this run: `bindings-node/bench/run.sh` failed (see the `make bench` log).\n\n' > "$NODE_MD"
+  fi
 fi
 
 # ---- docs/benchmarks.md -----------------------------------------------------
