@@ -364,12 +364,17 @@ impl Engine {
         r
     }
 
-    /// Commit pending index changes (repairing a failed writer), then run `q`.
+    /// Make every acknowledged index change visible (a soft commit if needed,
+    /// repairing a failed writer), then run `q`.
     pub(crate) fn search_index(
         &self,
         q: &crate::index::IndexQuery<'_>,
     ) -> Result<Vec<(String, f32)>> {
-        self.commit_index()?;
+        if let Err(e) = self.index.refresh_for_search() {
+            let mut st = self.index.lock();
+            self.recover_index_locked(&mut st, &e)?;
+            self.index.commit_locked(&mut st)?;
+        }
         // tantivy can panic (not just fail) on some damaged segment files; treat a
         // panic like any index failure instead of unwinding into the caller.
         let guarded = || {

@@ -10,6 +10,8 @@
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -23,6 +25,10 @@ use tantivy::tokenizer::TokenStream;
 use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
 
 use crate::{Error, Result};
+
+#[path = "index_dir.rs"]
+mod index_dir;
+use index_dir::SoftSyncDirectory;
 
 /// Bumped whenever the schema or the document mapping changes; a mismatch rebuilds the index.
 pub(crate) const INDEX_SCHEMA_VERSION: u32 = 2;
@@ -172,18 +178,37 @@ fn schema() -> (Schema, Fields) {
     (b.build(), fields)
 }
 
+/// Sequence numbers read without the writer lock (searches check them first).
+#[derive(Debug, Default)]
+struct Seqs {
+    /// Highest sequence whose changes were applied to the writer (non-empty ops).
+    changed: AtomicU64,
+    /// Highest such sequence the reader shows (after a soft or durable commit).
+    visible: AtomicU64,
+}
+
+/// How a commit is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CommitKind {
+    /// `meta.json` on disk, every file fsynced: the sled log may be pruned up to it.
+    Durable,
+    /// Visible to searches only (`meta.json` in memory, no fsync): see `index_dir`.
+    Soft,
+}
+
 /// Writer state guarded by one mutex: holding it orders sequence numbers.
 pub(crate) struct WriterState {
     /// `None` only transiently while a failed writer is being replaced.
     writer: Option<IndexWriter>,
     fields: Fields,
+    seqs: Arc<Seqs>,
     /// Highest sequence applied to the writer.
     pub applied_seq: u64,
     /// Highest sequence in a durable commit.
     pub committed_seq: u64,
-    /// Documents/deletes applied since the last commit.
+    /// Documents/deletes applied since the last durable commit.
     pub pending: usize,
-    /// When the oldest pending change was applied.
+    /// When the oldest change not yet in a durable commit was applied.
     pub pending_since: Option<Instant>,
     /// When the last change was applied.
     pub last_apply: Option<Instant>,
@@ -219,6 +244,7 @@ impl WriterState {
         }
         self.applied_seq = self.applied_seq.max(seq);
         if !ops.is_empty() {
+            self.seqs.changed.fetch_max(seq, Ordering::AcqRel);
             self.pending += ops.len();
             let now = Instant::now();
             self.pending_since.get_or_insert(now);
@@ -227,15 +253,27 @@ impl WriterState {
         Ok(())
     }
 
-    fn commit(&mut self, reader: &IndexReader) -> Result<()> {
+    fn commit(&mut self, inner: &Inner, kind: CommitKind) -> Result<()> {
         let payload = self.applied_seq.to_string();
+        let changed = self.seqs.changed.load(Ordering::Acquire);
         let mut prepared = self.writer()?.prepare_commit()?;
         prepared.set_payload(&payload);
-        prepared.commit()?;
-        self.committed_seq = self.applied_seq;
-        self.pending = 0;
-        self.pending_since = None;
-        reader.reload()?;
+        match kind {
+            CommitKind::Durable => {
+                let _durable = inner.dir.durable();
+                prepared.commit()?;
+                self.committed_seq = self.applied_seq;
+                self.pending = 0;
+                self.pending_since = None;
+            }
+            // `meta.json` stays in memory (see `index_dir`).
+            CommitKind::Soft => {
+                prepared.commit()?;
+            }
+        }
+        inner.reader.reload()?;
+        // Only now may a search skip its commit: the reader shows `changed`.
+        self.seqs.visible.fetch_max(changed, Ordering::AcqRel);
         Ok(())
     }
 }
@@ -266,6 +304,10 @@ fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
 pub(crate) struct SearchIndex {
     dir: PathBuf,
     writer_bytes: usize,
+    /// The behaviour before soft commits (a search commits durably), kept
+    /// behind `MEMSTRATA_SEARCH_COMMIT=durable` as a benchmark baseline.
+    durable_search_commits: bool,
+    seqs: Arc<Seqs>,
     /// Swapped whole when a corrupt index is rebuilt in place.
     inner: parking_lot::RwLock<Inner>,
     fields: Fields,
@@ -283,6 +325,7 @@ impl std::fmt::Debug for SearchIndex {
 struct Inner {
     index: Index,
     reader: IndexReader,
+    dir: SoftSyncDirectory,
 }
 
 /// How the index came up.
@@ -312,20 +355,22 @@ impl SearchIndex {
         } else {
             None
         };
-        let (index, writer, reader, opened) = match existing {
-            Some((index, writer, reader, seq)) => (index, writer, reader, Opened::Existing(seq)),
-            None => {
-                let (index, writer, reader) = Self::create_fresh(dir, schema, writer_bytes)?;
-                (index, writer, reader, Opened::Fresh)
-            }
+        let ((index, writer, reader, sdir), opened) = match existing {
+            Some((parts, seq)) => (parts, Opened::Existing(seq)),
+            None => (
+                Self::create_fresh(dir, schema, writer_bytes)?,
+                Opened::Fresh,
+            ),
         };
         let committed = match opened {
             Opened::Existing(s) => s,
             Opened::Fresh => 0,
         };
+        let seqs = Arc::new(Seqs::default());
         let state = WriterState {
             writer: Some(writer),
             fields,
+            seqs: seqs.clone(),
             applied_seq: committed,
             committed_seq: committed,
             pending: 0,
@@ -336,7 +381,14 @@ impl SearchIndex {
             SearchIndex {
                 dir: dir.to_owned(),
                 writer_bytes,
-                inner: parking_lot::RwLock::new(Inner { index, reader }),
+                durable_search_commits: std::env::var("MEMSTRATA_SEARCH_COMMIT")
+                    .is_ok_and(|v| v == "durable"),
+                seqs,
+                inner: parking_lot::RwLock::new(Inner {
+                    index,
+                    reader,
+                    dir: sdir,
+                }),
                 fields,
                 state: Mutex::new(state),
             },
@@ -350,8 +402,12 @@ impl SearchIndex {
         dir: &Path,
         schema: &Schema,
         writer_bytes: usize,
-    ) -> Result<(Index, IndexWriter, IndexReader, u64)> {
-        let index = Index::open_in_dir(dir)?;
+    ) -> Result<((Index, IndexWriter, IndexReader, SoftSyncDirectory), u64)> {
+        // Segment files no durable commit names (written after the last one
+        // by soft commits and merges of a process that crashed).
+        index_dir::remove_orphans(dir)?;
+        let sdir = SoftSyncDirectory::open(dir)?;
+        let index = Index::open(sdir.clone())?;
         if index.schema() != *schema {
             return Err(Error::index("schema changed"));
         }
@@ -366,19 +422,23 @@ impl SearchIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let writer: IndexWriter = index.writer_with_num_threads(1, writer_bytes.max(15_000_000))?;
-        Ok((index, writer, reader, seq))
+        Ok(((index, writer, reader, sdir), seq))
     }
 
     fn create_fresh(
         dir: &Path,
         schema: Schema,
         writer_bytes: usize,
-    ) -> Result<(Index, IndexWriter, IndexReader)> {
+    ) -> Result<(Index, IndexWriter, IndexReader, SoftSyncDirectory)> {
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
         }
         std::fs::create_dir_all(dir)?;
-        let index = Index::create_in_dir(dir, schema)?;
+        let sdir = SoftSyncDirectory::open(dir)?;
+        let index = {
+            let _durable = sdir.durable();
+            Index::create(sdir.clone(), schema, tantivy::IndexSettings::default())?
+        };
         let writer: IndexWriter = index
             .writer_with_num_threads(1, writer_bytes.max(15_000_000))
             .map_err(|e| {
@@ -391,7 +451,7 @@ impl SearchIndex {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        Ok((index, writer, reader))
+        Ok((index, writer, reader, sdir))
     }
 
     /// Throw the index away and start an empty one in its place (the caller
@@ -400,8 +460,11 @@ impl SearchIndex {
         drop(st.writer.take());
         let (schema, _) = schema();
         let mut inner = self.inner.write();
-        let (index, writer, reader) = Self::create_fresh(&self.dir, schema, self.writer_bytes)?;
-        *inner = Inner { index, reader };
+        let (index, writer, reader, dir) =
+            Self::create_fresh(&self.dir, schema, self.writer_bytes)?;
+        *inner = Inner { index, reader, dir };
+        // Searches wait (on the writer lock) until the rebuild is committed.
+        self.seqs.visible.store(0, Ordering::Release);
         st.writer = Some(writer);
         st.applied_seq = 0;
         st.committed_seq = 0;
@@ -440,14 +503,36 @@ impl SearchIndex {
         self.state.lock()
     }
 
-    /// Commit pending changes, if any.
+    /// Durably commit pending changes, if any.
     pub(crate) fn commit_pending(&self) -> Result<bool> {
         let mut st = self.state.lock();
         if st.pending == 0 && st.committed_seq == st.applied_seq {
             return Ok(false);
         }
-        st.commit(&self.inner.read().reader)?;
+        st.commit(&self.inner.read(), CommitKind::Durable)?;
         Ok(true)
+    }
+
+    /// Make every change applied before this call visible to searches
+    /// (read-your-writes). Lock-free when the reader already shows them;
+    /// otherwise one soft commit (no fsync, nothing pruned from the sled log),
+    /// shared by every search that queued for the writer lock meanwhile
+    /// (group commit: each re-checks after taking the lock).
+    pub(crate) fn refresh_for_search(&self) -> Result<()> {
+        let target = self.seqs.changed.load(Ordering::Acquire);
+        if self.seqs.visible.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let mut st = self.state.lock();
+        if self.seqs.visible.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let kind = if self.durable_search_commits {
+            CommitKind::Durable
+        } else {
+            CommitKind::Soft
+        };
+        st.commit(&self.inner.read(), kind)
     }
 
     /// Commit if the oldest pending change is older than `interval`.
@@ -474,7 +559,7 @@ impl SearchIndex {
 
     /// Force a commit with the given guard (used after replay / rebuild).
     pub(crate) fn commit_locked(&self, st: &mut WriterState) -> Result<()> {
-        st.commit(&self.inner.read().reader)
+        st.commit(&self.inner.read(), CommitKind::Durable)
     }
 
     /// (applied, committed, pending).
@@ -498,7 +583,7 @@ impl SearchIndex {
     /// Merge all segments into one (used by `optimize(aggressive)`).
     pub(crate) fn merge_all(&self) -> Result<()> {
         let mut st = self.state.lock();
-        st.commit(&self.inner.read().reader)?;
+        st.commit(&self.inner.read(), CommitKind::Durable)?;
         let ids = self.inner.read().index.searchable_segment_ids()?;
         if ids.len() > 1 {
             st.writer()?
@@ -506,7 +591,7 @@ impl SearchIndex {
                 .wait()
                 .map_err(|e| Error::index_by(format!("merge failed: {e}"), e))?;
         }
-        st.commit(&self.inner.read().reader)?;
+        st.commit(&self.inner.read(), CommitKind::Durable)?;
         // Drop files no longer referenced by any segment.
         let _ = st.writer()?.garbage_collect_files().wait();
         Ok(())
@@ -525,8 +610,8 @@ impl SearchIndex {
         Ok(out)
     }
 
-    /// Run a query against the last commit. Callers go through
-    /// `Engine::search_index`, which commits pending changes first (read-your-writes).
+    /// Run a query against the last (soft or durable) commit. Callers go through
+    /// `Engine::search_index`, which makes pending changes visible first (read-your-writes).
     pub(crate) fn search(&self, q: &IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
         let f = &self.fields;
         let mut must: Vec<(Occur, Box<dyn Query>)> = vec![

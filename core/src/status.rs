@@ -96,9 +96,10 @@ pub struct IndexStats {
     pub applied_seq: u64,
     /// Highest write sequence in a durable index commit.
     pub committed_seq: u64,
-    /// Changes applied but not yet committed.
+    /// Changes applied but not yet in a durable commit (searches already see
+    /// them: a search makes pending changes visible with a soft commit).
     pub pending: u64,
-    /// Index-log records in sled not yet covered by a commit (the replay work after a crash).
+    /// Index-log records in sled not yet covered by a durable commit (the replay work after a crash).
     pub log_entries: u64,
 }
 

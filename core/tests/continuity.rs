@@ -750,7 +750,9 @@ fn status_reports_real_metrics_after_operations() {
         m.index.documents, 2,
         "episode + knowledge after the search committed"
     );
-    assert!(m.index.committed_seq > 0 && m.index.applied_seq >= m.index.committed_seq);
+    // The search made the changes visible with a soft commit; the durable
+    // commit (and `committed_seq`) follows on the timer, on flush or close.
+    assert!(m.index.applied_seq >= m.index.committed_seq);
     let v = serde_json::to_value(mem.status(true, true).unwrap()).unwrap();
     assert_eq!(v["status"], json!("healthy"));
 }
