@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::auth::Principal;
-use crate::server::MemoryServer;
+use crate::limits::{Limits, MAX_IN_FLIGHT_PER_CONNECTION};
+use crate::server::{MemoryServer, Shared};
 
 /// The JSON-RPC method of the envelope.
 pub const METHOD: &str = "execute";
@@ -102,6 +103,8 @@ pub struct Envelope<T> {
     sending: Option<Sending>,
     /// The inner transport's input ended.
     eof: bool,
+    /// Rate-limit every request of this connection against the shared limits.
+    limits: Option<std::sync::Arc<Shared>>,
 }
 
 impl<T> std::fmt::Debug for Envelope<T> {
@@ -127,7 +130,36 @@ impl<T: Transport<RoleServer>> Envelope<T> {
             running: 0,
             sending: None,
             eof: false,
+            limits: None,
         }
+    }
+
+    /// Take a token from the caller's rate-limit bucket for every JSON-RPC request
+    /// (refused ones are answered here with `LIMIT_EXCEEDED`), and stop reading while
+    /// [`MAX_IN_FLIGHT_PER_CONNECTION`] execute envelopes are running.
+    #[must_use]
+    pub fn with_limits(mut self, shared: std::sync::Arc<Shared>) -> Self {
+        self.limits = Some(shared);
+        self
+    }
+
+    /// A rate-limit refusal for request `m`, if its bucket is empty.
+    fn rate_refusal(
+        &self,
+        m: &RxJsonRpcMessage<RoleServer>,
+    ) -> Option<TxJsonRpcMessage<RoleServer>> {
+        let shared = self.limits.as_ref()?;
+        let JsonRpcMessage::Request(r) = m else {
+            return None;
+        };
+        let wait = shared.limits.check_rate(&self.who.id).err()?;
+        let err = Limits::rate_error(&self.who.id, wait);
+        let mut e = EnvelopeError {
+            error: err.to_jsonrpc(),
+            forbidden: false,
+        };
+        e.error["data"]["retry_after_ms"] = json!(wait.as_millis().max(1) as u64);
+        Some(JsonRpcMessage::error(e.to_error_data(), Some(r.id.clone())))
     }
 
     fn start(&mut self, id: RequestId, params: Option<Value>) {
@@ -190,16 +222,24 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Envelope<T> {
                 }
                 continue;
             }
+            let room = self.limits.is_none() || self.running < MAX_IN_FLIGHT_PER_CONNECTION;
             tokio::select! {
                 Some(msg) = self.done_rx.recv() => self.write(msg),
-                m = self.inner.receive() => match m {
+                m = self.inner.receive(), if room => match m {
                     None => self.eof = true,
-                    Some(m) if is_envelope(&m) => {
-                        let JsonRpcMessage::Request(r) = m else { unreachable!() };
-                        let ClientRequest::CustomRequest(c) = r.request else { unreachable!() };
-                        self.start(r.id, c.params);
+                    Some(m) => {
+                        if let Some(refusal) = self.rate_refusal(&m) {
+                            // Written before anything else is read: a flood waits on TCP.
+                            self.running += 1;
+                            self.write(refusal);
+                        } else if is_envelope(&m) {
+                            let JsonRpcMessage::Request(r) = m else { unreachable!() };
+                            let ClientRequest::CustomRequest(c) = r.request else { unreachable!() };
+                            self.start(r.id, c.params);
+                        } else {
+                            return Some(m);
+                        }
                     }
-                    Some(m) => return Some(m),
                 },
             }
         }

@@ -8,7 +8,10 @@
 //! 2. API keys: with keys configured, `Authorization: Bearer <key>` is
 //!    required (401 otherwise); the key's [`Principal`] travels with the
 //!    request and every tool checks the contexts it touches.
-//! 3. Size limits: request bodies and WebSocket messages are capped
+//! 3. Rate limit (when configured, [`crate::limits`]): one token per request and per
+//!    principal; `429 Too Many Requests` with `Retry-After` when the bucket is empty.
+//!    Over WebSocket each JSON-RPC request takes a token too.
+//! 4. Size limits: request bodies and WebSocket messages are capped
 //!    (`--max-body-bytes`, default 16 MiB of value plus headroom).
 
 use std::net::SocketAddr;
@@ -46,6 +49,8 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// Largest request body / WebSocket message in bytes.
     pub max_body_bytes: usize,
+    /// Serve HTTPS/WSS with this certificate and key (reloaded on SIGHUP).
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 impl HttpConfig {
@@ -56,6 +61,7 @@ impl HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            tls: None,
         }
     }
 
@@ -139,7 +145,24 @@ fn refuse(status: StatusCode, msg: &str) -> Response {
     r
 }
 
-/// Host/Origin validation, then bearer authentication; the principal goes into the request.
+/// `429 Too Many Requests` with `Retry-After` (whole seconds, at least 1).
+fn too_many(principal: &str, wait: std::time::Duration) -> Response {
+    tracing::debug!(principal, wait_ms = wait.as_millis() as u64, "rate limited");
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut r = (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::Json(json!({
+            "error": crate::limits::Limits::rate_error(principal, wait).message(),
+            "retry_after_ms": wait.as_millis().max(1) as u64,
+        })),
+    )
+        .into_response();
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    r
+}
+
+/// Host/Origin validation, then bearer authentication and the rate limit; the principal goes into the request.
 async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let headers = req.headers();
     let host = headers
@@ -167,6 +190,9 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
         .and_then(|h| h.to_str().ok());
     match app.shared.auth.authenticate(authz) {
         Ok(p) => {
+            if let Err(wait) = app.shared.limits.check_rate(&p.id) {
+                return too_many(&p.id, wait);
+            }
             req.extensions_mut().insert(p);
             next.run(req).await
         }
@@ -194,6 +220,7 @@ async fn ws(
     upgrade: WebSocketUpgrade,
 ) -> Response {
     let shared = Arc::clone(&app.shared);
+    let limits_shared = Arc::clone(&app.shared);
     let ct = app.shutdown.child_token();
     upgrade
         .max_message_size(app.max_body)
@@ -206,7 +233,8 @@ async fn ws(
                 SinkStreamTransport::new(sink, stream),
                 server.clone(),
                 principal,
-            );
+            )
+            .with_limits(Arc::clone(&limits_shared));
             match server.serve_with_ct(transport, ct).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
@@ -346,18 +374,34 @@ pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken
         .with_state(app)
 }
 
-/// Bind and serve until `shutdown` is cancelled.
+/// Bind and serve until `shutdown` is cancelled (over TLS when `cfg.tls` is set).
 pub async fn serve(
     shared: Arc<Shared>,
     cfg: HttpConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    // Load the certificate before binding, so a bad file fails at start.
+    let tls = match &cfg.tls {
+        Some(files) => Some(crate::tls::Tls::new(files.clone()).map_err(std::io::Error::other)?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
     let local = listener.local_addr()?;
+    let app = router(shared, &cfg, shutdown.clone());
+    let stop = shutdown.clone();
+    if let Some(tls) = tls {
+        tracing::info!(
+            "memstrata-mcp listening on https://{local}/mcp (WebSocket wss://{local}/mcp/ws, envelope POST /mcp/v1/execute)"
+        );
+        tls.reload_on_sighup(shutdown.clone());
+        let listener = crate::tls::TlsListener::new(listener, tls, shutdown.child_token())?;
+        return axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+    }
     tracing::info!(
         "memstrata-mcp listening on http://{local}/mcp (WebSocket ws://{local}/mcp/ws, envelope POST /mcp/v1/execute)"
     );
-    let app = router(shared, &cfg, shutdown.clone());
     // Small frames (a response after a notification) must not wait for Nagle +
     // delayed ACK (~40 ms per WebSocket write before this; docs/benchmarks.md).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
@@ -366,7 +410,7 @@ pub async fn serve(
         }
     });
     axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .with_graceful_shutdown(async move { stop.cancelled().await })
         .await
 }
 

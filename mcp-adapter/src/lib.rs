@@ -18,10 +18,12 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
+pub mod limits;
 pub mod ops;
 pub mod prompts;
 pub mod resources;
 pub mod server;
+pub mod tls;
 pub mod uri;
 pub mod ws;
 

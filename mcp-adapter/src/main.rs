@@ -127,6 +127,14 @@ struct HttpArgs {
     /// Largest request body or WebSocket message, in bytes.
     #[arg(long, default_value_t = http::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
+    #[command(flatten)]
+    limits: memstrata_mcp::limits::LimitArgs,
+    /// PEM certificate chain: serve HTTPS and WSS (needs --tls-key; reloaded on SIGHUP).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 fn default_store() -> PathBuf {
@@ -308,13 +316,19 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
     }
     let mem = open(cli)?;
     let n_keys = auth.len();
-    let shared = Shared::with_audit(mem.clone(), auth, !cli.no_audit, cli.audit_reads)
+    let limits = memstrata_mcp::limits::Limits::new(args.limits.config());
+    let shared = Shared::with_limits(mem.clone(), auth, !cli.no_audit, cli.audit_reads, limits)
         .map_err(|e| e.to_string())?;
     let cfg = HttpConfig {
         listen: args.listen,
         allowed_hosts: args.allowed_hosts.clone(),
         allowed_origins: args.allowed_origins.clone(),
         max_body_bytes: args.max_body_bytes,
+        tls: args
+            .tls_cert
+            .clone()
+            .zip(args.tls_key.clone())
+            .map(|(cert, key)| memstrata_mcp::tls::TlsFiles { cert, key }),
     };
     tracing::info!(store = %mem.path().display(), api_keys = n_keys, "starting HTTP server");
     runtime()?.block_on(async {

@@ -52,6 +52,8 @@ pub struct Shared {
     pub audit: Option<AuditLog>,
     /// Also audit successful read-only calls.
     pub audit_reads: bool,
+    /// Rate limits, call time limit and concurrency bound (off unless configured).
+    pub limits: crate::limits::Limits,
     hub: broadcast::Sender<Change>,
 }
 
@@ -68,6 +70,23 @@ impl Shared {
         audit: bool,
         audit_reads: bool,
     ) -> std::io::Result<Arc<Shared>> {
+        Shared::with_limits(
+            mem,
+            auth,
+            audit,
+            audit_reads,
+            crate::limits::Limits::default(),
+        )
+    }
+
+    /// [`Shared::with_audit`] with rate limits, a call time limit and a concurrency bound.
+    pub fn with_limits(
+        mem: Memory,
+        auth: Auth,
+        audit: bool,
+        audit_reads: bool,
+        limits: crate::limits::Limits,
+    ) -> std::io::Result<Arc<Shared>> {
         let audit = if audit {
             Some(AuditLog::open(&mem.path())?)
         } else {
@@ -79,6 +98,7 @@ impl Shared {
             auth,
             audit,
             audit_reads,
+            limits,
             hub,
         }))
     }
@@ -272,24 +292,26 @@ impl MemoryServer {
             progress,
         };
         let who2 = who.clone();
-        let (targets, res) = tokio::task::spawn_blocking(move || {
-            let targets = match args.targets(&cx) {
-                Ok(t) => t,
-                Err(e) => return (Vec::new(), Err(e)),
-            };
-            if let Err(e) = who2.check(&targets) {
-                return (targets, Err(e));
-            }
-            let res = args.run(&cx);
-            (targets, res)
-        })
-        .await
-        .unwrap_or_else(|e| {
-            (
-                Vec::new(),
-                Err(ToolError::internal(format!("tool worker failed: {e}"))),
-            )
-        });
+        // Started only once the concurrency bound lets it (the future is lazy).
+        let work = async move {
+            tokio::task::spawn_blocking(move || {
+                let targets = match args.targets(&cx) {
+                    Ok(t) => t,
+                    Err(e) => return (Vec::new(), Err(e)),
+                };
+                if let Err(e) = who2.check(&targets) {
+                    return (targets, Err(e));
+                }
+                let res = args.run(&cx);
+                (targets, res)
+            })
+            .await
+            .map_err(|e| ToolError::internal(format!("tool worker failed: {e}")))
+        };
+        let (targets, res) = match self.shared.limits.run(A::NAME, work).await {
+            Ok(done) => done,
+            Err(e) => (Vec::new(), Err(e)),
+        };
         // Mutating calls, refusals (out of scope) and, with --audit-reads, reads.
         if A::MUTATES || self.shared.audit_reads || matches!(res, Err(ToolError::Forbidden(_))) {
             self.audit(who, A::NAME, &targets, res.as_ref().err());
