@@ -175,7 +175,8 @@ else
 fi
 
 # ---- Node binding -----------------------------------------------------------
-# Tiers 10k and 100k in every run (the section takes about N minutes; its
+# Tiers 10k and 100k in every run (the section took 5.4 min, the 100k tier about 3,
+# on the shared 2-core VM at load 7–10; its
 # BENCH_NODE_SIZES / BENCH_NODE_MCP override them). Bench-only npm dependencies
 # live in bindings-node/bench/package.json, not in the library package.
 if [ -f bindings-node/bench/run.sh ] && command -v npm > /dev/null; then

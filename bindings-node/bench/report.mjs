@@ -25,8 +25,8 @@ const lines = []
 lines.push('## Node binding (`memstrata` on npm)', '')
 lines.push(
   `Measured by \`bindings-node/bench/run.sh\` (called from \`make bench\`): Node ${process.version}, ` +
-  `the native module built \`--release\` (\`cargo build --release -p memstrata-node\`, the same module ` +
-  '`npm run build` produces), on this machine: ' +
+  `the native module built \`--release\` (\`cargo build --release -p memstrata-node\`: the crate and profile ` +
+  '`npm run build` (`napi build --release`) compiles, built with plain cargo so the core is shared with `compare`), on this machine: ' +
   `${cpu} (${cpus().length} logical cores), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM. ` +
   `Load average (1, 5, 15 min) before the Node section: ${env.LOAD_BEFORE}; after: ${env.LOAD_AFTER}` +
   (Math.max(...`${env.LOAD_BEFORE} ${env.LOAD_AFTER}`.split(' ').map(Number)) > cpus().length * 0.75

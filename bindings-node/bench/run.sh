@@ -30,6 +30,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 OUT_MD=${1:-$CARGO_TARGET_DIR/bench/node.md}
+case $OUT_MD in /*) ;; *) OUT_MD=$(pwd)/$OUT_MD ;; esac
 WORK=${BENCH_DIR:-$CARGO_TARGET_DIR/bench/scratch}/node
 SIZES=${BENCH_NODE_SIZES:-10000,100000}
 MCP_NS=${BENCH_NODE_MCP:-300,3000}
