@@ -50,6 +50,16 @@ export type ProgressCallback = (progress: ProgressEvent) => void
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** One of the most recently active sessions listed by `status`. */
+export interface ActiveSession {
+  /** Session id. */
+  sessionId: string
+  /** Name given at creation. */
+  name: string
+  /** Created. */
+  createdAt: Timestamp
+}
+
 /** Result of `context_store`. */
 export interface ContextStored {
   /** Always true when returned. */
@@ -473,8 +483,13 @@ export interface Status {
   version: string
   /** Seconds since the engine was opened. */
   uptimeSeconds: number
-  /** Sessions in the store (with `include_sessions`). */
-  activeSessions: number | null
+  /**
+   * The most recently active sessions (last save, else creation), newest
+   * first, at most `ACTIVE_SESSIONS_LIMIT` (20) (with `include_sessions`).
+   */
+  activeSessions: Array<ActiveSession> | null
+  /** Sessions in the store, listed or not (with `include_sessions`). */
+  sessionCount: number | null
   /** Metrics (with `include_metrics`). */
   metrics: StatusMetrics | null
   /** What makes the status other than healthy. */

@@ -363,6 +363,16 @@ records! {
         pub index: IndexStats,
     }
 
+    /// One of the most recently active sessions listed by `status`.
+    pub struct ActiveSession {
+        /// Session id.
+        pub session_id: String,
+        /// Name given at creation.
+        pub name: String,
+        /// Created.
+        pub created_at: Timestamp,
+    }
+
     /// Result of `status`.
     pub struct Status {
         /// `"healthy"`, `"degraded"` or `"error"`.
@@ -371,8 +381,11 @@ records! {
         pub version: String,
         /// Seconds since the engine was opened.
         pub uptime_seconds: f64,
-        /// Sessions in the store (with `include_sessions`).
-        pub active_sessions: Option<i64>,
+        /// The most recently active sessions (last save, else creation), newest
+        /// first, at most `ACTIVE_SESSIONS_LIMIT` (20) (with `include_sessions`).
+        pub active_sessions: Option<Vec<ActiveSession>>,
+        /// Sessions in the store, listed or not (with `include_sessions`).
+        pub session_count: Option<i64>,
         /// Metrics (with `include_metrics`).
         pub metrics: Option<StatusMetrics>,
         /// What makes the status other than healthy.
@@ -782,13 +795,26 @@ impl From<memstrata::StatusMetrics> for StatusMetrics {
     }
 }
 
+impl From<memstrata::ActiveSession> for ActiveSession {
+    fn from(a: memstrata::ActiveSession) -> Self {
+        ActiveSession {
+            session_id: a.session_id,
+            name: a.name,
+            created_at: ts(a.created_at),
+        }
+    }
+}
+
 impl From<memstrata::Status> for Status {
     fn from(s: memstrata::Status) -> Self {
         Status {
             status: s.status.as_str().to_owned(),
             version: s.version,
             uptime_seconds: s.uptime_seconds,
-            active_sessions: s.active_sessions.map(int),
+            active_sessions: s
+                .active_sessions
+                .map(|l| l.into_iter().map(Into::into).collect()),
+            session_count: s.session_count.map(int),
             metrics: s.metrics.map(Into::into),
             issues: s.issues,
         }

@@ -34,6 +34,7 @@ fn _memstrata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EXPORT_FORMAT_VERSION", memstrata::EXPORT_FORMAT_VERSION)?;
     m.add("MAX_COMPRESSION_LEVEL", memstrata::MAX_COMPRESSION_LEVEL)?;
     m.add("SUMMARY_MAX_CHARS", memstrata::SUMMARY_MAX_CHARS)?;
+    m.add("ACTIVE_SESSIONS_LIMIT", memstrata::ACTIVE_SESSIONS_LIMIT)?;
     m.add(
         "BUILTIN_ACTIONS",
         pyo3::types::PyTuple::new(m.py(), memstrata::procedural::BUILTIN_ACTIONS)?,

@@ -1,5 +1,6 @@
 //! `status()` and `optimize()`: health, metrics and maintenance.
 
+use chrono::{DateTime, Utc};
 use memstrata_bindings_common::{self as common, options};
 use pyo3::prelude::*;
 
@@ -28,6 +29,16 @@ pub(crate) fn optimize(
 }
 
 py_records! {
+    /// One of the most recently active sessions of `status()`.
+    ActiveSession from common::ActiveSession, repr [session_id, name, created_at] {
+        /// Session id.
+        session_id: String,
+        /// Name given at creation.
+        name: String,
+        /// Creation time.
+        created_at: DateTime<Utc>,
+    }
+
     /// Result of `status()`.
     Status from common::Status, repr custom {
         /// "healthy", "degraded" or "error".
@@ -36,8 +47,11 @@ py_records! {
         version: String,
         /// Seconds since the engine was opened in this process.
         uptime_seconds: f64,
-        /// Sessions in the store (when include_sessions).
-        active_sessions: Option<i64>,
+        /// The most recently active sessions (last save, else creation), newest first,
+        /// at most ACTIVE_SESSIONS_LIMIT (when include_sessions).
+        active_sessions: Option<Vec<Py<ActiveSession>>>,
+        /// Sessions in the store, listed or not (when include_sessions).
+        session_count: Option<i64>,
         /// Metrics as a dict (when include_metrics): `operations` (per-operation count,
         /// errors, p50_us/p95_us/p99_us/max_us), `items` per layer, `bytes_on_disk`, `index`.
         metrics: Py<PyAny>,
@@ -60,17 +74,18 @@ py_records! {
 impl Status {
     fn repr(&self, py: Python<'_>) -> String {
         format!(
-            "Status(status={}, version={}, uptime_seconds={:.3}, active_sessions={}, issues={})",
+            "Status(status={}, version={}, uptime_seconds={:.3}, session_count={}, issues={})",
             self.status.py_repr(py),
             self.version.py_repr(py),
             self.uptime_seconds,
-            self.active_sessions.py_repr(py),
+            self.session_count.py_repr(py),
             self.issues.py_repr(py)
         )
     }
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ActiveSession>()?;
     m.add_class::<Status>()?;
     m.add_class::<OptimizeReport>()?;
     Ok(())

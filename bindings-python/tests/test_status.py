@@ -9,7 +9,8 @@ def test_design_sketch(mem):
     assert s.status == "healthy"
     assert s.version == memstrata.__version__
     assert s.uptime_seconds >= 0
-    assert s.active_sessions == 0
+    assert s.active_sessions == []
+    assert s.session_count == 0
     assert isinstance(s.metrics, dict)
     assert s.issues == []
     assert "Status(status='healthy'" in repr(s)
@@ -28,15 +29,42 @@ def test_metrics_are_real(mem):
     assert m["items"]["episodes"] == 1
     assert m["bytes_on_disk"] > 0
     assert "pending" in m["index"]
-    assert s.active_sessions == 1
+    assert s.session_count == 1
+    assert [a.name for a in s.active_sessions] == ["s"]
 
 
 def test_defaults(mem):
     s = mem.status()
-    assert s.active_sessions == 0
+    assert s.active_sessions == []
+    assert s.session_count == 0
     assert s.metrics is None
     bare = mem.status(include_sessions=False)
     assert bare.active_sessions is None
+    assert bare.session_count is None
+
+
+def test_active_sessions_newest_activity_first_and_bounded(clocked):
+    m, clock = clocked
+    total = memstrata.ACTIVE_SESSIONS_LIMIT + 3
+    created = []
+    for i in range(total):
+        clock.advance(1)
+        created.append(m.session_create(f"s{i}"))
+    clock.advance(1)
+    m.session_save(created[0].session_id, {"x": 1})  # the oldest becomes the most recently active
+    s = m.status()
+    assert s.session_count == total
+    assert len(s.active_sessions) == memstrata.ACTIVE_SESSIONS_LIMIT
+    first = s.active_sessions[0]
+    assert isinstance(first, memstrata.ActiveSession)
+    assert (first.session_id, first.name, first.created_at) == (
+        created[0].session_id,
+        "s0",
+        created[0].created_at,
+    )
+    names = [a.name for a in s.active_sessions[1:]]
+    assert names == [f"s{i}" for i in range(total - 1, 0, -1)][: memstrata.ACTIVE_SESSIONS_LIMIT - 1]
+    assert "ActiveSession(session_id=" in repr(first)
 
 
 def test_optimize_levels(clocked):

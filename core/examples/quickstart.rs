@@ -151,10 +151,10 @@ fn main() -> memstrata::Result<()> {
 
     let status = mem.status(true, true)?;
     println!(
-        "status: {} (version {}, {} active session(s))",
+        "status: {} (version {}, {} session(s))",
         status.status,
         status.version,
-        status.active_sessions.unwrap_or(0)
+        status.session_count.unwrap_or(0)
     );
     let report = mem.optimize(OptimizeLevel::Light, None)?;
     println!("optimize(light): {} bytes saved", report.bytes_saved);

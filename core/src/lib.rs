@@ -75,7 +75,8 @@ pub use crate::sessions::{
 };
 pub use crate::short_term::{ShortTerm, ShortTermEntry};
 pub use crate::status::{
-    DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts, Status, StatusMetrics,
+    ACTIVE_SESSIONS_LIMIT, ActiveSession, DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts,
+    Status, StatusMetrics,
 };
 pub use crate::timesheet::{
     LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus, TaskStatusFilter,

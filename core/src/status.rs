@@ -6,14 +6,22 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use chrono::{DateTime, Utc};
+
+use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::metrics::OpMetrics;
+use crate::sessions::all_sessions;
 use crate::short_term::StRecord;
 use crate::working::WorkingState;
 use crate::{Memory, Result, codec};
 
 /// Index-log entries (or uncommitted index changes) above which status is `degraded`.
 pub const DEGRADED_INDEX_LAG: u64 = 10_000;
+
+/// At most this many sessions are listed in [`Status::active_sessions`] (the
+/// most recently active ones); [`Status::session_count`] counts them all.
+pub const ACTIVE_SESSIONS_LIMIT: usize = 20;
 
 /// Overall health.
 /// Ordered from best to worst.
@@ -54,12 +62,51 @@ pub struct Status {
     pub version: String,
     /// Seconds since this engine was opened in this process.
     pub uptime_seconds: f64,
-    /// Sessions in the store (when asked for).
-    pub active_sessions: Option<u64>,
+    /// The most recently active sessions (last save, else creation), newest
+    /// first, at most [`ACTIVE_SESSIONS_LIMIT`] (when asked for).
+    pub active_sessions: Option<Vec<ActiveSession>>,
+    /// Sessions in the store, listed or not (when asked for).
+    pub session_count: Option<u64>,
     /// Metrics (when asked for).
     pub metrics: Option<StatusMetrics>,
     /// Why the status is not `healthy` (empty when it is).
     pub issues: Vec<String>,
+}
+
+/// One session of [`Status::active_sessions`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ActiveSession {
+    /// Session id.
+    pub session_id: String,
+    /// Name given at creation.
+    pub name: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+}
+
+/// The [`ACTIVE_SESSIONS_LIMIT`] most recently active sessions (newest first)
+/// and the number of sessions.
+fn active_sessions(e: &Engine) -> Result<(Vec<ActiveSession>, u64)> {
+    let mut all = all_sessions(e)?;
+    let count = all.len() as u64;
+    // Last activity is the last save (`updated_at` is the creation time until
+    // then); ids are UUIDv7, so the id breaks ties by creation order.
+    all.sort_by(|(a_id, a), (b_id, b)| {
+        b.updated_at
+            .max(b.created_at)
+            .cmp(&a.updated_at.max(a.created_at))
+            .then_with(|| b_id.cmp(a_id))
+    });
+    all.truncate(ACTIVE_SESSIONS_LIMIT);
+    let list = all
+        .into_iter()
+        .map(|(session_id, r)| ActiveSession {
+            session_id,
+            name: r.name,
+            created_at: millis_to_dt(r.created_at),
+        })
+        .collect();
+    Ok((list, count))
 }
 
 /// Items per layer (all contexts).
@@ -182,7 +229,8 @@ pub(crate) fn index_stats(e: &Engine) -> IndexStats {
 }
 
 impl Memory {
-    /// Health, version and uptime; with `include_sessions` the number of sessions, with
+    /// Health, version and uptime; with `include_sessions` the most recently active
+    /// sessions (at most [`ACTIVE_SESSIONS_LIMIT`]) and the number of sessions, with
     /// `include_metrics` per-operation latency, items per layer, bytes on disk and index lag.
     ///
     /// Never fails because the store is unhealthy: that is reported as `status: error`
@@ -209,7 +257,18 @@ impl Memory {
                     index.log_entries, index.pending
                 ));
             }
-            let active_sessions = include_sessions.then(|| e.t.sessions.len() as u64);
+            let (active_sessions, session_count) = if include_sessions {
+                match active_sessions(e) {
+                    Ok((list, count)) => (Some(list), Some(count)),
+                    Err(err) => {
+                        health = health.max(Health::Error);
+                        issues.push(format!("cannot read the sessions: {err}"));
+                        (Some(Vec::new()), Some(e.t.sessions.len() as u64))
+                    }
+                }
+            } else {
+                (None, None)
+            };
             let metrics = if include_metrics {
                 let items = match count_items(e) {
                     Ok(i) => i,
@@ -233,6 +292,7 @@ impl Memory {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 uptime_seconds: e.started.elapsed().as_secs_f64(),
                 active_sessions,
+                session_count,
                 metrics,
                 issues,
             })

@@ -696,13 +696,57 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
 // status and optimize
 
 #[test]
+fn status_lists_the_most_recently_active_sessions_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mem, clock) = open(dir.path());
+    let st = mem.status(true, false).unwrap();
+    assert_eq!(st.active_sessions, Some(vec![]));
+    assert_eq!(st.session_count, Some(0));
+
+    let total = memstrata::ACTIVE_SESSIONS_LIMIT + 5;
+    let mut ids = Vec::new();
+    for i in 0..total {
+        clock.advance(Duration::from_secs(1));
+        ids.push(
+            mem.session_create(&format!("s{i}"), json!({}))
+                .unwrap()
+                .session_id,
+        );
+    }
+    // Saving the oldest session makes it the most recently active one.
+    clock.advance(Duration::from_secs(1));
+    mem.session_save(&ids[0], json!({"x": 1}), 1).unwrap();
+
+    let st = mem.status(true, false).unwrap();
+    assert_eq!(st.session_count, Some(total as u64));
+    let active = st.active_sessions.unwrap();
+    assert_eq!(active.len(), memstrata::ACTIVE_SESSIONS_LIMIT);
+    let got: Vec<&str> = active.iter().map(|a| a.name.as_str()).collect();
+    let mut want = vec!["s0".to_owned()];
+    want.extend(
+        (0..total)
+            .rev()
+            .map(|i| format!("s{i}"))
+            .take(memstrata::ACTIVE_SESSIONS_LIMIT - 1),
+    );
+    assert_eq!(got, want);
+    assert_eq!(active[0].session_id, ids[0]);
+    assert!(active[1].created_at > active[2].created_at);
+
+    let bare = mem.status(false, false).unwrap();
+    assert_eq!((bare.active_sessions, bare.session_count), (None, None));
+}
+
+#[test]
 fn status_reports_real_metrics_after_operations() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, _) = open(dir.path());
     let bare = mem.status(false, false).unwrap();
     assert_eq!(bare.status, Health::Healthy);
     assert_eq!(bare.version, env!("CARGO_PKG_VERSION"));
-    assert!(bare.active_sessions.is_none() && bare.metrics.is_none());
+    assert!(
+        bare.active_sessions.is_none() && bare.session_count.is_none() && bare.metrics.is_none()
+    );
 
     mem.short_term().store("a", json!(1), None).unwrap();
     mem.short_term().store("b", json!(2), None).unwrap();
@@ -724,7 +768,14 @@ fn status_reports_real_metrics_after_operations() {
 
     let st = mem.status(true, true).unwrap();
     assert_eq!(st.status, Health::Healthy, "{:?}", st.issues);
-    assert_eq!(st.active_sessions, Some(1));
+    assert_eq!(st.session_count, Some(1));
+    let active = st.active_sessions.unwrap();
+    assert_eq!(active.len(), 1);
+    assert_eq!(
+        (active[0].session_id.as_str(), active[0].name.as_str()),
+        (s.session_id.as_str(), "s")
+    );
+    assert_eq!(active[0].created_at, s.created_at);
     assert!(st.uptime_seconds >= 0.0);
     let m = st.metrics.unwrap();
     let save = &m.operations["session.save"];

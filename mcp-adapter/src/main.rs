@@ -395,8 +395,18 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
                 "status: {} (engine {}), sessions: {}",
                 s.status,
                 s.version,
-                s.active_sessions.unwrap_or(0)
+                s.session_count.unwrap_or(0)
             );
+            for a in s.active_sessions.iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "  session {} {:?} (created {})",
+                    a.session_id,
+                    a.name,
+                    a.created_at
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                );
+            }
             for i in &s.issues {
                 let _ = writeln!(out, "  issue: {i}");
             }

@@ -233,7 +233,16 @@ async fn continuity_workflow() {
         .call("system_status", json!({"include_metrics": true}))
         .await;
     assert_eq!(st["status"], "healthy");
-    assert_eq!(st["active_sessions"], 1);
+    assert_eq!(st["session_count"], 1);
+    let active = st["active_sessions"].as_array().unwrap();
+    assert_eq!(active.len(), 1);
+    assert_eq!(active[0]["session_id"], sid.as_str());
+    assert_eq!(active[0]["name"], "refactor");
+    assert_eq!(active[0]["created_at"], created["created_at"]);
+    let bare = h
+        .call("system_status", json!({"include_sessions": false}))
+        .await;
+    assert!(bare["active_sessions"].is_null() && bare["session_count"].is_null());
     assert!(st["metrics"]["items"]["sessions"].as_u64() == Some(1));
     let opt = h
         .call(

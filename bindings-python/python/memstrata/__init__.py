@@ -7,12 +7,14 @@ shared between threads. Errors are subclasses of :class:`MemstrataError`.
 """
 
 from memstrata._memstrata import (
+    ACTIVE_SESSIONS_LIMIT,
     BUILTIN_ACTIONS,
     DEFAULT_CONTEXT,
     EXPORT_FORMAT_VERSION,
     FORMAT_VERSION,
     MAX_COMPRESSION_LEVEL,
     SUMMARY_MAX_CHARS,
+    ActiveSession,
     ConflictError,
     ContextStored,
     ContextValue,
@@ -63,12 +65,14 @@ from memstrata._memstrata import (
 )
 
 __all__ = [
+    "ACTIVE_SESSIONS_LIMIT",
     "BUILTIN_ACTIONS",
     "DEFAULT_CONTEXT",
     "EXPORT_FORMAT_VERSION",
     "FORMAT_VERSION",
     "MAX_COMPRESSION_LEVEL",
     "SUMMARY_MAX_CHARS",
+    "ActiveSession",
     "ConflictError",
     "ContextStored",
     "ContextValue",

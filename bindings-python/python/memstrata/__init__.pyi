@@ -1,12 +1,14 @@
 """Memstrata: an embedded, layered memory engine for AI agents (see ``memstrata._memstrata``)."""
 
 from memstrata._memstrata import (
+    ACTIVE_SESSIONS_LIMIT as ACTIVE_SESSIONS_LIMIT,
     BUILTIN_ACTIONS as BUILTIN_ACTIONS,
     DEFAULT_CONTEXT as DEFAULT_CONTEXT,
     EXPORT_FORMAT_VERSION as EXPORT_FORMAT_VERSION,
     FORMAT_VERSION as FORMAT_VERSION,
     MAX_COMPRESSION_LEVEL as MAX_COMPRESSION_LEVEL,
     SUMMARY_MAX_CHARS as SUMMARY_MAX_CHARS,
+    ActiveSession as ActiveSession,
     ConflictError as ConflictError,
     ContextStored as ContextStored,
     ContextValue as ContextValue,
@@ -57,12 +59,14 @@ from memstrata._memstrata import (
 )
 
 __all__ = [
+    "ACTIVE_SESSIONS_LIMIT",
     "BUILTIN_ACTIONS",
     "DEFAULT_CONTEXT",
     "EXPORT_FORMAT_VERSION",
     "FORMAT_VERSION",
     "MAX_COMPRESSION_LEVEL",
     "SUMMARY_MAX_CHARS",
+    "ActiveSession",
     "ConflictError",
     "ContextStored",
     "ContextValue",

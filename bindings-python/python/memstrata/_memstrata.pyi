@@ -22,6 +22,7 @@ FORMAT_VERSION: int
 EXPORT_FORMAT_VERSION: int
 MAX_COMPRESSION_LEVEL: int
 SUMMARY_MAX_CHARS: int
+ACTIVE_SESSIONS_LIMIT: int
 BUILTIN_ACTIONS: tuple[str, ...]
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "EXPORT_FORMAT_VERSION",
     "MAX_COMPRESSION_LEVEL",
     "SUMMARY_MAX_CHARS",
+    "ACTIVE_SESSIONS_LIMIT",
     "BUILTIN_ACTIONS",
     "MemstrataError",
     "NotFoundError",
@@ -75,6 +77,7 @@ __all__ = [
     "Task",
     "LlmTimesheet",
     "TimesheetReport",
+    "ActiveSession",
     "Status",
     "OptimizeReport",
     "ExportStats",
@@ -599,6 +602,15 @@ class TimesheetReport:
 # ---------------------------------------------------------------- status, optimize, export
 
 @final
+class ActiveSession:
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def created_at(self) -> datetime.datetime: ...
+
+@final
 class Status:
     @property
     def status(self) -> Literal["healthy", "degraded", "error"]: ...
@@ -607,7 +619,9 @@ class Status:
     @property
     def uptime_seconds(self) -> float: ...
     @property
-    def active_sessions(self) -> Optional[int]: ...
+    def active_sessions(self) -> Optional[list[ActiveSession]]: ...
+    @property
+    def session_count(self) -> Optional[int]: ...
     @property
     def metrics(self) -> Optional[dict[str, Any]]: ...
     @property

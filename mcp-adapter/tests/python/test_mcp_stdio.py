@@ -126,7 +126,10 @@ async def test_agent_workflow(binary: str, tmp_path: Path, mode: str) -> None:
 
         # Status and optimize.
         st = await ok(c, "system_status", {"include_sessions": True, "include_metrics": True})
-        assert st["status"] == "healthy" and st["active_sessions"] == 1
+        assert st["status"] == "healthy" and st["session_count"] == 1
+        assert st["active_sessions"] == [{"session_id": sid, "name": "refactor", "created_at": s["created_at"]}]
+        bare = await ok(c, "system_status", {"include_sessions": False})
+        assert bare["active_sessions"] is None and bare["session_count"] is None
         assert st["metrics"]["operations"]["session.save"]["count"] == 2
         opt = await ok(c, "memory_optimize", {"level": "aggressive"})
         assert opt["success"] is True and isinstance(opt["bytes_saved"], int)

@@ -625,6 +625,85 @@ fileprivate struct FfiConverterTimestamp: FfiConverterRustBuffer {
 
 
 /**
+ * One of the most recently active sessions listed by `status`.
+ */
+public struct ActiveSession: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: String
+    /**
+     * Name given at creation.
+     */
+    public var name: String
+    /**
+     * Created.
+     */
+    public var createdAt: Timestamp
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Session id.
+         */sessionId: String, 
+        /**
+         * Name given at creation.
+         */name: String, 
+        /**
+         * Created.
+         */createdAt: Timestamp) {
+        self.sessionId = sessionId
+        self.name = name
+        self.createdAt = createdAt
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ActiveSession: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeActiveSession: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ActiveSession {
+        return
+            try ActiveSession(
+                sessionId: FfiConverterString.read(from: &buf), 
+                name: FfiConverterString.read(from: &buf), 
+                createdAt: FfiConverterTypeTimestamp.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ActiveSession, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterTypeTimestamp.write(value.createdAt, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActiveSession_lift(_ buf: RustBuffer) throws -> ActiveSession {
+    return try FfiConverterTypeActiveSession.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeActiveSession_lower(_ value: ActiveSession) -> RustBuffer {
+    return FfiConverterTypeActiveSession.lower(value)
+}
+
+
+/**
  * Result of `context_store`.
  */
 public struct ContextStored: Equatable, Hashable {
@@ -3454,9 +3533,14 @@ public struct Status: Equatable, Hashable {
      */
     public var uptimeSeconds: Double
     /**
-     * Sessions in the store (with `include_sessions`).
+     * The most recently active sessions (last save, else creation), newest
+     * first, at most `ACTIVE_SESSIONS_LIMIT` (20) (with `include_sessions`).
      */
-    public var activeSessions: Int64?
+    public var activeSessions: [ActiveSession]?
+    /**
+     * Sessions in the store, listed or not (with `include_sessions`).
+     */
+    public var sessionCount: Int64?
     /**
      * Metrics (with `include_metrics`).
      */
@@ -3479,8 +3563,12 @@ public struct Status: Equatable, Hashable {
          * Seconds since the engine was opened.
          */uptimeSeconds: Double, 
         /**
-         * Sessions in the store (with `include_sessions`).
-         */activeSessions: Int64?, 
+         * The most recently active sessions (last save, else creation), newest
+         * first, at most `ACTIVE_SESSIONS_LIMIT` (20) (with `include_sessions`).
+         */activeSessions: [ActiveSession]?, 
+        /**
+         * Sessions in the store, listed or not (with `include_sessions`).
+         */sessionCount: Int64?, 
         /**
          * Metrics (with `include_metrics`).
          */metrics: StatusMetrics?, 
@@ -3491,6 +3579,7 @@ public struct Status: Equatable, Hashable {
         self.version = version
         self.uptimeSeconds = uptimeSeconds
         self.activeSessions = activeSessions
+        self.sessionCount = sessionCount
         self.metrics = metrics
         self.issues = issues
     }
@@ -3514,7 +3603,8 @@ public struct FfiConverterTypeStatus: FfiConverterRustBuffer {
                 status: FfiConverterString.read(from: &buf), 
                 version: FfiConverterString.read(from: &buf), 
                 uptimeSeconds: FfiConverterDouble.read(from: &buf), 
-                activeSessions: FfiConverterOptionInt64.read(from: &buf), 
+                activeSessions: FfiConverterOptionSequenceTypeActiveSession.read(from: &buf), 
+                sessionCount: FfiConverterOptionInt64.read(from: &buf), 
                 metrics: FfiConverterOptionTypeStatusMetrics.read(from: &buf), 
                 issues: FfiConverterSequenceString.read(from: &buf)
         )
@@ -3524,7 +3614,8 @@ public struct FfiConverterTypeStatus: FfiConverterRustBuffer {
         FfiConverterString.write(value.status, into: &buf)
         FfiConverterString.write(value.version, into: &buf)
         FfiConverterDouble.write(value.uptimeSeconds, into: &buf)
-        FfiConverterOptionInt64.write(value.activeSessions, into: &buf)
+        FfiConverterOptionSequenceTypeActiveSession.write(value.activeSessions, into: &buf)
+        FfiConverterOptionInt64.write(value.sessionCount, into: &buf)
         FfiConverterOptionTypeStatusMetrics.write(value.metrics, into: &buf)
         FfiConverterSequenceString.write(value.issues, into: &buf)
     }
@@ -4759,6 +4850,30 @@ fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionSequenceTypeActiveSession: FfiConverterRustBuffer {
+    typealias SwiftType = [ActiveSession]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeActiveSession.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeActiveSession.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeJsonValue: FfiConverterRustBuffer {
     typealias SwiftType = JsonValue?
 
@@ -4824,6 +4939,31 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterString.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeActiveSession: FfiConverterRustBuffer {
+    typealias SwiftType = [ActiveSession]
+
+    public static func write(_ value: [ActiveSession], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeActiveSession.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ActiveSession] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ActiveSession]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeActiveSession.read(from: &buf))
         }
         return seq
     }

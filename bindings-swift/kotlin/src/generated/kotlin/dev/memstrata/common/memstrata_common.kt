@@ -1096,6 +1096,61 @@ public object FfiConverterTimestamp: FfiConverterRustBuffer<java.time.Instant> {
 
 
 /**
+ * One of the most recently active sessions listed by `status`.
+ */
+data class ActiveSession (
+    /**
+     * Session id.
+     */
+    var `sessionId`: kotlin.String
+    , 
+    /**
+     * Name given at creation.
+     */
+    var `name`: kotlin.String
+    , 
+    /**
+     * Created.
+     */
+    var `createdAt`: Timestamp
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeActiveSession: FfiConverterRustBuffer<ActiveSession> {
+    override fun read(buf: ByteBuffer): ActiveSession {
+        return ActiveSession(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypeTimestamp.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ActiveSession) = (
+            FfiConverterString.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterTypeTimestamp.allocationSize(value.`createdAt`)
+    )
+
+    override fun write(value: ActiveSession, buf: ByteBuffer) {
+            FfiConverterString.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterTypeTimestamp.write(value.`createdAt`, buf)
+    }
+}
+
+
+
+/**
  * Result of `context_store`.
  */
 data class ContextStored (
@@ -3127,9 +3182,15 @@ data class Status (
     var `uptimeSeconds`: kotlin.Double
     , 
     /**
-     * Sessions in the store (with `include_sessions`).
+     * The most recently active sessions (last save, else creation), newest
+     * first, at most `ACTIVE_SESSIONS_LIMIT` (20) (with `include_sessions`).
      */
-    var `activeSessions`: kotlin.Long?
+    var `activeSessions`: List<ActiveSession>?
+    , 
+    /**
+     * Sessions in the store, listed or not (with `include_sessions`).
+     */
+    var `sessionCount`: kotlin.Long?
     , 
     /**
      * Metrics (with `include_metrics`).
@@ -3159,6 +3220,7 @@ public object FfiConverterTypeStatus: FfiConverterRustBuffer<Status> {
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterDouble.read(buf),
+            FfiConverterOptionalSequenceTypeActiveSession.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalTypeStatusMetrics.read(buf),
             FfiConverterSequenceString.read(buf),
@@ -3169,7 +3231,8 @@ public object FfiConverterTypeStatus: FfiConverterRustBuffer<Status> {
             FfiConverterString.allocationSize(value.`status`) +
             FfiConverterString.allocationSize(value.`version`) +
             FfiConverterDouble.allocationSize(value.`uptimeSeconds`) +
-            FfiConverterOptionalLong.allocationSize(value.`activeSessions`) +
+            FfiConverterOptionalSequenceTypeActiveSession.allocationSize(value.`activeSessions`) +
+            FfiConverterOptionalLong.allocationSize(value.`sessionCount`) +
             FfiConverterOptionalTypeStatusMetrics.allocationSize(value.`metrics`) +
             FfiConverterSequenceString.allocationSize(value.`issues`)
     )
@@ -3178,7 +3241,8 @@ public object FfiConverterTypeStatus: FfiConverterRustBuffer<Status> {
             FfiConverterString.write(value.`status`, buf)
             FfiConverterString.write(value.`version`, buf)
             FfiConverterDouble.write(value.`uptimeSeconds`, buf)
-            FfiConverterOptionalLong.write(value.`activeSessions`, buf)
+            FfiConverterOptionalSequenceTypeActiveSession.write(value.`activeSessions`, buf)
+            FfiConverterOptionalLong.write(value.`sessionCount`, buf)
             FfiConverterOptionalTypeStatusMetrics.write(value.`metrics`, buf)
             FfiConverterSequenceString.write(value.`issues`, buf)
     }
@@ -4101,6 +4165,38 @@ public object FfiConverterOptionalSequenceString: FfiConverterRustBuffer<List<ko
 /**
  * @suppress
  */
+public object FfiConverterOptionalSequenceTypeActiveSession: FfiConverterRustBuffer<List<ActiveSession>?> {
+    override fun read(buf: ByteBuffer): List<ActiveSession>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceTypeActiveSession.read(buf)
+    }
+
+    override fun allocationSize(value: List<ActiveSession>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceTypeActiveSession.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<ActiveSession>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceTypeActiveSession.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeJsonValue: FfiConverterRustBuffer<JsonValue?> {
     override fun read(buf: ByteBuffer): JsonValue? {
         if (buf.get().toInt() == 0) {
@@ -4183,6 +4279,34 @@ public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.Str
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterString.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeActiveSession: FfiConverterRustBuffer<List<ActiveSession>> {
+    override fun read(buf: ByteBuffer): List<ActiveSession> {
+        val len = buf.getInt()
+        return List<ActiveSession>(len) {
+            FfiConverterTypeActiveSession.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<ActiveSession>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeActiveSession.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<ActiveSession>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeActiveSession.write(it, buf)
         }
     }
 }
