@@ -1,7 +1,8 @@
 //! API keys and what each may touch.
 //!
 //! Over HTTP and WebSocket, when keys are configured, every request carries
-//! `Authorization: Bearer <key>`. Each key maps to a [`Principal`]: the
+//! `Authorization: Bearer <key>` (or a JWT from the configured OAuth issuer,
+//! [`crate::oauth`], whose scopes give the same kind of permissions). Each key maps to a [`Principal`]: the
 //! contexts it may read, the contexts it may write, and its access to
 //! engine-wide data (sessions, the timesheet, status, optimize). stdio is a
 //! local, single-user transport and runs as [`Principal::local`].
@@ -107,6 +108,21 @@ impl Principal {
         }
     }
 
+    /// A principal from pattern lists (OAuth scopes, [`crate::oauth`]).
+    pub fn from_patterns(
+        id: impl Into<String>,
+        read: Vec<String>,
+        write: Vec<String>,
+        global: Access,
+    ) -> Self {
+        Principal {
+            id: id.into(),
+            read: read.into_iter().map(Pattern).collect(),
+            write: write.into_iter().map(Pattern).collect(),
+            global,
+        }
+    }
+
     /// May this principal do `target`?
     pub fn allows(&self, target: &Target) -> bool {
         match target {
@@ -170,14 +186,19 @@ impl Principal {
 pub enum AuthFailure {
     /// No `Authorization: Bearer` header.
     Missing,
-    /// A key that is not configured.
+    /// A key that is not configured (and not a JWT, or no OAuth issuer is configured).
     Invalid,
+    /// A JWT that failed validation; the reason never contains the token.
+    InvalidToken(String),
+    /// A valid JWT without any `memstrata:` scope.
+    InsufficientScope,
 }
 
-/// The configured keys. Empty means authentication is off.
+/// The configured keys and OAuth issuer. Neither means authentication is off.
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
     keys: Vec<(String, Principal)>,
+    oauth: Option<std::sync::Arc<crate::oauth::OAuth>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -326,9 +347,21 @@ impl Auth {
         Ok(self)
     }
 
-    /// Are any keys configured?
+    /// Also accept JWT bearer tokens validated by `oauth`.
+    #[must_use]
+    pub fn with_oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+        self.oauth = Some(std::sync::Arc::new(oauth));
+        self
+    }
+
+    /// The OAuth resource server, when configured.
+    pub fn oauth(&self) -> Option<&crate::oauth::OAuth> {
+        self.oauth.as_deref()
+    }
+
+    /// Are any keys (or an OAuth issuer) configured?
     pub fn enabled(&self) -> bool {
-        !self.keys.is_empty()
+        !self.keys.is_empty() || self.oauth.is_some()
     }
 
     /// Number of configured keys.
@@ -360,7 +393,16 @@ impl Auth {
                 found = Some(p.clone());
             }
         }
-        found.ok_or(AuthFailure::Invalid)
+        if found.is_some() {
+            return found.ok_or(AuthFailure::Invalid);
+        }
+        match &self.oauth {
+            Some(o) if token.split('.').count() == 3 => o.validate(token).map_err(|e| match e {
+                crate::oauth::TokenError::Invalid(why) => AuthFailure::InvalidToken(why),
+                crate::oauth::TokenError::InsufficientScope => AuthFailure::InsufficientScope,
+            }),
+            _ => Err(AuthFailure::Invalid),
+        }
     }
 }
 

@@ -5,9 +5,12 @@
 //!    loopback names, the bound address and `--allowed-host` names; a
 //!    browser `Origin` must name one of those hosts or be listed with
 //!    `--allowed-origin`. Refused with 403.
-//! 2. API keys: with keys configured, `Authorization: Bearer <key>` is
-//!    required (401 otherwise); the key's [`Principal`] travels with the
-//!    request and every tool checks the contexts it touches.
+//! 2. API keys and OAuth bearer JWTs ([`crate::oauth`]): with either configured,
+//!    `Authorization: Bearer <key or JWT>` is required (401 otherwise, with
+//!    `resource_metadata` in `WWW-Authenticate` when OAuth is on; a JWT without a
+//!    `memstrata:` scope is 403 `insufficient_scope`); the [`Principal`] travels with
+//!    the request and every tool checks the contexts it touches.
+//!    `/.well-known/oauth-protected-resource` (RFC 9728) needs no credentials.
 //! 3. Rate limit (when configured, [`crate::limits`]): one token per request and per
 //!    principal; `429 Too Many Requests` with `Retry-After` when the bucket is empty.
 //!    Over WebSocket each JSON-RPC request takes a token too.
@@ -145,6 +148,25 @@ fn refuse(status: StatusCode, msg: &str) -> Response {
     r
 }
 
+/// 401/403 for a bearer-token failure; with OAuth configured the `WWW-Authenticate`
+/// header names the protected resource metadata (RFC 9728, MCP authorization).
+fn refuse_bearer(app: &App, status: StatusCode, error: Option<&str>, msg: &str) -> Response {
+    let mut r = refuse(status, msg);
+    if let Some(o) = app.shared.auth.oauth() {
+        let mut v = format!("Bearer resource_metadata=\"{}\"", o.metadata_url());
+        if let Some(e) = error {
+            v.push_str(&format!(", error=\"{e}\""));
+        }
+        if status == StatusCode::FORBIDDEN {
+            v.push_str(", scope=\"memstrata:*\"");
+        }
+        if let Ok(h) = HeaderValue::from_str(&v) {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, h);
+        }
+    }
+    r
+}
+
 /// `429 Too Many Requests` with `Retry-After` (whole seconds, at least 1).
 fn too_many(principal: &str, wait: std::time::Duration) -> Response {
     tracing::debug!(principal, wait_ms = wait.as_millis() as u64, "rate limited");
@@ -185,6 +207,10 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
             return refuse(StatusCode::FORBIDDEN, "Origin not allowed");
         }
     }
+    if req.uri().path().starts_with("/.well-known/") {
+        // Public metadata (RFC 9728): no credentials needed to discover how to get them.
+        return next.run(req).await;
+    }
     let authz = headers
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok());
@@ -200,8 +226,10 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
             if let Some(a) = &app.shared.audit {
                 a.record("anonymous", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse(
+            refuse_bearer(
+                &app,
                 StatusCode::UNAUTHORIZED,
+                None,
                 "missing bearer token (Authorization: Bearer <key>)",
             )
         }
@@ -209,8 +237,44 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
             if let Some(a) = &app.shared.audit {
                 a.record("invalid-key", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse(StatusCode::UNAUTHORIZED, "invalid API key")
+            refuse_bearer(
+                &app,
+                StatusCode::UNAUTHORIZED,
+                Some("invalid_token"),
+                "invalid API key",
+            )
         }
+        Err(AuthFailure::InvalidToken(why)) => {
+            tracing::info!(reason = %why, "refused a bearer token");
+            if let Some(a) = &app.shared.audit {
+                a.record("invalid-token", "http", "-", "-", Some("UNAUTHORIZED"));
+            }
+            refuse_bearer(
+                &app,
+                StatusCode::UNAUTHORIZED,
+                Some("invalid_token"),
+                &format!("invalid bearer token: {why}"),
+            )
+        }
+        Err(AuthFailure::InsufficientScope) => {
+            if let Some(a) = &app.shared.audit {
+                a.record("token-without-scope", "http", "-", "-", Some("FORBIDDEN"));
+            }
+            refuse_bearer(
+                &app,
+                StatusCode::FORBIDDEN,
+                Some("insufficient_scope"),
+                "the bearer token carries no memstrata: scope",
+            )
+        }
+    }
+}
+
+/// `GET /.well-known/oauth-protected-resource[/<resource path>]`: RFC 9728 metadata.
+async fn resource_metadata(State(app): State<Arc<App>>) -> Response {
+    match app.shared.auth.oauth() {
+        Some(o) => axum::Json(o.metadata()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
@@ -365,7 +429,18 @@ pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken
         Arc::new(LocalSessionManager::default()),
         mcp_cfg,
     );
-    Router::new()
+    let mut router = Router::new();
+    if let Some(o) = shared.auth.oauth() {
+        router = router.route(
+            "/.well-known/oauth-protected-resource",
+            get(resource_metadata),
+        );
+        let path = o.metadata_path();
+        if path != "/.well-known/oauth-protected-resource" {
+            router = router.route(&path, get(resource_metadata));
+        }
+    }
+    router
         .route_service("/mcp", mcp)
         .route("/mcp/ws", get(ws))
         .route("/mcp/v1/execute", post(execute))

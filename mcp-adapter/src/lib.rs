@@ -19,6 +19,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod http;
 pub mod limits;
+pub mod oauth;
 pub mod ops;
 pub mod prompts;
 pub mod resources;

@@ -62,7 +62,7 @@ enum Command {
     /// Serve MCP over stdin/stdout (what Claude Desktop and IDEs launch).
     Stdio,
     /// Serve streamable HTTP at /mcp, WebSocket at /mcp/ws and POST /mcp/v1/execute.
-    Http(HttpArgs),
+    Http(Box<HttpArgs>),
     /// Show store health, counts and the latest audit records.
     Status {
         /// Print JSON instead of text.
@@ -135,6 +135,8 @@ struct HttpArgs {
     /// PEM private key for --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    oauth: memstrata_mcp::oauth::OAuthArgs,
 }
 
 fn default_store() -> PathBuf {
@@ -300,6 +302,9 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
     let mut auth = Auth::disabled().try_with_full_keys(args.api_keys.iter().cloned(), source)?;
     if let Some(p) = &args.auth_config {
         auth = auth.load_file(p)?;
+    }
+    if let Some(c) = args.oauth.config() {
+        auth = auth.with_oauth(memstrata_mcp::oauth::OAuth::new(c)?);
     }
     if !args.listen.ip().is_loopback() && !auth.enabled() && !args.allow_unauthenticated_remote {
         return Err(format!(

@@ -1,0 +1,324 @@
+//! OAuth 2.1 resource server (MCP authorization specification): bearer JWTs issued
+//! by an authorization server, checked against its JSON Web Key Set.
+//!
+//! `memstrata-mcp http --oauth-issuer https://idp.example.com/ --oauth-resource
+//! https://mem.example.com/mcp --jwks-file jwks.json` accepts
+//! `Authorization: Bearer <JWT>` beside the API keys. A token is accepted when:
+//!
+//! - its header names `RS256`, `ES256` or `EdDSA` (anything else, `none` included, is
+//!   refused) and a `kid` found in the key set (a set of one key may omit `kid`), and the
+//!   signature verifies with that key;
+//! - `iss` is the configured issuer, `aud` contains the configured resource URI, `exp`
+//!   is in the future and `nbf` (when present) in the past, both with a leeway of
+//!   [`DEFAULT_LEEWAY_SECS`] seconds;
+//! - it carries at least one `memstrata:` scope (`scope`, space-separated, or `scp`, an
+//!   array). Without one the answer is `403` with `error="insufficient_scope"`.
+//!
+//! Scopes map onto the permissions of API keys ([`crate::auth`]):
+//!
+//! | scope | grants |
+//! | --- | --- |
+//! | `memstrata:read:<pattern>` | read contexts matching `<pattern>` (`name`, `prefix*` or `*`) |
+//! | `memstrata:write:<pattern>` | read and write contexts matching `<pattern>` |
+//! | `memstrata:global:read` / `memstrata:global:write` | engine-wide data (sessions, timesheet, status, optimize) |
+//! | `memstrata:*` | everything (as a full API key) |
+//!
+//! The principal (audit "who", rate-limit bucket) is `jwt:<sub>` (or `jwt:<client_id>`
+//! when there is no `sub`). The key set file is read at start and again when a token
+//! names an unknown `kid` (at most once every [`JWKS_REREAD_SECS`] seconds), so keys can be
+//! rotated without a restart. Tokens never appear in logs or the audit trail.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use parking_lot::Mutex;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::{Access, Principal};
+
+/// Clock skew tolerated on `exp` and `nbf`, in seconds.
+pub const DEFAULT_LEEWAY_SECS: u64 = 60;
+/// Shortest interval between two re-reads of the key set for an unknown `kid`.
+pub const JWKS_REREAD_SECS: u64 = 30;
+/// Accepted signature algorithms.
+pub const ALGORITHMS: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
+
+/// The command-line flags of `memstrata-mcp http` for OAuth bearer tokens.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OAuthArgs {
+    /// Accept JWT bearer tokens from this issuer (its `iss`, e.g. https://idp.example.com/).
+    #[arg(long, value_name = "URL", requires_all = ["oauth_resource", "jwks_file"])]
+    pub oauth_issuer: Option<String>,
+    /// This server's resource URI, required in the tokens' `aud` (e.g. https://mem.example.com/mcp).
+    #[arg(long, value_name = "URI", requires = "oauth_issuer")]
+    pub oauth_resource: Option<String>,
+    /// The issuer's JSON Web Key Set (a local copy of its jwks_uri document).
+    #[arg(long, value_name = "FILE", requires = "oauth_issuer")]
+    pub jwks_file: Option<PathBuf>,
+}
+
+impl OAuthArgs {
+    /// The configuration, when `--oauth-issuer` was given.
+    pub fn config(&self) -> Option<OAuthConfig> {
+        Some(OAuthConfig {
+            issuer: self.oauth_issuer.clone()?,
+            resource: self.oauth_resource.clone()?,
+            jwks_file: self.jwks_file.clone()?,
+            leeway: DEFAULT_LEEWAY_SECS,
+        })
+    }
+}
+
+/// What to accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// Expected `iss`.
+    pub issuer: String,
+    /// This server's resource URI, expected in `aud`.
+    pub resource: String,
+    /// JWKS file.
+    pub jwks_file: PathBuf,
+    /// Leeway on `exp`/`nbf` in seconds.
+    pub leeway: u64,
+}
+
+/// Why a token was refused (never contains the token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenError {
+    /// Malformed, badly signed, expired, wrong issuer or audience, unknown key.
+    Invalid(String),
+    /// Valid, but with no `memstrata:` scope.
+    InsufficientScope,
+}
+
+#[derive(Debug)]
+struct Keys {
+    set: JwkSet,
+    read_at: Instant,
+}
+
+/// A configured OAuth resource server.
+#[derive(Debug)]
+pub struct OAuth {
+    cfg: OAuthConfig,
+    keys: Mutex<Keys>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    sub: Option<String>,
+    client_id: Option<String>,
+    scope: Option<String>,
+    scp: Option<Vec<String>>,
+}
+
+fn read_jwks(path: &std::path::Path) -> Result<JwkSet, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--jwks-file {}: {e}", path.display()))?;
+    let set: JwkSet = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--jwks-file {}: not a JSON Web Key Set: {e}",
+            path.display()
+        )
+    })?;
+    if set.keys.is_empty() {
+        return Err(format!("--jwks-file {}: no keys", path.display()));
+    }
+    Ok(set)
+}
+
+/// The permissions granted by `scopes`; `None` when none is a `memstrata:` scope.
+pub fn principal_from_scopes<'a>(
+    id: String,
+    scopes: impl IntoIterator<Item = &'a str>,
+) -> Option<Principal> {
+    let (mut read, mut write, mut global, mut any) = (Vec::new(), Vec::new(), Access::None, false);
+    for s in scopes {
+        let Some(rest) = s.strip_prefix("memstrata:") else {
+            continue;
+        };
+        match rest.split_once(':') {
+            None if rest == "*" => return Some(Principal::full(id)),
+            Some(("read", p)) if !p.is_empty() => read.push(p.to_owned()),
+            Some(("write", p)) if !p.is_empty() => write.push(p.to_owned()),
+            Some(("global", "read")) => global = global.max(Access::Read),
+            Some(("global", "write")) => global = Access::Write,
+            _ => continue,
+        }
+        any = true;
+    }
+    any.then(|| Principal::from_patterns(id, read, write, global))
+}
+
+impl OAuth {
+    /// Read the key set and check the configuration.
+    pub fn new(cfg: OAuthConfig) -> Result<Self, String> {
+        if cfg.issuer.trim().is_empty() || cfg.resource.trim().is_empty() {
+            return Err("--oauth-issuer and --oauth-resource must not be empty".into());
+        }
+        let set = read_jwks(&cfg.jwks_file)?;
+        Ok(OAuth {
+            cfg,
+            keys: Mutex::new(Keys {
+                set,
+                read_at: Instant::now(),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OAuthConfig {
+        &self.cfg
+    }
+
+    fn key(&self, kid: Option<&str>) -> Option<Jwk> {
+        let find = |set: &JwkSet| match kid {
+            Some(k) => set.find(k).cloned(),
+            None if set.keys.len() == 1 => set.keys.first().cloned(),
+            None => None,
+        };
+        let mut keys = self.keys.lock();
+        if let Some(k) = find(&keys.set) {
+            return Some(k);
+        }
+        // Unknown kid: the issuer may have rotated its keys; re-read, rate-limited.
+        if keys.read_at.elapsed() >= Duration::from_secs(JWKS_REREAD_SECS) {
+            keys.read_at = Instant::now();
+            match read_jwks(&self.cfg.jwks_file) {
+                Ok(set) => keys.set = set,
+                Err(e) => tracing::warn!("cannot re-read the key set: {e}"),
+            }
+            return find(&keys.set);
+        }
+        None
+    }
+
+    /// Validate a bearer token and map its scopes to a [`Principal`].
+    pub fn validate(&self, token: &str) -> Result<Principal, TokenError> {
+        let bad = |m: &str| TokenError::Invalid(m.to_owned());
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|e| TokenError::Invalid(format!("malformed token: {e}")))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(TokenError::Invalid(format!(
+                "algorithm {:?} not accepted (RS256, ES256, EdDSA)",
+                header.alg
+            )));
+        }
+        let jwk = self
+            .key(header.kid.as_deref())
+            .ok_or_else(|| bad("no key in the key set for the token's kid"))?;
+        if let Some(ka) = jwk.common.key_algorithm
+            && format!("{ka:?}") != format!("{:?}", header.alg)
+        {
+            return Err(bad("the token's algorithm does not match its key"));
+        }
+        let key = DecodingKey::from_jwk(&jwk)
+            .map_err(|e| TokenError::Invalid(format!("unusable key in the key set: {e}")))?;
+        let mut v = Validation::new(header.alg);
+        v.algorithms = vec![header.alg];
+        v.leeway = self.cfg.leeway;
+        v.validate_nbf = true;
+        v.set_issuer(&[&self.cfg.issuer]);
+        v.set_audience(&[&self.cfg.resource]);
+        v.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &v)
+            .map_err(|e| TokenError::Invalid(format!("{:?}", e.kind())))?;
+        let c = data.claims;
+        let who = c
+            .sub
+            .or(c.client_id)
+            .ok_or_else(|| bad("the token has neither sub nor client_id"))?;
+        let mut scopes: HashSet<String> = c
+            .scope
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        scopes.extend(c.scp.unwrap_or_default());
+        principal_from_scopes(format!("jwt:{who}"), scopes.iter().map(String::as_str))
+            .ok_or(TokenError::InsufficientScope)
+    }
+
+    /// Path of the RFC 9728 metadata for the resource URI: `/.well-known/oauth-protected-resource`
+    /// followed by the resource's path (`/mcp` for `https://host/mcp`).
+    pub fn metadata_path(&self) -> String {
+        let path = resource_path(&self.cfg.resource);
+        format!("/.well-known/oauth-protected-resource{path}")
+    }
+
+    /// Absolute URL of the metadata, for `WWW-Authenticate: Bearer resource_metadata=`.
+    pub fn metadata_url(&self) -> String {
+        let r = &self.cfg.resource;
+        let origin_end = r
+            .find("://")
+            .map(|i| i + 3)
+            .and_then(|s| r[s..].find('/').map(|j| s + j))
+            .unwrap_or(r.len());
+        format!("{}{}", &r[..origin_end], self.metadata_path())
+    }
+
+    /// RFC 9728 protected resource metadata.
+    pub fn metadata(&self) -> Value {
+        json!({
+            "resource": self.cfg.resource,
+            "authorization_servers": [self.cfg.issuer],
+            "bearer_methods_supported": ["header"],
+            "resource_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
+            "scopes_supported": [
+                "memstrata:*",
+                "memstrata:read:*",
+                "memstrata:write:*",
+                "memstrata:global:read",
+                "memstrata:global:write"
+            ],
+            "resource_name": "Memstrata MCP server",
+        })
+    }
+}
+
+/// The path of a URI (`/mcp` for `https://host/mcp`), without a trailing `/`.
+fn resource_path(uri: &str) -> &str {
+    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    path.trim_end_matches('/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_map_to_permissions() {
+        let p = principal_from_scopes(
+            "jwt:a".into(),
+            ["openid", "memstrata:read:team-*", "memstrata:write:mine"],
+        )
+        .unwrap();
+        assert!(p.can_read("team-x") && p.can_read("mine") && !p.can_read("other"));
+        assert!(p.allows(&crate::auth::Target::Context("mine".into(), Access::Write)));
+        assert!(!p.allows(&crate::auth::Target::Context(
+            "team-x".into(),
+            Access::Write
+        )));
+        assert!(!p.allows(&crate::auth::Target::Global(Access::Read)));
+        assert!(principal_from_scopes("x".into(), ["openid", "profile"]).is_none());
+        let all = principal_from_scopes("x".into(), ["memstrata:*"]).unwrap();
+        assert!(all.allows(&crate::auth::Target::Global(Access::Write)));
+        let g = principal_from_scopes("x".into(), ["memstrata:global:read"]).unwrap();
+        assert!(g.allows(&crate::auth::Target::Global(Access::Read)));
+        assert!(!g.can_read("default"));
+    }
+
+    #[test]
+    fn metadata_paths() {
+        assert_eq!(resource_path("https://m.example.com/mcp"), "/mcp");
+        assert_eq!(resource_path("https://m.example.com/"), "");
+        assert_eq!(resource_path("https://m.example.com"), "");
+    }
+}
