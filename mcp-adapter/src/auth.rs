@@ -355,8 +355,8 @@ impl Auth {
     }
 
     /// The OAuth resource server, when configured.
-    pub fn oauth(&self) -> Option<&crate::oauth::OAuth> {
-        self.oauth.as_deref()
+    pub fn oauth(&self) -> Option<&std::sync::Arc<crate::oauth::OAuth>> {
+        self.oauth.as_ref()
     }
 
     /// Are any keys (or an OAuth issuer) configured?

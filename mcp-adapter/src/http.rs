@@ -462,6 +462,9 @@ pub async fn serve(
     };
     let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
     let local = listener.local_addr()?;
+    if let Some(o) = shared.auth.oauth() {
+        o.spawn_refresh(shutdown.child_token());
+    }
     let app = router(shared, &cfg, shutdown.clone());
     let stop = shutdown.clone();
     if let Some(tls) = tls {

@@ -303,8 +303,8 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
     if let Some(p) = &args.auth_config {
         auth = auth.load_file(p)?;
     }
-    if let Some(c) = args.oauth.config() {
-        auth = auth.with_oauth(memstrata_mcp::oauth::OAuth::new(c)?);
+    if let Some(c) = args.oauth.config()? {
+        auth = auth.with_oauth(runtime()?.block_on(memstrata_mcp::oauth::OAuth::load(c))?);
     }
     if !args.listen.ip().is_loopback() && !auth.enabled() && !args.allow_unauthenticated_remote {
         return Err(format!(

@@ -51,25 +51,43 @@ pub const ALGORITHMS: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algo
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct OAuthArgs {
     /// Accept JWT bearer tokens from this issuer (its `iss`, e.g. https://idp.example.com/).
-    #[arg(long, value_name = "URL", requires_all = ["oauth_resource", "jwks_file"])]
+    #[arg(long, value_name = "URL", requires = "oauth_resource")]
     pub oauth_issuer: Option<String>,
     /// This server's resource URI, required in the tokens' `aud` (e.g. https://mem.example.com/mcp).
     #[arg(long, value_name = "URI", requires = "oauth_issuer")]
     pub oauth_resource: Option<String>,
     /// The issuer's JSON Web Key Set (a local copy of its jwks_uri document).
-    #[arg(long, value_name = "FILE", requires = "oauth_issuer")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "oauth_issuer",
+        conflicts_with = "jwks_url"
+    )]
     pub jwks_file: Option<PathBuf>,
+    /// The issuer's jwks_uri: fetched at start, again every hour and on an unknown kid
+    /// (https, or http on loopback only).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub jwks_url: Option<String>,
 }
 
 impl OAuthArgs {
     /// The configuration, when `--oauth-issuer` was given.
-    pub fn config(&self) -> Option<OAuthConfig> {
-        Some(OAuthConfig {
-            issuer: self.oauth_issuer.clone()?,
-            resource: self.oauth_resource.clone()?,
-            jwks_file: self.jwks_file.clone()?,
+    pub fn config(&self) -> Result<Option<OAuthConfig>, String> {
+        let Some(issuer) = self.oauth_issuer.clone() else {
+            return Ok(None);
+        };
+        let jwks = match (&self.jwks_file, &self.jwks_url) {
+            (Some(f), None) => JwksSource::File(f.clone()),
+            (None, Some(u)) => JwksSource::Url(u.clone()),
+            _ => return Err("--oauth-issuer needs one of --jwks-file or --jwks-url".into()),
+        };
+        Ok(Some(OAuthConfig {
+            issuer,
+            resource: self.oauth_resource.clone().unwrap_or_default(),
+            jwks,
             leeway: DEFAULT_LEEWAY_SECS,
-        })
+            jwks_reread: Duration::from_secs(JWKS_REREAD_SECS),
+        }))
     }
 }
 
@@ -80,11 +98,27 @@ pub struct OAuthConfig {
     pub issuer: String,
     /// This server's resource URI, expected in `aud`.
     pub resource: String,
-    /// JWKS file.
-    pub jwks_file: PathBuf,
+    /// Where the key set comes from.
+    pub jwks: JwksSource,
     /// Leeway on `exp`/`nbf` in seconds.
     pub leeway: u64,
+    /// Shortest interval between two re-reads of the key set for an unknown `kid`.
+    pub jwks_reread: Duration,
 }
+
+/// Where the issuer's JSON Web Key Set comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksSource {
+    /// A local file (read again on an unknown `kid`).
+    File(PathBuf),
+    /// The issuer's `jwks_uri` (fetched again every hour and on an unknown `kid`).
+    Url(String),
+}
+
+/// How often a `--jwks-url` key set is fetched again without being asked.
+pub const JWKS_REFRESH: Duration = Duration::from_secs(3600);
+/// Largest key set document accepted.
+const MAX_JWKS_BYTES: u64 = 1 << 20;
 
 /// Why a token was refused (never contains the token).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +140,8 @@ struct Keys {
 pub struct OAuth {
     cfg: OAuthConfig,
     keys: Mutex<Keys>,
+    /// Asks the `--jwks-url` refresher for a fetch now.
+    refresh: tokio::sync::Notify,
 }
 
 #[derive(Debug, Deserialize)]
@@ -119,16 +155,130 @@ struct Claims {
 fn read_jwks(path: &std::path::Path) -> Result<JwkSet, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("--jwks-file {}: {e}", path.display()))?;
-    let set: JwkSet = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "--jwks-file {}: not a JSON Web Key Set: {e}",
-            path.display()
-        )
-    })?;
+    parse_jwks(text.as_bytes(), &format!("--jwks-file {}", path.display()))
+}
+
+fn parse_jwks(bytes: &[u8], source: &str) -> Result<JwkSet, String> {
+    let set: JwkSet = serde_json::from_slice(bytes)
+        .map_err(|e| format!("{source}: not a JSON Web Key Set: {e}"))?;
     if set.keys.is_empty() {
-        return Err(format!("--jwks-file {}: no keys", path.display()));
+        return Err(format!("{source}: no keys"));
     }
     Ok(set)
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost")
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// GET a key set over HTTPS (webpki roots), or plain HTTP to a loopback host.
+pub async fn fetch_jwks(url: &str) -> Result<JwkSet, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let source = format!("--jwks-url {url}");
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("{source}: not an absolute URL"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let https = scheme.eq_ignore_ascii_case("https");
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => (
+            h,
+            p.parse::<u16>()
+                .map_err(|e| format!("{source}: bad port: {e}"))?,
+        ),
+        _ => (authority, if https { 443 } else { 80 }),
+    };
+    let loopback_http = scheme.eq_ignore_ascii_case("http") && is_loopback(host);
+    if !(https || loopback_http) {
+        return Err(format!(
+            "{source}: must be https (plain http only to a loopback host)"
+        ));
+    }
+    let io_err = |e: std::io::Error| format!("{source}: {e}");
+    let tcp = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::net::TcpStream::connect((host.trim_start_matches('[').trim_end_matches(']'), port)),
+    )
+    .await
+    .map_err(|_| format!("{source}: connection timed out"))?
+    .map_err(io_err)?;
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: application/json\r\nUser-Agent: memstrata-mcp\r\nConnection: close\r\n\r\n"
+    );
+    let mut raw = Vec::new();
+    let exchange = async {
+        if https {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("{source}: {e}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+            let name = rustls_pki_types::ServerName::try_from(host.to_owned())
+                .map_err(|e| format!("{source}: {e}"))?;
+            let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+                .connect(name, tcp)
+                .await
+                .map_err(io_err)?;
+            tls.write_all(req.as_bytes()).await.map_err(io_err)?;
+            // Servers may close without close_notify after a complete response.
+            let _ = (&mut tls).take(MAX_JWKS_BYTES).read_to_end(&mut raw).await;
+        } else {
+            let mut tcp = tcp;
+            tcp.write_all(req.as_bytes()).await.map_err(io_err)?;
+            (&mut tcp)
+                .take(MAX_JWKS_BYTES)
+                .read_to_end(&mut raw)
+                .await
+                .map_err(io_err)?;
+        }
+        Ok::<(), String>(())
+    };
+    tokio::time::timeout(Duration::from_secs(30), exchange)
+        .await
+        .map_err(|_| format!("{source}: timed out"))??;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("{source}: no HTTP response"))?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let body = &raw[split + 4..];
+    let status = head.split_whitespace().nth(1).unwrap_or("");
+    if status != "200" {
+        return Err(format!("{source}: HTTP status {status}"));
+    }
+    if head.contains("transfer-encoding: chunked") {
+        parse_jwks(
+            &dechunk(body).ok_or_else(|| format!("{source}: bad chunked body"))?,
+            &source,
+        )
+    } else {
+        parse_jwks(body, &source)
+    }
+}
+
+fn dechunk(mut b: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b.windows(2).position(|w| w == b"\r\n")?;
+        let size = std::str::from_utf8(&b[..eol]).ok()?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        b = &b[eol + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(b.get(..size)?);
+        b = b.get(size + 2..)?;
+    }
 }
 
 /// The permissions granted by `scopes`; `None` when none is a `memstrata:` scope.
@@ -155,19 +305,49 @@ pub fn principal_from_scopes<'a>(
 }
 
 impl OAuth {
-    /// Read the key set and check the configuration.
-    pub fn new(cfg: OAuthConfig) -> Result<Self, String> {
+    /// Read (or fetch) the key set and check the configuration.
+    pub async fn load(cfg: OAuthConfig) -> Result<Self, String> {
         if cfg.issuer.trim().is_empty() || cfg.resource.trim().is_empty() {
             return Err("--oauth-issuer and --oauth-resource must not be empty".into());
         }
-        let set = read_jwks(&cfg.jwks_file)?;
+        let set = match &cfg.jwks {
+            JwksSource::File(f) => read_jwks(f)?,
+            JwksSource::Url(u) => fetch_jwks(u).await?,
+        };
         Ok(OAuth {
             cfg,
             keys: Mutex::new(Keys {
                 set,
                 read_at: Instant::now(),
             }),
+            refresh: tokio::sync::Notify::new(),
         })
+    }
+
+    /// With `--jwks-url`: fetch the key set every [`JWKS_REFRESH`] and when a token names
+    /// an unknown `kid`, until `stop`. A failed fetch keeps the previous keys.
+    pub fn spawn_refresh(self: &std::sync::Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let JwksSource::Url(url) = self.cfg.jwks.clone() else {
+            return;
+        };
+        let me = std::sync::Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(JWKS_REFRESH) => {}
+                    () = me.refresh.notified() => {}
+                }
+                match fetch_jwks(&url).await {
+                    Ok(set) => {
+                        let mut k = me.keys.lock();
+                        k.set = set;
+                        k.read_at = Instant::now();
+                    }
+                    Err(e) => tracing::warn!("key set not refreshed, the previous keys stay: {e}"),
+                }
+            }
+        });
     }
 
     /// The configuration.
@@ -186,11 +366,15 @@ impl OAuth {
             return Some(k);
         }
         // Unknown kid: the issuer may have rotated its keys; re-read, rate-limited.
-        if keys.read_at.elapsed() >= Duration::from_secs(JWKS_REREAD_SECS) {
+        if keys.read_at.elapsed() >= self.cfg.jwks_reread {
             keys.read_at = Instant::now();
-            match read_jwks(&self.cfg.jwks_file) {
-                Ok(set) => keys.set = set,
-                Err(e) => tracing::warn!("cannot re-read the key set: {e}"),
+            match &self.cfg.jwks {
+                JwksSource::File(f) => match read_jwks(f) {
+                    Ok(set) => keys.set = set,
+                    Err(e) => tracing::warn!("cannot re-read the key set: {e}"),
+                },
+                // Fetched in the background; this token is refused, a retry may pass.
+                JwksSource::Url(_) => self.refresh.notify_one(),
             }
             return find(&keys.set);
         }

@@ -7,7 +7,7 @@ mod security_support;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use memstrata::Memory;
 use memstrata_mcp::http::HttpConfig;
-use memstrata_mcp::oauth::{DEFAULT_LEEWAY_SECS, OAuth, OAuthConfig};
+use memstrata_mcp::oauth::{DEFAULT_LEEWAY_SECS, JWKS_REREAD_SECS, JwksSource, OAuth, OAuthConfig};
 use memstrata_mcp::{Auth, Shared};
 use security_support::{envelope, http, serve};
 
@@ -105,12 +105,14 @@ fn mint(key: &EncodingKey, alg: Algorithm, kid: &str, claims: &Value) -> String 
 async fn start(dir: &std::path::Path, iss: &Issuer) -> (SocketAddr, Arc<Shared>) {
     let jwks_file = dir.join("jwks.json");
     std::fs::write(&jwks_file, iss.jwks.to_string()).unwrap();
-    let oauth = OAuth::new(OAuthConfig {
+    let oauth = OAuth::load(OAuthConfig {
         issuer: ISSUER.into(),
         resource: RESOURCE.into(),
-        jwks_file,
+        jwks: JwksSource::File(jwks_file),
         leeway: DEFAULT_LEEWAY_SECS,
+        jwks_reread: Duration::from_secs(JWKS_REREAD_SECS),
     })
+    .await
     .unwrap();
     let auth = Auth::disabled().with_full_keys([API_KEY]).with_oauth(oauth);
     let shared = Shared::new(Memory::temporary().unwrap(), auth, true).unwrap();
@@ -147,7 +149,6 @@ impl Write for Captured {
     }
 }
 
-// current_thread: the server runs on the test's thread, under the capturing subscriber.
 #[tokio::test]
 async fn bearer_jwts_and_api_keys_with_no_secret_in_logs() {
     let logs = Captured::default();
@@ -157,7 +158,9 @@ async fn bearer_jwts_and_api_keys_with_no_secret_in_logs() {
         .with_writer(move || sink.clone())
         .with_ansi(false)
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // Global, not scoped: callsites first hit by the other test's threads must not be
+    // cached as uninteresting. The only global subscriber of this test binary.
+    tracing::subscriber::set_global_default(subscriber).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let iss = issuer();
@@ -337,4 +340,87 @@ async fn bearer_jwts_and_api_keys_with_no_secret_in_logs() {
             );
         }
     }
+}
+
+/// `--jwks-url`: the key set is fetched from a local issuer on loopback, and fetched
+/// again when a token names a key it does not know yet (rotation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwks_url_is_fetched_and_refetched_on_an_unknown_kid() {
+    use axum::routing::get;
+    let iss = issuer();
+    let served = Arc::new(Mutex::new(iss.jwks.clone()));
+    let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (s2, f2) = (Arc::clone(&served), Arc::clone(&fetches));
+    let app = axum::Router::new().route(
+        "/certs",
+        get(move || {
+            let (s, f) = (Arc::clone(&s2), Arc::clone(&f2));
+            async move {
+                f.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                axum::Json(s.lock().unwrap().clone())
+            }
+        }),
+    );
+    let idp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let idp_addr = idp.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(idp, app).await });
+
+    let oauth = OAuth::load(OAuthConfig {
+        issuer: ISSUER.into(),
+        resource: RESOURCE.into(),
+        jwks: JwksSource::Url(format!("http://{idp_addr}/certs")),
+        leeway: DEFAULT_LEEWAY_SECS,
+        jwks_reread: Duration::ZERO,
+    })
+    .await
+    .unwrap();
+    let auth = Auth::disabled().with_oauth(oauth);
+    let shared = Shared::new(Memory::temporary().unwrap(), auth, false).unwrap();
+    let (addr, stop) = serve(shared, HttpConfig::new("127.0.0.1:0".parse().unwrap())).await;
+    assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let scope = "memstrata:write:team-*";
+    let t = mint(&iss.ec, Algorithm::ES256, "ec-1", &claims(scope));
+    let r = http(
+        addr,
+        "POST",
+        "/mcp/v1/execute",
+        Some(&t),
+        Some(&store("team-a")),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    // The issuer rotates: a new key "ec-2" appears in its key set.
+    let new_key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let point = new_key.public_key_raw();
+    served.lock().unwrap()["keys"].as_array_mut().unwrap().push(
+        json!({"kty": "EC", "kid": "ec-2", "alg": "ES256", "crv": "P-256",
+            "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..])}),
+    );
+    let enc = EncodingKey::from_ec_pem(new_key.serialize_pem().as_bytes()).unwrap();
+    let t2 = mint(&enc, Algorithm::ES256, "ec-2", &claims(scope));
+    let mut status = 0;
+    for _ in 0..100 {
+        let r = http(
+            addr,
+            "POST",
+            "/mcp/v1/execute",
+            Some(&t2),
+            Some(&store("team-a")),
+        )
+        .await;
+        status = r.status;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 200, "the rotated key was never fetched");
+    assert!(fetches.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    // Plain http is refused for a non-loopback issuer.
+    let e = memstrata_mcp::oauth::fetch_jwks("http://idp.example.com/certs")
+        .await
+        .unwrap_err();
+    assert!(e.contains("must be https"), "{e}");
+    stop.cancel();
 }
