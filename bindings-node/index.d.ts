@@ -526,8 +526,10 @@ export interface Task {
   llmName: string
   /** What it was about. */
   taskDescription: string
-  /** The context it was punched in from. */
-  context: string
+  /** Free text given at punch-in as `context` (none given: null). */
+  context: string | null
+  /** The Memstrata context (namespace) the task and its episode belong to. */
+  namespace: string
   /** `"open"` or `"closed"`. */
   status: string
   /** Punch-in time. */
@@ -550,8 +552,8 @@ export interface Task {
 export interface TaskFilterOptions {
   /** Only this model's tasks. */
   llmName?: string
-  /** Only tasks punched in from this context. */
-  context?: string
+  /** Only tasks of this Memstrata context (namespace). */
+  namespace?: string
   /** `"open"`, `"closed"` or `"all"` (default). */
   status?: string
   /** Only tasks started at or after this instant. */
@@ -724,7 +726,7 @@ export declare class Memory {
   /** The task `taskId`, or null. */
   task(taskId: string): Promise<Task | undefined | null>
   /**
-   * Tasks, newest first, filtered by model, context, status (`"open"`, `"closed"`,
+   * Tasks, newest first, filtered by model, Memstrata context (`namespace`), status (`"open"`, `"closed"`,
    * `"all"`: default) and start time; at most `limit`.
    */
   tasks(options?: TaskFilterOptions | undefined | null): Promise<Array<Task>>
@@ -875,8 +877,10 @@ export interface PrefixOptions {
 
 /** Options of `punchIn`. */
 export interface PunchInOptions {
-  /** The context the task belongs to (default: the active one). */
+  /** Free text about the task (kept on the task and in its episode). */
   context?: string
+  /** The Memstrata context the task belongs to (default: the active one). */
+  namespace?: string
 }
 
 /** Options of `punchOut`. */

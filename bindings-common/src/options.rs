@@ -92,8 +92,8 @@ options! {
     pub struct TaskFilterOptions {
         /// Only this model's tasks.
         pub llm_name: Option<String>,
-        /// Only tasks punched in from this context.
-        pub context: Option<String>,
+        /// Only tasks of this Memstrata context (namespace).
+        pub namespace: Option<String>,
         /// `"open"`, `"closed"` or `"all"` (default).
         pub status: Option<String>,
         /// Only tasks started at or after this instant.
@@ -210,7 +210,7 @@ impl TaskFilterOptions {
     pub fn filter(self) -> Result<TaskFilter, BindingError> {
         Ok(TaskFilter {
             llm_name: self.llm_name,
-            context: self.context,
+            namespace: self.namespace,
             status: match self.status.as_deref() {
                 Some(s) => s.parse()?,
                 None => Default::default(),

@@ -245,8 +245,10 @@ records! {
         pub llm_name: String,
         /// What it was about.
         pub task_description: String,
-        /// The context it was punched in from.
-        pub context: String,
+        /// Free text given at punch-in as `context` (none given: null).
+        pub context: Option<String>,
+        /// The Memstrata context (namespace) the task and its episode belong to.
+        pub namespace: String,
         /// `"open"` or `"closed"`.
         pub status: String,
         /// Punch-in time.
@@ -696,6 +698,7 @@ impl From<memstrata::Task> for Task {
             llm_name: t.llm_name,
             task_description: t.task_description,
             context: t.context,
+            namespace: t.namespace,
             status: match t.status {
                 memstrata::TaskStatus::Open => "open",
                 memstrata::TaskStatus::Closed => "closed",

@@ -13,8 +13,10 @@ use crate::task::with;
 #[napi(object)]
 #[derive(Debug, Default)]
 pub struct PunchInOptions {
-    /// The context the task belongs to (default: the active one).
+    /// Free text about the task (kept on the task and in its episode).
     pub context: Option<String>,
+    /// The Memstrata context the task belongs to (default: the active one).
+    pub namespace: Option<String>,
 }
 
 /// Options of `punchOut`.
@@ -46,12 +48,15 @@ impl Memory {
         task_description: String,
         options: Option<PunchInOptions>,
     ) -> Result<PromiseRaw<'env, PunchIn>> {
-        let context = options.and_then(|o| o.context);
+        let o = options.unwrap_or_default();
         with(env, &self.h, move |m| {
-            Ok(
-                m.punch_in(&llm_name, &task_description, context.as_deref())?
-                    .into(),
-            )
+            Ok(m.punch_in(
+                &llm_name,
+                &task_description,
+                o.context.as_deref(),
+                o.namespace.as_deref(),
+            )?
+            .into())
         })
     }
 
@@ -82,7 +87,7 @@ impl Memory {
         with(env, &self.h, move |m| Ok(m.task(&task_id)?.map(Into::into)))
     }
 
-    /// Tasks, newest first, filtered by model, context, status (`"open"`, `"closed"`,
+    /// Tasks, newest first, filtered by model, Memstrata context (`namespace`), status (`"open"`, `"closed"`,
     /// `"all"`: default) and start time; at most `limit`.
     #[napi]
     pub fn tasks<'env>(

@@ -289,16 +289,26 @@ impl Memory {
 
     // ------------------------------------------------------------ timesheet
 
-    /// Start a task for `llm_name` in `context` (else the active context).
-    #[pyo3(signature = (llm_name, task_description, context=None))]
+    /// Start a task for `llm_name`. `context` is free text about the task (kept on
+    /// the task and in its episode); `namespace` is the Memstrata context the task
+    /// belongs to (else the active context).
+    #[pyo3(signature = (llm_name, task_description, context=None, namespace=None))]
     fn punch_in(
         &self,
         py: Python<'_>,
         llm_name: String,
         task_description: String,
         context: Option<String>,
+        namespace: Option<String>,
     ) -> PyResult<timesheet::PunchIn> {
-        timesheet::punch_in(py, &self.core()?, llm_name, task_description, context)
+        timesheet::punch_in(
+            py,
+            &self.core()?,
+            llm_name,
+            task_description,
+            context,
+            namespace,
+        )
     }
 
     /// Close a task (NotFoundError if unknown, ConflictError if already closed). With
@@ -322,18 +332,18 @@ impl Memory {
         timesheet::task(py, &self.core()?, task_id)
     }
 
-    /// Tasks, newest first, filtered by model, context, status ("open" | "closed" |
+    /// Tasks, newest first, filtered by model, Memstrata context (namespace), status ("open" | "closed" |
     /// "all"), start time range; at most `limit`.
     #[pyo3(
-        signature = (*, llm_name=None, context=None, status=String::from("all"), since=None, until=None, limit=None),
-        text_signature = "($self, *, llm_name=None, context=None, status='all', since=None, until=None, limit=None)"
+        signature = (*, llm_name=None, namespace=None, status=String::from("all"), since=None, until=None, limit=None),
+        text_signature = "($self, *, llm_name=None, namespace=None, status='all', since=None, until=None, limit=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn tasks(
         &self,
         py: Python<'_>,
         llm_name: Option<String>,
-        context: Option<String>,
+        namespace: Option<String>,
         status: String,
         since: Option<&Bound<'_, PyAny>>,
         until: Option<&Bound<'_, PyAny>>,
@@ -343,7 +353,7 @@ impl Memory {
             py,
             &self.core()?,
             llm_name,
-            context,
+            namespace,
             status,
             since,
             until,

@@ -14,9 +14,15 @@ pub(crate) fn punch_in(
     llm_name: String,
     task_description: String,
     context: Option<String>,
+    namespace: Option<String>,
 ) -> PyResult<PunchIn> {
     let p = run(py, || {
-        mem.punch_in(&llm_name, &task_description, context.as_deref())
+        mem.punch_in(
+            &llm_name,
+            &task_description,
+            context.as_deref(),
+            namespace.as_deref(),
+        )
     })?;
     class(py, p)
 }
@@ -46,7 +52,7 @@ pub(crate) fn tasks(
     py: Python<'_>,
     mem: &memstrata::Memory,
     llm_name: Option<String>,
-    context: Option<String>,
+    namespace: Option<String>,
     status: String,
     since: Option<&Bound<'_, PyAny>>,
     until: Option<&Bound<'_, PyAny>>,
@@ -54,7 +60,7 @@ pub(crate) fn tasks(
 ) -> PyResult<Vec<Task>> {
     let filter = TaskFilterOptions {
         llm_name,
-        context,
+        namespace,
         status: Some(status),
         since: convert::opt_timestamp(since, "since")?,
         until: convert::opt_timestamp(until, "until")?,
@@ -109,8 +115,10 @@ py_records! {
         llm_name: String,
         /// What it set out to do.
         task_description: String,
-        /// Context the task belongs to.
-        context: String,
+        /// Free text given at punch-in as `context` (None when none was given).
+        context: Option<String>,
+        /// The Memstrata context (namespace) the task and its episode belong to.
+        namespace: String,
         /// "open" or "closed".
         status: String,
         /// Punch-in time (aware UTC).

@@ -24,7 +24,8 @@ def test_design_sketch(clocked):
     task = m.task(t.task_id)
     assert isinstance(task, memstrata.Task)
     assert (task.llm_name, task.task_description, task.status, task.summary) == ("claude", "write tests", "closed", "done")
-    assert task.context == "default"
+    assert task.namespace == "default"
+    assert task.context is None
     assert task.end_time == dt.datetime(2030, 1, 1, 12, 1, 30, tzinfo=UTC)
     assert task.duration_seconds == 90.0
     # A finished task is recorded as an episode tagged "task".
@@ -43,16 +44,32 @@ def test_errors(mem):
         mem.punch_in("", "x")
     assert ei.value.field == "llm_name"
     with pytest.raises(memstrata.InvalidInputError) as ei:
-        mem.punch_in("claude", "x", context="bad context")
-    assert ei.value.field == "context"
+        mem.punch_in("claude", "x", namespace="bad context")
+    assert ei.value.field == "namespace"
+    with pytest.raises(memstrata.LimitExceededError):
+        mem.punch_in("claude", "x", context="x" * ((16 << 20) + 1))
     assert mem.task("0190b6a2-0000-7000-8000-000000000000") is None
+
+
+def test_context_is_free_text_and_namespace_the_memstrata_context(mem):
+    text = "Additional context: the parser fails on nested lists (see #42).\nNot a context name!"
+    t = mem.punch_in("claude", "fix the parser", context=text, namespace="proj")
+    task = mem.task(t.task_id)
+    assert (task.context, task.namespace) == (text, "proj")
+    # Positional too, and no namespace: the active context.
+    u = mem.punch_in("gpt", "review", "any text at all")
+    assert (mem.task(u.task_id).context, mem.task(u.task_id).namespace) == ("any text at all", "default")
+    assert [x.context for x in mem.tasks(namespace="proj")] == [text]
+    mem.punch_out(t.task_id, "fixed")
+    ep = mem.namespace("proj").episodic.get(mem.task(t.task_id).episode_id)
+    assert ep.content["context"] == text
 
 
 def test_tasks_filters_and_report(clocked):
     m, clock = clocked
     a = m.punch_in("claude", "a")
     clock.advance(10)
-    b = m.punch_in("gpt", "b", context="proj")
+    b = m.punch_in("gpt", "b", namespace="proj")
     clock.advance(10)
     m.punch_out(a.task_id, "a done")
     clock.advance(10)
@@ -63,7 +80,7 @@ def test_tasks_filters_and_report(clocked):
 
     assert ids() == {a.task_id, b.task_id, c.task_id}
     assert ids(llm_name="claude") == {a.task_id, c.task_id}
-    assert ids(context="proj") == {b.task_id}
+    assert ids(namespace="proj") == {b.task_id}
     assert ids(status="open") == {b.task_id, c.task_id}
     assert ids(status="closed") == {a.task_id}
     assert ids(since=dt.datetime(2030, 1, 1, 12, 0, 5, tzinfo=UTC)) == {b.task_id, c.task_id}

@@ -595,7 +595,7 @@ RustBuffer uniffi_memstrata_ffi_fn_method_memory_path(uint64_t ptr, RustCallStat
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PUNCH_IN
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PUNCH_IN
-uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_in(uint64_t ptr, RustBuffer llm_name, RustBuffer task_description, RustBuffer context
+uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_in(uint64_t ptr, RustBuffer llm_name, RustBuffer task_description, RustBuffer context, RustBuffer namespace
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_PUNCH_OUT

@@ -266,18 +266,28 @@ impl Memory {
 
     // ------------------------------------------------------------ timesheet
 
-    /// Start a task for `llm_name` in `context` (else the active context).
-    #[uniffi::method(default(context = None))]
+    /// Start a task for `llm_name`. `context` is free text about the task (kept on
+    /// the task and in its episode); `namespace` is the Memstrata context the task
+    /// belongs to (else the active context).
+    #[uniffi::method(default(context = None, namespace = None))]
     pub async fn punch_in(
         &self,
         llm_name: String,
         task_description: String,
         context: Option<String>,
+        namespace: Option<String>,
     ) -> Result<PunchIn, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.punch_in(&llm_name, &task_description, context.as_deref()))
-            .await
-            .map(Into::into)
+        pool::core(move || {
+            mem.punch_in(
+                &llm_name,
+                &task_description,
+                context.as_deref(),
+                namespace.as_deref(),
+            )
+        })
+        .await
+        .map(Into::into)
     }
 
     /// Close a task; `detect_files` scans the workspace roots for files modified since punch-in.

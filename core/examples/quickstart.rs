@@ -134,7 +134,7 @@ fn main() -> memstrata::Result<()> {
         "context_retrieve(handoff, project-x) = {:?}",
         v.map(|v| v.value)
     );
-    let t = mem.punch_in("claude", "write tests", None)?;
+    let t = mem.punch_in("claude", "write tests", Some("the core suite"), None)?;
     let out = mem.punch_out(&t.task_id, "tests written", false)?;
     println!(
         "timesheet: task {} took {:.3}s",

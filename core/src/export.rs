@@ -195,7 +195,12 @@ struct TaskLine {
     task_id: String,
     llm_name: String,
     task_description: String,
+    /// The Memstrata context, as on every other line (`Task::namespace`).
     context: String,
+    /// Free text given at punch-in (`Task::context`); written only when there is some,
+    /// absent from exports made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context_text: Option<String>,
     start_time: DateTime<Utc>,
     #[serde(default)]
     end_time: Option<DateTime<Utc>>,
@@ -420,6 +425,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             llm_name: r.llm_name,
             task_description: r.description,
             context: r.context,
+            context_text: r.context_text,
             start_time: millis_to_dt(r.start_time),
             end_time: r.end_time.map(millis_to_dt),
             summary: r.summary,
@@ -868,6 +874,15 @@ fn parse_task(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     x.check(validate::key(lim, "task_id", &l.task_id))?;
     x.check(validate::key(lim, "llm_name", &l.llm_name))?;
     x.context(&l.context)?;
+    if let Some(t) = &l.context_text
+        && t.len() > lim.max_value_bytes
+    {
+        return Err(x.err(format!(
+            "task record: `context_text` is {} bytes, more than the {} allowed",
+            t.len(),
+            lim.max_value_bytes
+        )));
+    }
     if l.end_time.is_some_and(|t| t < l.start_time) {
         return Err(x.err("task record: `end_time` is before `start_time`"));
     }
@@ -879,6 +894,7 @@ fn parse_task(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
         llm_name: l.llm_name,
         description: l.task_description,
         context: l.context,
+        context_text: l.context_text,
         start_time: ms(l.start_time),
         end_time: l.end_time.map(ms),
         summary: l.summary,

@@ -79,8 +79,8 @@ pub use crate::status::{
     Status, StatusMetrics,
 };
 pub use crate::timesheet::{
-    LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus, TaskStatusFilter,
-    TimesheetReport,
+    EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
+    TaskStatusFilter, TimesheetReport,
 };
 pub use crate::working::{Working, WorkspaceItem};
 

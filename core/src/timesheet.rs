@@ -14,6 +14,9 @@ use crate::{Error, Memory, Result, codec, validate};
 
 /// Longest episode summary a finished task produces, in characters.
 const EPISODE_SUMMARY_CHARS: usize = 500;
+/// Characters of the punch-in `context` text copied into the task's episode content (the
+/// task keeps it whole), so a long text never makes the episode, and punch-out, fail.
+pub const EPISODE_CONTEXT_CHARS: usize = 2_000;
 /// Files listed in a task's episode content (the task itself keeps up to `limits.max_results`).
 const EPISODE_FILES: usize = 100;
 
@@ -23,7 +26,12 @@ pub(crate) struct TaskRecord {
     pub task_id: String,
     pub llm_name: String,
     pub description: String,
+    /// The Memstrata context (namespace) of the task and its episode.
     pub context: String,
+    /// Free text given at punch-in (`Task::context`); absent in records written
+    /// before it existed.
+    #[serde(default)]
+    pub context_text: Option<String>,
     pub start_time: i64,
     pub end_time: Option<i64>,
     pub summary: Option<String>,
@@ -104,8 +112,11 @@ pub struct Task {
     pub llm_name: String,
     /// What it set out to do.
     pub task_description: String,
-    /// Context the task (and its episode) belongs to.
-    pub context: String,
+    /// Free text given at punch-in as `context` (the continuity specification's
+    /// "additional context"), `None` when none was given.
+    pub context: Option<String>,
+    /// The Memstrata context (namespace) the task and its episode belong to.
+    pub namespace: String,
     /// Open or closed.
     pub status: TaskStatus,
     /// Punch-in time.
@@ -135,7 +146,8 @@ impl From<TaskRecord> for Task {
             task_id: r.task_id,
             llm_name: r.llm_name,
             task_description: r.description,
-            context: r.context,
+            context: r.context_text,
+            namespace: r.context,
             start_time: millis_to_dt(r.start_time),
             end_time: r.end_time.map(millis_to_dt),
             duration_seconds: r.duration_seconds,
@@ -153,8 +165,8 @@ impl From<TaskRecord> for Task {
 pub struct TaskFilter {
     /// Only tasks of this model.
     pub llm_name: Option<String>,
-    /// Only tasks of this context.
-    pub context: Option<String>,
+    /// Only tasks of this Memstrata context (namespace).
+    pub namespace: Option<String>,
     /// Open, closed or all (default).
     pub status: TaskStatusFilter,
     /// Started at or after this time.
@@ -342,20 +354,27 @@ fn check_text(e: &Engine, field: &str, text: &str, allow_empty: bool) -> Result<
 }
 
 impl Memory {
-    /// Start a task for `llm_name` in `context` (else the active context).
+    /// Start a task for `llm_name`. `context` is free text about the task (any
+    /// text up to `limits.max_value_bytes`, kept on the task and in its episode);
+    /// `namespace` is the Memstrata context the task and its episode belong to
+    /// (else the active context).
     pub fn punch_in(
         &self,
         llm_name: &str,
         task_description: &str,
         context: Option<&str>,
+        namespace: Option<&str>,
     ) -> Result<PunchIn> {
         let e = &self.engine;
         e.timed("timesheet.punch_in", || {
             validate::key(&e.opts.limits, "llm_name", llm_name)?;
             check_text(e, "task_description", task_description, false)?;
-            let ctx = match context {
+            if let Some(text) = context {
+                check_text(e, "context", text, true)?;
+            }
+            let ctx = match namespace {
                 Some(c) => {
-                    validate::context_name("context", c)?;
+                    validate::context_name("namespace", c)?;
                     c.to_owned()
                 }
                 None => self.active_context(),
@@ -367,6 +386,7 @@ impl Memory {
                 llm_name: llm_name.to_owned(),
                 description: task_description.to_owned(),
                 context: ctx,
+                context_text: context.map(str::to_owned),
                 start_time: now,
                 end_time: None,
                 summary: None,
@@ -427,6 +447,10 @@ impl Memory {
             .content(json!({
                 "task_id": task_id,
                 "task_description": rec.description,
+                "context": rec
+                    .context_text
+                    .as_deref()
+                    .map(|t| truncate_chars(t, EPISODE_CONTEXT_CHARS)),
                 "summary": summary,
                 "duration_seconds": duration_seconds,
                 "files_modified": files_modified,
@@ -481,8 +505,8 @@ impl Memory {
                     limit as u64,
                 ));
             }
-            if let Some(c) = &filter.context {
-                validate::context_name("context", c)?;
+            if let Some(c) = &filter.namespace {
+                validate::context_name("namespace", c)?;
             }
             let (since, until) = period(filter.since, filter.until)?;
             let mut out: Vec<Task> = Vec::new();
@@ -495,7 +519,7 @@ impl Memory {
                 };
                 if status_ok
                     && filter.llm_name.as_ref().is_none_or(|n| *n == r.llm_name)
-                    && filter.context.as_ref().is_none_or(|c| *c == r.context)
+                    && filter.namespace.as_ref().is_none_or(|c| *c == r.context)
                     && r.start_time >= since
                     && r.start_time <= until
                 {

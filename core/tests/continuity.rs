@@ -544,7 +544,7 @@ fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links(
     std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("link-to-file")).unwrap();
     std::os::unix::fs::symlink(&outside, root.join("link-to-dir")).unwrap();
 
-    let t = mem.punch_in("claude", "write tests", None).unwrap();
+    let t = mem.punch_in("claude", "write tests", None, None).unwrap();
     assert!(t.success);
     assert_eq!(t.start_time, clock_now(&clock));
     clock.advance(Duration::from_secs(3600));
@@ -572,7 +572,7 @@ fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
     let missing = dir.path().join("not-there");
     let (b, _) = builder(dir.path());
     let mem = b.workspace_root(&missing).open().unwrap();
-    let t = mem.punch_in("gpt", "refactor", Some("proj")).unwrap();
+    let t = mem.punch_in("gpt", "refactor", None, Some("proj")).unwrap();
     let err = mem.punch_out(&t.task_id, "done", true).unwrap_err();
     assert!(is_invalid(&err, "not-there"), "{err}");
     let still_open = mem
@@ -588,7 +588,7 @@ fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
     // No roots configured at all: detect_files is refused with a hint.
     let dir2 = tempfile::tempdir().unwrap();
     let (mem2, _) = open(dir2.path());
-    let t2 = mem2.punch_in("gpt", "x", None).unwrap();
+    let t2 = mem2.punch_in("gpt", "x", None, None).unwrap();
     assert!(is_invalid(
         &mem2.punch_out(&t2.task_id, "", true).unwrap_err(),
         "workspace roots"
@@ -604,22 +604,93 @@ fn punch_out_of_unknown_or_closed_task_fails() {
         matches!(err, Error::NotFound { .. }) && err.to_string().contains("0190-no-such-task"),
         "{err}"
     );
-    let t = mem.punch_in("claude", "a task", None).unwrap();
+    let t = mem.punch_in("claude", "a task", None, None).unwrap();
     mem.punch_out(&t.task_id, "done", false).unwrap();
     let err = mem.punch_out(&t.task_id, "again", false).unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     assert!(is_invalid(
-        &mem.punch_in("", "x", None).unwrap_err(),
+        &mem.punch_in("", "x", None, None).unwrap_err(),
         "llm_name"
     ));
     assert!(is_invalid(
-        &mem.punch_in("claude", "  ", None).unwrap_err(),
+        &mem.punch_in("claude", "  ", None, None).unwrap_err(),
         "task_description"
     ));
     assert!(is_invalid(
-        &mem.punch_in("claude", "x", Some("bad ctx")).unwrap_err(),
-        "context"
+        &mem.punch_in("claude", "x", None, Some("bad ctx"))
+            .unwrap_err(),
+        "namespace"
     ));
+    // The free-text context is bounded by the value size limit only.
+    let too_long = "x".repeat(memstrata::Limits::default().max_value_bytes + 1);
+    assert!(matches!(
+        mem.punch_in("claude", "x", Some(&too_long), None)
+            .unwrap_err(),
+        Error::LimitExceeded { .. }
+    ));
+}
+
+#[test]
+fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mem, _) = open(dir.path());
+    let text = "Additional context: the parser fails on nested lists.\nSee issue 42 — ünïcode, \"quotes\".";
+    let t = mem
+        .punch_in("claude", "fix the parser", Some(text), Some("proj"))
+        .unwrap();
+    let task = mem.task(&t.task_id).unwrap().unwrap();
+    assert_eq!(task.context.as_deref(), Some(text));
+    assert_eq!(task.namespace, "proj");
+    // Any text, even one that is not a valid context name, and no namespace: the active one.
+    let t2 = mem
+        .punch_in("gpt", "review", Some("bad ctx / not a name"), None)
+        .unwrap();
+    let task2 = mem.task(&t2.task_id).unwrap().unwrap();
+    assert_eq!(task2.context.as_deref(), Some("bad ctx / not a name"));
+    assert_eq!(task2.namespace, "default");
+    let t3 = mem.punch_in("gpt", "plain", None, None).unwrap();
+    assert_eq!(mem.task(&t3.task_id).unwrap().unwrap().context, None);
+
+    let in_proj = mem
+        .tasks(&TaskFilter {
+            namespace: Some("proj".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(in_proj.len(), 1);
+    assert_eq!(in_proj[0].context.as_deref(), Some(text));
+    let v = serde_json::to_value(&in_proj[0]).unwrap();
+    assert_eq!(
+        (v["context"].as_str(), v["namespace"].as_str()),
+        (Some(text), Some("proj"))
+    );
+
+    // The episode recorded at punch-out carries it too.
+    mem.punch_out(&t.task_id, "fixed", false).unwrap();
+    let ep_id = mem.task(&t.task_id).unwrap().unwrap().episode_id.unwrap();
+    let ep = mem
+        .namespace("proj")
+        .unwrap()
+        .episodic()
+        .get(&ep_id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(ep.content["context"], json!(text));
+
+    // A long text stays whole on the task; the episode gets its beginning.
+    let long = "é".repeat(memstrata::EPISODE_CONTEXT_CHARS + 10);
+    let t4 = mem.punch_in("gpt", "long", Some(&long), None).unwrap();
+    mem.punch_out(&t4.task_id, "done", false).unwrap();
+    let task4 = mem.task(&t4.task_id).unwrap().unwrap();
+    assert_eq!(task4.context.as_deref(), Some(long.as_str()));
+    let ep4 = mem
+        .episodic()
+        .get(&task4.episode_id.unwrap())
+        .unwrap()
+        .unwrap();
+    let kept = ep4.content["context"].as_str().unwrap();
+    assert!(long.starts_with(kept.trim_end_matches('…')));
+    assert!(kept.chars().count() <= memstrata::EPISODE_CONTEXT_CHARS);
 }
 
 #[test]
@@ -627,14 +698,14 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, clock) = open(dir.path());
     let t1 = mem
-        .punch_in("claude", "implement sessions", Some("proj"))
+        .punch_in("claude", "implement sessions", None, Some("proj"))
         .unwrap();
     clock.advance(Duration::from_secs(120));
-    let t2 = mem.punch_in("gpt", "review sessions", None).unwrap();
+    let t2 = mem.punch_in("gpt", "review sessions", None, None).unwrap();
     clock.advance(Duration::from_secs(60));
     mem.punch_out(&t1.task_id, "sessions implemented", false)
         .unwrap();
-    let _t3 = mem.punch_in("claude", "still running", None).unwrap();
+    let _t3 = mem.punch_in("claude", "still running", None, None).unwrap();
     clock.advance(Duration::from_secs(30));
     mem.punch_out(&t2.task_id, "looks good", false).unwrap();
 
@@ -674,7 +745,7 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
     assert_eq!(claude[0].task_description, "still running", "newest first");
     let closed_in_proj = mem
         .tasks(&TaskFilter {
-            context: Some("proj".into()),
+            namespace: Some("proj".into()),
             status: TaskStatusFilter::Closed,
             ..Default::default()
         })
@@ -760,7 +831,7 @@ fn status_reports_real_metrics_after_operations() {
     let s = mem.session_create("s", json!({})).unwrap();
     mem.session_save(&s.session_id, json!({"x": 1}), 1).unwrap();
     mem.session_save(&s.session_id, json!({"x": 2}), 3).unwrap();
-    mem.punch_in("claude", "t", None).unwrap();
+    mem.punch_in("claude", "t", None, None).unwrap();
     mem.episodic()
         .search("staging", &SearchFilters::default(), 5)
         .unwrap();
@@ -1023,10 +1094,17 @@ fn populate(mem: &Memory, clock: &ManualClock) -> (String, String, String) {
             .unwrap();
         clock.advance(Duration::from_secs(1));
     }
-    let t = mem.punch_in("claude", "write tests", Some("proj")).unwrap();
+    let t = mem
+        .punch_in(
+            "claude",
+            "write tests",
+            Some("free text: the export suite"),
+            Some("proj"),
+        )
+        .unwrap();
     clock.advance(Duration::from_secs(90));
     mem.punch_out(&t.task_id, "done", false).unwrap();
-    mem.punch_in("gpt", "still open", None).unwrap();
+    mem.punch_in("gpt", "still open", None, None).unwrap();
     clock.advance(Duration::from_secs(2)); // "gone" expires
     (s.session_id, t.task_id, run.run_id)
 }
@@ -1151,6 +1229,36 @@ fn export_then_import_gives_identical_reads() {
         );
     }
     assert_eq!(src.task(&tid).unwrap(), dst.task(&tid).unwrap());
+    let task = dst.task(&tid).unwrap().unwrap();
+    assert_eq!(
+        (task.context.as_deref(), task.namespace.as_str()),
+        (Some("free text: the export suite"), "proj")
+    );
+
+    // An export made before tasks had free text (no `context_text` on the task
+    // line) still imports: `context` there is the namespace, the text is None.
+    let text = String::from_utf8(buf.clone()).unwrap();
+    assert_eq!(
+        text.matches("\"context_text\"").count(),
+        1,
+        "written only for the task with text"
+    );
+    let old: String = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["type"] == json!("task") {
+                v.as_object_mut().unwrap().remove("context_text");
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let (b3, clock3) = builder(&dir.path().join("c"));
+    clock3.set(clock_now(&clock));
+    let old_dst = b3.open().unwrap();
+    old_dst.import(&mut Cursor::new(old.as_bytes())).unwrap();
+    let task = old_dst.task(&tid).unwrap().unwrap();
+    assert_eq!((task.context, task.namespace.as_str()), (None, "proj"));
     assert_eq!(
         src.tasks(&TaskFilter::default()).unwrap(),
         dst.tasks(&TaskFilter::default()).unwrap()

@@ -243,7 +243,7 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
         );
     }
     let open = mem.tasks(&memstrata::TaskFilter {
-        context: Some(ctx.clone()),
+        namespace: Some(ctx.clone()),
         status: memstrata::TaskStatusFilter::Open,
         limit: Some(LIST),
         ..Default::default()

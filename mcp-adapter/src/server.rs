@@ -627,7 +627,7 @@ tools! {
         title: "Update knowledge", read_only: false, destructive_hint: true, idempotent_hint: false
     }
 
-    /// Start a timesheet task for a model. Returns task_id and start_time.
+    /// Start a timesheet task for a model; `context` is free-text additional context, `namespace` the Memstrata context (default: the active one). Returns task_id and start_time.
     llm_punch_in(ops::LlmPunchIn) -> common::PunchIn {
         title: "Punch in", read_only: false, destructive_hint: false, idempotent_hint: false
     }
@@ -697,7 +697,7 @@ tools! {
         title: "Save a session version", read_only: false, destructive_hint: false, idempotent_hint: false
     }
 
-    /// Engine health (healthy / degraded / error), version, uptime; optionally session count and metrics.
+    /// Engine health (healthy / degraded / error), version, uptime; optionally the most recently active sessions with the session count, and metrics.
     system_status(ops::SystemStatus) -> common::Status {
         title: "System status", read_only: true
     }

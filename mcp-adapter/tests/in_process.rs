@@ -207,10 +207,18 @@ async fn continuity_workflow() {
     let pin = h
         .call(
             "llm_punch_in",
-            json!({"llm_name": "claude", "task_description": "write tests"}),
+            json!({"llm_name": "claude", "task_description": "write tests",
+                   "context": "free text: the in-process suite"}),
         )
         .await;
     let tid = pin["task_id"].as_str().unwrap().to_owned();
+    let bad = h
+        .call_err(
+            "llm_punch_in",
+            json!({"llm_name": "claude", "task_description": "x", "namespace": "bad ctx"}),
+        )
+        .await;
+    assert!(bad.starts_with("INVALID_INPUT:"), "{bad}");
     let pout = h
         .call("llm_punch_out", json!({"task_id": tid, "summary": "done"}))
         .await;
@@ -228,6 +236,10 @@ async fn continuity_workflow() {
         )
         .await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        hits["hits"][0]["episode"]["content"]["context"],
+        "free text: the in-process suite"
+    );
 
     let st = h
         .call("system_status", json!({"include_metrics": true}))

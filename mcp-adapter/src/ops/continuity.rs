@@ -212,14 +212,17 @@ pub struct LlmPunchIn {
     pub llm_name: String,
     /// What the task is.
     pub task_description: String,
-    /// Context the task belongs to (default: the active context).
+    /// Additional context: free text about the task, up to the value size limit (kept on the task and in the episode recorded at punch-out).
     #[serde(default)]
     pub context: Option<String>,
+    /// Memstrata context (namespace) the task belongs to (default: the active context).
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 impl Op for LlmPunchIn {
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
-        let ctx = self.context.clone().unwrap_or_else(|| cx.active());
+        let ctx = self.namespace.clone().unwrap_or_else(|| cx.active());
         Ok(vec![
             Target::Context(ctx, Access::Write),
             Target::Global(Access::Write),
@@ -230,6 +233,7 @@ impl Op for LlmPunchIn {
             &self.llm_name,
             &self.task_description,
             self.context.as_deref(),
+            self.namespace.as_deref(),
         )?;
         Done::of(&common::PunchIn::from(r))
     }
@@ -267,7 +271,7 @@ impl Op for LlmPunchOut {
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         let mut t = vec![Target::Global(Access::Write)];
         if let Some(task) = cx.mem.task(&self.task_id)? {
-            t.push(Target::Context(task.context, Access::Write));
+            t.push(Target::Context(task.namespace, Access::Write));
         }
         Ok(t)
     }
@@ -311,7 +315,11 @@ impl Op for LlmPunchOut {
         if let Some(task) = cx.mem.task(&self.task_id)?
             && let Some(eid) = task.episode_id
         {
-            done = done.changed(uri::episode(&task.context, &eid), Some(&task.context), true);
+            done = done.changed(
+                uri::episode(&task.namespace, &eid),
+                Some(&task.namespace),
+                true,
+            );
         }
         Ok(done)
     }
@@ -323,7 +331,7 @@ impl Op for LlmPunchOut {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SystemStatus {
-    /// Include the number of sessions (default true).
+    /// Include active_sessions (the most recently active sessions, newest first, at most 20) and session_count (default true).
     #[serde(default)]
     pub include_sessions: Option<bool>,
     /// Include per-operation latency, items per layer, bytes on disk and index lag (default false).

@@ -72,9 +72,18 @@ async def test_agent_workflow(binary: str, tmp_path: Path, mode: str) -> None:
         assert (await ok(c, "context_retrieve", {"key": "goal"}))["value"] == "ship it"
 
         # Timesheet.
-        pin = await ok(c, "llm_punch_in", {"llm_name": "claude", "task_description": "write the MCP tests"})
+        # `context` is the specification's free-text "additional context"; `namespace`
+        # names the Memstrata context (default: the active one, "proj" here).
+        note = "Additional context: the stdio suite, see docs/mcp.md (any text, not a context name)."
+        pin = await ok(c, "llm_punch_in", {"llm_name": "claude", "task_description": "write the MCP tests",
+                                           "context": note})
         pout = await ok(c, "llm_punch_out", {"task_id": pin["task_id"], "summary": "tests written"})
         assert pout["success"] is True and pout["files_modified"] == 0
+        other = await ok(c, "llm_punch_in", {"llm_name": "gpt", "task_description": "review",
+                                             "context": "second opinion", "namespace": "default"})
+        await ok(c, "llm_punch_out", {"task_id": other["task_id"], "summary": "reviewed"})
+        in_default = await ok(c, "episode_search", {"query": "", "tags": ["task"], "namespace": "default"})
+        assert [h["episode"]["content"]["context"] for h in in_default["hits"]] == ["second opinion"]
 
         # Short-term and working memory.
         await ok(c, "memory_store", {"key": "draft", "value": {"text": "hello"}, "ttl": 300})
@@ -96,6 +105,7 @@ async def test_agent_workflow(binary: str, tmp_path: Path, mode: str) -> None:
         assert hits["hits"][0]["score"] > 0
         filt = await ok(c, "episode_search", {"query": "", "tags": ["task"]})
         assert len(filt["hits"]) == 1, "the punched-out task was recorded as an episode"
+        assert filt["hits"][0]["episode"]["content"]["context"] == note
         assert (await ok(c, "episode_get", {"id": e1["id"]}))["episode"]["content"] == {"pr": 42}
         summary = await ok(c, "episodes_summarize", {"ids": [e1["id"]]})
         assert "staging" in summary["summary"]

@@ -1453,9 +1453,11 @@ public protocol MemoryProtocol: AnyObject, Sendable {
     func path()  -> String
     
     /**
-     * Start a task for `llm_name` in `context` (else the active context).
+     * Start a task for `llm_name`. `context` is free text about the task (kept on
+     * the task and in its episode); `namespace` is the Memstrata context the task
+     * belongs to (else the active context).
      */
-    func punchIn(llmName: String, taskDescription: String, context: String?) async throws  -> PunchIn
+    func punchIn(llmName: String, taskDescription: String, context: String?, namespace: String?) async throws  -> PunchIn
     
     /**
      * Close a task; `detect_files` scans the workspace roots for files modified since punch-in.
@@ -1917,14 +1919,16 @@ open func path() -> String  {
 }
     
     /**
-     * Start a task for `llm_name` in `context` (else the active context).
+     * Start a task for `llm_name`. `context` is free text about the task (kept on
+     * the task and in its episode); `namespace` is the Memstrata context the task
+     * belongs to (else the active context).
      */
-open func punchIn(llmName: String, taskDescription: String, context: String? = nil)async throws  -> PunchIn  {
+open func punchIn(llmName: String, taskDescription: String, context: String? = nil, namespace: String? = nil)async throws  -> PunchIn  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_memory_punch_in(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(llmName),FfiConverterString.lower(taskDescription),FfiConverterOptionString.lower(context)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(llmName),FfiConverterString.lower(taskDescription),FfiConverterOptionString.lower(context),FfiConverterOptionString.lower(namespace)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
@@ -4983,7 +4987,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_path() != 20076) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_punch_in() != 17932) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_punch_in() != 64567) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_punch_out() != 52785) {

@@ -3822,9 +3822,13 @@ public struct Task: Equatable, Hashable {
      */
     public var taskDescription: String
     /**
-     * The context it was punched in from.
+     * Free text given at punch-in as `context` (none given: null).
      */
-    public var context: String
+    public var context: String?
+    /**
+     * The Memstrata context (namespace) the task and its episode belong to.
+     */
+    public var namespace: String
     /**
      * `"open"` or `"closed"`.
      */
@@ -3871,8 +3875,11 @@ public struct Task: Equatable, Hashable {
          * What it was about.
          */taskDescription: String, 
         /**
-         * The context it was punched in from.
-         */context: String, 
+         * Free text given at punch-in as `context` (none given: null).
+         */context: String?, 
+        /**
+         * The Memstrata context (namespace) the task and its episode belong to.
+         */namespace: String, 
         /**
          * `"open"` or `"closed"`.
          */status: String, 
@@ -3901,6 +3908,7 @@ public struct Task: Equatable, Hashable {
         self.llmName = llmName
         self.taskDescription = taskDescription
         self.context = context
+        self.namespace = namespace
         self.status = status
         self.startTime = startTime
         self.endTime = endTime
@@ -3930,7 +3938,8 @@ public struct FfiConverterTypeTask: FfiConverterRustBuffer {
                 taskId: FfiConverterString.read(from: &buf), 
                 llmName: FfiConverterString.read(from: &buf), 
                 taskDescription: FfiConverterString.read(from: &buf), 
-                context: FfiConverterString.read(from: &buf), 
+                context: FfiConverterOptionString.read(from: &buf), 
+                namespace: FfiConverterString.read(from: &buf), 
                 status: FfiConverterString.read(from: &buf), 
                 startTime: FfiConverterTypeTimestamp.read(from: &buf), 
                 endTime: FfiConverterOptionTypeTimestamp.read(from: &buf), 
@@ -3946,7 +3955,8 @@ public struct FfiConverterTypeTask: FfiConverterRustBuffer {
         FfiConverterString.write(value.taskId, into: &buf)
         FfiConverterString.write(value.llmName, into: &buf)
         FfiConverterString.write(value.taskDescription, into: &buf)
-        FfiConverterString.write(value.context, into: &buf)
+        FfiConverterOptionString.write(value.context, into: &buf)
+        FfiConverterString.write(value.namespace, into: &buf)
         FfiConverterString.write(value.status, into: &buf)
         FfiConverterTypeTimestamp.write(value.startTime, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.endTime, into: &buf)
@@ -3983,9 +3993,9 @@ public struct TaskFilterOptions: Equatable, Hashable {
      */
     public var llmName: String?
     /**
-     * Only tasks punched in from this context.
+     * Only tasks of this Memstrata context (namespace).
      */
-    public var context: String?
+    public var namespace: String?
     /**
      * `"open"`, `"closed"` or `"all"` (default).
      */
@@ -4010,8 +4020,8 @@ public struct TaskFilterOptions: Equatable, Hashable {
          * Only this model's tasks.
          */llmName: String? = nil, 
         /**
-         * Only tasks punched in from this context.
-         */context: String? = nil, 
+         * Only tasks of this Memstrata context (namespace).
+         */namespace: String? = nil, 
         /**
          * `"open"`, `"closed"` or `"all"` (default).
          */status: String? = nil, 
@@ -4025,7 +4035,7 @@ public struct TaskFilterOptions: Equatable, Hashable {
          * Most tasks.
          */limit: UInt32? = nil) {
         self.llmName = llmName
-        self.context = context
+        self.namespace = namespace
         self.status = status
         self.since = since
         self.until = until
@@ -4049,7 +4059,7 @@ public struct FfiConverterTypeTaskFilterOptions: FfiConverterRustBuffer {
         return
             try TaskFilterOptions(
                 llmName: FfiConverterOptionString.read(from: &buf), 
-                context: FfiConverterOptionString.read(from: &buf), 
+                namespace: FfiConverterOptionString.read(from: &buf), 
                 status: FfiConverterOptionString.read(from: &buf), 
                 since: FfiConverterOptionTypeTimestamp.read(from: &buf), 
                 until: FfiConverterOptionTypeTimestamp.read(from: &buf), 
@@ -4059,7 +4069,7 @@ public struct FfiConverterTypeTaskFilterOptions: FfiConverterRustBuffer {
 
     public static func write(_ value: TaskFilterOptions, into buf: inout [UInt8]) {
         FfiConverterOptionString.write(value.llmName, into: &buf)
-        FfiConverterOptionString.write(value.context, into: &buf)
+        FfiConverterOptionString.write(value.namespace, into: &buf)
         FfiConverterOptionString.write(value.status, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.since, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.until, into: &buf)

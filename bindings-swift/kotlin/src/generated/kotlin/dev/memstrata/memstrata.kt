@@ -1135,7 +1135,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_path(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_memstrata_ffi_fn_method_memory_punch_in(`ptr`: Long,`llmName`: RustBuffer.ByValue,`taskDescription`: RustBuffer.ByValue,`context`: RustBuffer.ByValue,
+    external fun uniffi_memstrata_ffi_fn_method_memory_punch_in(`ptr`: Long,`llmName`: RustBuffer.ByValue,`taskDescription`: RustBuffer.ByValue,`context`: RustBuffer.ByValue,`namespace`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_punch_out(`ptr`: Long,`taskId`: RustBuffer.ByValue,`summary`: RustBuffer.ByValue,`detectFiles`: Byte,
     ): Long
@@ -1480,7 +1480,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_path() and 0xFFFF) != 20076) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_in() and 0xFFFF) != 17932) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_in() and 0xFFFF) != 64567) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_out() and 0xFFFF) != 52785) {
@@ -3337,9 +3337,11 @@ public interface MemoryInterface {
     fun `path`(): kotlin.String
     
     /**
-     * Start a task for `llm_name` in `context` (else the active context).
+     * Start a task for `llm_name`. `context` is free text about the task (kept on
+     * the task and in its episode); `namespace` is the Memstrata context the task
+     * belongs to (else the active context).
      */
-    suspend fun `punchIn`(`llmName`: kotlin.String, `taskDescription`: kotlin.String, `context`: kotlin.String? = null): PunchIn
+    suspend fun `punchIn`(`llmName`: kotlin.String, `taskDescription`: kotlin.String, `context`: kotlin.String? = null, `namespace`: kotlin.String? = null): PunchIn
     
     /**
      * Close a task; `detect_files` scans the workspace roots for files modified since punch-in.
@@ -3935,11 +3937,13 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
 
     
     /**
-     * Start a task for `llm_name` in `context` (else the active context).
+     * Start a task for `llm_name`. `context` is free text about the task (kept on
+     * the task and in its episode); `namespace` is the Memstrata context the task
+     * belongs to (else the active context).
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `punchIn`(`llmName`: kotlin.String, `taskDescription`: kotlin.String, `context`: kotlin.String?) : PunchIn {
+    override suspend fun `punchIn`(`llmName`: kotlin.String, `taskDescription`: kotlin.String, `context`: kotlin.String?, `namespace`: kotlin.String?) : PunchIn {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_memstrata_ffi_fn_method_memory_punch_in(
@@ -3948,6 +3952,7 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
         FfiConverterString.lower(`llmName`),
         FfiConverterString.lower(`taskDescription`),
         FfiConverterOptionalString.lower(`context`),
+        FfiConverterOptionalString.lower(`namespace`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },

@@ -85,6 +85,13 @@ class ContinuityTest {
         assertEquals("claude", report.llms.single().llmName)
         assertEquals(90.0, report.llms.single().totalSeconds)
         assertNull(mem.task("nope"))
+        assertNull(task.context)
+        assertEquals("default", task.namespace)
+        val other = mem.punchIn("gpt", "review", context = "free text: PR #7", namespace = "proj")
+        val otherTask = mem.task(other.taskId)!!
+        assertEquals("free text: PR #7", otherTask.context)
+        assertEquals("proj", otherTask.namespace)
+        assertEquals(listOf(other.taskId), mem.tasks(TaskFilterOptions(namespace = "proj")).map { it.taskId })
     }
 
     @Test

@@ -3388,9 +3388,14 @@ data class Task (
     var `taskDescription`: kotlin.String
     , 
     /**
-     * The context it was punched in from.
+     * Free text given at punch-in as `context` (none given: null).
      */
-    var `context`: kotlin.String
+    var `context`: kotlin.String?
+    , 
+    /**
+     * The Memstrata context (namespace) the task and its episode belong to.
+     */
+    var `namespace`: kotlin.String
     , 
     /**
      * `"open"` or `"closed"`.
@@ -3450,6 +3455,7 @@ public object FfiConverterTypeTask: FfiConverterRustBuffer<Task> {
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterTypeTimestamp.read(buf),
@@ -3466,7 +3472,8 @@ public object FfiConverterTypeTask: FfiConverterRustBuffer<Task> {
             FfiConverterString.allocationSize(value.`taskId`) +
             FfiConverterString.allocationSize(value.`llmName`) +
             FfiConverterString.allocationSize(value.`taskDescription`) +
-            FfiConverterString.allocationSize(value.`context`) +
+            FfiConverterOptionalString.allocationSize(value.`context`) +
+            FfiConverterString.allocationSize(value.`namespace`) +
             FfiConverterString.allocationSize(value.`status`) +
             FfiConverterTypeTimestamp.allocationSize(value.`startTime`) +
             FfiConverterOptionalTypeTimestamp.allocationSize(value.`endTime`) +
@@ -3481,7 +3488,8 @@ public object FfiConverterTypeTask: FfiConverterRustBuffer<Task> {
             FfiConverterString.write(value.`taskId`, buf)
             FfiConverterString.write(value.`llmName`, buf)
             FfiConverterString.write(value.`taskDescription`, buf)
-            FfiConverterString.write(value.`context`, buf)
+            FfiConverterOptionalString.write(value.`context`, buf)
+            FfiConverterString.write(value.`namespace`, buf)
             FfiConverterString.write(value.`status`, buf)
             FfiConverterTypeTimestamp.write(value.`startTime`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`endTime`, buf)
@@ -3505,9 +3513,9 @@ data class TaskFilterOptions (
     var `llmName`: kotlin.String? = null 
     , 
     /**
-     * Only tasks punched in from this context.
+     * Only tasks of this Memstrata context (namespace).
      */
-    var `context`: kotlin.String? = null 
+    var `namespace`: kotlin.String? = null 
     , 
     /**
      * `"open"`, `"closed"` or `"all"` (default).
@@ -3555,7 +3563,7 @@ public object FfiConverterTypeTaskFilterOptions: FfiConverterRustBuffer<TaskFilt
 
     override fun allocationSize(value: TaskFilterOptions) = (
             FfiConverterOptionalString.allocationSize(value.`llmName`) +
-            FfiConverterOptionalString.allocationSize(value.`context`) +
+            FfiConverterOptionalString.allocationSize(value.`namespace`) +
             FfiConverterOptionalString.allocationSize(value.`status`) +
             FfiConverterOptionalTypeTimestamp.allocationSize(value.`since`) +
             FfiConverterOptionalTypeTimestamp.allocationSize(value.`until`) +
@@ -3564,7 +3572,7 @@ public object FfiConverterTypeTaskFilterOptions: FfiConverterRustBuffer<TaskFilt
 
     override fun write(value: TaskFilterOptions, buf: ByteBuffer) {
             FfiConverterOptionalString.write(value.`llmName`, buf)
-            FfiConverterOptionalString.write(value.`context`, buf)
+            FfiConverterOptionalString.write(value.`namespace`, buf)
             FfiConverterOptionalString.write(value.`status`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`since`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`until`, buf)
