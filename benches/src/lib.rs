@@ -13,5 +13,6 @@
 
 pub mod corpus;
 pub mod engines;
+pub mod mixed;
 pub mod stats;
 pub mod sys;

@@ -60,6 +60,10 @@ impl Latency {
         }
         if total > 0.0 { above / total } else { 0.0 }
     }
+    /// Add another histogram's samples.
+    pub fn add(&mut self, other: &Latency) {
+        let _ = self.hist.add(&other.hist);
+    }
     /// Largest sample in nanoseconds.
     pub fn max(&self) -> u64 {
         self.hist.max()

@@ -99,6 +99,7 @@ struct Args {
     skip_kv: bool,
     skip_search: bool,
     skip_sessions: bool,
+    skip_mixed: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -110,6 +111,7 @@ fn parse_args() -> Result<Args> {
         skip_kv: false,
         skip_search: false,
         skip_sessions: false,
+        skip_mixed: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -128,6 +130,7 @@ fn parse_args() -> Result<Args> {
             "--skip-kv" => a.skip_kv = true,
             "--skip-search" => a.skip_search = true,
             "--skip-sessions" => a.skip_sessions = true,
+            "--skip-mixed" => a.skip_mixed = true,
             other => return Err(format!("unknown argument {other:?}").into()),
         }
     }
@@ -145,6 +148,32 @@ fn main() -> Result<()> {
         Some("profile-kv") => return profile_kv(&argv[2], argv[3].parse()?, argv[4].parse()?),
         Some("decode-micro") => return decode_micro(),
         Some("binding-data") => return binding_data(Path::new(&argv[2])),
+        // compare mixed-load DIR OUT.md [THREADS] [SECONDS]
+        Some("mixed-load") => {
+            let md = memstrata_benches::mixed::section(
+                &std::env::current_exe()?,
+                Path::new(&argv[2]),
+                argv.get(4).map_or(Ok(8), |t| t.parse())?,
+                argv.get(5).map_or(Ok(10.0), |t| t.parse())?,
+            )
+            .map_err(|e| e.to_string())?;
+            println!("{md}");
+            std::fs::write(&argv[3], md)?;
+            return Ok(());
+        }
+        // compare mixed-row MODE DIR THREADS SECONDS: one row, figures as JSON on stdout.
+        Some("mixed-row") => {
+            let mode = memstrata_benches::mixed::Mode::parse(&argv[2]).ok_or("unknown mode")?;
+            let fig = memstrata_benches::mixed::row(
+                Path::new(&argv[3]),
+                argv[4].parse()?,
+                argv[5].parse()?,
+                mode,
+            )
+            .map_err(|e| e.to_string())?;
+            println!("{}", serde_json::to_string(&fig)?);
+            return Ok(());
+        }
         Some("binding-baseline") => return binding_baseline(Path::new(&argv[2])),
         Some("inspect-store") => {
             let v = inspect_store(Path::new(&argv[2]))?;
@@ -172,7 +201,18 @@ fn main() -> Result<()> {
     if !args.skip_sessions {
         report.sessions = Some(sessions_bench(&corpus, &args.dir)?);
     }
-    let md = report.markdown(&hw, t0.elapsed());
+    let mut md = report.markdown(&hw, t0.elapsed());
+    if !args.skip_mixed {
+        // BENCH_MIXED_SECONDS: the measured window of each row (default 10 s).
+        let secs = std::env::var("BENCH_MIXED_SECONDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10.0);
+        md.push_str(
+            &memstrata_benches::mixed::section(&std::env::current_exe()?, &args.dir, 8, secs)
+                .map_err(|e| e.to_string())?,
+        );
+    }
     println!("{md}");
     if let Some(out) = &args.out {
         if let Some(p) = out.parent() {
