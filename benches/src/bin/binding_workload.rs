@@ -67,10 +67,14 @@ fn data(n: usize, dir: &Path) -> Result<()> {
     }
     w.flush()?;
     let mut rng = Rng::new(13);
-    let lookups: Vec<String> = (0..LOOKUPS).map(|_| Corpus::kv_key(rng.range(0, n))).collect();
+    let lookups: Vec<String> = (0..LOOKUPS)
+        .map(|_| Corpus::kv_key(rng.range(0, n)))
+        .collect();
     let queries = corpus.keyword_queries(searches(n) + SEARCH_WARMUP);
     // The facts of mcp_latency.py's workload: a name, a type, three observations of 8–50 words.
-    let kinds = ["person", "project", "service", "decision", "incident", "tool"];
+    let kinds = [
+        "person", "project", "service", "decision", "incident", "tool",
+    ];
     let facts: Vec<Value> = (0..FACTS)
         .map(|i| {
             let obs: Vec<Value> = (0..3).map(|j| corpus.kv_value(i * 3 + j)["text"].clone()).collect();
@@ -123,7 +127,11 @@ fn run(dir: &Path) -> Result<()> {
     let strings = |k: &str| -> Vec<String> {
         meta[k]
             .as_array()
-            .map(|a| a.iter().map(|s| s.as_str().unwrap_or_default().to_owned()).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|s| s.as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let kv: Vec<(String, Value)> = jsonl(&dir.join("kv.jsonl"))?
@@ -166,7 +174,8 @@ fn run(dir: &Path) -> Result<()> {
             let mut ne: NewEpisode = serde_json::from_value(json!({
                 "summary": e["summary"], "content": e["content"], "participants": e["participants"],
                 "tags": e["tags"], "importance": e["importance"]}))?;
-            ne.timestamp = chrono::DateTime::from_timestamp_millis(e["timestamp_ms"].as_i64().unwrap_or(0));
+            ne.timestamp =
+                chrono::DateTime::from_timestamp_millis(e["timestamp_ms"].as_i64().unwrap_or(0));
             ep.record(ne)?;
             Ok(())
         })?,
