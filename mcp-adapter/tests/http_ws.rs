@@ -326,8 +326,14 @@ fn ws_client(
     (Box::pin(sink), Box::pin(stream))
 }
 
-#[tokio::test]
-async fn mcp_over_websocket() {
+/// The router on a real loopback socket, one full-access key (`ws-key-0123456789`):
+/// its state, its address, the token that stops it, and the server task.
+async fn serve_with_ws_key() -> (
+    Arc<Shared>,
+    SocketAddr,
+    CancellationToken,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
     let shared = shared(Auth::disabled().with_full_keys(["ws-key-0123456789"]));
     let stop = CancellationToken::new();
     let app = router(Arc::clone(&shared), &cfg(), stop.clone());
@@ -339,6 +345,12 @@ async fn mcp_over_websocket() {
             .with_graceful_shutdown(async move { server_stop.cancelled().await })
             .await
     });
+    (shared, addr, stop, server)
+}
+
+#[tokio::test]
+async fn mcp_over_websocket() {
+    let (shared, addr, stop, server) = serve_with_ws_key().await;
 
     // Without the key the upgrade is refused.
     let req = format!("ws://{addr}/mcp/ws").into_client_request().unwrap();
@@ -409,17 +421,7 @@ where
 /// the same socket; MCP keeps working beside it.
 #[tokio::test]
 async fn execute_envelope_over_websocket() {
-    let shared = shared(Auth::disabled().with_full_keys(["ws-key-0123456789"]));
-    let stop = CancellationToken::new();
-    let app = router(Arc::clone(&shared), &cfg(), stop.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr: SocketAddr = listener.local_addr().unwrap();
-    let server_stop = stop.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { server_stop.cancelled().await })
-            .await
-    });
+    let (shared, addr, stop, server) = serve_with_ws_key().await;
     let mut req = format!("ws://{addr}/mcp/ws").into_client_request().unwrap();
     req.headers_mut()
         .insert("authorization", "Bearer ws-key-0123456789".parse().unwrap());

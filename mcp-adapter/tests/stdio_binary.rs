@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::process::Stdio;
 
 use rmcp::ServiceExt;
@@ -41,6 +42,32 @@ async fn call(
         .expect("tools/call");
     assert_ne!(r.is_error, Some(true), "{name}: {}", common::text(&r));
     r.structured_content.expect("structured result")
+}
+
+/// Write `msgs` to the server's stdin as JSON lines, close it (EOF right after the last
+/// request), and collect every answer on stdout by id until the server closes stdout.
+/// Non-JSON on stdout, or two answers for one id, fail the test.
+async fn one_shot(child: &mut Child, msgs: &[Value]) -> BTreeMap<u64, Value> {
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut input = String::new();
+    for m in msgs {
+        input.push_str(&format!("{m}\n"));
+    }
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    stdin.flush().await.unwrap();
+    drop(stdin);
+
+    let mut responses = BTreeMap::new();
+    let mut lines = BufReader::new(stdout).lines();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+        if let Some(id) = v.get("id").and_then(Value::as_u64) {
+            assert!(responses.insert(id, v).is_none(), "two answers for id {id}");
+        }
+    }
+    responses
 }
 
 async fn stderr_of(child: &mut Child) -> String {
@@ -220,8 +247,6 @@ fn short_api_keys_are_refused_from_the_flag_and_the_environment() {
 async fn every_request_before_eof_is_answered_then_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = spawn(&dir.path().join("s.mem"));
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
     let msgs = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "one-shot", "version": "1"}}}),
@@ -234,23 +259,7 @@ async fn every_request_before_eof_is_answered_then_exits_cleanly() {
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                "params": {"name": "memory_store", "arguments": {"key": "k", "value": 1}}}),
     ];
-    let mut input = String::new();
-    for m in &msgs {
-        input.push_str(&format!("{m}\n"));
-    }
-    stdin.write_all(input.as_bytes()).await.unwrap();
-    stdin.flush().await.unwrap();
-    drop(stdin); // EOF right after the last request
-
-    let mut responses = std::collections::BTreeMap::new();
-    let mut lines = BufReader::new(stdout).lines();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        let v: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
-        if let Some(id) = v.get("id").and_then(Value::as_u64) {
-            assert!(responses.insert(id, v).is_none(), "two answers for id {id}");
-        }
-    }
+    let responses = one_shot(&mut child, &msgs).await;
     let status = child.wait().await.unwrap();
     let err = stderr_of(&mut child).await;
     assert_eq!(
@@ -353,23 +362,7 @@ async fn execute_envelope_over_stdio() {
         let store = store.clone();
         async move {
             let mut child = spawn(&store);
-            let mut stdin = child.stdin.take().unwrap();
-            let stdout = child.stdout.take().unwrap();
-            let mut input = String::new();
-            for m in &msgs {
-                input.push_str(&format!("{m}\n"));
-            }
-            stdin.write_all(input.as_bytes()).await.unwrap();
-            drop(stdin);
-            let mut responses = std::collections::BTreeMap::new();
-            let mut lines = BufReader::new(stdout).lines();
-            while let Some(line) = lines.next_line().await.unwrap() {
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
-                if let Some(id) = v.get("id").and_then(Value::as_u64) {
-                    assert!(responses.insert(id, v).is_none(), "two answers for id {id}");
-                }
-            }
+            let responses = one_shot(&mut child, &msgs).await;
             let status = child.wait().await.unwrap();
             let err = stderr_of(&mut child).await;
             assert!(status.success(), "exit {status:?}; stderr: {err}");
