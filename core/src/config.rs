@@ -95,6 +95,88 @@ impl Default for Limits {
     }
 }
 
+/// A 32-byte key for encryption at rest (XChaCha20-Poly1305). See `docs/security.md`.
+///
+/// Its `Debug` output never shows the key; the bytes are overwritten when it is dropped.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EncryptionKey([u8; EncryptionKey::LEN]);
+
+impl EncryptionKey {
+    /// Key length in bytes.
+    pub const LEN: usize = 32;
+
+    /// A key from exactly 32 bytes.
+    pub fn new(bytes: [u8; Self::LEN]) -> Self {
+        EncryptionKey(bytes)
+    }
+
+    /// A key from a byte slice; `InvalidInput` on field `encryption_key` unless it is 32 bytes.
+    pub fn from_slice(bytes: &[u8]) -> crate::Result<Self> {
+        <[u8; Self::LEN]>::try_from(bytes)
+            .map(EncryptionKey)
+            .map_err(|_| {
+                crate::Error::invalid(
+                    "encryption_key",
+                    format!(
+                        "must be exactly {} bytes, got {} bytes",
+                        Self::LEN,
+                        bytes.len()
+                    ),
+                )
+            })
+    }
+
+    /// A key from the contents of a key file: exactly 32 raw bytes, or 64
+    /// hexadecimal characters (surrounding whitespace such as a final newline
+    /// is ignored). Anything else is `InvalidInput` on field `encryption_key`
+    /// (the message never repeats the file's contents).
+    pub fn from_key_file_contents(contents: &[u8]) -> crate::Result<Self> {
+        if contents.len() == Self::LEN {
+            return Self::from_slice(contents);
+        }
+        let text = contents.trim_ascii();
+        if text.len() == 2 * Self::LEN && text.iter().all(u8::is_ascii_hexdigit) {
+            let mut out = [0u8; Self::LEN];
+            for (o, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+                let hex = |c: u8| match c {
+                    b'0'..=b'9' => c - b'0',
+                    b'a'..=b'f' => c - b'a' + 10,
+                    _ => c - b'A' + 10,
+                };
+                *o = (hex(pair[0]) << 4) | hex(pair[1]);
+            }
+            return Ok(EncryptionKey(out));
+        }
+        Err(crate::Error::invalid(
+            "encryption_key",
+            format!(
+                "a key file must hold exactly {} raw bytes or {} hexadecimal characters, this one has {} bytes",
+                Self::LEN,
+                2 * Self::LEN,
+                contents.len()
+            ),
+        ))
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8; Self::LEN] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for EncryptionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EncryptionKey(<redacted>)")
+    }
+}
+
+impl Drop for EncryptionKey {
+    fn drop(&mut self) {
+        // Best effort: volatile-free overwrite; the optimiser may keep copies elsewhere.
+        self.0.fill(0);
+        std::hint::black_box(&self.0);
+    }
+}
+
 /// Everything [`crate::Memory`] needs to open a store. Build with [`crate::Memory::builder`].
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -119,6 +201,9 @@ pub struct Options {
     pub session_retention: usize,
     /// Roots searched by `punch_out(detect_files = true)`.
     pub workspace_roots: Vec<PathBuf>,
+    /// Encryption-at-rest key (default `None`: records stored in plaintext).
+    /// A store created with a key can only be opened with that key.
+    pub encryption_key: Option<EncryptionKey>,
 }
 
 impl Default for Options {
@@ -134,6 +219,7 @@ impl Default for Options {
             clock: Arc::new(SystemClock),
             session_retention: 10,
             workspace_roots: Vec::new(),
+            encryption_key: None,
         }
     }
 }
@@ -199,6 +285,14 @@ impl MemoryBuilder {
     /// Add a workspace root for timesheet file detection.
     pub fn workspace_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.opts.workspace_roots.push(root.into());
+        self
+    }
+    /// Encrypt record values at rest with this 32-byte key (see `docs/security.md`).
+    /// A new store is created encrypted; an existing store must have been created
+    /// with the same key (a wrong or unexpected key is `InvalidInput` on
+    /// `encryption_key`, and nothing is written).
+    pub fn encryption_key(mut self, key: EncryptionKey) -> Self {
+        self.opts.encryption_key = Some(key);
         self
     }
     /// Open the store.

@@ -26,6 +26,9 @@ pub const FORMAT_VERSION: u32 = 1;
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_INDEX_SCHEMA: &[u8] = b"index_schema_version";
+/// Present only in encrypted stores: a sealed known value that tells a right key from a wrong one.
+const META_KEY_CHECK: &[u8] = b"encryption_key_check";
+const KEY_CHECK_VALUE: &str = "memstrata encryption key check v1";
 
 /// All sled trees of a store (names are part of the on-disk format).
 #[derive(Debug, Clone)]
@@ -91,6 +94,8 @@ where
 pub(crate) struct Engine {
     pub opts: Options,
     pub path: PathBuf,
+    /// Encodes every record value (sealed when the store is encrypted).
+    pub codec: codec::Codec,
     pub db: sled::Db,
     pub t: Trees,
     pub index: SearchIndex,
@@ -122,6 +127,64 @@ impl std::fmt::Debug for Engine {
         f.debug_struct("Engine")
             .field("path", &self.path)
             .finish_non_exhaustive()
+    }
+}
+
+/// The error for a key that does not fit the store (`stored`: the store is
+/// encrypted; `given`: a key was passed).
+fn key_mismatch_error(path: &Path, stored: bool, given: bool) -> Error {
+    let p = path.display();
+    let reason = match (stored, given) {
+        (true, false) => format!(
+            "the store at {p} is encrypted: open it with its encryption key (--encryption-key-file / encryption_key)"
+        ),
+        (false, true) => format!(
+            "the store at {p} is not encrypted: open it without an encryption key (to encrypt it, export it and import into a new store opened with the key)"
+        ),
+        _ => format!(
+            "wrong encryption key for the store at {p}: it was encrypted with a different key (nothing was read or written)"
+        ),
+    };
+    Error::invalid("encryption_key", reason)
+}
+
+/// Sealed key-check value beside `db/` in encrypted stores (the same value as `META_KEY_CHECK`).
+const KEY_CHECK_FILE: &str = "KEYCHECK";
+
+fn verify_key_check(codec: &codec::Codec, sealed: &[u8], path: &Path) -> Result<()> {
+    if !codec.is_sealed() {
+        return Err(key_mismatch_error(path, true, false));
+    }
+    match codec.decode::<String>(sealed) {
+        Ok(v) if v == KEY_CHECK_VALUE => Ok(()),
+        _ => Err(key_mismatch_error(path, true, true)),
+    }
+}
+
+/// Write `KEYCHECK` atomically (temporary file, fsync, rename, fsync of the directory).
+fn write_key_check_file(file: &Path, codec: &codec::Codec) -> Result<()> {
+    use std::io::Write;
+    let tmp = file.with_extension("tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(&codec.encode(KEY_CHECK_VALUE)?)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, file)?;
+    if let Some(dir) = file.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Compare the key offered with the store's key-check record.
+fn check_key(t: &Trees, codec: &codec::Codec, path: &Path, is_new: bool) -> Result<()> {
+    let check = t.meta.get(META_KEY_CHECK)?;
+    match (check, codec.is_sealed()) {
+        (None, false) => Ok(()),
+        (None, true) if is_new => Ok(()),
+        (None, true) => Err(key_mismatch_error(path, false, true)),
+        (Some(_), false) => Err(key_mismatch_error(path, true, false)),
+        (Some(sealed), true) => verify_key_check(codec, &sealed, path),
     }
 }
 
@@ -157,6 +220,14 @@ impl Engine {
             match reg.get(&path) {
                 Some(w) => {
                     if let Some(existing) = w.upgrade() {
+                        // Sharing the open engine must not bypass the key check.
+                        if existing.opts.encryption_key != opts.encryption_key {
+                            return Err(key_mismatch_error(
+                                &path,
+                                existing.opts.encryption_key.is_some(),
+                                opts.encryption_key.is_some(),
+                            ));
+                        }
                         return Ok(existing);
                     }
                     if Instant::now() >= deadline {
@@ -192,6 +263,18 @@ impl Engine {
             Err(std::fs::TryLockError::WouldBlock) => return Err(Error::StoreLocked { path }),
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
         }
+        // The key is checked against `KEYCHECK` before sled opens, so a wrong or
+        // missing key leaves every file of the store untouched.
+        let codec = codec::Codec::new(opts.encryption_key.as_ref());
+        let check_file = path.join(KEY_CHECK_FILE);
+        let check_file_ok = match std::fs::read(&check_file) {
+            Ok(sealed) => {
+                verify_key_check(&codec, &sealed, &path)?;
+                true
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(Error::Io(e)),
+        };
         let flush_every = match opts.durability {
             Durability::Periodic(ms) => Some(ms.max(1)),
             Durability::Immediate | Durability::Manual => None,
@@ -214,6 +297,11 @@ impl Engine {
             armed: AtomicBool::new(false),
         };
 
+        // The same check inside sled (covers a store whose KEYCHECK file was lost),
+        // before anything is written to it.
+        let is_new = t.meta.get(META_FORMAT)?.is_none();
+        check_key(&t, &codec, &path, is_new)?;
+
         // Format version: refuse newer stores, stamp new ones.
         match t.meta.get(META_FORMAT)? {
             Some(v) => {
@@ -230,6 +318,10 @@ impl Engine {
                 }
             }
             None => {
+                if codec.is_sealed() {
+                    t.meta
+                        .insert(META_KEY_CHECK, codec.encode(KEY_CHECK_VALUE)?)?;
+                }
                 t.meta.insert(META_FORMAT, &FORMAT_VERSION.to_be_bytes())?;
             }
         }
@@ -245,6 +337,7 @@ impl Engine {
         let engine = Engine {
             opts,
             path,
+            codec,
             db,
             t,
             index: search,
@@ -266,6 +359,9 @@ impl Engine {
                 registered,
             },
         };
+        if engine.codec.is_sealed() && !check_file_ok {
+            write_key_check_file(&check_file, &engine.codec)?;
+        }
         match opened {
             Opened::Existing(seq) => engine.replay_index(seq)?,
             Opened::Fresh => engine.rebuild_index()?,
@@ -329,7 +425,7 @@ impl Engine {
                     .try_into()
                     .map_err(|_| Error::corrupted("bad index_log key"))?,
             );
-            let uids: Vec<String> = codec::decode(&v)?;
+            let uids: Vec<String> = self.codec.decode(&v)?;
             let mut ops = Vec::with_capacity(uids.len());
             for uid in uids {
                 ops.push(self.current_op(&uid)?);
@@ -438,7 +534,7 @@ impl Engine {
             let (ctx, _) = codec::split_ctx_key(&k)?;
             batch.push(IndexOp::Upsert(crate::episodic::index_doc(
                 &ctx,
-                &codec::decode(&v)?,
+                &self.codec.decode(&v)?,
             )));
             if batch.len() >= 1024 {
                 st.apply(seq, &batch)?;
@@ -451,7 +547,7 @@ impl Engine {
             batch.push(IndexOp::Upsert(crate::semantic::index_doc(
                 &ctx,
                 &key,
-                &codec::decode(&v)?,
+                &self.codec.decode(&v)?,
             )));
             if batch.len() >= 1024 {
                 st.apply(seq, &batch)?;
@@ -530,7 +626,10 @@ impl Engine {
             let (r, ops) = f(data, &prepared)?;
             if !ops.is_empty() {
                 let uids: Vec<&str> = ops.iter().map(IndexOp::uid).collect();
-                let enc = codec::encode(&uids).map_err(ConflictableTransactionError::Abort)?;
+                let enc = self
+                    .codec
+                    .encode(&uids)
+                    .map_err(ConflictableTransactionError::Abort)?;
                 log[0].insert(&seq.to_be_bytes(), enc)?;
             }
             Ok((r, ops))

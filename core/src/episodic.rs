@@ -168,7 +168,7 @@ pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
 
 pub(crate) fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDoc>> {
     Ok(match e.t.episodes.get(codec::ctx_key(ctx, id))? {
-        Some(v) => Some(index_doc(ctx, &codec::decode(&v)?)),
+        Some(v) => Some(index_doc(ctx, &e.codec.decode(&v)?)),
         None => None,
     })
 }
@@ -229,7 +229,7 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
         tags: ep.tags,
         importance,
     };
-    let enc = codec::encode(&rec)?;
+    let enc = e.codec.encode(&rec)?;
     let key = codec::ctx_key(ctx, &id);
     let doc = index_doc(ctx, &rec);
     e.touch_context(ctx)?;
@@ -259,7 +259,7 @@ fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
     let generation = e.episode_cache.generation();
     Ok(match e.t.episodes.get(key)? {
         Some(v) => {
-            let ep = Arc::new(Episode::from(codec::decode::<EpisodeRecord>(&v)?));
+            let ep = Arc::new(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?));
             e.episode_cache.insert(key, Arc::clone(&ep), generation);
             Some(ep)
         }
@@ -347,7 +347,7 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
             e.touch_context(ctx)?;
             rows.push((
                 codec::ctx_key(ctx, &rec.id),
-                codec::encode(rec)?,
+                e.codec.encode(rec)?,
                 index_doc(ctx, rec),
             ));
         }
@@ -425,7 +425,7 @@ impl Episodic {
             let ctx = self.mem.active_ctx();
             for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
                 let (_, v) = item?;
-                out.push(codec::decode::<EpisodeRecord>(&v)?.into());
+                out.push(e.codec.decode::<EpisodeRecord>(&v)?.into());
             }
             out.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
             out.truncate(limit.min(e.opts.limits.max_results));

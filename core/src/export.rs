@@ -267,7 +267,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
     for item in e.t.short_term.iter() {
         let (k, v) = item?;
         let (context, key) = codec::split_ctx_key(&k)?;
-        let r: StRecord = codec::decode(&v)?;
+        let r: StRecord = e.codec.decode(&v)?;
         if r.expires_at.is_some_and(|t| t <= now) {
             continue; // expired: already invisible, not part of the store's content
         }
@@ -285,7 +285,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
     for item in e.t.working.iter() {
         let (k, v) = item?;
         let (context, _) = codec::split_ctx_key(&k)?;
-        let st: WorkingState = codec::decode(&v)?;
+        let st: WorkingState = e.codec.decode(&v)?;
         let line = WorkingLine {
             context,
             focus: st.focus,
@@ -306,7 +306,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
     for item in e.t.episodes.iter() {
         let (k, v) = item?;
         let (context, _) = codec::split_ctx_key(&k)?;
-        let r: EpisodeRecord = codec::decode(&v)?;
+        let r: EpisodeRecord = e.codec.decode(&v)?;
         let line = EpisodeLine {
             context,
             id: r.id,
@@ -324,7 +324,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
     for item in e.t.semantic.iter() {
         let (k, v) = item?;
         let (context, key) = codec::split_ctx_key(&k)?;
-        let r: KnowledgeRecord = codec::decode(&v)?;
+        let r: KnowledgeRecord = e.codec.decode(&v)?;
         let history = semantic::history_in(e, &context, &key)?
             .into_iter()
             .map(|(version, h)| HistoryLine {
@@ -349,7 +349,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
     for item in e.t.procedures.iter() {
         let (k, v) = item?;
         let (context, name) = codec::split_ctx_key(&k)?;
-        let record: Value = codec::decode(&v)?;
+        let record: Value = e.codec.decode(&v)?;
         write_line(
             w,
             "procedure",
@@ -371,7 +371,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
         }
         let run_id =
             String::from_utf8(k.to_vec()).map_err(|_| Error::corrupted("non-UTF-8 run id"))?;
-        headers.push((run_id, codec::decode(&v)?));
+        headers.push((run_id, e.codec.decode(&v)?));
     }
     for (run_id, record) in headers {
         let mut prefix = run_id.as_bytes().to_vec();
@@ -381,7 +381,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             let (k, v) = item?;
             trace.push(TraceLine {
                 seq: trace_suffix(&k, &run_id)?,
-                entry: codec::decode(&v)?,
+                entry: e.codec.decode(&v)?,
             });
         }
         write_line(
@@ -967,7 +967,7 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
     let mut batch = sled::Batch::default();
     for (ctx, key, rec) in &plan.short_term {
         e.touch_context(ctx)?;
-        batch.insert(codec::ctx_key(ctx, key), codec::encode(rec)?);
+        batch.insert(codec::ctx_key(ctx, key), e.codec.encode(rec)?);
     }
     e.t.short_term.apply_batch(batch)?;
     stats.add("short_term", plan.short_term.len() as u64);
@@ -979,7 +979,7 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
             e.touch_context(ctx)?;
             // Key layout of the working tree: `ctx 0x00 "state"` (docs/format.md).
             e.t.working
-                .insert(codec::ctx_key(ctx, "state"), codec::encode(st)?)?;
+                .insert(codec::ctx_key(ctx, "state"), e.codec.encode(st)?)?;
         }
     }
     stats.add("working", plan.working.len() as u64);
@@ -1003,7 +1003,7 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
     let mut batch = sled::Batch::default();
     for (ctx, name, record) in &plan.procedures {
         e.touch_context(ctx)?;
-        batch.insert(codec::ctx_key(ctx, name), codec::encode(record)?);
+        batch.insert(codec::ctx_key(ctx, name), e.codec.encode(record)?);
     }
     e.t.procedures.apply_batch(batch)?;
     stats.add("procedure", plan.procedures.len() as u64);
@@ -1019,9 +1019,9 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
         for (seq, entry) in trace {
             let mut k = prefix.clone();
             k.extend_from_slice(&seq.to_be_bytes());
-            batch.insert(k, codec::encode(entry)?);
+            batch.insert(k, e.codec.encode(entry)?);
         }
-        batch.insert(run_id.as_bytes(), codec::encode(record)?);
+        batch.insert(run_id.as_bytes(), e.codec.encode(record)?);
         e.t.runs.apply_batch(batch)?;
         ap.add(1, "run", false);
     }

@@ -55,7 +55,7 @@ use parking_lot::RwLock;
 use serde::Serialize;
 
 pub use crate::clock::{Clock, ManualClock, SystemClock};
-pub use crate::config::{Durability, Limits, MemoryBuilder, Options};
+pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Options};
 pub use crate::contexts::{ContextStored, ContextValue};
 pub use crate::engine::{ActionHandler, FORMAT_VERSION};
 pub use crate::episodic::{

@@ -85,7 +85,7 @@ pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
 
 pub(crate) fn load_doc(e: &Engine, ctx: &str, key: &str) -> Result<Option<IndexDoc>> {
     Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
-        Some(v) => Some(index_doc(ctx, key, &codec::decode(&v)?)),
+        Some(v) => Some(index_doc(ctx, key, &e.codec.decode(&v)?)),
         None => None,
     })
 }
@@ -127,7 +127,11 @@ fn write_version(
     e.touch_context(ctx)?;
     let rec = e.indexed_write(&[&e.t.semantic, &e.t.semantic_history], |t| {
         let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
-            Some(v) => Some(codec::decode(&v).map_err(ConflictableTransactionError::Abort)?),
+            Some(v) => Some(
+                e.codec
+                    .decode(&v)
+                    .map_err(ConflictableTransactionError::Abort)?,
+            ),
             None => None,
         };
         let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
@@ -139,13 +143,19 @@ fn write_version(
             updated_at: now,
             value,
         };
-        let enc = codec::encode(&rec).map_err(ConflictableTransactionError::Abort)?;
+        let enc = e
+            .codec
+            .encode(&rec)
+            .map_err(ConflictableTransactionError::Abort)?;
         t[0].insert(dkey.as_slice(), enc)?;
         let hist = HistoryRecord {
             value: rec.value.clone(),
             recorded_at: now,
         };
-        let henc = codec::encode(&hist).map_err(ConflictableTransactionError::Abort)?;
+        let henc = e
+            .codec
+            .encode(&hist)
+            .map_err(ConflictableTransactionError::Abort)?;
         t[1].insert(history_key(ctx, key, rec.version), henc)?;
         if rec.version > keep {
             t[1].remove(history_key(ctx, key, rec.version - keep))?;
@@ -164,7 +174,7 @@ pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, knowledge: Value) -> Re
 pub(crate) fn get_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Knowledge>> {
     validate::key(&e.opts.limits, "key", key)?;
     Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
-        Some(v) => Some(to_public(key, codec::decode(&v)?)),
+        Some(v) => Some(to_public(key, e.codec.decode(&v)?)),
         None => None,
     })
 }
@@ -180,7 +190,7 @@ pub(crate) fn history_in(e: &Engine, ctx: &str, key: &str) -> Result<Vec<(u64, H
             .map(|p| &k[p..])
             .and_then(|b| b.try_into().ok());
         let version = u64::from_be_bytes(ver.ok_or_else(|| Error::corrupted("bad history key"))?);
-        out.push((version, codec::decode(&v)?));
+        out.push((version, e.codec.decode(&v)?));
     }
     Ok(out)
 }
@@ -195,10 +205,10 @@ pub(crate) fn insert_record_in(
     history: &[(u64, HistoryRecord)],
 ) -> Result<()> {
     let dkey = codec::ctx_key(ctx, key);
-    let enc = codec::encode(rec)?;
+    let enc = e.codec.encode(rec)?;
     let mut hist = Vec::with_capacity(history.len());
     for (v, h) in history {
-        hist.push((history_key(ctx, key, *v), codec::encode(h)?));
+        hist.push((history_key(ctx, key, *v), e.codec.encode(h)?));
     }
     let doc = index_doc(ctx, key, rec);
     e.touch_context(ctx)?;
@@ -380,7 +390,7 @@ impl Semantic {
                     .and_then(|b| b.try_into().ok());
                 let version =
                     u64::from_be_bytes(ver.ok_or_else(|| Error::corrupted("bad history key"))?);
-                let h: HistoryRecord = codec::decode(&v)?;
+                let h: HistoryRecord = e.codec.decode(&v)?;
                 out.push(KnowledgeVersion {
                     version,
                     knowledge: h.value,

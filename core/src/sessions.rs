@@ -24,7 +24,7 @@ use sled::transaction::ConflictableTransactionError;
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::session_codec::{self as sc, Reader};
-use crate::{Error, Memory, Result, codec, validate};
+use crate::{Error, Memory, Result, validate};
 
 /// Highest compression level.
 pub const MAX_COMPRESSION_LEVEL: u8 = 3;
@@ -316,6 +316,7 @@ fn try_load(e: &Engine, sid: &str, version: u64) -> Result<Load> {
                 Load::BaseMissing
             });
         };
+        let raw = e.codec.open_ivec(raw)?;
         let (h, _) = decode_record(&raw)?;
         let base = h.base;
         if (h.encoding == ENC_DELTA) != base.is_some() {
@@ -378,7 +379,7 @@ fn load(e: &Engine, sid: &str, version: u64) -> Result<Option<(Body, VersionHead
 
 pub(crate) fn load_session(e: &Engine, sid: &str) -> Result<Option<SessionRecord>> {
     Ok(match e.t.sessions.get(sid.as_bytes())? {
-        Some(v) => Some(codec::decode(&v)?),
+        Some(v) => Some(e.codec.decode(&v)?),
         None => None,
     })
 }
@@ -393,7 +394,7 @@ pub(crate) fn version_headers(e: &Engine, sid: &str) -> Result<Vec<(u64, Version
     let mut out = Vec::new();
     for item in e.t.session_versions.scan_prefix(version_prefix(sid)) {
         let (k, v) = item?;
-        let (h, _) = decode_record(&v)?;
+        let (h, _) = decode_record(&e.codec.open(&v)?)?;
         out.push((version_of_key(&k)?, h, v.len()));
     }
     Ok(out)
@@ -429,6 +430,7 @@ pub(crate) fn materialize_all(e: &Engine, sid: &str) -> Result<Vec<(u64, Version
     for item in e.t.session_versions.scan_prefix(version_prefix(sid)) {
         let (k, raw) = item?;
         let v = version_of_key(&k)?;
+        let raw = e.codec.open_ivec(raw)?;
         let (h, payload) = decode_record(&raw)?;
         let what = || format!("session {sid} version {v}");
         let canon = match (h.base, out.last()) {
@@ -493,10 +495,10 @@ pub(crate) fn import_session(
             canon: c,
         });
         let enc = encode_version(iv.level, &iv.content, &canon, iv.saved_at, p)?;
-        records.push((version_key(sid, iv.version), enc.record));
+        records.push((version_key(sid, iv.version), e.codec.seal(enc.record)?));
         prev = Some((iv.version, enc.header.depth, canon));
     }
-    let header = codec::encode(rec)?;
+    let header = e.codec.encode(rec)?;
     let _g = e.rmw.lock();
     let old: Vec<sled::IVec> =
         e.t.session_versions
@@ -583,12 +585,21 @@ pub(crate) fn prune_and_recompress(
                 canon: pc,
             });
             let enc = encode_version(h.level, &content, canon, h.saved_at, p)?;
+            // Compared unsealed: sealing draws a fresh nonce, so equal records differ when sealed.
             let stored = e.t.session_versions.get(&key)?;
-            if stored.as_deref() != Some(enc.record.as_slice()) {
-                writes.push((key, enc.record.clone()));
+            let unchanged = match &stored {
+                Some(s) => *e.codec.open(s)? == *enc.record.as_slice(),
+                None => false,
+            };
+            let depth = enc.header.depth;
+            if unchanged {
+                after += stored.map_or(0, |s| s.len()) as u64;
+            } else {
+                let sealed = e.codec.seal(enc.record)?;
+                after += sealed.len() as u64;
+                writes.push((key, sealed));
             }
-            after += enc.record.len() as u64;
-            prev = Some((*v, enc.header.depth, canon.as_slice()));
+            prev = Some((*v, depth, canon.as_slice()));
         }
         stats.versions_pruned += removes.len() as u64;
         stats.versions_rewritten += writes.len() as u64;
@@ -619,7 +630,7 @@ pub(crate) fn all_sessions(e: &Engine) -> Result<Vec<(String, SessionRecord)>> {
     let mut out = Vec::new();
     for item in e.t.sessions.iter() {
         let (k, v) = item?;
-        out.push((session_id_string(&k)?, codec::decode(&v)?));
+        out.push((session_id_string(&k)?, e.codec.decode(&v)?));
     }
     Ok(out)
 }
@@ -640,7 +651,7 @@ impl Memory {
                 updated_at: now,
                 last_version: 0,
             };
-            e.t.sessions.insert(id.as_bytes(), codec::encode(&rec)?)?;
+            e.t.sessions.insert(id.as_bytes(), e.codec.encode(&rec)?)?;
             e.after_write()?;
             Ok(SessionCreated {
                 session_id: id,
@@ -690,10 +701,11 @@ impl Memory {
             let enc = encode_version(compression_level, &content, &canon, now, prev)?;
             rec.last_version = version;
             rec.updated_at = now;
-            let header = codec::encode(&rec)?;
+            let header = e.codec.encode(&rec)?;
             let vkey = version_key(session_id, version);
+            let record = e.codec.seal(enc.record)?;
             (&e.t.sessions, &e.t.session_versions).transaction(|(s, v)| {
-                v.insert(vkey.as_slice(), enc.record.as_slice())?;
+                v.insert(vkey.as_slice(), record.as_slice())?;
                 s.insert(session_id.as_bytes(), header.as_slice())?;
                 Ok::<_, ConflictableTransactionError<Error>>(())
             })?;

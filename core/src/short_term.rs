@@ -72,7 +72,9 @@ impl ShortTerm {
             e.after_write()?;
             let now = e.opts.clock.now().timestamp_millis();
             Ok(match old {
-                Some(v) => codec::decode::<StRecord>(&v)
+                Some(v) => e
+                    .codec
+                    .decode::<StRecord>(&v)
                     .map(|r| !expired(&r, now))
                     .unwrap_or(true),
                 None => false,
@@ -89,7 +91,7 @@ impl ShortTerm {
             let mut out = Vec::new();
             for item in e.t.short_term.scan_prefix(codec::ctx_key(&ctx, prefix)) {
                 let (k, v) = item?;
-                let rec: StRecord = codec::decode(&v)?;
+                let rec: StRecord = e.codec.decode(&v)?;
                 if !expired(&rec, now) {
                     out.push(codec::split_ctx_key(&k)?.1);
                 }
@@ -133,7 +135,7 @@ pub(crate) fn store_in(
         stored_at,
         expires_at,
     };
-    let enc = codec::encode(&rec)?;
+    let enc = e.codec.encode(&rec)?;
     e.touch_context(ctx)?;
     e.t.short_term.insert(codec::ctx_key(ctx, key), enc)?;
     e.after_write()?;
@@ -151,7 +153,7 @@ pub(crate) fn retrieve_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Val
     let Some(v) = e.t.short_term.get(codec::ctx_key(ctx, key))? else {
         return Ok(None);
     };
-    let rec: StRecord = codec::decode(&v)?;
+    let rec: StRecord = e.codec.decode(&v)?;
     if rec.expires_at.is_some() && expired(&rec, e.opts.clock.now().timestamp_millis()) {
         return Ok(None);
     }
@@ -163,7 +165,7 @@ pub(crate) fn entry_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<ShortT
     let Some(v) = e.t.short_term.get(codec::ctx_key(ctx, key))? else {
         return Ok(None);
     };
-    let rec: StRecord = codec::decode(&v)?;
+    let rec: StRecord = e.codec.decode(&v)?;
     if expired(&rec, e.opts.clock.now().timestamp_millis()) {
         return Ok(None);
     }
@@ -181,7 +183,7 @@ pub(crate) fn sweep_expired(e: &Engine) -> Result<usize> {
     let mut n = 0;
     for item in e.t.short_term.iter() {
         let (k, v) = item?;
-        let expired_now = match codec::decode::<StRecord>(&v) {
+        let expired_now = match e.codec.decode::<StRecord>(&v) {
             Ok(r) => expired(&r, now),
             Err(_) => false,
         };

@@ -14,7 +14,7 @@ use crate::metrics::OpMetrics;
 use crate::sessions::all_sessions;
 use crate::short_term::StRecord;
 use crate::working::WorkingState;
-use crate::{Memory, Result, codec};
+use crate::{Memory, Result};
 
 /// Index-log entries (or uncommitted index changes) above which status is `degraded`.
 pub const DEGRADED_INDEX_LAG: u64 = 10_000;
@@ -191,7 +191,7 @@ fn count_items(e: &Engine) -> Result<ItemCounts> {
     let mut short_term = 0u64;
     for item in e.t.short_term.iter() {
         let (_, v) = item?;
-        let r: StRecord = codec::decode(&v)?;
+        let r: StRecord = e.codec.decode(&v)?;
         if r.expires_at.is_none_or(|t| t > now) {
             short_term += 1;
         }
@@ -199,7 +199,7 @@ fn count_items(e: &Engine) -> Result<ItemCounts> {
     let mut working = 0u64;
     for item in e.t.working.iter() {
         let (_, v) = item?;
-        let st: WorkingState = codec::decode(&v)?;
+        let st: WorkingState = e.codec.decode(&v)?;
         working += (st.focus.len() + st.workspace.len()) as u64;
     }
     Ok(ItemCounts {

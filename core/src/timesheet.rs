@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::episodic::{self, NewEpisode};
-use crate::{Error, Memory, Result, codec, validate};
+use crate::{Error, Memory, Result, validate};
 
 /// Longest episode summary a finished task produces, in characters.
 const EPISODE_SUMMARY_CHARS: usize = 500;
@@ -213,7 +213,7 @@ pub struct TimesheetReport {
 
 pub(crate) fn load_task(e: &Engine, id: &str) -> Result<Option<TaskRecord>> {
     Ok(match e.t.tasks.get(id.as_bytes())? {
-        Some(v) => Some(codec::decode(&v)?),
+        Some(v) => Some(e.codec.decode(&v)?),
         None => None,
     })
 }
@@ -222,7 +222,7 @@ pub(crate) fn all_tasks(e: &Engine) -> Result<Vec<TaskRecord>> {
     let mut out = Vec::new();
     for item in e.t.tasks.iter() {
         let (_, v) = item?;
-        out.push(codec::decode(&v)?);
+        out.push(e.codec.decode(&v)?);
     }
     Ok(out)
 }
@@ -230,7 +230,7 @@ pub(crate) fn all_tasks(e: &Engine) -> Result<Vec<TaskRecord>> {
 /// Write a task record as is (import).
 pub(crate) fn put_task(e: &Engine, rec: &TaskRecord) -> Result<()> {
     e.t.tasks
-        .insert(rec.task_id.as_bytes(), codec::encode(rec)?)?;
+        .insert(rec.task_id.as_bytes(), e.codec.encode(rec)?)?;
     Ok(())
 }
 

@@ -44,14 +44,14 @@ fn state_key(ctx: &str) -> Vec<u8> {
 
 pub(crate) fn load(e: &Engine, ctx: &str) -> Result<WorkingState> {
     match e.t.working.get(state_key(ctx))? {
-        Some(v) => codec::decode(&v),
+        Some(v) => e.codec.decode(&v),
         None => Ok(WorkingState::default()),
     }
 }
 
 fn save(e: &Engine, ctx: &str, st: &WorkingState) -> Result<()> {
     e.touch_context(ctx)?;
-    e.t.working.insert(state_key(ctx), codec::encode(st)?)?;
+    e.t.working.insert(state_key(ctx), e.codec.encode(st)?)?;
     e.after_write()
 }
 

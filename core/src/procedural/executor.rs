@@ -15,7 +15,7 @@ use super::model::{
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::episodic::{self, NewEpisode};
-use crate::{Error, Result, codec, validate};
+use crate::{Error, Result, validate};
 
 /// Tag of the episode recorded for every finished run.
 pub const PROCEDURE_TAG: &str = "procedure";
@@ -32,9 +32,9 @@ impl Exec {
     pub(super) fn save(&mut self, e: &Engine) -> Result<()> {
         let mut batch = sled::Batch::default();
         for (i, t) in self.trace.iter().enumerate().skip(self.saved) {
-            batch.insert(trace_key(&self.rec.run_id, i as u64), codec::encode(t)?);
+            batch.insert(trace_key(&self.rec.run_id, i as u64), e.codec.encode(t)?);
         }
-        batch.insert(self.rec.run_id.as_bytes(), codec::encode(&self.rec)?);
+        batch.insert(self.rec.run_id.as_bytes(), e.codec.encode(&self.rec)?);
         e.t.runs.apply_batch(batch)?;
         e.after_write()?;
         self.saved = self.trace.len();

@@ -70,7 +70,7 @@ impl Procedural {
                 created_at: now,
                 updated_at: now,
             };
-            let enc = codec::encode(&rec)?;
+            let enc = e.codec.encode(&rec)?;
             e.touch_context(&ctx)?;
             {
                 let _g = e.rmw.lock();
@@ -108,7 +108,7 @@ impl Procedural {
                     created_at: cur.created_at,
                     updated_at: e.opts.clock.now().timestamp_millis(),
                 };
-                e.t.procedures.insert(key, codec::encode(&rec)?)?;
+                e.t.procedures.insert(key, e.codec.encode(&rec)?)?;
                 rec
             };
             e.after_write()?;

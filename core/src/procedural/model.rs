@@ -300,7 +300,7 @@ pub(super) fn trace_key(run_id: &str, seq: u64) -> Vec<u8> {
 
 pub(super) fn load_procedure(e: &Engine, ctx: &str, name: &str) -> Result<Option<ProcedureRecord>> {
     match e.t.procedures.get(codec::ctx_key(ctx, name))? {
-        Some(v) => Ok(Some(codec::decode(&v)?)),
+        Some(v) => Ok(Some(e.codec.decode(&v)?)),
         None => Ok(None),
     }
 }
@@ -317,7 +317,7 @@ pub(super) fn to_procedure(name: &str, r: ProcedureRecord) -> Procedure {
 
 pub(super) fn load_run_header(e: &Engine, run_id: &str) -> Result<Option<RunRecord>> {
     match e.t.runs.get(run_id.as_bytes())? {
-        Some(v) => Ok(Some(codec::decode(&v)?)),
+        Some(v) => Ok(Some(e.codec.decode(&v)?)),
         None => Ok(None),
     }
 }
@@ -326,7 +326,7 @@ pub(super) fn load_trace(e: &Engine, run_id: &str) -> Result<Vec<TraceRecord>> {
     let mut out = Vec::new();
     for item in e.t.runs.scan_prefix(trace_prefix(run_id)) {
         let (_, v) = item?;
-        out.push(codec::decode(&v)?);
+        out.push(e.codec.decode(&v)?);
     }
     Ok(out)
 }
