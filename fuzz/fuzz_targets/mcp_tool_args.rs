@@ -5,6 +5,10 @@
 //! tool router run): never a panic, never an internal error, never damage
 //! the store (a later call that reads it must not see `CORRUPTED`).
 //!
+//! Each input runs twice: as a full-access caller, and with authentication on as
+//! a caller whose API key may write only `default`, `proj*` and `fuzz-*` (global read
+//! only); then nothing in the `vault` context may change.
+//!
 //! The input layout, the `"$session_id"`-style id substitution and the checks
 //! live in `memstrata_mcp::fuzzing`, shared with the replay test
 //! `mcp-adapter/tests/fuzz_inputs.rs`.
@@ -15,6 +19,7 @@ use memstrata_mcp::fuzzing::Harness;
 struct Env {
     rt: tokio::runtime::Runtime,
     harness: Mutex<Harness>,
+    restricted: Mutex<Harness>,
 }
 
 fn env() -> &'static Env {
@@ -25,9 +30,11 @@ fn env() -> &'static Env {
             .build()
             .expect("tokio runtime");
         // The store's background work needs no runtime; the harness is built outside it.
+        let restricted = rt.block_on(Harness::restricted());
         Env {
             rt,
             harness: Mutex::new(Harness::new()),
+            restricted: Mutex::new(restricted),
         }
     })
 }
@@ -37,5 +44,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let mut h = e.harness.lock().unwrap();
     if let Err(broken) = e.rt.block_on(h.run(data)) {
         panic!("{broken}");
+    }
+    let mut r = e.restricted.lock().unwrap();
+    if let Err(broken) = e.rt.block_on(r.run(data)) {
+        panic!("with a restricted key: {broken}");
     }
 });

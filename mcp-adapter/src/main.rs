@@ -53,6 +53,16 @@ struct Cli {
     /// Also audit read-only tool calls.
     #[arg(long, global = true)]
     audit_reads: bool,
+    /// Encrypt the store at rest with the key in FILE: exactly 32 raw bytes or 64 hex
+    /// characters (see docs/security.md). A store created with a key needs it on every open.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "MEMSTRATA_ENCRYPTION_KEY_FILE",
+        hide_env = true
+    )]
+    encryption_key_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -170,6 +180,14 @@ fn open(cli: &Cli) -> Result<Memory, String> {
         .parse()
         .map_err(|e: memstrata::Error| e.to_string())?;
     let mut b = Memory::builder().path(&path).durability(durability);
+    if let Some(file) = &cli.encryption_key_file {
+        // Neither the contents nor any part of the key is ever printed.
+        let contents = std::fs::read(file)
+            .map_err(|e| format!("cannot read --encryption-key-file {}: {e}", file.display()))?;
+        let key = memstrata::EncryptionKey::from_key_file_contents(&contents)
+            .map_err(|e| format!("--encryption-key-file {}: {e}", file.display()))?;
+        b = b.encryption_key(key);
+    }
     for r in &cli.workspace_roots {
         b = b.workspace_root(r);
     }

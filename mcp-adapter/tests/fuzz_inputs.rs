@@ -60,3 +60,60 @@ async fn mcp_tool_args_fuzz_inputs_stay_fixed() {
         seeds.len()
     );
 }
+
+/// The same inputs with authentication on: a key limited to writing `default`, `proj*` and
+/// `fuzz-*` (global read only). Every call still answers cleanly, the calls that
+/// need more are refused, and the `vault` sentinels never change (checked by the
+/// harness after every call).
+#[tokio::test]
+async fn mcp_tool_args_fuzz_inputs_with_a_restricted_key() {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
+    let seeds = inputs(&fuzz.join("seeds/mcp_tool_args"));
+    let crashes = inputs(&fuzz.join("regressions/mcp_tool_args"));
+    let mut harness = Harness::restricted().await;
+    let mut refused = BTreeSet::new();
+    let mut succeeded = BTreeSet::new();
+    for path in seeds.iter().chain(&crashes) {
+        let data = std::fs::read(path).unwrap();
+        match harness.run(&data).await {
+            Err(broken) => panic!("{}: {broken}", path.display()),
+            Ok(Outcome::Skipped) => {}
+            Ok(Outcome::Ok(tool)) => {
+                succeeded.insert(tool);
+            }
+            Ok(Outcome::Refused(tool)) => {
+                refused.insert(tool);
+            }
+        }
+    }
+    // Engine-wide writes need global write: refused. Context reads and writes to
+    // `default` work.
+    for tool in ["session_create", "llm_punch_in", "memory_optimize"] {
+        assert!(refused.contains(tool), "{tool} was not refused");
+    }
+    for tool in ["context_store", "context_retrieve", "episode_record"] {
+        assert!(succeeded.contains(tool), "{tool} did not succeed");
+    }
+    // Writes aimed at the vault are refused and change nothing.
+    for (tool, args) in [
+        (
+            "context_store",
+            r#"{"key":"sentinel","value":9,"namespace":"vault"}"#,
+        ),
+        ("memory_forget", r#"{"key":"sentinel","namespace":"vault"}"#),
+        (
+            "knowledge_update",
+            r#"{"key":"sentinel","patch":{"s":9},"namespace":"vault"}"#,
+        ),
+        ("working_focus", r#"{"item":"x","namespace":"vault"}"#),
+    ] {
+        let i = TOOLS.iter().position(|t| *t == tool).unwrap();
+        let mut data = vec![u8::try_from(i).unwrap()];
+        data.extend_from_slice(args.as_bytes());
+        assert_eq!(
+            harness.run(&data).await,
+            Ok(Outcome::Refused(tool)),
+            "{tool} into the vault"
+        );
+    }
+}
