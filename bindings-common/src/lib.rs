@@ -32,7 +32,7 @@ pub use error::{BindingError, ErrorCode, guard, guard_binding};
 pub use handle::Handle;
 pub use options::{OpenOptions, RecordOptions, SearchOptions, TaskFilterOptions};
 pub use records::*;
-pub use types::{JsonValue, Timestamp};
+pub use types::{JsonValue, KeyBytes, Timestamp};
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("memstrata_common");

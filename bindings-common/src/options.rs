@@ -11,7 +11,7 @@ use memstrata::{Durability, Limits, Memory, MemoryBuilder, NewEpisode, SearchFil
 
 use crate::defaults;
 use crate::error::BindingError;
-use crate::types::{JsonValue, Timestamp};
+use crate::types::{JsonValue, KeyBytes, Timestamp};
 
 /// Declares option records: every field optional, defaulting to null/None.
 macro_rules! options {
@@ -56,6 +56,10 @@ options! {
         pub semantic_history: Option<u32>,
         /// Most steps a procedure run may execute.
         pub max_steps: Option<u32>,
+        /// Encryption-at-rest key: exactly 32 bytes (see docs/security.md). A store
+        /// created with a key needs the same key on every open.
+        #[cfg_attr(feature = "napi", napi(ts_type = "Buffer"))]
+        pub encryption_key: Option<KeyBytes>,
     }
 
     /// Optional fields of `episodic.record`.
@@ -158,6 +162,9 @@ impl OpenOptions {
         }
         for root in self.workspace_roots.iter().flatten() {
             b = b.workspace_root(root);
+        }
+        if let Some(k) = &self.encryption_key {
+            b = b.encryption_key(memstrata::EncryptionKey::from_slice(&k.0)?);
         }
         Ok(b)
     }

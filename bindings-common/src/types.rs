@@ -97,9 +97,34 @@ pub(crate) fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// Raw key bytes handed over by the host (Python `bytes`, a Node `Buffer`, a Kotlin
+/// `ByteArray` / Swift `Data` from the keychain). Its `Debug` never shows them.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct KeyBytes(pub Vec<u8>);
+
+impl std::fmt::Debug for KeyBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeyBytes(<{} bytes redacted>)", self.0.len())
+    }
+}
+
+impl From<Vec<u8>> for KeyBytes {
+    fn from(b: Vec<u8>) -> Self {
+        KeyBytes(b)
+    }
+}
+
+impl From<KeyBytes> for Vec<u8> {
+    fn from(k: KeyBytes) -> Self {
+        k.0
+    }
+}
+
 #[cfg(feature = "uniffi")]
 mod uniffi_types {
-    use super::{JsonValue, Timestamp};
+    use super::{JsonValue, KeyBytes, Timestamp};
+
+    uniffi::custom_type!(KeyBytes, Vec<u8>);
 
     uniffi::custom_type!(Timestamp, std::time::SystemTime);
 
@@ -114,13 +139,45 @@ mod uniffi_types {
 mod napi_types {
     use chrono::{DateTime, Utc};
     use napi::bindgen_prelude::{
-        Array, Error, FromNapiValue, Object, Result, Status, ToNapiValue, TypeName, Unknown,
-        ValidateNapiValue, ValueType,
+        Array, Buffer, Error, FromNapiValue, Object, Result, Status, ToNapiValue, TypeName,
+        Uint8Array, Unknown, ValidateNapiValue, ValueType,
     };
     use napi::{JsValue as _, sys};
     use serde_json::Value;
 
-    use super::{JsonValue, Timestamp};
+    use super::{JsonValue, KeyBytes, Timestamp};
+
+    impl TypeName for KeyBytes {
+        fn type_name() -> &'static str {
+            "Buffer"
+        }
+
+        fn value_type() -> ValueType {
+            ValueType::Object
+        }
+    }
+
+    impl ToNapiValue for KeyBytes {
+        unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+            // SAFETY: forwarded unchanged to napi's own conversion for `Buffer`.
+            unsafe { Buffer::to_napi_value(env, Buffer::from(val.0)) }
+        }
+    }
+
+    impl FromNapiValue for KeyBytes {
+        unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> Result<Self> {
+            // SAFETY: forwarded to napi's own conversion; a Buffer is a Uint8Array.
+            let bytes = unsafe { Uint8Array::from_napi_value(env, v) }.map_err(|_| {
+                Error::new(
+                    Status::InvalidArg,
+                    "encryptionKey must be a Buffer or Uint8Array of 32 bytes",
+                )
+            })?;
+            Ok(KeyBytes(bytes.to_vec()))
+        }
+    }
+
+    impl ValidateNapiValue for KeyBytes {}
 
     // napi-derive writes this crate's TypeScript declarations into
     // $NAPI_TYPE_DEF_TMP_FOLDER only while the crate compiles. The napi CLI (and

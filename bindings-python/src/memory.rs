@@ -80,7 +80,7 @@ impl Memory {
     /// deleted when the last handle on it is closed.
     #[new]
     #[pyo3(
-        text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None)"
+        text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None, encryption_key=None)"
     )]
     #[pyo3(signature = (
         path=None,
@@ -95,6 +95,7 @@ impl Memory {
         semantic_history=None,
         max_steps=None,
         clock=None,
+        encryption_key=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -110,6 +111,7 @@ impl Memory {
         semantic_history: Option<&Bound<'_, PyAny>>,
         max_steps: Option<&Bound<'_, PyAny>>,
         clock: Option<PyRef<'_, ManualClock>>,
+        encryption_key: Option<&[u8]>,
     ) -> PyResult<Memory> {
         let options = OpenOptions {
             durability: Some(durability),
@@ -122,6 +124,7 @@ impl Memory {
             index_writer_bytes: convert::opt_int(index_writer_bytes, "index_writer_bytes")?,
             semantic_history: convert::opt_int(semantic_history, "semantic_history")?,
             max_steps: convert::opt_int(max_steps, "max_steps")?,
+            encryption_key: encryption_key.map(|k| common::KeyBytes(k.to_vec())),
         };
         let mut b = options.builder(path).map_err(to_py)?;
         for root in workspace_roots.unwrap_or_default() {

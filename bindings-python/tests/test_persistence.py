@@ -3,6 +3,7 @@
 import datetime as dt
 
 import memstrata
+import pytest
 
 
 def test_reopen_keeps_every_layer(store_path):
@@ -59,3 +60,30 @@ def test_manual_durability_data_survives_a_clean_close(store_path):
         m.semantic.store("k", "v")
     with memstrata.Memory(store_path) as m:
         assert m.semantic.retrieve("k") == "v"
+
+
+def test_encrypted_store_needs_its_key(store_path):
+    key = bytes(range(32))
+    with memstrata.Memory(store_path, encryption_key=key, durability="immediate") as m:
+        m.short_term.store("secret", {"text": "sealed"})
+        m.episodic.record("Sealed episode", tags=["enc"])
+
+    with memstrata.Memory(store_path, encryption_key=key) as m:
+        assert m.short_term.retrieve("secret") == {"text": "sealed"}
+        assert [h.episode.summary for h in m.episodic.search("sealed")] == ["Sealed episode"]
+
+    for wrong, needle in [(bytes(32), "wrong encryption key"), (None, "is encrypted")]:
+        with pytest.raises(memstrata.InvalidInputError) as ei:
+            memstrata.Memory(store_path, encryption_key=wrong)
+        assert ei.value.field == "encryption_key"
+        assert ei.value.code == "INVALID_INPUT"
+        assert needle in str(ei.value)
+
+    with pytest.raises(memstrata.InvalidInputError) as ei:
+        memstrata.Memory(store_path, encryption_key=b"too short")
+    assert ei.value.field == "encryption_key"
+    assert "must be exactly 32 bytes, got 9 bytes" in str(ei.value)
+
+    # Still intact after the refusals.
+    with memstrata.Memory(store_path, encryption_key=key) as m:
+        assert m.short_term.retrieve("secret") == {"text": "sealed"}

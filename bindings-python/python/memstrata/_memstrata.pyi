@@ -145,6 +145,7 @@ class Memory:
         semantic_history: Optional[int] = None,
         max_steps: Optional[int] = None,
         clock: Optional[ManualClock] = None,
+        encryption_key: Optional[bytes] = None,
     ) -> Self: ...
     @property
     def short_term(self) -> ShortTerm: ...
