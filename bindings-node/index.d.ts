@@ -230,6 +230,11 @@ export interface OpenOptions {
   semanticHistory?: number
   /** Most steps a procedure run may execute. */
   maxSteps?: number
+  /**
+   * Encryption-at-rest key: exactly 32 bytes (see docs/security.md). A store
+   * created with a key needs the same key on every open.
+   */
+  encryptionKey?: Buffer
 }
 
 /** Latency and counts of one operation. */

@@ -4,6 +4,8 @@
 #   1. build the harness (release) and run `compare`: Memstrata vs raw sled,
 #      raw tantivy and SQLite FTS5 at 10k and 100k episodes (BENCH_FULL=1 adds
 #      1M), plus session compression levels;
+#      then the cost of encryption at rest (bin `encryption`: plaintext vs sealed
+#      store, same workload, rounds interleaved);
 #   2. Python binding per-call overhead vs Rust (release wheel, repo .venv);
 #   3. MCP tools/call latency over stdio / HTTP / WebSocket and the reference
 #      @modelcontextprotocol/server-memory (npm), an end-to-end store-then-search
@@ -33,6 +35,7 @@ PYTHON_MD=$OUT/python.md
 MCP_MD=$OUT/mcp.md
 MCP_CONC_MD=$OUT/mcp-concurrency.md
 NODE_MD=$OUT/node.md
+ENC_MD=$OUT/encryption.md
 mkdir -p "$OUT" "$SCRATCH"
 
 assemble() {
@@ -59,6 +62,7 @@ assemble() {
       echo
     fi
     cat "$OUT/compare.md"
+    if [ -f "$ENC_MD" ]; then cat "$ENC_MD"; fi
     cat "$PYTHON_MD"
     cat "$MCP_MD"
     if [ -f "$MCP_CONC_MD" ]; then cat "$MCP_CONC_MD"; fi
@@ -72,7 +76,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$NODE_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$ENC_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$NODE_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -108,6 +112,13 @@ while :; do
   echo "compare failed (exit $rc)" >&2
   exit $rc
 done
+
+# ---- Encryption at rest: plaintext vs sealed store, same workload, same run ------
+echo "== bench: encryption at rest"
+cargo build --release -p memstrata-benches --bin encryption
+if "$CARGO_TARGET_DIR/release/encryption" --dir "$SCRATCH" --out "$ENC_MD" > "$OUT/encryption.stdout"; then :; else
+  printf '## Encryption at rest: cost\n\nNot measured in this run: `benches/src/bin/encryption.rs` failed (see the `make bench` log).\n\n' > "$ENC_MD"
+fi
 
 if [ "${BENCH_CRITERION:-0}" = 1 ]; then
   echo "== bench: criterion micro-benches (not part of the document)"

@@ -1,0 +1,226 @@
+//! The cost of encryption at rest: the same workload on a plaintext store and on
+//! a store opened with an encryption key, in one process, rounds interleaved
+//! (plain, sealed, plain, sealed...) so machine noise hits both sides.
+//!
+//! encryption [--episodes N] [--rounds R] [--queries Q] [--dir DIR] [--out FILE]
+//!
+//! Per round and side: record N episodes (synthetic corpus), store N short-term
+//! values, read them back, then run Q keyword searches. Prints markdown (also
+//! written to `--out`). Run through `scripts/bench.sh`. No assertions on time.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use memstrata::{Durability, EncryptionKey, Memory, NewEpisode, SearchFilters};
+use memstrata_benches::corpus::{Corpus, EpisodeDoc};
+use memstrata_benches::stats::{Latency, fmt_ns};
+use memstrata_benches::sys::Hardware;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+struct Args {
+    episodes: usize,
+    rounds: usize,
+    queries: usize,
+    dir: PathBuf,
+    out: Option<PathBuf>,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut a = Args {
+        episodes: 5_000,
+        rounds: 3,
+        queries: 500,
+        dir: std::env::temp_dir(),
+        out: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--episodes" => a.episodes = val()?.parse()?,
+            "--rounds" => a.rounds = val()?.parse()?,
+            "--queries" => a.queries = val()?.parse()?,
+            "--dir" => a.dir = val()?.into(),
+            "--out" => a.out = Some(val()?.into()),
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    Ok(a)
+}
+
+#[derive(Default)]
+struct Side {
+    record: Latency,
+    kv_store: Latency,
+    kv_read: Latency,
+    get: Latency,
+    search: Latency,
+    db_bytes: u64,
+}
+
+fn episode(d: &EpisodeDoc) -> NewEpisode {
+    NewEpisode {
+        summary: d.summary.clone(),
+        content: d.content.clone(),
+        participants: d.participants.clone(),
+        tags: d.tags.clone(),
+        importance: Some(d.importance),
+        timestamp: DateTime::<Utc>::from_timestamp_millis(d.ts_ms),
+    }
+}
+
+fn dir_bytes(p: &std::path::Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(p) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                dir_bytes(&p)
+            } else {
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            }
+        })
+        .sum()
+}
+
+fn run_side(
+    corpus: &Corpus,
+    queries: &[String],
+    args: &Args,
+    key: Option<EncryptionKey>,
+    side: &mut Side,
+) -> Result<()> {
+    let td = tempfile::Builder::new()
+        .prefix("memstrata-bench-enc-")
+        .tempdir_in(&args.dir)?;
+    let mut b = Memory::builder()
+        .path(td.path().join("s"))
+        .durability(Durability::Periodic(500));
+    if let Some(k) = key {
+        b = b.encryption_key(k);
+    }
+    let mem = b.open()?;
+    let mut ids = Vec::with_capacity(args.episodes);
+    for i in 0..args.episodes {
+        let ep = episode(&corpus.episode(i));
+        let t = Instant::now();
+        ids.push(mem.episodic().record(ep)?);
+        side.record.record(t.elapsed());
+    }
+    for i in 0..args.episodes {
+        let (k, v) = (Corpus::kv_key(i), corpus.kv_value(i));
+        let t = Instant::now();
+        mem.short_term().store(&k, v, None)?;
+        side.kv_store.record(t.elapsed());
+    }
+    mem.flush()?;
+    for i in 0..args.episodes {
+        let k = Corpus::kv_key(i);
+        let t = Instant::now();
+        let v = mem.short_term().retrieve(&k)?;
+        side.kv_read.record(t.elapsed());
+        assert!(v.is_some(), "value {k} missing");
+    }
+    for id in ids.iter().step_by(7) {
+        let t = Instant::now();
+        let e = mem.episodic().get(id)?;
+        side.get.record(t.elapsed());
+        assert!(e.is_some(), "episode {id} missing");
+    }
+    let filters = SearchFilters::default();
+    for q in queries {
+        let t = Instant::now();
+        let hits = mem.episodic().search(q, &filters, 10)?;
+        side.search.record(t.elapsed());
+        std::hint::black_box(hits);
+    }
+    drop(mem);
+    side.db_bytes += dir_bytes(&td.path().join("s").join("db"));
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    std::fs::create_dir_all(&args.dir)?;
+    let corpus = Corpus::standard();
+    let queries = corpus.keyword_queries(args.queries);
+    let started = Instant::now();
+    let mut plain = Side::default();
+    let mut sealed = Side::default();
+    for round in 0..args.rounds {
+        // Alternate which side goes first, so neither always runs on a warmer cache.
+        let key = EncryptionKey::new([0x5a; 32]);
+        if round % 2 == 0 {
+            run_side(&corpus, &queries, &args, None, &mut plain)?;
+            run_side(&corpus, &queries, &args, Some(key), &mut sealed)?;
+        } else {
+            run_side(&corpus, &queries, &args, Some(key), &mut sealed)?;
+            run_side(&corpus, &queries, &args, None, &mut plain)?;
+        }
+        eprintln!("encryption bench: round {} of {} done", round + 1, args.rounds);
+    }
+    let hw = Hardware::detect();
+    let mut md = String::new();
+    writeln!(md, "## Encryption at rest: cost\n")?;
+    writeln!(
+        md,
+        "The same workload on a plaintext store and on a store opened with an encryption key \
+         (XChaCha20-Poly1305 on every record value; see `docs/security.md`), {} rounds \
+         interleaved in one process (`benches/src/bin/encryption.rs`): per round and side, \
+         {} episodes recorded, {} short-term values stored and read back, every 7th episode \
+         fetched by id, {} keyword searches (limit 10). Durability `periodic`. \
+         Machine: {}, {} logical CPUs, {:.1} GiB RAM, {}; this section took {:.0?}.\n",
+        args.rounds,
+        args.episodes,
+        args.episodes,
+        queries.len(),
+        hw.cpu,
+        hw.cores,
+        hw.ram_bytes as f64 / (1024.0 * 1024.0 * 1024.0),
+        hw.kernel,
+        started.elapsed()
+    )?;
+    writeln!(
+        md,
+        "| operation | plaintext p50 | encrypted p50 | ratio p50 | plaintext p95 | encrypted p95 | ratio p95 |\n|---|---|---|---|---|---|---|"
+    )?;
+    for (name, p, s) in [
+        ("episode record", &plain.record, &sealed.record),
+        ("short-term store", &plain.kv_store, &sealed.kv_store),
+        ("short-term retrieve", &plain.kv_read, &sealed.kv_read),
+        ("episode get", &plain.get, &sealed.get),
+        ("episode search", &plain.search, &sealed.search),
+    ] {
+        let (p50, s50) = (p.p50() as f64, s.p50() as f64);
+        let (p95, s95) = (p.q(0.95) as f64, s.q(0.95) as f64);
+        writeln!(
+            md,
+            "| {name} | {} | {} | {:.2}× | {} | {} | {:.2}× |",
+            fmt_ns(p50),
+            fmt_ns(s50),
+            s50 / p50,
+            fmt_ns(p95),
+            fmt_ns(s95),
+            s95 / p95
+        )?;
+    }
+    writeln!(
+        md,
+        "\nsled files after each round (`db/`, summed over rounds): plaintext {:.1} MiB, \
+         encrypted {:.1} MiB ({:.2}×; each sealed record adds a 24-byte nonce, a 16-byte tag \
+         and a tag byte).\n",
+        plain.db_bytes as f64 / 1048576.0,
+        sealed.db_bytes as f64 / 1048576.0,
+        sealed.db_bytes as f64 / plain.db_bytes.max(1) as f64
+    )?;
+    print!("{md}");
+    if let Some(out) = &args.out {
+        std::fs::write(out, &md)?;
+    }
+    Ok(())
+}
