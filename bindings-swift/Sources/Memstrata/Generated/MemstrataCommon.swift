@@ -583,6 +583,24 @@ fileprivate struct FfiConverterString: FfiConverter {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterData: FfiConverterRustBuffer {
+    typealias SwiftType = Data
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Data {
+        let len: Int32 = try readInt(&buf)
+        return Data(try readBytes(&buf, count: Int(len)))
+    }
+
+    public static func write(_ value: Data, into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        writeBytes(&buf, value)
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterTimestamp: FfiConverterRustBuffer {
     typealias SwiftType = Date
 
@@ -1950,6 +1968,11 @@ public struct OpenOptions: Equatable, Hashable {
      * Most steps a procedure run may execute.
      */
     public var maxSteps: UInt32?
+    /**
+     * Encryption-at-rest key: exactly 32 bytes (see docs/security.md). A store
+     * created with a key needs the same key on every open.
+     */
+    public var encryptionKey: KeyBytes?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1980,7 +2003,11 @@ public struct OpenOptions: Equatable, Hashable {
          */semanticHistory: UInt32? = nil, 
         /**
          * Most steps a procedure run may execute.
-         */maxSteps: UInt32? = nil) {
+         */maxSteps: UInt32? = nil, 
+        /**
+         * Encryption-at-rest key: exactly 32 bytes (see docs/security.md). A store
+         * created with a key needs the same key on every open.
+         */encryptionKey: KeyBytes? = nil) {
         self.durability = durability
         self.cacheBytes = cacheBytes
         self.focusCapacity = focusCapacity
@@ -1990,6 +2017,7 @@ public struct OpenOptions: Equatable, Hashable {
         self.indexWriterBytes = indexWriterBytes
         self.semanticHistory = semanticHistory
         self.maxSteps = maxSteps
+        self.encryptionKey = encryptionKey
     }
 
     
@@ -2016,7 +2044,8 @@ public struct FfiConverterTypeOpenOptions: FfiConverterRustBuffer {
                 workspaceRoots: FfiConverterOptionSequenceString.read(from: &buf), 
                 indexWriterBytes: FfiConverterOptionInt64.read(from: &buf), 
                 semanticHistory: FfiConverterOptionUInt32.read(from: &buf), 
-                maxSteps: FfiConverterOptionUInt32.read(from: &buf)
+                maxSteps: FfiConverterOptionUInt32.read(from: &buf), 
+                encryptionKey: FfiConverterOptionTypeKeyBytes.read(from: &buf)
         )
     }
 
@@ -2030,6 +2059,7 @@ public struct FfiConverterTypeOpenOptions: FfiConverterRustBuffer {
         FfiConverterOptionInt64.write(value.indexWriterBytes, into: &buf)
         FfiConverterOptionUInt32.write(value.semanticHistory, into: &buf)
         FfiConverterOptionUInt32.write(value.maxSteps, into: &buf)
+        FfiConverterOptionTypeKeyBytes.write(value.encryptionKey, into: &buf)
     }
 }
 
@@ -4908,6 +4938,30 @@ fileprivate struct FfiConverterOptionTypeJsonValue: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeKeyBytes: FfiConverterRustBuffer {
+    typealias SwiftType = KeyBytes?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeKeyBytes.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeKeyBytes.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeTimestamp: FfiConverterRustBuffer {
     typealias SwiftType = Timestamp?
 
@@ -5143,6 +5197,46 @@ public func FfiConverterTypeJsonValue_lift(_ value: RustBuffer) throws -> JsonVa
 #endif
 public func FfiConverterTypeJsonValue_lower(_ value: JsonValue) -> RustBuffer {
     return FfiConverterTypeJsonValue.lower(value)
+}
+
+
+
+public typealias KeyBytes = Data
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeKeyBytes: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> KeyBytes {
+        return try FfiConverterData.read(from: &buf)
+    }
+
+    public static func write(_ value: KeyBytes, into buf: inout [UInt8]) {
+        return FfiConverterData.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> KeyBytes {
+        return try FfiConverterData.lift(value)
+    }
+
+    public static func lower(_ value: KeyBytes) -> RustBuffer {
+        return FfiConverterData.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeKeyBytes_lift(_ value: RustBuffer) throws -> KeyBytes {
+    return try FfiConverterTypeKeyBytes.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeKeyBytes_lower(_ value: KeyBytes) -> RustBuffer {
+    return FfiConverterTypeKeyBytes.lower(value)
 }
 
 

@@ -1050,6 +1050,25 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
     }
 }
 
+/**
+ * @suppress
+ */
+public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
+    override fun read(buf: ByteBuffer): ByteArray {
+        val len = buf.getInt()
+        val byteArr = ByteArray(len)
+        buf.get(byteArr)
+        return byteArr
+    }
+    override fun allocationSize(value: ByteArray): ULong {
+        return 4UL + value.size.toULong()
+    }
+    override fun write(value: ByteArray, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        buf.put(value)
+    }
+}
+
 
 /**
  * @suppress
@@ -2057,6 +2076,12 @@ data class OpenOptions (
      * Most steps a procedure run may execute.
      */
     var `maxSteps`: kotlin.UInt? = null 
+    , 
+    /**
+     * Encryption-at-rest key: exactly 32 bytes (see docs/security.md). A store
+     * created with a key needs the same key on every open.
+     */
+    var `encryptionKey`: KeyBytes? = null 
     
 ){
     
@@ -2082,6 +2107,7 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalUInt.read(buf),
             FfiConverterOptionalUInt.read(buf),
+            FfiConverterOptionalTypeKeyBytes.read(buf),
         )
     }
 
@@ -2094,7 +2120,8 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalSequenceString.allocationSize(value.`workspaceRoots`) +
             FfiConverterOptionalLong.allocationSize(value.`indexWriterBytes`) +
             FfiConverterOptionalUInt.allocationSize(value.`semanticHistory`) +
-            FfiConverterOptionalUInt.allocationSize(value.`maxSteps`)
+            FfiConverterOptionalUInt.allocationSize(value.`maxSteps`) +
+            FfiConverterOptionalTypeKeyBytes.allocationSize(value.`encryptionKey`)
     )
 
     override fun write(value: OpenOptions, buf: ByteBuffer) {
@@ -2107,6 +2134,7 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalLong.write(value.`indexWriterBytes`, buf)
             FfiConverterOptionalUInt.write(value.`semanticHistory`, buf)
             FfiConverterOptionalUInt.write(value.`maxSteps`, buf)
+            FfiConverterOptionalTypeKeyBytes.write(value.`encryptionKey`, buf)
     }
 }
 
@@ -4237,6 +4265,38 @@ public object FfiConverterOptionalTypeJsonValue: FfiConverterRustBuffer<JsonValu
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeKeyBytes: FfiConverterRustBuffer<KeyBytes?> {
+    override fun read(buf: ByteBuffer): KeyBytes? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeKeyBytes.read(buf)
+    }
+
+    override fun allocationSize(value: KeyBytes?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeKeyBytes.allocationSize(value)
+        }
+    }
+
+    override fun write(value: KeyBytes?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeKeyBytes.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeTimestamp: FfiConverterRustBuffer<Timestamp?> {
     override fun read(buf: ByteBuffer): Timestamp? {
         if (buf.get().toInt() == 0) {
@@ -4485,6 +4545,11 @@ public object FfiConverterMapStringTypeOpMetrics: FfiConverterRustBuffer<Map<kot
 
 public typealias JsonValue = kotlin.String
 public typealias FfiConverterTypeJsonValue = FfiConverterString
+
+
+
+public typealias KeyBytes = kotlin.ByteArray
+public typealias FfiConverterTypeKeyBytes = FfiConverterByteArray
 
 
 
