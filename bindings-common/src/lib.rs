@@ -31,7 +31,8 @@ pub use callbacks::{JsonAction, ProgressEvent, ProgressStage, actions, progress_
 pub use error::{BindingError, ErrorCode, guard, guard_binding};
 pub use handle::Handle;
 pub use options::{
-    OpenOptions, QueryOptions, RecordOptions, SearchOptions, TaskFilterOptions, embedding, vector_query,
+    OpenOptions, QueryOptions, RecordOptions, SearchOptions, TaskFilterOptions, embedding,
+    vector_query,
 };
 pub use records::*;
 pub use types::{JsonValue, Timestamp};
