@@ -30,7 +30,10 @@ pub mod types;
 pub use callbacks::{JsonAction, ProgressEvent, ProgressStage, actions, progress_sink};
 pub use error::{BindingError, ErrorCode, guard, guard_binding};
 pub use handle::Handle;
-pub use options::{OpenOptions, RecordOptions, SearchOptions, TaskFilterOptions};
+pub use options::{
+    OpenOptions, QueryOptions, RecordOptions, SearchOptions, TaskFilterOptions, embedding,
+    vector_query,
+};
 pub use records::*;
 pub use types::{JsonValue, KeyBytes, Timestamp};
 

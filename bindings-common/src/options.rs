@@ -7,7 +7,10 @@
 
 use std::path::PathBuf;
 
-use memstrata::{Durability, Limits, Memory, MemoryBuilder, NewEpisode, SearchFilters, TaskFilter};
+use memstrata::{
+    Durability, Fusion, FusionMethod, Limits, Memory, MemoryBuilder, NewEpisode, SearchFilters,
+    TaskFilter, VectorQuery,
+};
 
 use crate::defaults;
 use crate::error::BindingError;
@@ -74,6 +77,8 @@ options! {
         pub importance: Option<u32>,
         /// When it happened (default now).
         pub timestamp: Option<Timestamp>,
+        /// The host's embedding (1..=4096 finite numbers; dimension fixed per context).
+        pub embedding: Option<Vec<f64>>,
     }
 
     /// Optional arguments of `episodic.search`.
@@ -90,6 +95,32 @@ options! {
         pub until: Option<Timestamp>,
         /// Only episodes at least this important (1..=10).
         pub min_importance: Option<u32>,
+        /// Query embedding: fused with BM25, or pure vector search with an empty query.
+        pub embedding: Option<Vec<f64>>,
+        /// `"linear"` (default) or `"rrf"`.
+        pub fusion: Option<String>,
+        /// Weight of the BM25 list (default 0.5).
+        pub bm25_weight: Option<f64>,
+        /// Weight of the vector list (default 0.5).
+        pub vector_weight: Option<f64>,
+        /// RRF constant k (default 60).
+        pub rrf_k: Option<f64>,
+    }
+
+    /// Optional arguments of `semantic.query`.
+    pub struct QueryOptions {
+        /// Most hits (default 10).
+        pub limit: Option<u32>,
+        /// Query embedding: fused with BM25, or pure vector search with an empty text.
+        pub embedding: Option<Vec<f64>>,
+        /// `"linear"` (default) or `"rrf"`.
+        pub fusion: Option<String>,
+        /// Weight of the BM25 list (default 0.5).
+        pub bm25_weight: Option<f64>,
+        /// Weight of the vector list (default 0.5).
+        pub vector_weight: Option<f64>,
+        /// RRF constant k (default 60).
+        pub rrf_k: Option<f64>,
     }
 
     /// Optional arguments of `tasks`.
@@ -191,11 +222,73 @@ impl RecordOptions {
         if let Some(t) = self.timestamp {
             e = e.timestamp(t.0);
         }
+        if let Some(v) = self.embedding {
+            e = e.embedding(embedding(&v)?);
+        }
         Ok(e)
     }
 }
 
+/// An embedding from a foreign `f64` sequence (values must fit an `f32`).
+pub fn embedding(v: &[f64]) -> Result<Vec<f32>, BindingError> {
+    Ok(memstrata::embedding_from_f64("embedding", v)?)
+}
+
+/// The core's vector query from the binding's optional embedding and fusion fields.
+pub fn vector_query(
+    embedding_: Option<Vec<f64>>,
+    fusion: Option<&str>,
+    bm25_weight: Option<f64>,
+    vector_weight: Option<f64>,
+    rrf_k: Option<f64>,
+) -> Result<VectorQuery, BindingError> {
+    let mut f = Fusion::default();
+    if let Some(m) = fusion {
+        f.method = FusionMethod::parse("fusion", m)?;
+    }
+    if let Some(w) = bm25_weight {
+        f.bm25_weight = w as f32;
+    }
+    if let Some(w) = vector_weight {
+        f.vector_weight = w as f32;
+    }
+    if let Some(k) = rrf_k {
+        f.rrf_k = k as f32;
+    }
+    Ok(VectorQuery {
+        embedding: embedding_.as_deref().map(embedding).transpose()?,
+        fusion: f,
+    })
+}
+
+impl QueryOptions {
+    /// The limit (default [`defaults::DEFAULT_SEARCH_LIMIT`]) and the vector query.
+    pub fn query(self) -> Result<(usize, VectorQuery), BindingError> {
+        let vq = vector_query(
+            self.embedding,
+            self.fusion.as_deref(),
+            self.bm25_weight,
+            self.vector_weight,
+            self.rrf_k,
+        )?;
+        Ok((defaults::search_limit(self.limit), vq))
+    }
+}
+
 impl SearchOptions {
+    /// The core's filters, the limit (default [`defaults::DEFAULT_SEARCH_LIMIT`]) and the vector query.
+    pub fn hybrid(mut self) -> Result<(SearchFilters, usize, VectorQuery), BindingError> {
+        let vq = vector_query(
+            self.embedding.take(),
+            self.fusion.as_deref(),
+            self.bm25_weight,
+            self.vector_weight,
+            self.rrf_k,
+        )?;
+        let (f, limit) = self.filters()?;
+        Ok((f, limit, vq))
+    }
+
     /// The core's filters and the limit (default [`defaults::DEFAULT_SEARCH_LIMIT`]).
     pub fn filters(self) -> Result<(SearchFilters, usize), BindingError> {
         let filters = SearchFilters {
@@ -309,5 +402,37 @@ mod tests {
         assert_eq!(e.summary, "shipped");
         assert_eq!(e.tags, vec!["deploy".to_owned()]);
         assert_eq!(e.importance, Some(7));
+        let e = RecordOptions {
+            embedding: Some(vec![1.0, f64::MAX]),
+            ..Default::default()
+        }
+        .episode("x".into())
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("embedding"));
+    }
+
+    #[test]
+    fn search_options_build_the_vector_query() {
+        let (_, limit, vq) = SearchOptions {
+            limit: Some(3),
+            embedding: Some(vec![0.5, 0.25]),
+            fusion: Some("rrf".into()),
+            vector_weight: Some(0.2),
+            ..Default::default()
+        }
+        .hybrid()
+        .unwrap();
+        assert_eq!(limit, 3);
+        assert_eq!(vq.embedding, Some(vec![0.5, 0.25]));
+        assert_eq!(vq.fusion.method, FusionMethod::Rrf);
+        assert_eq!(vq.fusion.vector_weight, 0.2);
+        assert_eq!(vq.fusion.bm25_weight, memstrata::DEFAULT_BM25_WEIGHT);
+        let e = SearchOptions {
+            fusion: Some("max".into()),
+            ..Default::default()
+        }
+        .hybrid()
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("fusion"));
     }
 }

@@ -95,8 +95,13 @@ records! {
     pub struct EpisodeHit {
         /// The episode.
         pub episode: Episode,
-        /// BM25 relevance score (0 when the query had no searchable words and hits are by recency).
+        /// BM25 relevance score (0 when the query had no searchable words and hits are by
+        /// recency); with an embedding, the fused score (pure vector search: the cosine).
         pub score: f64,
+        /// 1-based rank in the text (BM25) list; null when that list did not find the hit.
+        pub bm25_rank: Option<i64>,
+        /// 1-based rank in the vector list; null when that list did not find the hit.
+        pub vector_rank: Option<i64>,
     }
 
     /// A knowledge entry of semantic memory.
@@ -129,8 +134,12 @@ records! {
         pub key: String,
         /// The knowledge.
         pub knowledge: JsonValue,
-        /// BM25 relevance score.
+        /// BM25 relevance score; with an embedding, the fused score (pure vector search: the cosine).
         pub score: f64,
+        /// 1-based rank in the text (BM25) list; null when that list did not find the hit.
+        pub bm25_rank: Option<i64>,
+        /// 1-based rank in the vector list; null when that list did not find the hit.
+        pub vector_rank: Option<i64>,
     }
 
     /// Result of `session_create`.
@@ -558,6 +567,8 @@ impl From<memstrata::EpisodeHit> for EpisodeHit {
         EpisodeHit {
             episode: h.episode.into(),
             score: score(h.score),
+            bm25_rank: h.bm25_rank.map(i64::from),
+            vector_rank: h.vector_rank.map(i64::from),
         }
     }
 }
@@ -590,6 +601,8 @@ impl From<memstrata::KnowledgeHit> for KnowledgeHit {
             key: h.key,
             knowledge: JsonValue(h.knowledge),
             score: score(h.score),
+            bm25_rank: h.bm25_rank.map(i64::from),
+            vector_rank: h.vector_rank.map(i64::from),
         }
     }
 }

@@ -351,3 +351,63 @@ pub(crate) fn ser_err(e: serde_json::Error) -> PyErr {
         "cannot convert a result: {e}"
     )))
 }
+
+/// A sequence of numbers (list, tuple, array: anything iterable of floats; `None` -> absent).
+/// A bare `str` is refused; each item must convert with `float()`.
+pub(crate) fn opt_floats(
+    obj: Option<&Bound<'_, PyAny>>,
+    field: &str,
+) -> PyResult<Option<Vec<f64>>> {
+    match obj {
+        Some(o) if !o.is_none() => floats(o, field).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// See [`opt_floats`].
+pub(crate) fn floats(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<f64>> {
+    if obj.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{field}: expected a sequence of float, got str"
+        )));
+    }
+    let iter = obj.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{field}: expected a sequence of float, got {}",
+            type_name(obj)
+        ))
+    })?;
+    let mut out = Vec::new();
+    for (i, item) in iter.enumerate() {
+        let item = item?;
+        if item.is_instance_of::<PyBool>() {
+            return Err(PyTypeError::new_err(format!(
+                "{field}[{i}]: expected float, got bool"
+            )));
+        }
+        out.push(item.extract::<f64>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{field}[{i}]: expected float, got {}",
+                type_name(&item)
+            ))
+        })?);
+    }
+    Ok(out)
+}
+
+/// An optional float argument (`None` means absent; ints are accepted).
+pub(crate) fn opt_float(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<f64>> {
+    match obj {
+        Some(o) if !o.is_none() => {
+            if o.is_instance_of::<PyBool>() {
+                return Err(PyTypeError::new_err(format!(
+                    "{field}: expected float, got bool"
+                )));
+            }
+            o.extract::<f64>().map(Some).map_err(|_| {
+                PyTypeError::new_err(format!("{field}: expected float, got {}", type_name(o)))
+            })
+        }
+        _ => Ok(None),
+    }
+}

@@ -27,7 +27,11 @@ impl Episodic {
 #[pymethods]
 impl Episodic {
     /// Record an episode; returns its id. It is found by the next search.
-    #[pyo3(signature = (summary, content=None, *, participants=None, tags=None, importance=None, timestamp=None))]
+    ///
+    /// `embedding` (a sequence of floats) is the host's vector for this episode; the
+    /// dimension is fixed per context on first use. Without it, the embedder set with
+    /// `Memory.set_embedder` (if any) is called on the summary plus the content's text.
+    #[pyo3(signature = (summary, content=None, *, participants=None, tags=None, importance=None, timestamp=None, embedding=None))]
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
@@ -38,6 +42,7 @@ impl Episodic {
         tags: Option<&Bound<'_, PyAny>>,
         importance: Option<&Bound<'_, PyAny>>,
         timestamp: Option<&Bound<'_, PyAny>>,
+        embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
         let mem = self.h.core()?;
         let ep = RecordOptions {
@@ -50,6 +55,7 @@ impl Episodic {
             tags: Some(convert::str_list(tags, "tags")?),
             importance: convert::opt_int(importance, "importance")?,
             timestamp: convert::opt_timestamp(timestamp, "timestamp")?,
+            embedding: convert::opt_floats(embedding, "embedding")?,
         }
         .episode(summary)
         .map_err(to_py)?;
@@ -67,9 +73,15 @@ impl Episodic {
     /// (no syntax; punctuation is ignored); an empty query returns the newest matches.
     /// Filters: `tags` (all), `participants` (any), `since` / `until` (aware datetimes,
     /// inclusive), `min_importance`.
+    ///
+    /// With `embedding`, the BM25 list and the vector list (each filtered, fetched at
+    /// depth max(limit*5, 50)) are fused: `fusion="linear"` (default; `bm25_weight` *
+    /// max-normalised BM25 + `vector_weight` * cosine, weights 0.5/0.5) or `"rrf"`
+    /// (`w / (rrf_k + rank)` per list, `rrf_k` 60); with an empty query, pure vector
+    /// search (score = cosine). Hits carry `bm25_rank` / `vector_rank`.
     #[pyo3(
-        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None),
-        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None)"
+        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None),
+        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -82,19 +94,31 @@ impl Episodic {
         since: Option<&Bound<'_, PyAny>>,
         until: Option<&Bound<'_, PyAny>>,
         min_importance: Option<&Bound<'_, PyAny>>,
+        embedding: Option<&Bound<'_, PyAny>>,
+        fusion: Option<String>,
+        bm25_weight: Option<&Bound<'_, PyAny>>,
+        vector_weight: Option<&Bound<'_, PyAny>>,
+        rrf_k: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<EpisodeHit>> {
         let mem = self.h.core()?;
-        let (filters, limit) = SearchOptions {
+        let (filters, limit, vq) = SearchOptions {
             limit: convert::opt_limit(limit, "limit")?,
             tags: Some(convert::str_list(tags, "tags")?),
             participants: Some(convert::str_list(participants, "participants")?),
             since: convert::opt_timestamp(since, "since")?,
             until: convert::opt_timestamp(until, "until")?,
             min_importance: convert::opt_int(min_importance, "min_importance")?,
+            embedding: convert::opt_floats(embedding, "embedding")?,
+            fusion,
+            bm25_weight: convert::opt_float(bm25_weight, "bm25_weight")?,
+            vector_weight: convert::opt_float(vector_weight, "vector_weight")?,
+            rrf_k: convert::opt_float(rrf_k, "rrf_k")?,
         }
-        .filters()
+        .hybrid()
         .map_err(to_py)?;
-        let hits = run(py, || mem.episodic().search(&query, &filters, limit))?;
+        let hits = run(py, || {
+            mem.episodic().search_hybrid(&query, &filters, limit, &vq)
+        })?;
         classes(py, hits)
     }
 
@@ -145,12 +169,17 @@ py_records! {
         importance: u32,
     }
 
-    /// One search result: the episode and its BM25 score.
+    /// One search result: the episode, its score and its rank in each list.
     EpisodeHit from common::EpisodeHit, repr custom {
         /// The episode.
         episode: Py<Episode>,
-        /// BM25 score (0.0 when the query had no searchable words and results are by recency).
+        /// BM25 score (0.0 when the query had no searchable words and results are by
+        /// recency); with an embedding, the fused score (pure vector search: the cosine).
         score: f64,
+        /// 1-based rank in the text (BM25) list; None when that list did not find the hit.
+        bm25_rank: Option<i64>,
+        /// 1-based rank in the vector list; None when that list did not find the hit.
+        vector_rank: Option<i64>,
     }
 }
 

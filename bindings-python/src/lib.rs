@@ -10,6 +10,7 @@
 mod clock;
 mod contexts;
 mod convert;
+mod embedder;
 mod episodic;
 mod error;
 mod export;

@@ -432,6 +432,32 @@ impl Memory {
 
     // ------------------------------------------------------------ lifecycle
 
+    /// Register `fn(texts: list[str]) -> list[list[float]]` as this store's embedder
+    /// (every handle on the store), or remove it with None. The engine calls it on
+    /// `episodic.record` / `semantic.store` without an `embedding` and on searches with
+    /// a non-empty query and no `embedding`. If it raises, the call fails with
+    /// InvalidInputError on field `embedder` naming the exception; nothing is stored.
+    #[pyo3(signature = (embedder))]
+    fn set_embedder(&self, embedder: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let mem = self.core()?;
+        let e: Option<std::sync::Arc<dyn memstrata::Embedder>> = match embedder {
+            Some(f) if !f.is_none() => {
+                if !f.is_callable() {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "embedder: expected a callable or None, got {}",
+                        f.get_type().name()?
+                    )));
+                }
+                Some(std::sync::Arc::new(crate::embedder::PyEmbedder::new(
+                    f.unbind(),
+                )))
+            }
+            _ => None,
+        };
+        mem.set_embedder(e);
+        Ok(())
+    }
+
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }

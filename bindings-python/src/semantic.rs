@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memstrata_bindings_common::{self as common, Handle, defaults};
+use memstrata_bindings_common::{self as common, Handle};
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::error::run;
+use crate::error::{run, to_py};
 use crate::memory::{HandleExt, max_depth};
 use crate::records::{class, classes, py_records, pystr};
 
@@ -27,15 +27,27 @@ impl Semantic {
 #[pymethods]
 impl Semantic {
     /// Store (replace) the knowledge under `key`; returns the new entry.
+    ///
+    /// `embedding`: the host's vector for the entry; without it, the embedder set with
+    /// `Memory.set_embedder` (if any) is called on the key plus the knowledge's text.
+    #[pyo3(signature = (key, knowledge, *, embedding=None))]
     fn store(
         &self,
         py: Python<'_>,
         key: String,
         knowledge: &Bound<'_, PyAny>,
+        embedding: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Knowledge> {
         let mem = self.h.core()?;
         let knowledge = convert::to_json(knowledge, "knowledge", max_depth(&mem))?;
-        let k = run(py, || mem.semantic().store(&key, knowledge))?;
+        let embedding = convert::opt_floats(embedding, "embedding")?
+            .map(|v| common::embedding(&v))
+            .transpose()
+            .map_err(to_py)?;
+        let k = run(py, || {
+            mem.semantic()
+                .store_with_embedding(&key, knowledge, embedding)
+        })?;
         class(py, k)
     }
 
@@ -54,16 +66,34 @@ impl Semantic {
     }
 
     /// Full-text query over keys and knowledge text (plain text, no syntax).
-    #[pyo3(signature = (text, limit=None))]
+    ///
+    /// `embedding` and the fusion arguments work as in `Episodic.search`; with an
+    /// empty `text` and an embedding, pure vector search.
+    #[pyo3(signature = (text, limit=None, *, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None))]
+    #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
         py: Python<'_>,
         text: String,
         limit: Option<&Bound<'_, PyAny>>,
+        embedding: Option<&Bound<'_, PyAny>>,
+        fusion: Option<String>,
+        bm25_weight: Option<&Bound<'_, PyAny>>,
+        vector_weight: Option<&Bound<'_, PyAny>>,
+        rrf_k: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<KnowledgeHit>> {
         let mem = self.h.core()?;
-        let limit = defaults::search_limit(convert::opt_limit(limit, "limit")?);
-        let hits = run(py, || mem.semantic().query(&text, limit))?;
+        let (limit, vq) = common::QueryOptions {
+            limit: convert::opt_limit(limit, "limit")?,
+            embedding: convert::opt_floats(embedding, "embedding")?,
+            fusion,
+            bm25_weight: convert::opt_float(bm25_weight, "bm25_weight")?,
+            vector_weight: convert::opt_float(vector_weight, "vector_weight")?,
+            rrf_k: convert::opt_float(rrf_k, "rrf_k")?,
+        }
+        .query()
+        .map_err(to_py)?;
+        let hits = run(py, || mem.semantic().query_hybrid(&text, limit, &vq))?;
         classes(py, hits)
     }
 
@@ -133,6 +163,10 @@ py_records! {
         knowledge: Py<PyAny>,
         /// BM25 score.
         score: f64,
+        /// 1-based rank in the text (BM25) list; None when that list did not find the hit.
+        bm25_rank: Option<i64>,
+        /// 1-based rank in the vector list; None when that list did not find the hit.
+        vector_rank: Option<i64>,
     }
 }
 

@@ -107,6 +107,10 @@ pub(crate) struct Engine {
     pub rmw: Mutex<()>,
     /// Host actions registered engine-wide.
     pub actions: parking_lot::RwLock<HashMap<String, Arc<dyn ActionHandler>>>,
+    /// The derived in-memory vector index (see `vectors`).
+    pub vectors: crate::vectors::VectorIndex,
+    /// The host's embedder, if one is registered.
+    pub embedder: parking_lot::RwLock<Option<Arc<dyn crate::vectors::Embedder>>>,
     known_contexts: Mutex<HashSet<String>>,
     index_error: Mutex<Option<String>>,
     registered: Arc<AtomicBool>,
@@ -346,6 +350,8 @@ impl Engine {
             started: Instant::now(),
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),
+            vectors: crate::vectors::VectorIndex::default(),
+            embedder: parking_lot::RwLock::new(None),
             known_contexts: Mutex::new(HashSet::new()),
             index_error: Mutex::new(None),
             registered: registered.clone(),
@@ -634,6 +640,8 @@ impl Engine {
             }
             Ok((r, ops))
         })?;
+        // The vector index follows sled whatever the text index does with the ops.
+        self.vectors.apply(&ops);
         if let Err(e) = st.apply(seq, &ops) {
             // The data and its log record are committed in sled; rebuild the writer state from the log.
             self.recover_index_locked(&mut st, &e)?;

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
+use crate::vectors::{self, Embedder, RowFilter, VecBytes, VectorQuery};
 use crate::{Error, Memory, Result, codec, validate};
 
 /// Longest text `summarize` returns, in characters.
@@ -26,6 +27,9 @@ pub(crate) struct EpisodeRecord {
     pub participants: Vec<String>,
     pub tags: Vec<String>,
     pub importance: u8,
+    /// Raw little-endian f32 bytes (absent on records written before embeddings existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<VecBytes>,
 }
 
 /// A stored episode.
@@ -77,6 +81,8 @@ pub struct NewEpisode {
     pub importance: Option<u8>,
     /// When it happened (default now).
     pub timestamp: Option<DateTime<Utc>>,
+    /// The host's embedding of the episode (see [`crate::Memory::set_embedder`] for the alternative).
+    pub embedding: Option<Vec<f32>>,
 }
 
 impl NewEpisode {
@@ -117,6 +123,12 @@ impl NewEpisode {
         self.timestamp = Some(t);
         self
     }
+    /// Set the embedding (1..=4096 finite numbers; the dimension is fixed per context on first use).
+    #[must_use]
+    pub fn embedding(mut self, v: Vec<f32>) -> Self {
+        self.embedding = Some(v);
+        self
+    }
 }
 
 /// Search filters; all optional.
@@ -140,8 +152,13 @@ pub struct SearchFilters {
 pub struct EpisodeHit {
     /// The episode.
     pub episode: Episode,
-    /// BM25 score (0 when the query had no searchable words and results are by recency).
+    /// BM25 score (0 when the query had no searchable words and results are by recency);
+    /// with an embedding, the fused score (pure vector search: the cosine similarity).
     pub score: f32,
+    /// 1-based rank in the text (BM25) list; `None` when that list did not find the hit.
+    pub bm25_rank: Option<u32>,
+    /// 1-based rank in the vector list; `None` when that list did not find the hit.
+    pub vector_rank: Option<u32>,
 }
 
 /// Handle on the episodic layer of the active context. Get it from [`Memory::episodic`].
@@ -163,6 +180,7 @@ pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
         tags: r.tags.clone(),
         ts_ms: r.timestamp,
         importance: u64::from(r.importance),
+        embedding: vectors::stored_to_index(r.embedding.as_ref()),
     }
 }
 
@@ -210,6 +228,9 @@ pub(crate) fn validate_new(e: &Engine, ep: &NewEpisode) -> Result<u8> {
             format!("must be in 1..=10, got {importance}"),
         ));
     }
+    if let Some(v) = &ep.embedding {
+        vectors::check("embedding", v)?;
+    }
     Ok(importance)
 }
 
@@ -228,17 +249,29 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
         participants: ep.participants,
         tags: ep.tags,
         importance,
+        embedding: ep.embedding.as_deref().map(VecBytes::from_f32),
     };
+    let dim = ep.embedding.as_ref().map(Vec::len);
     let enc = e.codec.encode(&rec)?;
     let key = codec::ctx_key(ctx, &id);
     let doc = index_doc(ctx, &rec);
     e.touch_context(ctx)?;
     // Taken before the write: a fill racing an invalidation of this key is refused.
     let generation = e.episode_cache.generation();
-    e.indexed_write(&[&e.t.episodes], |t| {
-        t[0].insert(key.as_slice(), enc.as_slice())?;
-        Ok(((), vec![IndexOp::Upsert(doc.clone())]))
-    })?;
+    e.indexed_write_prepared(
+        &[&e.t.episodes, &e.t.meta],
+        || match dim {
+            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
+            None => Ok(None),
+        },
+        |t, claim| {
+            t[0].insert(key.as_slice(), enc.as_slice())?;
+            if let Some(k) = claim {
+                t[1].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
+            }
+            Ok(((), vec![IndexOp::Upsert(doc.clone())]))
+        },
+    )?;
     // Write-through: the episode just recorded is the likeliest to be searched next.
     // (`Episode::from` of the record is exactly what decoding the stored bytes gives.)
     e.episode_cache
@@ -273,6 +306,8 @@ pub(crate) fn search_in(
     query: &str,
     filters: &SearchFilters,
     limit: usize,
+    vq: &VectorQuery,
+    embedder: Option<&dyn Embedder>,
 ) -> Result<Vec<EpisodeHit>> {
     let lim = &e.opts.limits;
     if query.len() > lim.max_query_bytes {
@@ -309,33 +344,114 @@ pub(crate) fn search_in(
     {
         return Err(Error::invalid("since", "must not be after `until`"));
     }
-    let q = IndexQuery {
-        kind: Kind::Episode,
-        ctx,
-        text: query,
-        tags_all: &filters.tags,
-        participants_any: &filters.participants,
-        since_ms: filters.since.map(|t| t.timestamp_millis()),
-        until_ms: filters.until.map(|t| t.timestamp_millis()),
-        min_importance: filters.min_importance.map(u64::from),
-        limit,
-    };
-    let mut hits = Vec::new();
-    for (uid, score) in e.search_index(&q)? {
-        let (kind, c, id) = index::parse_uid(&uid)?;
-        // The index scopes by a hash of (kind, context): drop a collision.
-        if kind != Kind::Episode || c != ctx {
-            continue;
+    vectors::validate_fusion(&vq.fusion)?;
+    let has_text = !query.trim().is_empty();
+    let embedded;
+    let embedding = match (&vq.embedding, embedder) {
+        (Some(v), _) => Some(v.as_slice()),
+        (None, Some(f)) if has_text => {
+            embedded = vectors::embed_one(f, query)?;
+            Some(embedded.as_slice())
         }
+        (None, _) => None,
+    };
+    let since_ms = filters.since.map(|t| t.timestamp_millis());
+    let until_ms = filters.until.map(|t| t.timestamp_millis());
+    let min_importance = filters.min_importance.map(u64::from);
+    let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
+        let q = IndexQuery {
+            kind: Kind::Episode,
+            ctx,
+            text: query,
+            tags_all: &filters.tags,
+            participants_any: &filters.participants,
+            since_ms,
+            until_ms,
+            min_importance,
+            limit: depth,
+        };
+        let mut out = Vec::new();
+        for (uid, score) in e.search_index(&q)? {
+            let (kind, c, id) = index::parse_uid(&uid)?;
+            // The index scopes by a hash of (kind, context): drop a collision.
+            if kind == Kind::Episode && c == ctx {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    };
+    let fused: Vec<vectors::Fused> = match embedding {
+        None => text_list(limit)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, (key, score))| vectors::Fused {
+                key,
+                score,
+                bm25_rank: has_text.then_some(i as u32 + 1),
+                vector_rank: None,
+            })
+            .collect(),
+        Some(qv) => {
+            let depth = vectors::depth(limit);
+            let vector_list = match vectors::prepare_query(e, ctx, vq, qv)? {
+                Some(_) => {
+                    let filter = RowFilter {
+                        tags_all: &filters.tags,
+                        participants_any: &filters.participants,
+                        since_ms,
+                        until_ms,
+                        min_importance,
+                    };
+                    e.vectors
+                        .search(e, Kind::Episode, ctx, qv, &filter, depth)?
+                }
+                None => Vec::new(),
+            };
+            if has_text {
+                // Hits with no matching word (score 0, by recency) are not a text match.
+                let mut bm25 = text_list(depth)?;
+                bm25.retain(|(_, s)| *s > 0.0);
+                vectors::fuse(&bm25, &vector_list, &vq.fusion, limit)
+            } else {
+                vector_list
+                    .into_iter()
+                    .take(limit)
+                    .enumerate()
+                    .map(|(i, (key, score))| vectors::Fused {
+                        key,
+                        score,
+                        bm25_rank: None,
+                        vector_rank: Some(i as u32 + 1),
+                    })
+                    .collect()
+            }
+        }
+    };
+    let mut hits = Vec::with_capacity(fused.len());
+    for f in fused {
         // sled is the source of truth: a hit whose record is gone is dropped.
-        if let Some(ep) = get_shared(e, &codec::ctx_key(&c, &id))? {
+        if let Some(ep) = get_shared(e, &codec::ctx_key(ctx, &f.key))? {
             hits.push(EpisodeHit {
                 episode: Arc::unwrap_or_clone(ep),
-                score,
+                score: f.score,
+                bm25_rank: f.bm25_rank,
+                vector_rank: f.vector_rank,
             });
         }
     }
     Ok(hits)
+}
+
+/// The text an embedder is given for an episode: the summary, then the content's text.
+pub(crate) fn embed_text(summary: &str, content: &Value) -> String {
+    let mut text = summary.to_owned();
+    let mut body = String::new();
+    validate::json_text(content, &mut body);
+    if !body.trim().is_empty() {
+        text.push('\n');
+        text.push_str(body.trim());
+    }
+    text
 }
 
 /// Write episodes with the ids and timestamps they carry (import), through the indexed
@@ -351,14 +467,21 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                 index_doc(ctx, rec),
             ));
         }
-        let r = e.indexed_write(&[&e.t.episodes], |t| {
-            let mut ops = Vec::with_capacity(rows.len());
-            for (key, enc, doc) in &rows {
-                t[0].insert(key.as_slice(), enc.as_slice())?;
-                ops.push(IndexOp::Upsert(doc.clone()));
-            }
-            Ok(((), ops))
-        });
+        let r = e.indexed_write_prepared(
+            &[&e.t.episodes, &e.t.meta],
+            || claim_dims(e, rows.iter().map(|(_, _, d)| d)),
+            |t, claims| {
+                let mut ops = Vec::with_capacity(rows.len());
+                for (key, enc, doc) in &rows {
+                    t[0].insert(key.as_slice(), enc.as_slice())?;
+                    ops.push(IndexOp::Upsert(doc.clone()));
+                }
+                for (k, dim) in claims {
+                    t[1].insert(k.as_slice(), &vectors::dim_value(*dim))?;
+                }
+                Ok(((), ops))
+            },
+        );
         // Same-id episodes were replaced; even on error the sled write may have landed.
         for (key, _, _) in &rows {
             e.episode_cache.invalidate(key);
@@ -366,6 +489,31 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
         r?;
     }
     Ok(())
+}
+
+/// Dimensions to fix for the contexts of `docs` that have none yet (under the writer lock).
+pub(crate) fn claim_dims<'a>(
+    e: &Engine,
+    docs: impl Iterator<Item = &'a IndexDoc>,
+) -> Result<Vec<(Vec<u8>, usize)>> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut claims = Vec::new();
+    for d in docs {
+        let Some(v) = &d.embedding else { continue };
+        match seen.get(d.ctx.as_str()) {
+            Some(&fixed) if fixed != v.len() => {
+                return Err(vectors::mismatch("embedding", &d.ctx, v.len(), fixed));
+            }
+            Some(_) => {}
+            None => {
+                if let Some(k) = vectors::claim_dim(e, "embedding", &d.ctx, v.len())? {
+                    claims.push((k, v.len()));
+                }
+                seen.insert(&d.ctx, v.len());
+            }
+        }
+    }
+    Ok(claims)
 }
 
 pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
@@ -388,9 +536,20 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
 
 impl Episodic {
     /// Record an episode; returns its id. It is found by the next search.
-    pub fn record(&self, episode: NewEpisode) -> Result<String> {
+    ///
+    /// Without an embedding and with an embedder registered
+    /// ([`Memory::set_embedder`]), the embedder is called on the summary plus
+    /// the content's text.
+    pub fn record(&self, mut episode: NewEpisode) -> Result<String> {
         let e = &self.mem.engine;
         e.timed("episodic.record", || {
+            if episode.embedding.is_none()
+                && let Some(f) = self.mem.embedder()
+            {
+                validate_new(e, &episode)?;
+                let text = embed_text(&episode.summary, &episode.content);
+                episode.embedding = Some(vectors::embed_one(f.as_ref(), &text)?);
+            }
             record_in(e, &self.mem.active_ctx(), episode)
         })
     }
@@ -405,15 +564,42 @@ impl Episodic {
     ///
     /// `query` is plain text: no syntax, punctuation is ignored. An empty query
     /// returns the newest episodes matching the filters.
+    ///
+    /// With an embedder registered and a non-empty query, this is a hybrid
+    /// search with the default fusion (see [`Episodic::search_hybrid`]).
     pub fn search(
         &self,
         query: &str,
         filters: &SearchFilters,
         limit: usize,
     ) -> Result<Vec<EpisodeHit>> {
+        self.search_hybrid(query, filters, limit, &VectorQuery::default())
+    }
+
+    /// Search with a query embedding: BM25 and vector lists fused (see
+    /// [`crate::Fusion`]), or pure vector search when `query` is empty. Every
+    /// filter applies to both lists before fusion. Without an embedding in
+    /// `vq`, the registered embedder (if any) embeds a non-empty `query`;
+    /// otherwise this is the BM25 search of [`Episodic::search`].
+    pub fn search_hybrid(
+        &self,
+        query: &str,
+        filters: &SearchFilters,
+        limit: usize,
+        vq: &VectorQuery,
+    ) -> Result<Vec<EpisodeHit>> {
         let e = &self.mem.engine;
+        let embedder = self.mem.embedder();
         e.timed("episodic.search", || {
-            search_in(e, &self.mem.active_ctx(), query, filters, limit)
+            search_in(
+                e,
+                &self.mem.active_ctx(),
+                query,
+                filters,
+                limit,
+                vq,
+                embedder.as_deref(),
+            )
         })
     }
 

@@ -4,7 +4,7 @@
 //! Import reads, parses and validates the whole input before writing anything, so a bad
 //! file leaves the store unchanged; errors name the line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
 
 use chrono::{DateTime, Utc};
@@ -20,6 +20,7 @@ use crate::semantic::{self, HistoryRecord, KnowledgeRecord};
 use crate::sessions::{self, ImportedVersion, SessionRecord};
 use crate::short_term::StRecord;
 use crate::timesheet::{self, TaskRecord};
+use crate::vectors::{self, VecBytes};
 use crate::working::{WorkingState, WsRecord};
 use crate::{Error, Memory, Result, codec, validate};
 
@@ -119,6 +120,9 @@ struct EpisodeLine {
     #[serde(default)]
     tags: Vec<String>,
     importance: u8,
+    /// The host's embedding (absent in files written before embeddings existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    embedding: Option<Vec<f32>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -140,6 +144,9 @@ struct KnowledgeLine {
     updated_at: DateTime<Utc>,
     #[serde(default)]
     history: Vec<HistoryLine>,
+    /// The host's embedding (absent in files written before embeddings existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    embedding: Option<Vec<f32>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -316,6 +323,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             participants: r.participants,
             tags: r.tags,
             importance: r.importance,
+            embedding: r.embedding.as_ref().map(|b| b.to_f32()).transpose()?,
         };
         write_line(w, "episode", &line)?;
         stats.add("episode");
@@ -341,6 +349,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             created_at: millis_to_dt(r.created_at),
             updated_at: millis_to_dt(r.updated_at),
             history,
+            embedding: r.embedding.as_ref().map(|b| b.to_f32()).transpose()?,
         };
         write_line(w, "knowledge", &line)?;
         stats.add("knowledge");
@@ -463,6 +472,32 @@ struct Plan {
     runs: Vec<RunImport>,
     sessions: Vec<(String, SessionRecord, Vec<ImportedVersion>)>,
     tasks: Vec<TaskRecord>,
+    /// Embedding dimension per context (the store's, or the file's first).
+    dims: HashMap<String, usize>,
+}
+
+/// Check an imported embedding and its context's dimension (fixed by the store or the file).
+fn check_embedding(
+    x: &Line<'_>,
+    plan: &mut Plan,
+    ctx: &str,
+    v: &Option<Vec<f32>>,
+) -> Result<Option<VecBytes>> {
+    let Some(v) = v else { return Ok(None) };
+    x.check(vectors::check("embedding", v))?;
+    let fixed = match plan.dims.get(ctx) {
+        Some(d) => Some(*d),
+        None => vectors::dim_of(x.e, ctx)?,
+    };
+    match fixed {
+        Some(d) if d != v.len() => {
+            x.check(Err(vectors::mismatch("embedding", ctx, v.len(), d)))?;
+        }
+        _ => {
+            plan.dims.insert(ctx.to_owned(), v.len());
+        }
+    }
+    Ok(Some(VecBytes::from_f32(v)))
 }
 
 fn line_err(n: usize, reason: impl std::fmt::Display) -> Error {
@@ -718,8 +753,10 @@ fn parse_episode(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
         tags: l.tags,
         importance: Some(l.importance),
         timestamp: Some(l.timestamp),
+        embedding: None,
     };
     x.check(episodic::validate_new(x.e, &ep).map(|_| ()))?;
+    let embedding = check_embedding(x, plan, &l.context, &l.embedding)?;
     plan.episodes.push((
         l.context,
         EpisodeRecord {
@@ -730,6 +767,7 @@ fn parse_episode(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
             participants: ep.participants,
             tags: ep.tags,
             importance: l.importance,
+            embedding,
         },
     ));
     Ok(())
@@ -768,6 +806,7 @@ fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
             },
         ));
     }
+    let embedding = check_embedding(x, plan, &l.context, &l.embedding)?;
     plan.knowledge.push((
         l.context,
         l.key,
@@ -776,6 +815,7 @@ fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
             version: l.version,
             created_at: ms(l.created_at),
             updated_at: ms(l.updated_at),
+            embedding,
         },
         history,
     ));

@@ -86,6 +86,8 @@ pub(crate) struct IndexDoc {
     pub tags: Vec<String>,
     pub ts_ms: i64,
     pub importance: u64,
+    /// The record's embedding, for the vector index (the text index ignores it).
+    pub embedding: Option<std::sync::Arc<[f32]>>,
 }
 
 /// One change to apply to the index.

@@ -46,6 +46,7 @@ mod short_term;
 mod status;
 mod timesheet;
 mod validate;
+mod vectors;
 mod working;
 
 use std::path::{Path, PathBuf};
@@ -81,6 +82,10 @@ pub use crate::status::{
 pub use crate::timesheet::{
     EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
     TaskStatusFilter, TimesheetReport,
+};
+pub use crate::vectors::{
+    DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K, DEFAULT_VECTOR_WEIGHT, Embedder, FUSION_DEPTH_FACTOR,
+    FUSION_MIN_DEPTH, Fusion, FusionMethod, MAX_EMBEDDING_DIM, VectorQuery, embedding_from_f64,
 };
 pub use crate::working::{Working, WorkspaceItem};
 
@@ -224,6 +229,21 @@ impl Memory {
     /// Commit the index and fsync everything now (what `Durability::Manual` users call).
     pub fn flush(&self) -> Result<()> {
         self.engine.flush()
+    }
+
+    /// Register (or with `None` remove) the host's embedder, engine-wide.
+    ///
+    /// When set, the engine calls it on `episodic().record` and `semantic().store`
+    /// without an embedding (text: the summary plus the content's text / the
+    /// knowledge's text) and on searches with a non-empty query and no embedding.
+    /// Its failures are reported as `InvalidInput` on field `embedder`.
+    pub fn set_embedder(&self, embedder: Option<Arc<dyn Embedder>>) {
+        *self.engine.embedder.write() = embedder;
+    }
+
+    /// The registered embedder, if any.
+    pub(crate) fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.engine.embedder.read().clone()
     }
 
     /// The store directory.

@@ -8,6 +8,7 @@ use sled::transaction::ConflictableTransactionError;
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
+use crate::vectors::{self, Embedder, VecBytes, VectorQuery};
 use crate::{Error, Memory, Result, codec, validate};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -16,6 +17,9 @@ pub(crate) struct KnowledgeRecord {
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Raw little-endian f32 bytes (absent on records written before embeddings existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<VecBytes>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,8 +61,24 @@ pub struct KnowledgeHit {
     pub key: String,
     /// The knowledge.
     pub knowledge: Value,
-    /// BM25 score.
+    /// BM25 score; with an embedding, the fused score (pure vector search: the cosine).
     pub score: f32,
+    /// 1-based rank in the text (BM25) list; `None` when that list did not find the hit.
+    pub bm25_rank: Option<u32>,
+    /// 1-based rank in the vector list; `None` when that list did not find the hit.
+    pub vector_rank: Option<u32>,
+}
+
+/// Dimension keys to write with a transaction (see `episodic::claim_dims`).
+type DimClaims = Vec<(Vec<u8>, usize)>;
+
+/// What a new version does with the entry's embedding.
+#[derive(Debug, Clone)]
+enum EmbeddingChange {
+    /// Keep the current one (merge-patch updates without an embedder).
+    Keep,
+    /// Replace it (`None` removes it: a `store` without an embedding).
+    Set(Option<Vec<f32>>),
 }
 
 /// Handle on the semantic layer of the active context. Get it from [`Memory::semantic`].
@@ -80,6 +100,7 @@ pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
         tags: vec![],
         ts_ms: r.updated_at,
         importance: 0,
+        embedding: vectors::stored_to_index(r.embedding.as_ref()),
     }
 }
 
@@ -119,56 +140,90 @@ fn write_version(
     ctx: &str,
     key: &str,
     next: impl Fn(Option<&KnowledgeRecord>) -> Result<Value>,
+    embedding: EmbeddingChange,
 ) -> Result<Knowledge> {
     validate::key(&e.opts.limits, "key", key)?;
     let dkey = codec::ctx_key(ctx, key);
     let now = e.opts.clock.now().timestamp_millis();
     let keep = e.opts.limits.semantic_history.max(1) as u64;
-    e.touch_context(ctx)?;
-    let rec = e.indexed_write(&[&e.t.semantic, &e.t.semantic_history], |t| {
-        let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
-            Some(v) => Some(
-                e.codec
-                    .decode(&v)
-                    .map_err(ConflictableTransactionError::Abort)?,
-            ),
-            None => None,
-        };
-        let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
-        validate::value(&e.opts.limits, "knowledge", &value)
-            .map_err(ConflictableTransactionError::Abort)?;
-        let rec = KnowledgeRecord {
-            version: cur.as_ref().map_or(1, |c| c.version + 1),
-            created_at: cur.as_ref().map_or(now, |c| c.created_at),
-            updated_at: now,
-            value,
-        };
-        let enc = e
-            .codec
-            .encode(&rec)
-            .map_err(ConflictableTransactionError::Abort)?;
-        t[0].insert(dkey.as_slice(), enc)?;
-        let hist = HistoryRecord {
-            value: rec.value.clone(),
-            recorded_at: now,
-        };
-        let henc = e
-            .codec
-            .encode(&hist)
-            .map_err(ConflictableTransactionError::Abort)?;
-        t[1].insert(history_key(ctx, key, rec.version), henc)?;
-        if rec.version > keep {
-            t[1].remove(history_key(ctx, key, rec.version - keep))?;
+    let (new_bytes, dim) = match &embedding {
+        EmbeddingChange::Set(Some(v)) => {
+            vectors::check("embedding", v)?;
+            (Some(VecBytes::from_f32(v)), Some(v.len()))
         }
-        let doc = index_doc(ctx, key, &rec);
-        Ok((rec, vec![IndexOp::Upsert(doc)]))
-    })?;
+        _ => (None, None),
+    };
+    e.touch_context(ctx)?;
+    let rec = e.indexed_write_prepared(
+        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
+        || match dim {
+            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
+            None => Ok(None),
+        },
+        |t, claim| {
+            let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
+                Some(v) => Some(e.codec.decode(&v).map_err(ConflictableTransactionError::Abort)?),
+                None => None,
+            };
+            let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
+            validate::value(&e.opts.limits, "knowledge", &value)
+                .map_err(ConflictableTransactionError::Abort)?;
+            let rec = KnowledgeRecord {
+                version: cur.as_ref().map_or(1, |c| c.version + 1),
+                created_at: cur.as_ref().map_or(now, |c| c.created_at),
+                updated_at: now,
+                value,
+                embedding: match &embedding {
+                    EmbeddingChange::Keep => cur.as_ref().and_then(|c| c.embedding.clone()),
+                    EmbeddingChange::Set(_) => new_bytes.clone(),
+                },
+            };
+            if let Some(k) = claim {
+                t[2].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
+            }
+            let enc = e.codec.encode(&rec).map_err(ConflictableTransactionError::Abort)?;
+            t[0].insert(dkey.as_slice(), enc)?;
+            let hist = HistoryRecord {
+                value: rec.value.clone(),
+                recorded_at: now,
+            };
+            let henc = e.codec.encode(&hist).map_err(ConflictableTransactionError::Abort)?;
+            t[1].insert(history_key(ctx, key, rec.version), henc)?;
+            if rec.version > keep {
+                t[1].remove(history_key(ctx, key, rec.version - keep))?;
+            }
+            let doc = index_doc(ctx, key, &rec);
+            Ok((rec, vec![IndexOp::Upsert(doc)]))
+        },
+    )?;
     Ok(to_public(key, rec))
 }
 
 pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, knowledge: Value) -> Result<Knowledge> {
+    store_embedded_in(e, ctx, key, knowledge, None)
+}
+
+/// Store (replace) an entry with an optional embedding (`None`: the entry has none).
+pub(crate) fn store_embedded_in(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    knowledge: Value,
+    embedding: Option<Vec<f32>>,
+) -> Result<Knowledge> {
     validate::value(&e.opts.limits, "knowledge", &knowledge)?;
-    write_version(e, ctx, key, |_| Ok(knowledge.clone()))
+    write_version(
+        e,
+        ctx,
+        key,
+        |_| Ok(knowledge.clone()),
+        EmbeddingChange::Set(embedding),
+    )
+}
+
+/// The text an embedder is given for an entry: the key, then the knowledge's text.
+fn embed_text(key: &str, v: &Value) -> String {
+    crate::episodic::embed_text(key, v)
 }
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Knowledge>> {
@@ -214,17 +269,23 @@ pub(crate) fn insert_record_in(
     e.touch_context(ctx)?;
     let hprefix = history_prefix(ctx, key);
     e.indexed_write_prepared(
-        &[&e.t.semantic, &e.t.semantic_history],
-        || -> Result<Vec<sled::IVec>> {
-            Ok(e.t
-                .semantic_history
-                .scan_prefix(&hprefix)
-                .keys()
-                .collect::<Result<_, _>>()?)
+        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
+        || -> Result<(Vec<sled::IVec>, DimClaims)> {
+            let claims = crate::episodic::claim_dims(e, std::iter::once(&doc))?;
+            Ok((
+                e.t.semantic_history
+                    .scan_prefix(&hprefix)
+                    .keys()
+                    .collect::<Result<_, _>>()?,
+                claims,
+            ))
         },
-        |t, old| {
+        |t, (old, claims)| {
             for k in old {
                 t[1].remove(k)?;
+            }
+            for (k, dim) in claims {
+                t[2].insert(k.as_slice(), &vectors::dim_value(*dim))?;
             }
             for (k, v) in &hist {
                 t[1].insert(k.as_slice(), v.as_slice())?;
@@ -271,6 +332,8 @@ pub(crate) fn query_in(
     ctx: &str,
     text: &str,
     limit: usize,
+    vq: &VectorQuery,
+    embedder: Option<&dyn Embedder>,
 ) -> Result<Vec<KnowledgeHit>> {
     let lim = &e.opts.limits;
     if text.len() > lim.max_query_bytes {
@@ -292,25 +355,90 @@ pub(crate) fn query_in(
             limit as u64,
         ));
     }
-    let q = IndexQuery {
-        kind: Kind::Knowledge,
-        ctx,
-        text,
-        tags_all: &[],
-        participants_any: &[],
-        since_ms: None,
-        until_ms: None,
-        min_importance: None,
-        limit,
+    vectors::validate_fusion(&vq.fusion)?;
+    let has_text = !text.trim().is_empty();
+    let embedded;
+    let embedding = match (&vq.embedding, embedder) {
+        (Some(v), _) => Some(v.as_slice()),
+        (None, Some(f)) if has_text => {
+            embedded = vectors::embed_one(f, text)?;
+            Some(embedded.as_slice())
+        }
+        (None, _) => None,
     };
-    let mut out = Vec::new();
-    for (uid, score) in e.search_index(&q)? {
-        let (_, c, key) = index::parse_uid(&uid)?;
-        if let Some(k) = get_in(e, &c, &key)? {
+    let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
+        let q = IndexQuery {
+            kind: Kind::Knowledge,
+            ctx,
+            text,
+            tags_all: &[],
+            participants_any: &[],
+            since_ms: None,
+            until_ms: None,
+            min_importance: None,
+            limit: depth,
+        };
+        let mut out = Vec::new();
+        for (uid, score) in e.search_index(&q)? {
+            let (kind, c, key) = index::parse_uid(&uid)?;
+            if kind == Kind::Knowledge && c == ctx {
+                out.push((key, score));
+            }
+        }
+        Ok(out)
+    };
+    let fused: Vec<vectors::Fused> = match embedding {
+        None => text_list(limit)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, (key, score))| vectors::Fused {
+                key,
+                score,
+                bm25_rank: has_text.then_some(i as u32 + 1),
+                vector_rank: None,
+            })
+            .collect(),
+        Some(qv) => {
+            let depth = vectors::depth(limit);
+            let vector_list = match vectors::prepare_query(e, ctx, vq, qv)? {
+                Some(_) => e.vectors.search(
+                    e,
+                    Kind::Knowledge,
+                    ctx,
+                    qv,
+                    &vectors::RowFilter::NONE,
+                    depth,
+                )?,
+                None => Vec::new(),
+            };
+            if has_text {
+                let mut bm25 = text_list(depth)?;
+                bm25.retain(|(_, s)| *s > 0.0);
+                vectors::fuse(&bm25, &vector_list, &vq.fusion, limit)
+            } else {
+                vector_list
+                    .into_iter()
+                    .take(limit)
+                    .enumerate()
+                    .map(|(i, (key, score))| vectors::Fused {
+                        key,
+                        score,
+                        bm25_rank: None,
+                        vector_rank: Some(i as u32 + 1),
+                    })
+                    .collect()
+            }
+        }
+    };
+    let mut out = Vec::with_capacity(fused.len());
+    for f in fused {
+        if let Some(k) = get_in(e, ctx, &f.key)? {
             out.push(KnowledgeHit {
                 key: k.key,
                 knowledge: k.knowledge,
-                score,
+                score: f.score,
+                bm25_rank: f.bm25_rank,
+                vector_rank: f.vector_rank,
             });
         }
     }
@@ -319,10 +447,36 @@ pub(crate) fn query_in(
 
 impl Semantic {
     /// Store (replace) the knowledge under `key`.
+    ///
+    /// With an embedder registered ([`Memory::set_embedder`]) the entry is
+    /// embedded (text: the key, then the knowledge's text); otherwise it has no embedding.
     pub fn store(&self, key: &str, knowledge: Value) -> Result<Knowledge> {
+        self.store_with_embedding(key, knowledge, None)
+    }
+
+    /// Store (replace) the knowledge under `key` with the host's embedding
+    /// (`None`: the registered embedder's, if any).
+    pub fn store_with_embedding(
+        &self,
+        key: &str,
+        knowledge: Value,
+        embedding: Option<Vec<f32>>,
+    ) -> Result<Knowledge> {
         let e = &self.mem.engine;
         e.timed("semantic.store", || {
-            store_in(e, &self.mem.active_ctx(), key, knowledge)
+            let embedding = match (embedding, self.mem.embedder()) {
+                (Some(v), _) => Some(v),
+                (None, Some(f)) => {
+                    validate::key(&e.opts.limits, "key", key)?;
+                    validate::value(&e.opts.limits, "knowledge", &knowledge)?;
+                    Some(vectors::embed_one(
+                        f.as_ref(),
+                        &embed_text(key, &knowledge),
+                    )?)
+                }
+                (None, None) => None,
+            };
+            store_embedded_in(e, &self.mem.active_ctx(), key, knowledge, embedding)
         })
     }
 
@@ -339,11 +493,31 @@ impl Semantic {
         })
     }
 
-    /// Full-text query over keys and knowledge text.
+    /// Full-text query over keys and knowledge text (hybrid when an embedder
+    /// is registered and `text` is not empty).
     pub fn query(&self, text: &str, limit: usize) -> Result<Vec<KnowledgeHit>> {
+        self.query_hybrid(text, limit, &VectorQuery::default())
+    }
+
+    /// Query with an embedding: fused BM25 and vector lists, or pure vector
+    /// search when `text` is empty (see [`crate::Episodic::search_hybrid`]).
+    pub fn query_hybrid(
+        &self,
+        text: &str,
+        limit: usize,
+        vq: &VectorQuery,
+    ) -> Result<Vec<KnowledgeHit>> {
         let e = &self.mem.engine;
+        let embedder = self.mem.embedder();
         e.timed("semantic.query", || {
-            query_in(e, &self.mem.active_ctx(), text, limit)
+            query_in(
+                e,
+                &self.mem.active_ctx(),
+                text,
+                limit,
+                vq,
+                embedder.as_deref(),
+            )
         })
     }
 
@@ -353,16 +527,22 @@ impl Semantic {
         e.timed("semantic.update", || {
             validate::value(&e.opts.limits, "patch", &patch)?;
             let ctx = self.mem.active_ctx();
-            write_version(e, &ctx, key, |cur| {
-                let Some(cur) = cur else {
-                    return Err(Error::not_found(format!(
-                        "semantic key {key:?} in context {ctx:?}"
-                    )));
-                };
-                let mut v = cur.value.clone();
-                json_patch::merge(&mut v, &patch);
-                Ok(v)
-            })
+            write_version(
+                e,
+                &ctx,
+                key,
+                |cur| {
+                    let Some(cur) = cur else {
+                        return Err(Error::not_found(format!(
+                            "semantic key {key:?} in context {ctx:?}"
+                        )));
+                    };
+                    let mut v = cur.value.clone();
+                    json_patch::merge(&mut v, &patch);
+                    Ok(v)
+                },
+                EmbeddingChange::Keep,
+            )
         })
     }
 

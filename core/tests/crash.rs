@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use memstrata::{Durability, Memory, NewEpisode, SearchFilters};
+use memstrata::{Durability, Memory, NewEpisode, SearchFilters, VectorQuery};
 use serde_json::json;
 
 fn iterations() -> usize {
@@ -172,6 +172,21 @@ fn check(path: &std::path::Path, acked: &Acked, must_hold_before_ms: Option<u128
         all.len(),
         "index and sled disagree"
     );
+    // The vector index is rebuilt from sled: every stored episode has its vector,
+    // and the acknowledged ones are found by vector search.
+    let by_vector = mem
+        .episodic()
+        .search_hybrid("", &f, 1000, &VectorQuery::embedding(vec![1.0, 0.5, 0.25]))
+        .unwrap();
+    assert_eq!(by_vector.len(), all.len(), "vector index and sled disagree");
+    for (id, _, t) in &acked.episodes {
+        if must_hold_before_ms.is_none_or(|limit| *t <= limit) {
+            assert!(
+                by_vector.iter().any(|h| &h.episode.id == id),
+                "acknowledged episode {id} missing from vector search"
+            );
+        }
+    }
     checked
 }
 
@@ -249,7 +264,11 @@ fn crash_writer_child() {
         }
         let id = mem
             .episodic()
-            .record(NewEpisode::new(format!("crash episode marker{n}")).tags(["crash"]))
+            .record(
+                NewEpisode::new(format!("crash episode marker{n}"))
+                    .tags(["crash"])
+                    .embedding(vec![1.0, (n % 7) as f32, (n % 5) as f32]),
+            )
             .unwrap();
         writeln!(lock, "ACK ep {id} {n} {}", now_ms()).unwrap();
         mem.working().add_to_workspace(json!(n)).unwrap();

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memstrata::{ManualClock, Memory, NewEpisode, OptimizeLevel, SearchFilters};
+use memstrata::{ManualClock, Memory, NewEpisode, OptimizeLevel, SearchFilters, VectorQuery};
 use serde_json::json;
 
 const MARK: &str = "zebracorn";
@@ -75,6 +75,24 @@ fn assert_gone(mem: &Memory, ep_id: &str, session_id: &str, when: &str) {
         ctx.semantic().query(MARK, 100).unwrap().is_empty(),
         "{when}: knowledge query"
     );
+    // Vector search: the forgotten episode's vector is the query itself.
+    let near = VectorQuery::embedding(vec![1.0, 0.0, 0.0]);
+    let hits = ctx
+        .episodic()
+        .search_hybrid("", &SearchFilters::default(), 100, &near)
+        .unwrap();
+    assert!(
+        hits.iter().all(|h| h.episode.id != ep_id),
+        "{when}: episode vector search"
+    );
+    assert_eq!(hits.len(), 1, "{when}: kept episode by vector");
+    assert!(
+        ctx.semantic()
+            .query_hybrid("", 100, &near)
+            .unwrap()
+            .is_empty(),
+        "{when}: knowledge vector search"
+    );
     assert!(
         ctx.session_restore(session_id, None).is_err(),
         "{when}: deleted session restore"
@@ -122,13 +140,30 @@ fn forgotten_items_never_come_back() {
             .store("expiring", json!(MARK), Some(Duration::from_secs(5)))
             .unwrap();
         mem.episodic()
-            .record(NewEpisode::new("keeper episode"))
+            .record(NewEpisode::new("keeper episode").embedding(vec![0.0, 1.0, 0.0]))
             .unwrap();
         ep_id = mem
             .episodic()
-            .record(NewEpisode::new(format!("{MARK} sighting")).tags([MARK]))
+            .record(
+                NewEpisode::new(format!("{MARK} sighting"))
+                    .tags([MARK])
+                    .embedding(vec![1.0, 0.0, 0.0]),
+            )
             .unwrap();
-        mem.semantic().store("secret", json!({"v": MARK})).unwrap();
+        mem.semantic()
+            .store_with_embedding("secret", json!({"v": MARK}), Some(vec![1.0, 0.0, 0.0]))
+            .unwrap();
+        // Load the vector index before forgetting, so removal from a live index is tested too.
+        let near = VectorQuery::embedding(vec![1.0, 0.0, 0.0]);
+        assert_eq!(
+            mem.episodic()
+                .search_hybrid("", &SearchFilters::default(), 10, &near)
+                .unwrap()[0]
+                .episode
+                .id,
+            ep_id
+        );
+        assert_eq!(mem.semantic().query_hybrid("", 10, &near).unwrap().len(), 1);
         mem.semantic().update("secret", json!({"w": MARK})).unwrap();
         let s = mem.session_create(MARK, json!({"m": MARK})).unwrap();
         session_id = s.session_id.clone();

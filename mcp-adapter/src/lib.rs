@@ -13,6 +13,7 @@
 pub mod audit;
 pub mod auth;
 pub mod drain;
+pub mod embeddings;
 pub mod envelope;
 pub mod error;
 #[doc(hidden)]

@@ -63,6 +63,14 @@ struct Cli {
         hide_env = true
     )]
     encryption_key_file: Option<PathBuf>,
+    /// OpenAI-compatible embeddings endpoint (e.g. https://api.openai.com/v1/embeddings) used to
+    /// embed episodes, knowledge and queries given without `embedding`. Off by default. The
+    /// API key, if any, is read from MEMSTRATA_EMBEDDINGS_API_KEY.
+    #[arg(long, global = true, value_name = "URL", requires = "embeddings_model")]
+    embeddings_url: Option<String>,
+    /// Model name sent to --embeddings-url.
+    #[arg(long, global = true, value_name = "NAME", requires = "embeddings_url")]
+    embeddings_model: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -198,14 +206,20 @@ fn open(cli: &Cli) -> Result<Memory, String> {
     {
         b = b.workspace_root(cwd);
     }
-    b.open().map_err(|e| match e {
+    let mem = b.open().map_err(|e| match e {
         memstrata::Error::StoreLocked { .. } => {
             format!(
                 "{e} (another memstrata-mcp or program has it open; stop it or use another --store)"
             )
         }
         other => format!("cannot open store {}: {other}", path.display()),
-    })
+    })?;
+    if let (Some(url), Some(model)) = (&cli.embeddings_url, &cli.embeddings_model) {
+        let e = memstrata_mcp::embeddings::HttpEmbedder::new(url, model)?;
+        tracing::info!(url = %url, model = %model, "embedding with an OpenAI-compatible endpoint");
+        mem.set_embedder(Some(std::sync::Arc::new(e)));
+    }
+    Ok(mem)
 }
 
 fn init_logging() {

@@ -266,7 +266,8 @@ pub async fn fetch_jwks(url: &str) -> Result<JwkSet, String> {
     }
 }
 
-fn dechunk(mut b: &[u8]) -> Option<Vec<u8>> {
+/// Decode a `Transfer-Encoding: chunked` body.
+pub(crate) fn dechunk(mut b: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     loop {
         let eol = b.windows(2).position(|w| w == b"\r\n")?;

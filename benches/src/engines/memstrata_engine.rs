@@ -134,6 +134,7 @@ fn to_new_episode(d: &EpisodeDoc) -> NewEpisode {
         tags: d.tags.clone(),
         importance: Some(d.importance),
         timestamp: DateTime::<Utc>::from_timestamp_millis(d.ts_ms),
+        embedding: None,
     }
 }
 

@@ -168,6 +168,7 @@ pub(super) fn run_builtin(
                 tags: opt_str_list(o, "tags")?,
                 importance: opt_u8(o, "importance")?,
                 timestamp: None,
+                embedding: None,
             };
             let id = e
                 .timed("episodic.record", || episodic::record_in(e, ctx, ep))
@@ -189,7 +190,15 @@ pub(super) fn run_builtin(
             };
             let hits = e
                 .timed("episodic.search", || {
-                    episodic::search_in(e, ctx, query, &filters, limit)
+                    episodic::search_in(
+                        e,
+                        ctx,
+                        query,
+                        &filters,
+                        limit,
+                        &crate::VectorQuery::default(),
+                        None,
+                    )
                 })
                 .map_err(err)?;
             Ok(json!({ "hits": to_json(hits)? }))

@@ -282,6 +282,10 @@ pub struct EpisodeRecord {
     /// When it happened, RFC 3339 (default: now).
     #[serde(default)]
     pub timestamp: Option<chrono::DateTime<chrono::Utc>>,
+    /// The host's embedding of this item (1..=4096 finite numbers; the dimension is
+    /// fixed per context on first use). Omit it to use the server's embeddings endpoint, if configured.
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
     /// Context (default: the active context).
     #[serde(default)]
     pub namespace: Option<String>,
@@ -300,6 +304,11 @@ impl Op for EpisodeRecord {
             tags: self.tags,
             importance: self.importance,
             timestamp: self.timestamp,
+            embedding: self
+                .embedding
+                .as_deref()
+                .map(common::embedding)
+                .transpose()?,
         };
         let id = mem.episodic().record(ep)?;
         let u = uri::episode(&ctx, &id);
@@ -366,6 +375,23 @@ pub struct EpisodeSearch {
     #[serde(default)]
     #[schemars(range(min = 1, max = 10))]
     pub min_importance: Option<u8>,
+    /// Query embedding: results fuse the text (BM25) list and the vector list; with an
+    /// empty query, pure vector search. Omit it to use the server's embeddings endpoint, if configured.
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
+    /// How the two lists are fused: `linear` (default: weighted max-normalised BM25 plus cosine) or `rrf`.
+    #[serde(default)]
+    #[schemars(extend("enum" = ["linear", "rrf", null]))]
+    pub fusion: Option<String>,
+    /// Weight of the BM25 list (default 0.5).
+    #[serde(default)]
+    pub bm25_weight: Option<f64>,
+    /// Weight of the vector list (default 0.5).
+    #[serde(default)]
+    pub vector_weight: Option<f64>,
+    /// Reciprocal-rank-fusion constant k (default 60).
+    #[serde(default)]
+    pub rrf_k: Option<f64>,
     /// `next_cursor` from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
@@ -407,8 +433,17 @@ impl Op for EpisodeSearch {
             until: self.until,
             min_importance: self.min_importance,
         };
+        let vq = common::vector_query(
+            self.embedding,
+            self.fusion.as_deref(),
+            self.bm25_weight,
+            self.vector_weight,
+            self.rrf_k,
+        )?;
         let want = (offset + limit + 1).min(max);
-        let hits = mem.episodic().search(&self.query, &filters, want)?;
+        let hits = mem
+            .episodic()
+            .search_hybrid(&self.query, &filters, want, &vq)?;
         let (hits, next_cursor) = page(hits, offset, limit);
         Done::of(&EpisodeHits {
             hits: list(hits),
@@ -466,6 +501,10 @@ pub struct KnowledgeStore {
     pub key: String,
     /// The knowledge, any JSON. Replaces the current entry (the old version stays in history).
     pub knowledge: Value,
+    /// The host's embedding of this item (1..=4096 finite numbers; the dimension is
+    /// fixed per context on first use). Omit it to use the server's embeddings endpoint, if configured.
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
     /// Context (default: the active context).
     #[serde(default)]
     pub namespace: Option<String>,
@@ -492,7 +531,16 @@ impl Op for KnowledgeStore {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, ctx) = cx.scoped(&self.namespace)?;
-        let k = common::Knowledge::from(mem.semantic().store(&self.key, self.knowledge)?);
+        let embedding = self
+            .embedding
+            .as_deref()
+            .map(common::embedding)
+            .transpose()?;
+        let k = common::Knowledge::from(mem.semantic().store_with_embedding(
+            &self.key,
+            self.knowledge,
+            embedding,
+        )?);
         let u = uri::knowledge(&ctx, &k.key);
         let created = k.version == 1;
         Ok(Done::of(&KnowledgeStored {
@@ -549,6 +597,23 @@ pub struct KnowledgeQuery {
     /// Hits per page, 1..=100 (default 10; larger values are capped).
     #[serde(default)]
     pub limit: Option<u32>,
+    /// Query embedding: results fuse the text (BM25) list and the vector list; with an
+    /// empty query, pure vector search. Omit it to use the server's embeddings endpoint, if configured.
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
+    /// How the two lists are fused: `linear` (default: weighted max-normalised BM25 plus cosine) or `rrf`.
+    #[serde(default)]
+    #[schemars(extend("enum" = ["linear", "rrf", null]))]
+    pub fusion: Option<String>,
+    /// Weight of the BM25 list (default 0.5).
+    #[serde(default)]
+    pub bm25_weight: Option<f64>,
+    /// Weight of the vector list (default 0.5).
+    #[serde(default)]
+    pub vector_weight: Option<f64>,
+    /// Reciprocal-rank-fusion constant k (default 60).
+    #[serde(default)]
+    pub rrf_k: Option<f64>,
     /// `next_cursor` from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
@@ -581,9 +646,16 @@ impl Op for KnowledgeQuery {
                 format!("queries return at most {max} hits; refine the text instead"),
             ));
         }
+        let vq = common::vector_query(
+            self.embedding,
+            self.fusion.as_deref(),
+            self.bm25_weight,
+            self.vector_weight,
+            self.rrf_k,
+        )?;
         let hits = mem
             .semantic()
-            .query(&self.text, (offset + limit + 1).min(max))?;
+            .query_hybrid(&self.text, (offset + limit + 1).min(max), &vq)?;
         let (hits, next_cursor) = page(hits, offset, limit);
         Done::of(&KnowledgeHits {
             hits: list(hits),

@@ -1,0 +1,221 @@
+//! Hybrid (BM25 + vector) search cost against BM25 alone, in the same run and store.
+//!
+//! `cargo run --release -p memstrata-benches --bin hybrid` (env `HYBRID_N`,
+//! default 100000; `HYBRID_DIM`, default 384; `HYBRID_QUERIES`, default 500;
+//! `BENCH_DIR` for the scratch stores). Episodes come from the standard
+//! synthetic corpus; vectors are synthetic (64 cluster centres plus noise,
+//! so neighbourhoods exist), which is enough for cost: an exact scan costs
+//! the same whatever the values. Prints a Markdown report; no assertions.
+//!
+//! Measured: search p50/p95 for BM25 only, hybrid (linear and RRF), pure
+//! vector and a filtered hybrid search, limit 10; the first vector search of a
+//! context (it builds the in-memory matrix from sled); and the bytes a vector
+//! adds, on disk (store with vectors minus the same store without, both
+//! flushed) and in the encoded record.
+
+use std::time::Instant;
+
+use memstrata::{Durability, Fusion, FusionMethod, Memory, NewEpisode, SearchFilters, VectorQuery};
+use memstrata_benches::corpus::{Corpus, EpisodeDoc, Rng};
+use memstrata_benches::stats::Latency;
+use memstrata_benches::sys::disk_usage;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn centres(dim: usize) -> Vec<Vec<f32>> {
+    let mut rng = Rng::new(7);
+    (0..64)
+        .map(|_| (0..dim).map(|_| rng.normal() as f32).collect())
+        .collect()
+}
+
+fn vector(centres: &[Vec<f32>], stream: u64, i: usize) -> Vec<f32> {
+    let mut rng = Rng::for_item(11, stream, i as u64);
+    let c = &centres[rng.range(0, centres.len())];
+    c.iter().map(|x| x + 0.6 * rng.normal() as f32).collect()
+}
+
+fn new_episode(d: &EpisodeDoc) -> NewEpisode {
+    NewEpisode::new(d.summary.clone())
+        .content(d.content.clone())
+        .participants(d.participants.clone())
+        .tags(d.tags.clone())
+        .importance(d.importance)
+        .timestamp(chrono::DateTime::from_timestamp_millis(d.ts_ms).unwrap_or_default())
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1e6)
+}
+
+fn main() -> memstrata::Result<()> {
+    let n = env_usize("HYBRID_N", 100_000);
+    let dim = env_usize("HYBRID_DIM", 384);
+    let nq = env_usize("HYBRID_QUERIES", 500);
+    let scratch = std::env::var("BENCH_DIR").map_or_else(
+        |_| std::env::temp_dir().join("memstrata-hybrid-bench"),
+        std::path::PathBuf::from,
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    let corpus = Corpus::standard();
+    let centres = centres(dim);
+
+    let open = |name: &str| {
+        Memory::builder()
+            .path(scratch.join(name))
+            .durability(Durability::Manual)
+            .open()
+    };
+    let plain = open("plain")?;
+    let vec_store = open("vectors")?;
+    let t = Instant::now();
+    for i in 0..n {
+        plain.episodic().record(new_episode(&corpus.episode(i)))?;
+    }
+    plain.flush()?;
+    let ingest_plain = t.elapsed();
+    let t = Instant::now();
+    for i in 0..n {
+        vec_store
+            .episodic()
+            .record(new_episode(&corpus.episode(i)).embedding(vector(&centres, 1, i)))?;
+    }
+    vec_store.flush()?;
+    let ingest_vec = t.elapsed();
+    drop(plain);
+    drop(vec_store);
+    // Reopen both: sizes after a clean close, and the vector matrix built from sled.
+    let plain = open("plain")?;
+    let mem = open("vectors")?;
+    let (plain_bytes, _) = disk_usage(&scratch.join("plain").join("db"));
+    let (vec_bytes, _) = disk_usage(&scratch.join("vectors").join("db"));
+    let per_vector_disk = (vec_bytes as f64 - plain_bytes as f64) / n as f64;
+    // The record encoding alone: one episode with and without its vector.
+    let d = corpus.episode(0);
+    let enc = |v: Option<Vec<f32>>| -> usize {
+        let mut ep = new_episode(&d);
+        ep.embedding = v;
+        let m = Memory::temporary().unwrap();
+        let id = m.episodic().record(ep).unwrap();
+        let mut out = Vec::new();
+        m.export(&mut out).unwrap();
+        let _ = id;
+        out.len()
+    };
+    let raw_vector_bytes = dim * 4;
+
+    let texts = corpus.question_queries(nq);
+    let qvecs: Vec<Vec<f32>> = (0..nq).map(|i| vector(&centres, 2, i)).collect();
+    let none = SearchFilters::default();
+    let t = Instant::now();
+    mem.episodic()
+        .search_hybrid("", &none, 10, &VectorQuery::embedding(qvecs[0].clone()))?;
+    let first_vector_search = t.elapsed();
+
+    let linear = Fusion::default();
+    let rrf = Fusion {
+        method: FusionMethod::Rrf,
+        ..Fusion::default()
+    };
+    let filtered = SearchFilters {
+        min_importance: Some(6),
+        ..Default::default()
+    };
+    let mut rows: Vec<(&str, Latency)> = Vec::new();
+    type Case<'a> = (&'a str, &'a Memory, Option<Fusion>, bool, &'a SearchFilters);
+    let cases: [Case<'_>; 6] = [
+        (
+            "BM25 only (store without vectors)",
+            &plain,
+            None,
+            true,
+            &none,
+        ),
+        ("BM25 only (store with vectors)", &mem, None, true, &none),
+        ("hybrid, linear fusion", &mem, Some(linear), true, &none),
+        ("hybrid, RRF", &mem, Some(rrf), true, &none),
+        (
+            "pure vector (empty query)",
+            &mem,
+            Some(linear),
+            false,
+            &none,
+        ),
+        (
+            "hybrid, linear, min_importance ≥ 6",
+            &mem,
+            Some(linear),
+            true,
+            &filtered,
+        ),
+    ];
+    for (name, m, fusion, with_text, filters) in cases {
+        // Warm-up pass, then the measured pass.
+        for pass in 0..2 {
+            let mut lat = Latency::new();
+            for i in 0..nq {
+                let q = if with_text { texts[i].as_str() } else { "" };
+                let vq = match fusion {
+                    Some(f) => VectorQuery::embedding(qvecs[i].clone()).fusion(f),
+                    None => VectorQuery::default(),
+                };
+                let t = Instant::now();
+                let hits = m.episodic().search_hybrid(q, filters, 10, &vq)?;
+                lat.record(t.elapsed());
+                std::hint::black_box(hits);
+            }
+            if pass == 1 {
+                rows.push((name, lat));
+            }
+        }
+    }
+
+    println!(
+        "### Hybrid search cost ({n} episodes, {dim}-dimension vectors, {nq} queries, limit 10)\n"
+    );
+    println!("| search | p50 ms | p95 ms | p95 vs BM25 only |");
+    println!("|---|---|---|---|");
+    let base = rows[1].1.q(0.95) as f64;
+    for (name, lat) in &rows {
+        println!(
+            "| {name} | {} | {} | {:.2}× |",
+            ms(lat.p50()),
+            ms(lat.q(0.95)),
+            lat.q(0.95) as f64 / base
+        );
+    }
+    println!();
+    println!(
+        "- first vector search after open (builds the int8 matrix from sled): {:.0} ms",
+        first_vector_search.as_secs_f64() * 1e3
+    );
+    println!(
+        "- ingest: {:.1} s without vectors, {:.1} s with ({:.0} vs {:.0} episodes/s)",
+        ingest_plain.as_secs_f64(),
+        ingest_vec.as_secs_f64(),
+        n as f64 / ingest_plain.as_secs_f64(),
+        n as f64 / ingest_vec.as_secs_f64()
+    );
+    println!(
+        "- on disk (sled `db/` after a clean close): {:.1} MiB without vectors, {:.1} MiB with: {per_vector_disk:.0} bytes per vector (raw f32: {raw_vector_bytes} bytes)",
+        plain_bytes as f64 / (1 << 20) as f64,
+        vec_bytes as f64 / (1 << 20) as f64,
+    );
+    let export_with = enc(Some(vector(&centres, 1, 0)));
+    let export_without = enc(None);
+    println!(
+        "- export line: {} bytes more with the vector (JSON text, not the storage format)",
+        export_with - export_without
+    );
+    println!(
+        "- in memory: {} bytes of int8 codes + 4 bytes of scale per vector",
+        dim
+    );
+    Ok(())
+}

@@ -1,0 +1,781 @@
+//! Host-supplied embeddings: validation, storage encoding, the derived in-memory
+//! vector index, fusion with the BM25 list, and the embedder hook.
+//!
+//! sled is the source of truth: an embedding is stored inside its episode or
+//! knowledge record as raw little-endian `f32` bytes (a MessagePack `bin`, so a
+//! 384-dimension vector costs 1536 bytes plus a 3-byte header). The vector index
+//! is derived: one contiguous int8 matrix per (layer, context), built from sled
+//! the first time that context is searched with an embedding and kept in step
+//! with every indexed write afterwards (the same ordered write path as the
+//! text index, under the index writer lock). Nothing about it is written to
+//! disk, so a crash never leaves it stale: the next process rebuilds it from
+//! sled. Search is exact (a scan of the matrix), which makes filters trivial
+//! and is fast at agent-memory sizes; see `docs/architecture.md`.
+
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+use crate::index::{self, IndexDoc, IndexOp, Kind};
+use crate::{Error, Result, codec};
+
+/// Largest accepted embedding dimension.
+pub const MAX_EMBEDDING_DIM: usize = 4096;
+
+/// Default reciprocal-rank-fusion constant `k`.
+pub const DEFAULT_RRF_K: f32 = 60.0;
+
+/// Default weight of the BM25 list in fusion.
+pub const DEFAULT_BM25_WEIGHT: f32 = 0.5;
+
+/// Default weight of the vector list in fusion.
+pub const DEFAULT_VECTOR_WEIGHT: f32 = 0.5;
+
+/// Each list is fetched at depth `max(limit * FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH)` before fusion.
+pub const FUSION_DEPTH_FACTOR: usize = 5;
+
+/// See [`FUSION_DEPTH_FACTOR`].
+pub const FUSION_MIN_DEPTH: usize = 50;
+
+/// How the BM25 list and the vector list are combined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FusionMethod {
+    /// `bm25_weight * bm25 / max_bm25 + vector_weight * max(cosine, 0)`; a hit
+    /// absent from a list contributes 0 for that list.
+    #[default]
+    Linear,
+    /// Reciprocal rank fusion: `bm25_weight / (k + rank_bm25) + vector_weight / (k + rank_vector)`.
+    Rrf,
+}
+
+impl FusionMethod {
+    /// Parse `"linear"` or `"rrf"` (what bindings and MCP receive), naming `field` in the error.
+    pub fn parse(field: &str, s: &str) -> Result<FusionMethod> {
+        match s {
+            "linear" => Ok(FusionMethod::Linear),
+            "rrf" => Ok(FusionMethod::Rrf),
+            other => Err(Error::invalid(
+                field,
+                format!("must be \"linear\" or \"rrf\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// Fusion settings. The default is a linear blend with weights 0.5/0.5 (and `k` = 60 for RRF).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    /// The method.
+    pub method: FusionMethod,
+    /// Weight of the BM25 list (finite, ≥ 0).
+    pub bm25_weight: f32,
+    /// Weight of the vector list (finite, ≥ 0).
+    pub vector_weight: f32,
+    /// RRF constant `k` (finite, > 0).
+    pub rrf_k: f32,
+}
+
+impl Default for Fusion {
+    fn default() -> Self {
+        Fusion {
+            method: FusionMethod::Linear,
+            bm25_weight: DEFAULT_BM25_WEIGHT,
+            vector_weight: DEFAULT_VECTOR_WEIGHT,
+            rrf_k: DEFAULT_RRF_K,
+        }
+    }
+}
+
+impl Fusion {
+    fn validate(&self) -> Result<()> {
+        for (field, w) in [
+            ("bm25_weight", self.bm25_weight),
+            ("vector_weight", self.vector_weight),
+        ] {
+            if !w.is_finite() || w < 0.0 {
+                return Err(Error::invalid(
+                    field,
+                    format!("must be a finite number >= 0, got {w}"),
+                ));
+            }
+        }
+        if !self.rrf_k.is_finite() || self.rrf_k <= 0.0 {
+            return Err(Error::invalid(
+                "rrf_k",
+                format!("must be a finite number > 0, got {}", self.rrf_k),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The vector side of a search: an optional query embedding and how to fuse.
+///
+/// No embedding (and no embedder, or an empty query) → BM25 only, as before;
+/// an embedding with an empty query → pure vector search (score = cosine);
+/// both → fusion of the two lists, every filter applied to both before fusing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VectorQuery {
+    /// The query embedding (same dimension as the context's stored vectors).
+    pub embedding: Option<Vec<f32>>,
+    /// Fusion settings.
+    pub fusion: Fusion,
+}
+
+impl VectorQuery {
+    /// A query with this embedding and the default fusion.
+    pub fn embedding(embedding: Vec<f32>) -> Self {
+        VectorQuery {
+            embedding: Some(embedding),
+            fusion: Fusion::default(),
+        }
+    }
+    /// Set the fusion.
+    #[must_use]
+    pub fn fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = fusion;
+        self
+    }
+}
+
+/// Computes embeddings for texts on behalf of the engine (see [`crate::Memory::set_embedder`]).
+///
+/// Returns one vector per text, in order. An error (or a panic) is reported to
+/// the caller of the operation as `InvalidInput` on field `embedder`.
+pub trait Embedder: Send + Sync {
+    /// Embed `texts`.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+impl<F> Embedder for F
+where
+    F: Fn(&[&str]) -> Result<Vec<Vec<f32>>> + Send + Sync,
+{
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self(texts)
+    }
+}
+
+/// Call the embedder on one text, turning every failure (error, panic, wrong
+/// count, bad vector) into `InvalidInput { field: "embedder" }`.
+pub(crate) fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| embedder.embed(&[text])))
+        .unwrap_or_else(|_| Err(Error::invalid("embedder", "the embedder panicked")));
+    let mut out = match r {
+        Ok(v) => v,
+        Err(Error::InvalidInput { field, reason }) if field == "embedder" => {
+            return Err(Error::invalid("embedder", reason));
+        }
+        Err(e) => return Err(Error::invalid("embedder", format!("embedder failed: {e}"))),
+    };
+    if out.len() != 1 {
+        return Err(Error::invalid(
+            "embedder",
+            format!("returned {} vectors for 1 text", out.len()),
+        ));
+    }
+    let v = out.pop().unwrap_or_default();
+    check("embedder", &v)?;
+    Ok(v)
+}
+
+/// Check an embedding: 1..=[`MAX_EMBEDDING_DIM`] finite numbers, not all zero.
+pub(crate) fn check(field: &str, v: &[f32]) -> Result<()> {
+    if v.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if v.len() > MAX_EMBEDDING_DIM {
+        return Err(Error::limit(
+            field,
+            "embedding dimensions",
+            MAX_EMBEDDING_DIM as u64,
+            v.len() as u64,
+        ));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(Error::invalid(
+            field,
+            format!("must hold finite numbers; element {i} is {}", v[i]),
+        ));
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        return Err(Error::invalid(
+            field,
+            "must not be all zeros (cosine is undefined)",
+        ));
+    }
+    Ok(())
+}
+
+/// Convert an `f64` embedding (what JSON and most bindings carry) to `f32`,
+/// refusing values that do not fit.
+pub fn embedding_from_f64(field: &str, v: &[f64]) -> Result<Vec<f32>> {
+    let mut out = Vec::with_capacity(v.len());
+    for (i, x) in v.iter().enumerate() {
+        let f = *x as f32;
+        if !f.is_finite() {
+            return Err(Error::invalid(
+                field,
+                format!("must hold finite numbers; element {i} is {x}"),
+            ));
+        }
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// An embedding as stored: raw little-endian `f32` bytes, serialised as a MessagePack `bin`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct VecBytes(pub Vec<u8>);
+
+impl VecBytes {
+    pub(crate) fn from_f32(v: &[f32]) -> Self {
+        let mut b = Vec::with_capacity(v.len() * 4);
+        for x in v {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        VecBytes(b)
+    }
+
+    pub(crate) fn to_f32(&self) -> Result<Vec<f32>> {
+        if !self.0.len().is_multiple_of(4) {
+            return Err(Error::corrupted(format!(
+                "stored embedding has {} bytes, not a multiple of 4",
+                self.0.len()
+            )));
+        }
+        Ok(self
+            .0
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+}
+
+impl Serialize for VecBytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for VecBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = VecBytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("embedding bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(
+                self,
+                v: &[u8],
+            ) -> std::result::Result<VecBytes, E> {
+                Ok(VecBytes(v.to_vec()))
+            }
+            fn visit_byte_buf<E: serde::de::Error>(
+                self,
+                v: Vec<u8>,
+            ) -> std::result::Result<VecBytes, E> {
+                Ok(VecBytes(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<VecBytes, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = a.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(VecBytes(out))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+/// Decode a stored embedding for the index (a damaged one is left out, never a panic).
+pub(crate) fn stored_to_index(b: Option<&VecBytes>) -> Option<Arc<[f32]>> {
+    b.and_then(|b| b.to_f32().ok()).map(Arc::from)
+}
+
+fn dim_key(ctx: &str) -> Vec<u8> {
+    let mut k = b"vector_dim\0".to_vec();
+    k.extend_from_slice(ctx.as_bytes());
+    k
+}
+
+/// The embedding dimension fixed for `ctx`, if any vector was ever stored there.
+pub(crate) fn dim_of(e: &Engine, ctx: &str) -> Result<Option<usize>> {
+    Ok(match e.t.meta.get(dim_key(ctx))? {
+        Some(v) => {
+            let b: [u8; 4] = v
+                .as_ref()
+                .try_into()
+                .map_err(|_| Error::corrupted("vector_dim record is not 4 bytes"))?;
+            Some(u32::from_be_bytes(b) as usize)
+        }
+        None => None,
+    })
+}
+
+pub(crate) fn mismatch(field: &str, ctx: &str, got: usize, fixed: usize) -> Error {
+    Error::invalid(
+        field,
+        format!("embedding has {got} dimensions, context '{ctx}' uses {fixed}"),
+    )
+}
+
+/// Check `dim` against the context's fixed dimension. Call under the index
+/// writer lock (every dimension write holds it). `Ok(Some(meta_key))` means the
+/// context has none yet: the caller's transaction stores it under that key.
+pub(crate) fn claim_dim(e: &Engine, field: &str, ctx: &str, dim: usize) -> Result<Option<Vec<u8>>> {
+    match dim_of(e, ctx)? {
+        Some(fixed) if fixed == dim => Ok(None),
+        Some(fixed) => Err(mismatch(field, ctx, dim, fixed)),
+        None => Ok(Some(dim_key(ctx))),
+    }
+}
+
+/// The value stored under a dimension key.
+pub(crate) fn dim_value(dim: usize) -> [u8; 4] {
+    (dim as u32).to_be_bytes()
+}
+
+/// What the vector path filters on (episodes; knowledge rows carry defaults).
+#[derive(Debug, Clone)]
+struct RowMeta {
+    ts_ms: i64,
+    importance: u64,
+    tags: Box<[String]>,
+    participants: Box<[String]>,
+}
+
+/// Filters of the vector list (same semantics as the text index's).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowFilter<'a> {
+    pub tags_all: &'a [String],
+    pub participants_any: &'a [String],
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+    pub min_importance: Option<u64>,
+}
+
+impl RowFilter<'_> {
+    pub(crate) const NONE: RowFilter<'static> = RowFilter {
+        tags_all: &[],
+        participants_any: &[],
+        since_ms: None,
+        until_ms: None,
+        min_importance: None,
+    };
+
+    fn is_empty(&self) -> bool {
+        self.tags_all.is_empty()
+            && self.participants_any.is_empty()
+            && self.since_ms.is_none()
+            && self.until_ms.is_none()
+            && self.min_importance.is_none()
+    }
+
+    fn accepts(&self, m: &RowMeta) -> bool {
+        self.since_ms.is_none_or(|s| m.ts_ms >= s)
+            && self.until_ms.is_none_or(|u| m.ts_ms <= u)
+            && self.min_importance.is_none_or(|i| m.importance >= i)
+            && self.tags_all.iter().all(|t| m.tags.contains(t))
+            && (self.participants_any.is_empty()
+                || self
+                    .participants_any
+                    .iter()
+                    .any(|p| m.participants.contains(p)))
+    }
+}
+
+/// One (layer, context)'s vectors: L2-normalised, int8-quantised rows in one
+/// contiguous matrix with a per-row scale.
+#[derive(Debug, Default)]
+struct VectorSet {
+    dim: usize,
+    keys: Vec<String>,
+    codes: Vec<i8>,
+    scales: Vec<f32>,
+    meta: Vec<RowMeta>,
+    pos: HashMap<String, usize>,
+}
+
+/// Normalise `v` and quantise it to int8; returns the codes and the scale
+/// (`v_normalised[i] ≈ codes[i] * scale`).
+fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
+    // In f64: squares of large finite f32 values would overflow.
+    let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let max = v.iter().fold(0f64, |m, x| m.max(f64::from(x.abs()))) / norm;
+    if !norm.is_finite() || !max.is_finite() || norm <= 0.0 || max <= 0.0 {
+        return (vec![0; v.len()], 0.0);
+    }
+    let scale = max / 127.0;
+    let codes = v
+        .iter()
+        .map(|x| {
+            ((f64::from(*x) / norm) / scale)
+                .round()
+                .clamp(-127.0, 127.0) as i8
+        })
+        .collect();
+    (codes, scale as f32)
+}
+
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    // Widening multiply-add that LLVM vectorises (pmaddwd on x86-64).
+    let mut acc = [0i32; 8];
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for i in 0..8 {
+            acc[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    let mut s: i32 = acc.iter().sum();
+    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+        s += i32::from(*x) * i32::from(*y);
+    }
+    s
+}
+
+#[derive(Debug, PartialEq)]
+struct Scored(f32, usize);
+impl Eq for Scored {}
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scored {
+    // Reversed: the heap's top is the worst kept hit.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.0.total_cmp(&self.0).then_with(|| self.1.cmp(&o.1))
+    }
+}
+
+impl VectorSet {
+    fn upsert(&mut self, key: &str, v: &[f32], meta: RowMeta) {
+        self.remove(key);
+        if self.keys.is_empty() {
+            self.dim = v.len();
+        }
+        if v.len() != self.dim {
+            // Cannot happen (the dimension is fixed per context); never index a bad row.
+            return;
+        }
+        let (codes, scale) = quantize(v);
+        self.pos.insert(key.to_owned(), self.keys.len());
+        self.keys.push(key.to_owned());
+        self.codes.extend_from_slice(&codes);
+        self.scales.push(scale);
+        self.meta.push(meta);
+    }
+
+    fn remove(&mut self, key: &str) {
+        let Some(i) = self.pos.remove(key) else {
+            return;
+        };
+        let last = self.keys.len() - 1;
+        let d = self.dim;
+        if i != last {
+            self.codes.copy_within(last * d..(last + 1) * d, i * d);
+            self.pos.insert(self.keys[last].clone(), i);
+        }
+        self.codes.truncate(last * d);
+        self.keys.swap_remove(i);
+        self.scales.swap_remove(i);
+        self.meta.swap_remove(i);
+    }
+
+    /// The `depth` best rows by cosine among those `filter` accepts, best first.
+    fn search(&self, q: &[f32], filter: &RowFilter<'_>, depth: usize) -> Vec<(String, f32)> {
+        if self.keys.is_empty() || q.len() != self.dim || depth == 0 {
+            return Vec::new();
+        }
+        let (qc, qs) = quantize(q);
+        let unfiltered = filter.is_empty();
+        let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(depth + 1);
+        for (i, row) in self.codes.chunks_exact(self.dim).enumerate() {
+            if !unfiltered && !filter.accepts(&self.meta[i]) {
+                continue;
+            }
+            let s = dot_i8(&qc, row) as f32 * qs * self.scales[i];
+            if heap.len() < depth {
+                heap.push(Scored(s, i));
+            } else if heap.peek().is_some_and(|w| s > w.0) {
+                heap.pop();
+                heap.push(Scored(s, i));
+            }
+        }
+        let mut v = heap.into_vec();
+        v.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        v.into_iter()
+            .map(|Scored(s, i)| (self.keys[i].clone(), s.clamp(-1.0, 1.0)))
+            .collect()
+    }
+}
+
+/// The derived vector index: loaded (layer, context) sets, keyed by the uid scope `kind\0ctx`.
+#[derive(Debug, Default)]
+pub(crate) struct VectorIndex {
+    sets: RwLock<HashMap<String, Arc<RwLock<VectorSet>>>>,
+}
+
+fn scope(kind: Kind, ctx: &str) -> String {
+    // `uid(kind, ctx, "")` is `tag\0ctx\0`.
+    index::uid(kind, ctx, "")
+}
+
+fn row_meta(d: &IndexDoc) -> RowMeta {
+    RowMeta {
+        ts_ms: d.ts_ms,
+        importance: d.importance,
+        tags: d.tags.clone().into_boxed_slice(),
+        participants: d.participants.clone().into_boxed_slice(),
+    }
+}
+
+impl VectorIndex {
+    /// Apply committed index ops to the loaded sets (call under the index writer lock,
+    /// in sequence order, whether or not the text index accepted them).
+    pub(crate) fn apply(&self, ops: &[IndexOp]) {
+        let sets = self.sets.read();
+        if sets.is_empty() {
+            return;
+        }
+        for op in ops {
+            let Ok((kind, ctx, key)) = index::parse_uid(op.uid()) else {
+                continue;
+            };
+            let Some(set) = sets.get(&scope(kind, &ctx)) else {
+                continue;
+            };
+            let mut set = set.write();
+            match op {
+                IndexOp::Upsert(d) => match &d.embedding {
+                    Some(v) => set.upsert(&key, v, row_meta(d)),
+                    None => set.remove(&key),
+                },
+                IndexOp::Delete(_) => set.remove(&key),
+            }
+        }
+    }
+
+    /// The set of (kind, ctx), built from sled on first use.
+    fn loaded(&self, e: &Engine, kind: Kind, ctx: &str) -> Result<Arc<RwLock<VectorSet>>> {
+        let sc = scope(kind, ctx);
+        if let Some(s) = self.sets.read().get(&sc) {
+            return Ok(Arc::clone(s));
+        }
+        // Under the writer lock no indexed write runs: the scan and the ops applied later line up.
+        let _writer = e.index.lock();
+        if let Some(s) = self.sets.read().get(&sc) {
+            return Ok(Arc::clone(s));
+        }
+        let mut set = VectorSet::default();
+        let tree = match kind {
+            Kind::Episode => &e.t.episodes,
+            Kind::Knowledge => &e.t.semantic,
+        };
+        for item in tree.scan_prefix(codec::ctx_prefix(ctx)) {
+            let (k, v) = item?;
+            let (_, key) = codec::split_ctx_key(&k)?;
+            let doc = match kind {
+                Kind::Episode => crate::episodic::index_doc(ctx, &e.codec.decode(&v)?),
+                Kind::Knowledge => crate::semantic::index_doc(ctx, &key, &e.codec.decode(&v)?),
+            };
+            if let Some(emb) = &doc.embedding {
+                set.upsert(&key, emb, row_meta(&doc));
+            }
+        }
+        let set = Arc::new(RwLock::new(set));
+        self.sets.write().insert(sc, Arc::clone(&set));
+        Ok(set)
+    }
+
+    /// The `depth` nearest keys of (kind, ctx) to `q` (already checked against the
+    /// context's dimension) among rows `filter` accepts, with their cosine, best first.
+    pub(crate) fn search(
+        &self,
+        e: &Engine,
+        kind: Kind,
+        ctx: &str,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        let set = self.loaded(e, kind, ctx)?;
+        let set = set.read();
+        Ok(set.search(q, filter, depth))
+    }
+
+    /// Rows and bytes held (for status and benchmarks).
+    #[allow(dead_code)]
+    pub(crate) fn rows(&self) -> usize {
+        self.sets.read().values().map(|s| s.read().keys.len()).sum()
+    }
+}
+
+/// One entry of a fused list.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Fused {
+    pub key: String,
+    pub score: f32,
+    pub bm25_rank: Option<u32>,
+    pub vector_rank: Option<u32>,
+}
+
+/// Fuse a BM25 list and a vector list (each best first) into at most `limit` entries.
+pub(crate) fn fuse(
+    bm25: &[(String, f32)],
+    vector: &[(String, f32)],
+    fusion: &Fusion,
+    limit: usize,
+) -> Vec<Fused> {
+    let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
+    // Per key: (rank, score) in the BM25 list and in the vector list.
+    type Ranked = Option<(u32, f32)>;
+    let mut all: HashMap<&str, (Ranked, Ranked)> = HashMap::new();
+    for (i, (k, s)) in bm25.iter().enumerate() {
+        all.entry(k.as_str())
+            .or_default()
+            .0
+            .get_or_insert((i as u32 + 1, *s));
+    }
+    for (i, (k, s)) in vector.iter().enumerate() {
+        all.entry(k.as_str())
+            .or_default()
+            .1
+            .get_or_insert((i as u32 + 1, *s));
+    }
+    let mut out: Vec<Fused> = all
+        .into_iter()
+        .map(|(k, (b, v))| {
+            let score = match fusion.method {
+                FusionMethod::Linear => {
+                    let bs = b.map_or(
+                        0.0,
+                        |(_, s)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
+                    );
+                    let vs = v.map_or(0.0, |(_, s)| s.max(0.0));
+                    fusion.bm25_weight * bs + fusion.vector_weight * vs
+                }
+                FusionMethod::Rrf => {
+                    let r = |x: Option<(u32, f32)>, w: f32| {
+                        x.map_or(0.0, |(rank, _)| w / (fusion.rrf_k + rank as f32))
+                    };
+                    r(b, fusion.bm25_weight) + r(v, fusion.vector_weight)
+                }
+            };
+            Fused {
+                key: k.to_owned(),
+                score,
+                bm25_rank: b.map(|x| x.0),
+                vector_rank: v.map(|x| x.0),
+            }
+        })
+        .collect();
+    let best = |f: &Fused| {
+        f.bm25_rank
+            .unwrap_or(u32::MAX)
+            .min(f.vector_rank.unwrap_or(u32::MAX))
+    };
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| best(a).cmp(&best(b)))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    out.truncate(limit);
+    out
+}
+
+/// Depth each list is fetched at before fusion.
+pub(crate) fn depth(limit: usize) -> usize {
+    limit
+        .saturating_mul(FUSION_DEPTH_FACTOR)
+        .max(FUSION_MIN_DEPTH)
+}
+
+/// Validate a query embedding and fusion; `Ok(None)` when the context holds no vectors yet.
+pub(crate) fn prepare_query(
+    e: &Engine,
+    ctx: &str,
+    vq: &VectorQuery,
+    q: &[f32],
+) -> Result<Option<usize>> {
+    vq.fusion.validate()?;
+    check("embedding", q)?;
+    match dim_of(e, ctx)? {
+        Some(d) if d == q.len() => Ok(Some(d)),
+        Some(d) => Err(mismatch("embedding", ctx, q.len(), d)),
+        None => Ok(None),
+    }
+}
+
+/// The fusion to validate even when no embedding is given (bad weights are refused early).
+pub(crate) fn validate_fusion(f: &Fusion) -> Result<()> {
+    f.validate()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantized_cosine_is_close() {
+        let a: Vec<f32> = (0..384)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
+        let b: Vec<f32> = (0..384)
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) / 5.0)
+            .collect();
+        let exact = {
+            let d: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+            d / na / nb
+        };
+        let (ca, sa) = quantize(&a);
+        let (cb, sb) = quantize(&b);
+        let approx = dot_i8(&ca, &cb) as f32 * sa * sb;
+        assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+    }
+
+    #[test]
+    fn remove_keeps_the_matrix_consistent() {
+        let mut s = VectorSet::default();
+        let meta = || RowMeta {
+            ts_ms: 0,
+            importance: 5,
+            tags: Box::new([]),
+            participants: Box::new([]),
+        };
+        s.upsert("a", &[1.0, 0.0], meta());
+        s.upsert("b", &[0.0, 1.0], meta());
+        s.upsert("c", &[1.0, 1.0], meta());
+        s.remove("a");
+        let hits = s.search(&[0.0, 1.0], &RowFilter::NONE, 10);
+        assert_eq!(hits[0].0, "b");
+        assert_eq!(hits.len(), 2);
+        assert_eq!(s.codes.len(), 4);
+        s.upsert("b", &[1.0, 0.0], meta());
+        let hits = s.search(&[1.0, 0.0], &RowFilter::NONE, 1);
+        assert_eq!(hits[0].0, "b");
+    }
+
+    #[test]
+    fn vec_bytes_roundtrip_is_a_msgpack_bin() {
+        let v: Vec<f32> = (0..384).map(|i| i as f32 * 0.25).collect();
+        let enc = rmp_serde::to_vec_named(&VecBytes::from_f32(&v)).unwrap();
+        assert_eq!(enc.len(), 1536 + 3);
+        let back: VecBytes = rmp_serde::from_slice(&enc).unwrap();
+        assert_eq!(back.to_f32().unwrap(), v);
+    }
+}
