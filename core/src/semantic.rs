@@ -162,7 +162,11 @@ fn write_version(
         },
         |t, claim| {
             let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
-                Some(v) => Some(e.codec.decode(&v).map_err(ConflictableTransactionError::Abort)?),
+                Some(v) => Some(
+                    e.codec
+                        .decode(&v)
+                        .map_err(ConflictableTransactionError::Abort)?,
+                ),
                 None => None,
             };
             let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
@@ -181,13 +185,19 @@ fn write_version(
             if let Some(k) = claim {
                 t[2].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
             }
-            let enc = e.codec.encode(&rec).map_err(ConflictableTransactionError::Abort)?;
+            let enc = e
+                .codec
+                .encode(&rec)
+                .map_err(ConflictableTransactionError::Abort)?;
             t[0].insert(dkey.as_slice(), enc)?;
             let hist = HistoryRecord {
                 value: rec.value.clone(),
                 recorded_at: now,
             };
-            let henc = e.codec.encode(&hist).map_err(ConflictableTransactionError::Abort)?;
+            let henc = e
+                .codec
+                .encode(&hist)
+                .map_err(ConflictableTransactionError::Abort)?;
             t[1].insert(history_key(ctx, key, rec.version), henc)?;
             if rec.version > keep {
                 t[1].remove(history_key(ctx, key, rec.version - keep))?;

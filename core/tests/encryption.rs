@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use memstrata::{
     Actions, Durability, EncryptionKey, Error, Memory, NewEpisode, OptimizeLevel, SearchFilters,
-    Step,
+    Step, VectorQuery,
 };
 use serde_json::json;
 
@@ -466,4 +466,33 @@ fn sealed_store_survives_sigkill_under_immediate_durability() {
         drop(mem);
         assert_key_error(open(&path, None), "is encrypted");
     }
+}
+
+#[test]
+fn vectors_of_an_encrypted_store_are_found_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let mem = open(&path, Some(key(9))).unwrap();
+    let near = mem
+        .episodic()
+        .record(NewEpisode::new(format!("{MARKER} near")).embedding(vec![1.0, 0.0, 0.0]))
+        .unwrap();
+    mem.episodic()
+        .record(NewEpisode::new(format!("{MARKER} far")).embedding(vec![0.0, 1.0, 0.0]))
+        .unwrap();
+    drop(mem);
+    // The vector set is rebuilt from the sealed episode records on first use.
+    let mem = open(&path, Some(key(9))).unwrap();
+    let hits = mem
+        .episodic()
+        .search_hybrid(
+            "",
+            &SearchFilters::default(),
+            1,
+            &VectorQuery::embedding(vec![0.9, 0.1, 0.0]),
+        )
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].episode.id, near);
+    assert_eq!(hits[0].vector_rank, Some(1));
 }
