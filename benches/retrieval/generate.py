@@ -19,7 +19,8 @@ Question kinds:
 
 Each (fact, kind) gets up to two questions: style "paraphrase" shares no
 content word with the fact turn (synonyms, other phrasing), style "overlap"
-shares one or two (the way a user half-remembers their own words). Both kinds
+shares at least one content word with the fact sentence (the way a user
+half-remembers their own words; checked when the question is chosen). Both kinds
 of question are real: the first is where a lexical index cannot help, the
 second where a small embedding model is easily distracted by near-misses.
 
@@ -36,6 +37,7 @@ import datetime as dt
 import hashlib
 import json
 import random
+import re
 import sys
 from typing import Any
 
@@ -369,6 +371,24 @@ CHITCHAT_ASSISTANT = [
 ]
 
 
+_FUNCTION_WORDS = set(
+    "a about after again all am an and any are as at be been before but by can did do does done for from "
+    "get got had has have he her him his how i i'm if in into is it its me my now of on one or our over she "
+    "since so that the their them then there these they this to up us was we were what when where which who "
+    "whose why will with would you your".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    """Content words, crudely stemmed (first five letters), for the overlap check only."""
+    return {w[:5] for w in re.findall(r"[a-z']+", text.lower()) if w not in _FUNCTION_WORDS and len(w) > 2}
+
+
+def _shares_word(question: str, facts: list[str]) -> bool:
+    q = _words(question)
+    return any(q & _words(f) for f in facts)
+
+
 def generate(seed: int = SEED) -> dict[str, Any]:
     rng = random.Random(seed)
     personas = []
@@ -399,17 +419,19 @@ def generate(seed: int = SEED) -> dict[str, Any]:
             for s, v, which in facts[t]:
                 plan[s].append((t, v, which))
         fact_turn: dict[tuple[str, str], str] = {}
+        fact_text: dict[Any, str] = {}
         for s in range(SESSIONS):
             day = START + dt.timedelta(days=s * 3 + rng.randrange(3), minutes=rng.randrange(180))
             user_lines: list[tuple[str, str | None, str | None, str | None]] = []
             user_lines.append((rng.choice(CHITCHAT_USER[:3]), None, None, None))
             for t, v, which in plan[s]:
-                line = rng.choice(TOPICS[t][which]).format(v=v)
+                line = fact = rng.choice(TOPICS[t][which]).format(v=v)
                 # Most people bury the news in a longer message.
                 if rng.random() < 0.6:
                     line = rng.choice(CHITCHAT_USER[3:]) + " " + line
                 if rng.random() < 0.5:
                     line = line + " " + rng.choice(CHITCHAT_USER[3:])
+                fact_text[(t, v)] = fact
                 user_lines.append((line, t, v, rng.choice(TOPICS[t]["reply"])))
             n_fill = rng.randrange(7, 11) - len(plan[s])
             for _ in range(max(n_fill, 3)):
@@ -442,6 +464,9 @@ def generate(seed: int = SEED) -> dict[str, Any]:
             # one that shares some of its words (style "overlap").
             for style, key in (("paraphrase", "ask"), ("overlap", "ask_o")):
                 pool = TOPICS[t][key].get(kind, [])
+                if style == "overlap":
+                    # Only the questions that share a word with the gold turns' fact sentence.
+                    pool = [x for x in pool if _shares_word(x, [fact_text[g] for g in gold])]
                 if pool:
                     qn += 1
                     questions.append(dict(id=f"q{qn:04d}", persona=pname, kind=kind, style=style, topic=t,
@@ -450,6 +475,8 @@ def generate(seed: int = SEED) -> dict[str, Any]:
         for t in chosen:
             spec = TOPICS[t]
             ids = [fact_turn[(t, v)] for _, v, _ in facts[t]]
+            for _, v, _ in facts[t]:
+                fact_text[fact_turn[(t, v)]] = fact_text[(t, v)]
             if spec.get("change"):
                 ask(t, "current", [ids[-1]])
                 ask(t, "previous", [ids[0]])
