@@ -269,9 +269,9 @@ def main() -> None:
         "## Retrieval quality",
         "",
         f"convmem (seed {data['seed']}): {len(data['personas'])} personas, {nturns} dialogue turns recorded as "
-        f"episodes, {len(questions)} questions "
+        f"episodes, {len(questions)} questions ("
         + ", ".join(f"{sum(1 for q in questions if k in (q['kind'], q['style']))} {k}" for k in kinds)
-        + f". Embedding model: {model}. Fusion depth {DEPTH} per list. "
+        + f"). Embedding model: {model}. Fusion depth {DEPTH} per list. "
         f"Recording took {h.record_s:.1f} s, the BM25 pass {bm25_s:.1f} s, the whole harness {elapsed:.0f} s "
         f"(embeddings {'computed: ' + str(embedder.computed) + ' texts' if embedder else 'not used'}).",
         "",
