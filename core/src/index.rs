@@ -163,7 +163,7 @@ const MAX_OVERFETCH: usize = 20_000;
 /// and the pieces the tokenizer splits contractions into ("I'm" → "i", "m").
 /// In a disjunctive BM25 query these match nearly every conversational turn
 /// and let short chit-chat outrank the turn with the answer.
-pub(crate) const QUERY_STOP_WORDS: &[&str] = &[
+pub const QUERY_STOP_WORDS: &[&str] = &[
     // Lucene's English list
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
     "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
@@ -183,7 +183,7 @@ pub(crate) const QUERY_STOP_WORDS: &[&str] = &[
 /// only "what did I ..." with a question is still a better guess than
 /// nothing); 0.5 was the best of 0, 0.05, 0.1, 0.25, 0.5 and 1 there
 /// (docs/benchmarks.md, *Retrieval quality*).
-const STOP_WORD_WEIGHT: f32 = 0.5;
+pub const STOP_WORD_WEIGHT: f32 = 0.5;
 
 /// The index analyzer (tantivy's `en_stem`: simple tokenizer, long tokens
 /// dropped, lower-cased, English Snowball stemmer) with [`QUERY_STOP_WORDS`]
