@@ -163,18 +163,22 @@ const MAX_OVERFETCH: usize = 20_000;
 /// and the pieces the tokenizer splits contractions into ("I'm" → "i", "m").
 /// In a disjunctive BM25 query these match nearly every conversational turn
 /// and let short chit-chat outrank the turn with the answer.
+#[rustfmt::skip]
 pub const QUERY_STOP_WORDS: &[&str] = &[
     // Lucene's English list
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
     "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
-    "they", "this", "to", "was", "will", "with", // question words
-    "what", "when", "where", "which", "who", "whom", "whose", "why", "how", // pronouns
+    "they", "this", "to", "was", "will", "with",
+    // question words
+    "what", "when", "where", "which", "who", "whom", "whose", "why", "how",
+    // pronouns
     "i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "you", "your", "yours", "he",
     "him", "his", "she", "her", "hers", "its", "them", "those",
     // auxiliaries and fillers
     "am", "been", "being", "do", "does", "did", "doing", "have", "has", "had", "having", "can",
     "could", "would", "should", "shall", "may", "might", "must", "about", "any", "some", "so",
-    "than", "too", "very", "just", "also", "again", "were", // contraction pieces
+    "than", "too", "very", "just", "also", "again", "were",
+    // contraction pieces
     "s", "t", "m", "d", "ll", "re", "ve",
 ];
 
