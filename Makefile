@@ -4,7 +4,7 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench clean-venv
+.PHONY: test lint test-rust test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-retrieval clean-venv
 
 ## Run every suite: Rust (core + MCP adapter), Python binding, MCP interop, Node binding, Kotlin binding.
 test: lint test-rust test-python test-mcp test-node test-kotlin
@@ -47,6 +47,11 @@ quickstart:
 
 bench:
 	bash scripts/bench.sh
+
+## Retrieval quality alone (recall@k / MRR of BM25, vector, hybrid on the
+## convmem set; writes target/bench/retrieval.md). `make bench` runs it too.
+bench-retrieval:
+	bash benches/retrieval/run.sh
 
 clean-venv:
 	rm -rf .venv

@@ -13,7 +13,10 @@
 #   4. Node binding (bindings-node/bench/run.sh): per-call overhead vs Rust,
 #      search vs better-sqlite3 + FTS5, store-then-search vs the reference MCP
 #      server through the MCP TypeScript SDK client, at 10k and 100k episodes;
-#   5. assemble docs/benchmarks.md (results + benches/analysis.md).
+#   5. retrieval quality (benches/retrieval/run.sh): recall@1/5/10 and MRR of
+#      BM25, SQLite FTS5, vector-only and hybrid fusions on the convmem set,
+#      all-MiniLM-L6-v2 (int8 ONNX from PyPI) embeddings cached on disk;
+#   6. assemble docs/benchmarks.md (results + benches/analysis.md).
 #
 # Environment: BENCH_FULL=1 (add the 1M tier, ~25 more minutes),
 # BENCH_SIZES=10000,30000 (override the tiers), BENCH_CRITERION=1 (also run
@@ -36,6 +39,7 @@ MCP_MD=$OUT/mcp.md
 MCP_CONC_MD=$OUT/mcp-concurrency.md
 NODE_MD=$OUT/node.md
 ENC_MD=$OUT/encryption.md
+RETRIEVAL_MD=$OUT/retrieval.md
 mkdir -p "$OUT" "$SCRATCH"
 
 assemble() {
@@ -67,6 +71,10 @@ assemble() {
     cat "$MCP_MD"
     if [ -f "$MCP_CONC_MD" ]; then cat "$MCP_CONC_MD"; fi
     if [ -f "$NODE_MD" ]; then cat "$NODE_MD"; fi
+    if [ -f "$RETRIEVAL_MD" ]; then
+      cat "$RETRIEVAL_MD"
+      cat benches/retrieval/analysis.md
+    fi
     cat benches/analysis.md
   } > "$DOC"
   echo "== bench: wrote $DOC"
@@ -76,7 +84,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$ENC_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$NODE_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$ENC_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -194,6 +202,17 @@ if [ -f bindings-node/bench/run.sh ] && command -v npm > /dev/null; then
   echo "== bench: Node binding"
   if bash bindings-node/bench/run.sh "$NODE_MD"; then :; else
     printf '## Node binding (`memstrata` on npm)\n\nNot measured in this run: `bindings-node/bench/run.sh` failed (see the `make bench` log).\n\n' > "$NODE_MD"
+  fi
+fi
+
+# ---- Retrieval quality ------------------------------------------------------
+# Reuses the release wheel the Python section installed into $OUT/pylib.
+if [ -f bindings-python/pyproject.toml ]; then
+  echo "== bench: retrieval quality"
+  pylib=
+  if [ -f "$OUT/pylib/memstrata/__init__.py" ]; then pylib=$OUT/pylib; fi
+  if RETRIEVAL_PYLIB=$pylib bash benches/retrieval/run.sh "$RETRIEVAL_MD"; then :; else
+    printf '## Retrieval quality\n\nNot measured in this run: `benches/retrieval/run.sh` failed (see the `make bench` log).\n\n' > "$RETRIEVAL_MD"
   fi
 fi
 

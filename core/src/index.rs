@@ -21,7 +21,10 @@ use tantivy::schema::{
     FAST, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing,
     TextOptions, Value as _,
 };
-use tantivy::tokenizer::TokenStream;
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+    TokenStream,
+};
 use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
 
 use crate::{Error, Result};
@@ -155,6 +158,52 @@ fn scope_hash(kind: Kind, ctx: &str) -> u64 {
 
 /// Past this many candidates an unfiltered search falls back to the scoped query.
 const MAX_OVERFETCH: usize = 20_000;
+
+/// Words weighted down in search text (not in the index), matched before stemming:
+/// Lucene's English stop words plus the question words, pronouns and
+/// auxiliaries of questions about one's own past ("what did I name my dog?"),
+/// and the pieces the tokenizer splits contractions into ("I'm" → "i", "m").
+/// In a disjunctive BM25 query these match nearly every conversational turn
+/// and let short chit-chat outrank the turn with the answer.
+#[rustfmt::skip]
+pub const QUERY_STOP_WORDS: &[&str] = &[
+    // Lucene's English list
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with",
+    // question words
+    "what", "when", "where", "which", "who", "whom", "whose", "why", "how",
+    // pronouns
+    "i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "you", "your", "yours", "he",
+    "him", "his", "she", "her", "hers", "its", "them", "those",
+    // auxiliaries and fillers
+    "am", "been", "being", "do", "does", "did", "doing", "have", "has", "had", "having", "can",
+    "could", "would", "should", "shall", "may", "might", "must", "about", "any", "some", "so",
+    "than", "too", "very", "just", "also", "again", "were",
+    // contraction pieces
+    "s", "t", "m", "d", "ll", "re", "ve",
+];
+
+/// Weight of a stop word's term in a search (content words weigh 1). Dropping
+/// them outright lost recall@10 on the retrieval harness (a turn that shares
+/// only "what did I ..." with a question is still a better guess than
+/// nothing); 0.5 was the best of 0, 0.05, 0.1, 0.25, 0.5 and 1 there
+/// (docs/benchmarks.md, *Retrieval quality*).
+pub const STOP_WORD_WEIGHT: f32 = 0.5;
+
+/// The index analyzer (tantivy's `en_stem`: simple tokenizer, long tokens
+/// dropped, lower-cased, English Snowball stemmer) with [`QUERY_STOP_WORDS`]
+/// removed before the stemmer: what is left are a search's content terms.
+fn query_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::remove(
+            QUERY_STOP_WORDS.iter().map(|w| (*w).to_owned()),
+        ))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
@@ -314,6 +363,8 @@ pub(crate) struct SearchIndex {
     inner: parking_lot::RwLock<Inner>,
     fields: Fields,
     state: Mutex<WriterState>,
+    /// Cloned per search (a clone shares the stop-word set).
+    query_analyzer: TextAnalyzer,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -393,6 +444,7 @@ impl SearchIndex {
                 }),
                 fields,
                 state: Mutex::new(state),
+                query_analyzer: query_analyzer(),
             },
             opened,
         ))
@@ -599,17 +651,37 @@ impl SearchIndex {
         Ok(())
     }
 
-    fn tokens(&self, field: tantivy::schema::Field, text: &str) -> Result<Vec<String>> {
-        let mut analyzer = self.inner.read().index.tokenizer_for_field(field)?;
-        let mut stream = analyzer.token_stream(text);
-        let mut out = Vec::new();
-        while stream.advance() {
-            let t = &stream.token().text;
-            if !out.contains(t) {
-                out.push(t.clone());
+    /// The distinct terms a search text asks for, each with its weight: the
+    /// index analyzer's terms, [`QUERY_STOP_WORDS`] weighted [`STOP_WORD_WEIGHT`].
+    fn query_terms(&self, text: &str) -> Result<Vec<(String, f32)>> {
+        let collect = |analyzer: &mut TextAnalyzer| {
+            let mut stream = analyzer.token_stream(text);
+            let mut out: Vec<String> = Vec::new();
+            while stream.advance() {
+                let t = &stream.token().text;
+                if !out.contains(t) {
+                    out.push(t.clone());
+                }
             }
-        }
-        Ok(out)
+            out
+        };
+        let content = collect(&mut self.query_analyzer.clone());
+        let mut analyzer = self
+            .inner
+            .read()
+            .index
+            .tokenizer_for_field(self.fields.summary)?;
+        Ok(collect(&mut analyzer)
+            .into_iter()
+            .map(|t| {
+                let w = if content.contains(&t) {
+                    1.0
+                } else {
+                    STOP_WORD_WEIGHT
+                };
+                (t, w)
+            })
+            .collect())
     }
 
     /// Run a query against the last (soft or durable) commit. Callers go through
@@ -650,18 +722,19 @@ impl SearchIndex {
             ));
         }
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let terms = self.query_terms(q.text)?;
         for (field, boost) in [
             (f.summary, 1.5f32),
             (f.body, 1.0),
             (f.participants, 1.0),
             (f.tags, 1.2),
         ] {
-            for tok in self.tokens(field, q.text)? {
+            for (tok, weight) in &terms {
                 let tq: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(field, &tok),
+                    Term::from_field_text(field, tok),
                     IndexRecordOption::WithFreqs,
                 ));
-                should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost))));
+                should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost * weight))));
             }
         }
         let searcher = self.inner.read().reader.searcher();

@@ -272,3 +272,11 @@ pub fn ttl_from_secs(secs: f64) -> Result<std::time::Duration> {
 pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
     validate::context_name(field, name)
 }
+
+/// How text search weighs the words of a query (see `docs/api.md`): exposed
+/// so that the benchmark floor (raw tantivy in `benches/`) builds exactly the
+/// query Memstrata builds. Not a stable API.
+#[doc(hidden)]
+pub mod search_terms {
+    pub use crate::index::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
+}

