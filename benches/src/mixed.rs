@@ -63,8 +63,7 @@ impl Mode {
 
     /// Parse [`Mode::name`].
     pub fn parse(s: &str) -> Option<Mode> {
-        Self::ALL.into_iter()
-        .find(|m| m.name() == s)
+        Self::ALL.into_iter().find(|m| m.name() == s)
     }
 
     /// Every mode, in the order of the section.

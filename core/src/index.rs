@@ -378,11 +378,22 @@ impl SearchIndex {
         let search_commit = SearchCommit::from_env();
         let overlay = Arc::new(Overlay::new(
             search_commit == SearchCommit::Overlay,
-            [fields.summary, fields.body, fields.participants, fields.tags],
-            [fields.summary, fields.body, fields.participants, fields.tags]
-                .into_iter()
-                .map(|f| index.tokenizer_for_field(f))
-                .collect::<tantivy::Result<_>>()?,
+            fields.uid,
+            [
+                fields.summary,
+                fields.body,
+                fields.participants,
+                fields.tags,
+            ],
+            [
+                fields.summary,
+                fields.body,
+                fields.participants,
+                fields.tags,
+            ]
+            .into_iter()
+            .map(|f| index.tokenizer_for_field(f))
+            .collect::<tantivy::Result<_>>()?,
             reader.searcher(),
         ));
         let state = WriterState {
@@ -618,19 +629,7 @@ impl SearchIndex {
     /// Number of searchable documents (the overlay's changes included) and
     /// segments of the committed reader.
     pub(crate) fn doc_stats(&self) -> (u64, usize) {
-        let (searcher, changed) = self.overlay.changed_uids();
-        let mut docs = searcher.num_docs();
-        for (uid, present) in changed {
-            let q = TermQuery::new(
-                Term::from_field_text(self.fields.uid, &uid),
-                IndexRecordOption::Basic,
-            );
-            let committed = searcher
-                .search(&q, &tantivy::collector::Count)
-                .unwrap_or(0) as u64;
-            docs = docs - committed.min(docs) + u64::from(present);
-        }
-        (docs, searcher.segment_readers().len())
+        self.overlay.doc_stats()
     }
 
     /// Segments in the last commit on disk (the reader may still show an older view:
@@ -760,6 +759,9 @@ impl SearchIndex {
         };
         let mut out = Vec::with_capacity(addrs.len());
         for (score, addr) in addrs {
+            if snap.masked.contains(&addr) {
+                continue;
+            }
             let doc: TantivyDocument = searcher.doc(addr)?;
             // (A scope-hash collision is caught by the caller, which parses kind and
             // context from the uid.)

@@ -15,9 +15,11 @@
 //! searcher and what the overlay contributes, so the two always describe the
 //! same instant:
 //!
-//! - committed hits whose uid the overlay holds are masked (the overlay has
-//!   the newer version or the deletion), and the committed top-k is fetched
-//!   that many hits deeper, so the result stays exact;
+//! - committed documents whose uid the overlay holds are masked (the overlay
+//!   has the newer version or the deletion): their addresses in the committed
+//!   searcher are looked up once, when the change is recorded, and the
+//!   committed top-k is fetched that many hits deeper, so the result stays
+//!   exact (new documents, the usual write, mask nothing);
 //! - overlay documents matching the query's terms and filters are scored
 //!   with tantivy's own BM25 (`Bm25Weight`, the field-norm code), with the
 //!   statistics of the committed searcher plus the overlay's documents —
@@ -42,9 +44,9 @@ use std::collections::{HashMap, HashSet};
 use parking_lot::{Mutex, RwLock};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
-use tantivy::schema::Field;
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
-use tantivy::{Searcher, Term};
+use tantivy::{DocAddress, DocSet, Searcher, TERMINATED, Term};
 
 use super::{IndexDoc, IndexOp, IndexQuery};
 
@@ -88,6 +90,8 @@ struct View {
     searcher: Searcher,
     /// `None`: incomplete (changes were applied that it does not hold).
     changes: Option<HashMap<String, Option<Entry>>>,
+    /// Live documents of `searcher` whose uid is in `changes`.
+    masked: HashSet<DocAddress>,
     /// Documents in `changes`, and their tokens per text field.
     docs: u64,
     tokens: [u64; 4],
@@ -98,6 +102,7 @@ impl View {
         View {
             searcher,
             changes: complete.then(HashMap::new),
+            masked: HashSet::new(),
             docs: 0,
             tokens: [0; 4],
         }
@@ -107,6 +112,7 @@ impl View {
 /// The overlay and the committed searcher it sits beside.
 pub(super) struct Overlay {
     enabled: bool,
+    uid_field: Field,
     /// summary, body, participants, tags: the fields a text query searches.
     text_fields: [Field; 4],
     /// Their analyzers (used under the index writer lock only).
@@ -131,7 +137,8 @@ pub(super) struct Snapshot {
     tokens: [u64; 4],
     doc_freq: HashMap<Term, u64>,
     hits: Vec<(String, f32)>,
-    pub masked: HashSet<String>,
+    /// Committed documents to drop from the committed hits.
+    pub masked: HashSet<DocAddress>,
 }
 
 impl Bm25StatisticsProvider for Snapshot {
@@ -154,18 +161,10 @@ impl Bm25StatisticsProvider for Snapshot {
 }
 
 impl Snapshot {
-    /// Committed hits (fetched `masked.len()` deeper) without the masked
-    /// uids, merged with the overlay's hits by score, best `limit`.
+    /// Committed hits (fetched `masked.len()` deeper, masked ones already
+    /// dropped) merged with the overlay's hits by score, best `limit`.
     pub(super) fn merge(self, committed: Vec<(String, f32)>, limit: usize) -> Vec<(String, f32)> {
-        if self.masked.is_empty() && self.hits.is_empty() {
-            let mut committed = committed;
-            committed.truncate(limit);
-            return committed;
-        }
-        let mut all: Vec<(String, f32)> = committed
-            .into_iter()
-            .filter(|(uid, _)| !self.masked.contains(uid))
-            .collect();
+        let mut all = committed;
         all.extend(self.hits);
         // Stable: on equal scores committed hits stay first, in their order.
         all.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -177,12 +176,14 @@ impl Snapshot {
 impl Overlay {
     pub(super) fn new(
         enabled: bool,
+        uid_field: Field,
         text_fields: [Field; 4],
         analyzers: Vec<TextAnalyzer>,
         searcher: Searcher,
     ) -> Self {
         Overlay {
             enabled,
+            uid_field,
             text_fields,
             analyzers: Mutex::new(analyzers),
             view: RwLock::new(View::fresh(searcher, true)),
@@ -225,15 +226,26 @@ impl Overlay {
         };
         let mut v = self.view.write();
         let View {
+            searcher,
             changes,
+            masked,
             docs,
             tokens,
-            ..
         } = &mut *v;
         let Some(map) = changes.as_mut() else {
             return;
         };
         for (uid, entry) in entries {
+            if !map.contains_key(&uid) {
+                match live_docs(searcher, self.uid_field, &uid) {
+                    Ok(addrs) => masked.extend(addrs),
+                    Err(_) => {
+                        // Cannot tell what it masks: commit at the next search instead.
+                        *changes = None;
+                        return;
+                    }
+                }
+            }
             if let Some(e) = &entry {
                 *docs += 1;
                 for (t, l) in tokens.iter_mut().zip(e.lens) {
@@ -252,16 +264,12 @@ impl Overlay {
         }
     }
 
-    /// Uids held by the overlay (changed since the committed searcher's commit).
-    pub(super) fn changed_uids(&self) -> (Searcher, Vec<(String, bool)>) {
+    /// Documents a search sees (committed, less masked, plus the overlay's),
+    /// and segments of the committed searcher.
+    pub(super) fn doc_stats(&self) -> (u64, usize) {
         let v = self.view.read();
-        let uids = v
-            .changes
-            .iter()
-            .flatten()
-            .map(|(uid, e)| (uid.clone(), e.is_some()))
-            .collect();
-        (v.searcher.clone(), uids)
+        let committed = v.searcher.num_docs() - (v.masked.len() as u64).min(v.searcher.num_docs());
+        (committed + v.docs, v.searcher.segment_readers().len())
     }
 
     /// The view for one search, or `None` when the overlay cannot serve it
@@ -290,14 +298,11 @@ impl Overlay {
             return Ok(Some(snap));
         }
         let prefix = super::uid(q.kind, q.ctx, "");
-        snap.masked = map
-            .keys()
-            .filter(|uid| uid.starts_with(&prefix))
-            .cloned()
-            .collect();
         if terms.is_empty() {
-            return Ok(snap.masked.is_empty().then_some(snap));
+            let in_scope = map.keys().any(|uid| uid.starts_with(&prefix));
+            return Ok((!in_scope).then_some(snap));
         }
+        snap.masked = v.masked.clone();
         // Which text field each term is in, and the overlay's document frequencies.
         let slots: Vec<usize> = terms
             .iter()
@@ -342,12 +347,36 @@ impl Overlay {
     }
 }
 
+/// Live documents of `searcher` with this uid.
+fn live_docs(searcher: &Searcher, uid_field: Field, uid: &str) -> tantivy::Result<Vec<DocAddress>> {
+    let term = Term::from_field_text(uid_field, uid);
+    let mut out = Vec::new();
+    for (ord, seg) in searcher.segment_readers().iter().enumerate() {
+        let Some(mut postings) = seg
+            .inverted_index(uid_field)?
+            .read_postings(&term, IndexRecordOption::Basic)?
+        else {
+            continue;
+        };
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if !seg.is_deleted(doc) {
+                out.push(DocAddress::new(ord as u32, doc));
+            }
+            doc = postings.advance();
+        }
+    }
+    Ok(out)
+}
+
 /// The filters of `q` other than its text (kind and context are checked by
 /// the caller through the uid prefix).
 fn passes_filters(d: &IndexDoc, q: &IndexQuery<'_>) -> bool {
     q.tags_all.iter().all(|t| d.tags.contains(t))
         && (q.participants_any.is_empty()
-            || q.participants_any.iter().any(|p| d.participants.contains(p)))
+            || q.participants_any
+                .iter()
+                .any(|p| d.participants.contains(p)))
         && q.since_ms.is_none_or(|s| d.ts_ms >= s)
         && q.until_ms.is_none_or(|u| d.ts_ms <= u)
         && q.min_importance.is_none_or(|m| d.importance >= m)

@@ -54,7 +54,10 @@ fn assert_same_ranking(before: &[(String, f32)], after: &[(String, f32)]) {
         );
     }
     for v in [before, after] {
-        assert!(v.windows(2).all(|w| w[0].1 >= w[1].1), "not best first: {v:?}");
+        assert!(
+            v.windows(2).all(|w| w[0].1 >= w[1].1),
+            "not best first: {v:?}"
+        );
     }
 }
 
@@ -113,7 +116,11 @@ fn overlay_ranking_matches_the_committed_ranking() {
     // ...then changes on top of it: new keys, replaced keys (masking their
     // committed version) and a deleted key.
     for i in 30..55 {
-        let text = format!("{} gamma update {}", words[(i * 2) % 5], "pad ".repeat(i % 4));
+        let text = format!(
+            "{} gamma update {}",
+            words[(i * 2) % 5],
+            "pad ".repeat(i % 4)
+        );
         mem.semantic()
             .store(
                 &format!("k{i:02}"),
@@ -126,10 +133,7 @@ fn overlay_ranking_matches_the_committed_ranking() {
     let before: Vec<_> = queries.iter().map(|q| knowledge_hits(&mem, q)).collect();
     assert!(before.iter().all(|h| !h.is_empty()));
     assert!(
-        !before
-            .iter()
-            .flatten()
-            .any(|(k, _)| k == "k05"),
+        !before.iter().flatten().any(|(k, _)| k == "k05"),
         "a forgotten key was found"
     );
     // Served from the overlay: those searches made no commit.
@@ -148,8 +152,11 @@ fn more_changes_than_the_overlay_holds_and_filter_only_searches_commit() {
     for i in 0..700 {
         mem.episodic()
             .record(
-                NewEpisode::new(format!("bulk entry {i}"))
-                    .tags([if i % 2 == 0 { "even" } else { "odd" }]),
+                NewEpisode::new(format!("bulk entry {i}")).tags([if i % 2 == 0 {
+                    "even"
+                } else {
+                    "odd"
+                }]),
             )
             .unwrap();
     }
