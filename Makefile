@@ -4,7 +4,7 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-retrieval clean-venv
+.PHONY: test lint test-rust test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
 
 ## Run every suite: Rust (core + MCP adapter), Python binding, MCP interop, Node binding, Kotlin binding.
 test: lint test-rust test-python test-mcp test-node test-kotlin
@@ -52,6 +52,11 @@ bench:
 ## convmem set; writes target/bench/retrieval.md). `make bench` runs it too.
 bench-retrieval:
 	bash benches/retrieval/run.sh
+
+## A few-minute regression check: the target table with measured / goal / met-missed
+## (10k tier, in-process mixed load, MCP bounded load). Reports; never fails on a missed target.
+bench-quick:
+	bash scripts/bench-quick.sh
 
 clean-venv:
 	rm -rf .venv

@@ -26,7 +26,8 @@ next call only after the answer, for D = 10 s per transport of 20% writes / 60% 
 p50/p95/p99, calls/s, errors and lost writes set against issue #14's targets; plus a wide row of 64 httpx
 clients, and every row again with the behaviour before soft search commits (MEMSTRATA_SEARCH_COMMIT=durable).
 Environment: MCP_LOAD_SECONDS (D), MCP_LOAD_WARMUP_SECONDS (1), MCP_LOAD_CONCURRENCY (C),
-MCP_LOAD_WIDE_CONCURRENCY (64), MCP_LOAD_BASELINE=0 (skip the before rows); and
+MCP_LOAD_WIDE_CONCURRENCY (64), MCP_LOAD_BASELINE=soft|durable|soft,durable|0 (which before rows),
+MCP_LOAD_JSON=FILE (the load rows as JSON, too); and
 MCP_ONLY=transports,load,workload (comma-separated) to run only some parts.
 Nothing here asserts on time.
 """
@@ -570,10 +571,19 @@ def workload_markdown(w: dict[str, Any], sdk_version: str, ref_version: str, nod
 
 LOAD_C = int(os.environ.get("MCP_LOAD_CONCURRENCY", "8"))
 LOAD_C_WIDE = int(os.environ.get("MCP_LOAD_WIDE_CONCURRENCY", "64"))  # the wide HTTP row
-# MCP_LOAD_BASELINE=0 skips the same rows with the behaviour before soft search commits
-# (the server started with MEMSTRATA_SEARCH_COMMIT=durable: every search that finds index
-# changes pending makes a durable tantivy commit).
-LOAD_BASELINE = os.environ.get("MCP_LOAD_BASELINE", "1") != "0"
+# The same rows again with an earlier behaviour, on a server started with
+# MEMSTRATA_SEARCH_COMMIT=<mode>: MCP_LOAD_BASELINE=soft (default; before the index overlay,
+# every search that finds index changes pending makes a soft tantivy commit), =durable
+# (before soft commits: a durable commit instead), =soft,durable (both), =0 (none).
+# MCP_LOAD_JSON=FILE also writes the rows' figures as JSON (make bench-quick reads them).
+LOAD_BASELINES = [b for b in os.environ.get("MCP_LOAD_BASELINE", "soft").split(",") if b and b != "0"]
+for _b in LOAD_BASELINES:
+    if _b not in ("soft", "durable"):
+        raise SystemExit(f"MCP_LOAD_BASELINE: unknown mode {_b!r} (use soft, durable, soft,durable or 0)")
+BASELINE_WHAT = {
+    "soft": "before the index overlay: a soft commit per search",
+    "durable": "before soft commits: a durable commit per search",
+}
 LOAD_SECONDS = float(os.environ.get("MCP_LOAD_SECONDS", "10"))
 LOAD_WARMUP_SECONDS = float(os.environ.get("MCP_LOAD_WARMUP_SECONDS", "1"))
 LOAD_PREFILL = 300
@@ -587,7 +597,7 @@ TARGET_CALLS_S = {8: 2000, 64: 1500}
 
 
 class LoadRow:
-    def __init__(self, short: str, label: str, c: int, baseline: bool = False) -> None:
+    def __init__(self, short: str, label: str, c: int, baseline: str | None = None) -> None:
         self.short, self.label, self.c, self.baseline = short, label, c, baseline
         self.acked: list[str] = []  # keys of every acknowledged write (pre-fill, warm-up, measured)
         self.lost: int | None = None  # acknowledged writes not found afterwards
@@ -793,21 +803,22 @@ LOAD_TRANSPORTS = (  # (transport, short name, row label, clients)
     ("execute", "`/mcp/v1/execute` ×{c}", "HTTP `POST /mcp/v1/execute`, {c} keep-alive `httpx` clients",
      LOAD_C_WIDE),
 )
-BASELINE_SUFFIX = " — before: durable search commits"
+def baseline_suffix(b: str) -> str:
+    return f" — {BASELINE_WHAT[b]}"
 
 
 async def run_load(binary: str, data: dict[str, Any], tmpd: Path) -> tuple[list[LoadRow], float]:
     rows = []
     t_all = time.perf_counter()
-    plan = [(seed, t, False) for seed, t in enumerate(LOAD_TRANSPORTS)]
-    if LOAD_BASELINE:
-        plan += [(seed, t, True) for seed, t in enumerate(LOAD_TRANSPORTS)]
+    plan: list[tuple[int, Any, str | None]] = [(seed, t, None) for seed, t in enumerate(LOAD_TRANSPORTS)]
+    for b in LOAD_BASELINES:
+        plan += [(seed, t, b) for seed, t in enumerate(LOAD_TRANSPORTS)]
     for seed, (transport, short, label, c), baseline in plan:
-        row = LoadRow(short.format(c=c) + (" (before)" if baseline else ""),
-                      label.format(c=c) + (BASELINE_SUFFIX if baseline else ""), c, baseline)
+        row = LoadRow(short.format(c=c) + (f" ({baseline} search commits)" if baseline else ""),
+                      label.format(c=c) + (baseline_suffix(baseline) if baseline else ""), c, baseline)
         where = Path(tempfile.mkdtemp(dir=tmpd, prefix=f"load-{transport}-"))
         if baseline:
-            os.environ["MEMSTRATA_SEARCH_COMMIT"] = "durable"
+            os.environ["MEMSTRATA_SEARCH_COMMIT"] = baseline
         else:
             os.environ.pop("MEMSTRATA_SEARCH_COMMIT", None)
         print(f"   mcp load: {row.label}, {LOAD_SECONDS:g} s", file=sys.stderr)
@@ -877,10 +888,11 @@ def load_markdown(rows: list[LoadRow], total_s: float) -> list[str]:
         f"calls ÷ the wall time of the measured window (D, plus the last calls that were still in flight at its "
         f"end); p50/p95/p99 over all completed calls of the mix (errors are counted apart and not in the "
         f"latencies). lost = writes acknowledged (pre-fill, warm-up and measured) that a `knowledge_retrieve` "
-        f"on the same instance does not find afterwards. Rows marked *before* run the same load on a server "
-        f"started with `MEMSTRATA_SEARCH_COMMIT=durable`, the behaviour before soft search commits (a search "
-        f"that finds index changes pending makes a durable tantivy commit), in the same run. The target "
-        f"column is issue #14's. The Python clients (one process, one event loop) and the server share the "
+        f"on the same instance does not find afterwards. The server as shipped serves a search that must see "
+        f"writes not yet in an index commit from its in-memory overlay, without a commit. Rows marked *before* "
+        f"run the same load, in the same run, on a server started with `MEMSTRATA_SEARCH_COMMIT=soft` (before "
+        f"the overlay: a search that finds index changes pending makes a soft tantivy commit) or `=durable` "
+        f"(before soft commits: a durable commit). The target column is issue #14's. The Python clients (one process, one event loop) and the server share the "
         f"machine's {cores} cores, so these figures are a floor for the server.\n",
         "| transport, clients | C | calls completed | calls/s | p50 | p95 | p99 | errors | lost | target |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -907,19 +919,35 @@ def load_markdown(rows: list[LoadRow], total_s: float) -> list[str]:
         for r in rows if r.lat)
     ratios = []
     for r in rows:
-        b = next((x for x in rows if x.baseline and not r.baseline and x.label == r.label + BASELINE_SUFFIX), None)
-        if b and r.lat and b.lat:
-            ratios.append(f"{r.short} {len(r.lat) / r.wall_s / (len(b.lat) / b.wall_s):.1f}× "
-                          f"(p99 {fmt_ns(pct(b.lat, 0.99))} → {fmt_ns(pct(r.lat, 0.99))})")
+        for bl in LOAD_BASELINES:
+            b = next((x for x in rows if x.baseline == bl and not r.baseline
+                      and x.label == r.label + baseline_suffix(bl)), None)
+            if b and r.lat and b.lat:
+                ratios.append(f"{r.short} ÷ {bl} search commits {len(r.lat) / r.wall_s / (len(b.lat) / b.wall_s):.1f}× "
+                              f"(p99 {fmt_ns(pct(b.lat, 0.99))} → {fmt_ns(pct(r.lat, 0.99))})")
     lines += ["", f"Calls completed are split as writes / reads / searches. p50 / p95 by op, writes / reads / "
               f"searches: {by_op}. Wall time of this section: {total_s:.0f} s ({len(rows)} rows, each with "
               f"server start, pre-fill, warm-up and D = {LOAD_SECONDS:g} s of load)."]
     if ratios:
-        lines += ["", "calls/s with soft search commits ÷ before (durable search commits), same run: "
-                  + "; ".join(ratios) + "."]
+        lines += ["", "calls/s as shipped ÷ before, same run: " + "; ".join(ratios) + "."]
     if notes:
         lines += [""] + [f"- {n}" for n in notes]
     return lines
+
+
+def load_json(rows: list[LoadRow]) -> list[dict[str, Any]]:
+    """The load rows as figures (read by benches/python/quick_report.py)."""
+    out = []
+    for r in rows:
+        ok = bool(r.lat) and not r.failure
+        out.append({
+            "short": r.short, "label": r.label, "clients": r.c, "baseline": r.baseline,
+            "calls": len(r.lat), "rate": len(r.lat) / r.wall_s if ok and r.wall_s else None,
+            "p50_ns": pct(r.lat, 0.5) if ok else None, "p95_ns": pct(r.lat, 0.95) if ok else None,
+            "p99_ns": pct(r.lat, 0.99) if ok else None, "errors": len(r.errors), "lost": r.lost,
+            "failure": r.failure, "target": target_status(r) if ok else "not measured",
+        })
+    return out
 
 
 def pct(xs: list[int], q: float) -> float:
@@ -985,6 +1013,8 @@ async def main() -> None:
         if "load" in parts:
             load_rows, load_s = await run_load(binary, data, tmpd)
             print(f"   mcp load: {load_s:.0f} s in all", file=sys.stderr)
+            if os.environ.get("MCP_LOAD_JSON"):
+                Path(os.environ["MCP_LOAD_JSON"]).write_text(json.dumps(load_json(load_rows), indent=1))
 
         if "workload" in parts:
             t = time.perf_counter()

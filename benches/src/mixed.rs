@@ -4,11 +4,13 @@
 //! key, `semantic().query` of one word, limit 10), for D seconds each, in
 //! three modes measured back to back in one process:
 //!
-//! - `mixed`: the engine as shipped (a search makes pending index changes
-//!   visible with a soft commit);
+//! - `mixed`: the engine as shipped (a search sees index changes not yet
+//!   committed through the in-memory overlay, without a commit);
+//! - `mixed, soft search commits`: the behaviour before the overlay
+//!   (`MEMSTRATA_SEARCH_COMMIT=soft`: every search that finds changes
+//!   pending makes a soft tantivy commit), as a same-run baseline;
 //! - `mixed, durable search commits`: the behaviour before soft commits
-//!   (`MEMSTRATA_SEARCH_COMMIT=durable`: every search that finds changes
-//!   pending makes a durable tantivy commit), as a same-run baseline;
+//!   (`MEMSTRATA_SEARCH_COMMIT=durable`: a durable commit instead);
 //! - `writes only`: the same threads doing only the writes, which is what
 //!   the mix's searches are measured against.
 //!
@@ -40,6 +42,8 @@ const READ: f64 = 0.6;
 pub enum Mode {
     /// The mix, engine as shipped.
     Mixed,
+    /// The mix with `MEMSTRATA_SEARCH_COMMIT=soft` (before the overlay).
+    MixedSoftSearchCommits,
     /// The mix with `MEMSTRATA_SEARCH_COMMIT=durable` (the old behaviour).
     MixedDurableSearchCommits,
     /// Writes only.
@@ -51,6 +55,7 @@ impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::Mixed => "mixed",
+            Mode::MixedSoftSearchCommits => "mixed-soft",
             Mode::MixedDurableSearchCommits => "mixed-durable",
             Mode::WritesOnly => "writes-only",
         }
@@ -58,18 +63,33 @@ impl Mode {
 
     /// Parse [`Mode::name`].
     pub fn parse(s: &str) -> Option<Mode> {
-        [
-            Mode::Mixed,
-            Mode::MixedDurableSearchCommits,
-            Mode::WritesOnly,
-        ]
-        .into_iter()
-        .find(|m| m.name() == s)
+        Self::ALL.into_iter().find(|m| m.name() == s)
     }
 
-    fn label(self) -> &'static str {
+    /// Every mode, in the order of the section.
+    pub const ALL: [Mode; 4] = [
+        Mode::Mixed,
+        Mode::MixedSoftSearchCommits,
+        Mode::MixedDurableSearchCommits,
+        Mode::WritesOnly,
+    ];
+
+    /// `MEMSTRATA_SEARCH_COMMIT` for the row's process, if any.
+    pub fn search_commit_env(self) -> Option<&'static str> {
         match self {
-            Mode::Mixed => "mixed 20/60/20, soft search commits (as shipped)",
+            Mode::MixedSoftSearchCommits => Some("soft"),
+            Mode::MixedDurableSearchCommits => Some("durable"),
+            Mode::Mixed | Mode::WritesOnly => None,
+        }
+    }
+
+    /// The row's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Mixed => "mixed 20/60/20, overlay: no commit per search (as shipped)",
+            Mode::MixedSoftSearchCommits => {
+                "mixed 20/60/20, soft search commits (before the overlay, `MEMSTRATA_SEARCH_COMMIT=soft`)"
+            }
             Mode::MixedDurableSearchCommits => {
                 "mixed 20/60/20, durable search commits (before, `MEMSTRATA_SEARCH_COMMIT=durable`)"
             }
@@ -334,14 +354,19 @@ pub fn markdown(rows: &[RowFigures], seconds: f64, load_before: &str, load_after
             mixed.rate / writes.rate,
             mixed.by_op[0][0] as f64 / writes.by_op[0][0] as f64
         );
-        if let Some(before) = find(Mode::MixedDurableSearchCommits) {
-            let _ = write!(
-                line,
-                " Soft ÷ durable search commits, same mix: {:.2}× the calls/s, p99 {} → {}.",
-                mixed.rate / before.rate,
-                fmt_ns(before.all[2] as f64),
-                fmt_ns(mixed.all[2] as f64)
-            );
+        for (before, what) in [
+            (Mode::MixedSoftSearchCommits, "soft search commits"),
+            (Mode::MixedDurableSearchCommits, "durable search commits"),
+        ] {
+            if let Some(before) = find(before) {
+                let _ = write!(
+                    line,
+                    " Overlay ÷ {what}, same mix: {:.2}× the calls/s, p99 {} → {}.",
+                    mixed.rate / before.rate,
+                    fmt_ns(before.all[2] as f64),
+                    fmt_ns(mixed.all[2] as f64)
+                );
+            }
         }
         let _ = writeln!(w, "{line}");
     }
@@ -360,15 +385,11 @@ pub fn row(dir: &Path, threads: usize, seconds: f64, mode: Mode) -> Result<RowFi
     Ok(run(dir, &corpus, &words, threads, seconds, mode)?.figures())
 }
 
-/// Run the three rows, each in a child process (`exe mixed-row ...`), and return the section.
+/// Run every row ([`Mode::ALL`]), each in a child process (`exe mixed-row ...`), and return the section.
 pub fn section(exe: &Path, dir: &Path, threads: usize, seconds: f64) -> Result<String> {
     let load_before = loadavg();
     let mut rows = Vec::new();
-    for mode in [
-        Mode::Mixed,
-        Mode::MixedDurableSearchCommits,
-        Mode::WritesOnly,
-    ] {
+    for mode in Mode::ALL {
         eprintln!(
             "== mixed load: {}, {threads} threads, {seconds} s",
             mode.label()
@@ -380,8 +401,8 @@ pub fn section(exe: &Path, dir: &Path, threads: usize, seconds: f64) -> Result<S
             .arg(threads.to_string())
             .arg(seconds.to_string())
             .env_remove("MEMSTRATA_SEARCH_COMMIT");
-        if mode == Mode::MixedDurableSearchCommits {
-            cmd.env("MEMSTRATA_SEARCH_COMMIT", "durable");
+        if let Some(v) = mode.search_commit_env() {
+            cmd.env("MEMSTRATA_SEARCH_COMMIT", v);
         }
         let out = cmd.output()?;
         if !out.status.success() {

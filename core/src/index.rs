@@ -32,6 +32,9 @@ use crate::{Error, Result};
 #[path = "index_dir.rs"]
 mod index_dir;
 use index_dir::SoftSyncDirectory;
+#[path = "index_overlay.rs"]
+mod overlay;
+use overlay::{Overlay, SearchCommit};
 
 /// Bumped whenever the schema or the document mapping changes; a mismatch rebuilds the index.
 pub(crate) const INDEX_SCHEMA_VERSION: u32 = 2;
@@ -253,6 +256,8 @@ pub(crate) struct WriterState {
     writer: Option<IndexWriter>,
     fields: Fields,
     seqs: Arc<Seqs>,
+    /// Changes applied since the reader's commit, searched without a commit.
+    overlay: Arc<Overlay>,
     /// Highest sequence applied to the writer.
     pub applied_seq: u64,
     /// Highest sequence in a durable commit.
@@ -293,6 +298,7 @@ impl WriterState {
                 w.add_document(to_doc(&fields, d))?;
             }
         }
+        self.overlay.record(ops);
         self.applied_seq = self.applied_seq.max(seq);
         if !ops.is_empty() {
             self.seqs.changed.fetch_max(seq, Ordering::AcqRel);
@@ -323,6 +329,7 @@ impl WriterState {
             }
         }
         inner.reader.reload()?;
+        self.overlay.reset(inner.reader.searcher());
         // Only now may a search skip its commit: the reader shows `changed`.
         self.seqs.visible.fetch_max(changed, Ordering::AcqRel);
         Ok(())
@@ -355,10 +362,11 @@ fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
 pub(crate) struct SearchIndex {
     dir: PathBuf,
     writer_bytes: usize,
-    /// The behaviour before soft commits (a search commits durably), kept
-    /// behind `MEMSTRATA_SEARCH_COMMIT=durable` as a benchmark baseline.
-    durable_search_commits: bool,
+    /// The overlay (default), or the behaviours before it, kept behind
+    /// `MEMSTRATA_SEARCH_COMMIT=soft|durable` as benchmark baselines.
+    search_commit: SearchCommit,
     seqs: Arc<Seqs>,
+    overlay: Arc<Overlay>,
     /// Swapped whole when a corrupt index is rebuilt in place.
     inner: parking_lot::RwLock<Inner>,
     fields: Fields,
@@ -420,10 +428,32 @@ impl SearchIndex {
             Opened::Fresh => 0,
         };
         let seqs = Arc::new(Seqs::default());
+        let search_commit = SearchCommit::from_env();
+        let overlay = Arc::new(Overlay::new(
+            search_commit == SearchCommit::Overlay,
+            fields.uid,
+            [
+                fields.summary,
+                fields.body,
+                fields.participants,
+                fields.tags,
+            ],
+            [
+                fields.summary,
+                fields.body,
+                fields.participants,
+                fields.tags,
+            ]
+            .into_iter()
+            .map(|f| index.tokenizer_for_field(f))
+            .collect::<tantivy::Result<_>>()?,
+            reader.searcher(),
+        ));
         let state = WriterState {
             writer: Some(writer),
             fields,
             seqs: seqs.clone(),
+            overlay: overlay.clone(),
             applied_seq: committed,
             committed_seq: committed,
             pending: 0,
@@ -434,9 +464,9 @@ impl SearchIndex {
             SearchIndex {
                 dir: dir.to_owned(),
                 writer_bytes,
-                durable_search_commits: std::env::var("MEMSTRATA_SEARCH_COMMIT")
-                    .is_ok_and(|v| v == "durable"),
+                search_commit,
                 seqs,
+                overlay,
                 inner: parking_lot::RwLock::new(Inner {
                     index,
                     reader,
@@ -516,8 +546,9 @@ impl SearchIndex {
         let mut inner = self.inner.write();
         let (index, writer, reader, dir) =
             Self::create_fresh(&self.dir, schema, self.writer_bytes)?;
-        *inner = Inner { index, reader, dir };
         // Searches wait (on the writer lock) until the rebuild is committed.
+        self.overlay.invalidate(Some(reader.searcher()));
+        *inner = Inner { index, reader, dir };
         self.seqs.visible.store(0, Ordering::Release);
         st.writer = Some(writer);
         st.applied_seq = 0;
@@ -546,6 +577,8 @@ impl SearchIndex {
                 )
             })?;
         st.writer = Some(w);
+        // The changes since the last commit are replayed; searches commit until then.
+        self.overlay.invalidate(None);
         st.applied_seq = st.committed_seq;
         st.pending = 0;
         st.pending_since = None;
@@ -568,25 +601,50 @@ impl SearchIndex {
     }
 
     /// Make every change applied before this call visible to searches
-    /// (read-your-writes). Lock-free when the reader already shows them;
+    /// (read-your-writes). Lock-free when the reader already shows them or
+    /// the overlay holds every change since its commit (`index_overlay`);
     /// otherwise one soft commit (no fsync, nothing pruned from the sled log),
     /// shared by every search that queued for the writer lock meanwhile
     /// (group commit: each re-checks after taking the lock).
     pub(crate) fn refresh_for_search(&self) -> Result<()> {
         let target = self.seqs.changed.load(Ordering::Acquire);
-        if self.seqs.visible.load(Ordering::Acquire) >= target {
+        if self.seqs.visible.load(Ordering::Acquire) >= target || self.overlay.serves() {
             return Ok(());
         }
         let mut st = self.state.lock();
-        if self.seqs.visible.load(Ordering::Acquire) >= target {
+        if self.seqs.visible.load(Ordering::Acquire) >= target || self.overlay.serves() {
             return Ok(());
         }
-        let kind = if self.durable_search_commits {
+        st.commit(&self.inner.read(), self.search_commit_kind())
+    }
+
+    fn search_commit_kind(&self) -> CommitKind {
+        if self.search_commit == SearchCommit::Durable {
             CommitKind::Durable
         } else {
             CommitKind::Soft
-        };
-        st.commit(&self.inner.read(), kind)
+        }
+    }
+
+    /// The committed searcher and the overlay for one search; when the
+    /// overlay cannot serve it, a (soft) commit first, under the writer lock
+    /// so that no write slips in before the snapshot.
+    fn snapshot(
+        &self,
+        q: &IndexQuery<'_>,
+        terms: &[(tantivy::schema::Field, String, f32)],
+    ) -> Result<overlay::Snapshot> {
+        if let Some(s) = self.overlay.snapshot(q, terms)? {
+            return Ok(s);
+        }
+        let mut st = self.state.lock();
+        if let Some(s) = self.overlay.snapshot(q, terms)? {
+            return Ok(s);
+        }
+        st.commit(&self.inner.read(), self.search_commit_kind())?;
+        self.overlay
+            .snapshot(q, terms)?
+            .ok_or_else(|| Error::index("index overlay not usable right after a commit"))
     }
 
     /// Commit if the oldest pending change is older than `interval`.
@@ -622,10 +680,10 @@ impl SearchIndex {
         (st.applied_seq, st.committed_seq, st.pending)
     }
 
-    /// Number of searchable documents and segments.
+    /// Number of searchable documents (the overlay's changes included) and
+    /// segments of the committed reader.
     pub(crate) fn doc_stats(&self) -> (u64, usize) {
-        let searcher = self.inner.read().reader.searcher();
-        (searcher.num_docs(), searcher.segment_readers().len())
+        self.overlay.doc_stats()
     }
 
     /// Segments in the last commit on disk (the reader may still show an older view:
@@ -722,30 +780,35 @@ impl SearchIndex {
             ));
         }
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let terms = self.query_terms(q.text)?;
+        let qterms = self.query_terms(q.text)?;
+        // (field, token, boost) of each `should` clause, for the overlay.
+        let mut terms = Vec::new();
         for (field, boost) in [
             (f.summary, 1.5f32),
             (f.body, 1.0),
             (f.participants, 1.0),
             (f.tags, 1.2),
         ] {
-            for (tok, weight) in &terms {
+            for (tok, weight) in &qterms {
                 let tq: Box<dyn Query> = Box::new(TermQuery::new(
                     Term::from_field_text(field, tok),
                     IndexRecordOption::WithFreqs,
                 ));
                 should.push((Occur::Should, Box::new(BoostQuery::new(tq, boost * weight))));
+                terms.push((field, tok.clone(), boost * weight));
             }
         }
-        let searcher = self.inner.read().reader.searcher();
-        let limit = q.limit.max(1);
+        let snap = self.snapshot(q, &terms)?;
+        let searcher = &snap.searcher;
+        // Committed hits the overlay masks are replaced by its own: fetch deeper.
+        let limit = q.limit.max(1) + snap.masked.len();
         let unfiltered = q.tags_all.is_empty()
             && q.participants_any.is_empty()
             && q.since_ms.is_none()
             && q.until_ms.is_none()
             && q.min_importance.is_none();
         let overfetched = if unfiltered && !should.is_empty() {
-            self.search_overfetch(&searcher, scope_hash(q.kind, q.ctx), &should, limit)?
+            self.search_overfetch(&snap, scope_hash(q.kind, q.ctx), &should, limit)?
         } else {
             None
         };
@@ -763,10 +826,17 @@ impl SearchIndex {
         } else {
             must.push((Occur::Must, Box::new(BooleanQuery::new(should))));
             let query = BooleanQuery::new(must);
-            searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?
+            searcher.search_with_statistics_provider(
+                &query,
+                &TopDocs::with_limit(limit).order_by_score(),
+                &snap,
+            )?
         };
         let mut out = Vec::with_capacity(addrs.len());
         for (score, addr) in addrs {
+            if snap.masked.contains(&addr) {
+                continue;
+            }
             let doc: TantivyDocument = searcher.doc(addr)?;
             // (A scope-hash collision is caught by the caller, which parses kind and
             // context from the uid.)
@@ -774,7 +844,7 @@ impl SearchIndex {
                 out.push((uid.to_owned(), score));
             }
         }
-        Ok(out)
+        Ok(snap.merge(out, q.limit.max(1)))
     }
 }
 
@@ -787,18 +857,22 @@ impl SearchIndex {
     /// runs the scoped query).
     fn search_overfetch(
         &self,
-        searcher: &tantivy::Searcher,
+        snap: &overlay::Snapshot,
         scope: u64,
         should: &[(Occur, Box<dyn Query>)],
         limit: usize,
     ) -> Result<Option<Vec<(f32, tantivy::DocAddress)>>> {
+        let searcher = &snap.searcher;
         let query = BooleanQuery::new(should.iter().map(|(o, q)| (*o, q.box_clone())).collect());
         let mut columns: std::collections::HashMap<u32, tantivy::columnar::Column<u64>> =
             Default::default();
         let mut fetch = limit;
         loop {
-            let top: Vec<(f32, tantivy::DocAddress)> =
-                searcher.search(&query, &TopDocs::with_limit(fetch).order_by_score())?;
+            let top: Vec<(f32, tantivy::DocAddress)> = searcher.search_with_statistics_provider(
+                &query,
+                &TopDocs::with_limit(fetch).order_by_score(),
+                snap,
+            )?;
             let exhausted = top.len() < fetch;
             let mut kept = Vec::with_capacity(limit);
             for (score, addr) in top {
