@@ -118,7 +118,7 @@ def test_embedder_hook_on_record_store_and_search(mem):
     eid = mem.episodic.record("abc abc", content={"note": "cab"})
     mem.episodic.record("xyz mno")
     mem.semantic.store("fact", "abba")
-    assert seen == [["abc abc\ncab"], ["xyz mno"], ["fact\nabba"]]
+    assert seen == [["abc abc\nnote cab"], ["xyz mno"], ["fact\nabba"]]
     hits = mem.episodic.search("bca")
     assert seen[-1] == ["bca"]
     assert hits[0].episode.id == eid

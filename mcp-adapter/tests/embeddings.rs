@@ -146,7 +146,7 @@ async fn server_embeds_through_the_endpoint_without_vectors_in_calls() {
         assert_eq!(
             s.inputs,
             vec![
-                vec!["abc abc\ncab".to_owned()],
+                vec!["abc abc\nnote cab".to_owned()],
                 vec!["xyz mno".to_owned()],
                 vec!["fact\nabba".to_owned()],
                 vec!["bca".to_owned()],

@@ -381,7 +381,7 @@ pub struct EpisodeSearch {
     pub embedding: Option<Vec<f64>>,
     /// How the two lists are fused: `linear` (default: weighted max-normalised BM25 plus cosine) or `rrf`.
     #[serde(default)]
-    #[schemars(extend("enum" = ["linear", "rrf"]))]
+    #[schemars(extend("enum" = ["linear", "rrf", null]))]
     pub fusion: Option<String>,
     /// Weight of the BM25 list (default 0.5).
     #[serde(default)]
@@ -603,7 +603,7 @@ pub struct KnowledgeQuery {
     pub embedding: Option<Vec<f64>>,
     /// How the two lists are fused: `linear` (default: weighted max-normalised BM25 plus cosine) or `rrf`.
     #[serde(default)]
-    #[schemars(extend("enum" = ["linear", "rrf"]))]
+    #[schemars(extend("enum" = ["linear", "rrf", null]))]
     pub fusion: Option<String>,
     /// Weight of the BM25 list (default 0.5).
     #[serde(default)]
