@@ -138,8 +138,8 @@ mod uniffi_types {
 mod napi_types {
     use chrono::{DateTime, Utc};
     use napi::bindgen_prelude::{
-        Array, Error, Float32ArraySlice, Float64ArraySlice, FromNapiValue, Object, Result, Status, ToNapiValue, TypeName, Unknown,
-        ValidateNapiValue, ValueType,
+        Array, Error, Float32ArraySlice, Float64ArraySlice, FromNapiValue, Object, Result, Status,
+        ToNapiValue, TypeName, Unknown, ValidateNapiValue, ValueType,
     };
     use napi::{JsValue as _, sys};
     use serde_json::Value;

@@ -27,7 +27,9 @@ impl memstrata::Embedder for Foreign {
         let out = self
             .0
             .embed(texts.iter().map(|t| (*t).to_owned()).collect())
-            .map_err(|e| memstrata::Error::invalid("embedder", format!("the embedder failed: {e}")))?;
+            .map_err(|e| {
+                memstrata::Error::invalid("embedder", format!("the embedder failed: {e}"))
+            })?;
         out.iter()
             .map(|v| memstrata::embedding_from_f64("embedder", &v.0))
             .collect()

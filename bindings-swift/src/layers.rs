@@ -196,8 +196,7 @@ impl Episodic {
         pool::run(move || {
             let (filters, limit, vq) = options.unwrap_or_default().hybrid()?;
             Ok(common::list(
-                mem.episodic()
-                    .search_hybrid(&query, &filters, limit, &vq)?,
+                mem.episodic().search_hybrid(&query, &filters, limit, &vq)?,
             ))
         })
         .await

@@ -139,10 +139,7 @@ impl Memory {
     /// bad vector, the call fails with `InvalidInput` naming `embedder`;
     /// nothing is stored.
     #[uniffi::method(default(embedder = None))]
-    pub fn set_embedder(
-        &self,
-        embedder: Option<Arc<dyn Embedder>>,
-    ) -> Result<(), MemstrataError> {
+    pub fn set_embedder(&self, embedder: Option<Arc<dyn Embedder>>) -> Result<(), MemstrataError> {
         let mem = self.core()?;
         mem.set_embedder(embedder.map(crate::embedder::adapter));
         Ok(())
