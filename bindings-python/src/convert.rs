@@ -354,7 +354,10 @@ pub(crate) fn ser_err(e: serde_json::Error) -> PyErr {
 
 /// A sequence of numbers (list, tuple, array: anything iterable of floats; `None` -> absent).
 /// A bare `str` is refused; each item must convert with `float()`.
-pub(crate) fn opt_floats(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Vec<f64>>> {
+pub(crate) fn opt_floats(
+    obj: Option<&Bound<'_, PyAny>>,
+    field: &str,
+) -> PyResult<Option<Vec<f64>>> {
     match obj {
         Some(o) if !o.is_none() => floats(o, field).map(Some),
         _ => Ok(None),

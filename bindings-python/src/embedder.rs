@@ -35,7 +35,10 @@ impl memstrata::Embedder for PyEmbedder {
     fn embed(&self, texts: &[&str]) -> memstrata::Result<Vec<Vec<f32>>> {
         Python::attach(|py| {
             let fail = |e: &PyErr| {
-                memstrata::Error::invalid("embedder", format!("embedder raised {}", describe(py, e)))
+                memstrata::Error::invalid(
+                    "embedder",
+                    format!("embedder raised {}", describe(py, e)),
+                )
             };
             let arg = PyList::new(py, texts).map_err(|e| fail(&e))?;
             let out = self.func.call1(py, (arg,)).map_err(|e| fail(&e))?;
@@ -51,9 +54,7 @@ impl memstrata::Embedder for PyEmbedder {
                 let item = item.map_err(|e| fail(&e))?;
                 let v = convert::floats(&item, &format!("embedder result[{i}]"))
                     .map_err(|e| memstrata::Error::invalid("embedder", describe(py, &e)))?;
-                vectors.push(
-                    memstrata::embedding_from_f64("embedder", &v)?,
-                );
+                vectors.push(memstrata::embedding_from_f64("embedder", &v)?);
             }
             Ok(vectors)
         })

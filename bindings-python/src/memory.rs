@@ -445,7 +445,9 @@ impl Memory {
                         f.get_type().name()?
                     )));
                 }
-                Some(std::sync::Arc::new(crate::embedder::PyEmbedder::new(f.unbind())))
+                Some(std::sync::Arc::new(crate::embedder::PyEmbedder::new(
+                    f.unbind(),
+                )))
             }
             _ => None,
         };

@@ -20,8 +20,8 @@ use crate::semantic::{self, HistoryRecord, KnowledgeRecord};
 use crate::sessions::{self, ImportedVersion, SessionRecord};
 use crate::short_term::StRecord;
 use crate::timesheet::{self, TaskRecord};
-use crate::working::{WorkingState, WsRecord};
 use crate::vectors::{self, VecBytes};
+use crate::working::{WorkingState, WsRecord};
 use crate::{Error, Memory, Result, codec, validate};
 
 /// Version of the export format this build writes and the newest it reads.

@@ -158,40 +158,41 @@ fn write_version(
             None => Ok(None),
         },
         |t, claim| {
-        let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
-            Some(v) => Some(codec::decode(&v).map_err(ConflictableTransactionError::Abort)?),
-            None => None,
-        };
-        let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
-        validate::value(&e.opts.limits, "knowledge", &value)
-            .map_err(ConflictableTransactionError::Abort)?;
-        let rec = KnowledgeRecord {
-            version: cur.as_ref().map_or(1, |c| c.version + 1),
-            created_at: cur.as_ref().map_or(now, |c| c.created_at),
-            updated_at: now,
-            value,
-            embedding: match &embedding {
-                EmbeddingChange::Keep => cur.as_ref().and_then(|c| c.embedding.clone()),
-                EmbeddingChange::Set(_) => new_bytes.clone(),
-            },
-        };
-        if let Some(k) = claim {
-            t[2].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
-        }
-        let enc = codec::encode(&rec).map_err(ConflictableTransactionError::Abort)?;
-        t[0].insert(dkey.as_slice(), enc)?;
-        let hist = HistoryRecord {
-            value: rec.value.clone(),
-            recorded_at: now,
-        };
-        let henc = codec::encode(&hist).map_err(ConflictableTransactionError::Abort)?;
-        t[1].insert(history_key(ctx, key, rec.version), henc)?;
-        if rec.version > keep {
-            t[1].remove(history_key(ctx, key, rec.version - keep))?;
-        }
-        let doc = index_doc(ctx, key, &rec);
-        Ok((rec, vec![IndexOp::Upsert(doc)]))
-    })?;
+            let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
+                Some(v) => Some(codec::decode(&v).map_err(ConflictableTransactionError::Abort)?),
+                None => None,
+            };
+            let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
+            validate::value(&e.opts.limits, "knowledge", &value)
+                .map_err(ConflictableTransactionError::Abort)?;
+            let rec = KnowledgeRecord {
+                version: cur.as_ref().map_or(1, |c| c.version + 1),
+                created_at: cur.as_ref().map_or(now, |c| c.created_at),
+                updated_at: now,
+                value,
+                embedding: match &embedding {
+                    EmbeddingChange::Keep => cur.as_ref().and_then(|c| c.embedding.clone()),
+                    EmbeddingChange::Set(_) => new_bytes.clone(),
+                },
+            };
+            if let Some(k) = claim {
+                t[2].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
+            }
+            let enc = codec::encode(&rec).map_err(ConflictableTransactionError::Abort)?;
+            t[0].insert(dkey.as_slice(), enc)?;
+            let hist = HistoryRecord {
+                value: rec.value.clone(),
+                recorded_at: now,
+            };
+            let henc = codec::encode(&hist).map_err(ConflictableTransactionError::Abort)?;
+            t[1].insert(history_key(ctx, key, rec.version), henc)?;
+            if rec.version > keep {
+                t[1].remove(history_key(ctx, key, rec.version - keep))?;
+            }
+            let doc = index_doc(ctx, key, &rec);
+            Ok((rec, vec![IndexOp::Upsert(doc)]))
+        },
+    )?;
     Ok(to_public(key, rec))
 }
 
@@ -465,7 +466,10 @@ impl Semantic {
                 (None, Some(f)) => {
                     validate::key(&e.opts.limits, "key", key)?;
                     validate::value(&e.opts.limits, "knowledge", &knowledge)?;
-                    Some(vectors::embed_one(f.as_ref(), &embed_text(key, &knowledge))?)
+                    Some(vectors::embed_one(
+                        f.as_ref(),
+                        &embed_text(key, &knowledge),
+                    )?)
                 }
                 (None, None) => None,
             };
@@ -520,17 +524,21 @@ impl Semantic {
         e.timed("semantic.update", || {
             validate::value(&e.opts.limits, "patch", &patch)?;
             let ctx = self.mem.active_ctx();
-            write_version(e, &ctx, key, |cur| {
-                let Some(cur) = cur else {
-                    return Err(Error::not_found(format!(
-                        "semantic key {key:?} in context {ctx:?}"
-                    )));
-                };
-                let mut v = cur.value.clone();
-                json_patch::merge(&mut v, &patch);
-                Ok(v)
-            },
-            EmbeddingChange::Keep,
+            write_version(
+                e,
+                &ctx,
+                key,
+                |cur| {
+                    let Some(cur) = cur else {
+                        return Err(Error::not_found(format!(
+                            "semantic key {key:?} in context {ctx:?}"
+                        )));
+                    };
+                    let mut v = cur.value.clone();
+                    json_patch::merge(&mut v, &patch);
+                    Ok(v)
+                },
+                EmbeddingChange::Keep,
             )
         })
     }

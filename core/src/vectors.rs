@@ -270,7 +270,10 @@ impl<'de> Deserialize<'de> for VecBytes {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("embedding bytes")
             }
-            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> std::result::Result<VecBytes, E> {
+            fn visit_bytes<E: serde::de::Error>(
+                self,
+                v: &[u8],
+            ) -> std::result::Result<VecBytes, E> {
                 Ok(VecBytes(v.to_vec()))
             }
             fn visit_byte_buf<E: serde::de::Error>(
@@ -633,17 +636,26 @@ pub(crate) fn fuse(
     let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
     let mut all: HashMap<&str, (Option<(u32, f32)>, Option<(u32, f32)>)> = HashMap::new();
     for (i, (k, s)) in bm25.iter().enumerate() {
-        all.entry(k.as_str()).or_default().0.get_or_insert((i as u32 + 1, *s));
+        all.entry(k.as_str())
+            .or_default()
+            .0
+            .get_or_insert((i as u32 + 1, *s));
     }
     for (i, (k, s)) in vector.iter().enumerate() {
-        all.entry(k.as_str()).or_default().1.get_or_insert((i as u32 + 1, *s));
+        all.entry(k.as_str())
+            .or_default()
+            .1
+            .get_or_insert((i as u32 + 1, *s));
     }
     let mut out: Vec<Fused> = all
         .into_iter()
         .map(|(k, (b, v))| {
             let score = match fusion.method {
                 FusionMethod::Linear => {
-                    let bs = b.map_or(0.0, |(_, s)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 });
+                    let bs = b.map_or(
+                        0.0,
+                        |(_, s)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
+                    );
                     let vs = v.map_or(0.0, |(_, s)| s.max(0.0));
                     fusion.bm25_weight * bs + fusion.vector_weight * vs
                 }
@@ -662,7 +674,11 @@ pub(crate) fn fuse(
             }
         })
         .collect();
-    let best = |f: &Fused| f.bm25_rank.unwrap_or(u32::MAX).min(f.vector_rank.unwrap_or(u32::MAX));
+    let best = |f: &Fused| {
+        f.bm25_rank
+            .unwrap_or(u32::MAX)
+            .min(f.vector_rank.unwrap_or(u32::MAX))
+    };
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -675,7 +691,9 @@ pub(crate) fn fuse(
 
 /// Depth each list is fetched at before fusion.
 pub(crate) fn depth(limit: usize) -> usize {
-    limit.saturating_mul(FUSION_DEPTH_FACTOR).max(FUSION_MIN_DEPTH)
+    limit
+        .saturating_mul(FUSION_DEPTH_FACTOR)
+        .max(FUSION_MIN_DEPTH)
 }
 
 /// Validate a query embedding and fusion; `Ok(None)` when the context holds no vectors yet.
@@ -705,8 +723,12 @@ mod tests {
 
     #[test]
     fn quantized_cosine_is_close() {
-        let a: Vec<f32> = (0..384).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
-        let b: Vec<f32> = (0..384).map(|i| ((i * 53 % 97) as f32 - 48.0) / 5.0).collect();
+        let a: Vec<f32> = (0..384)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
+        let b: Vec<f32> = (0..384)
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) / 5.0)
+            .collect();
         let exact = {
             let d: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();

@@ -140,7 +140,12 @@ fn bad_vectors_are_refused_with_the_field_named() {
         ..Fusion::default()
     });
     assert_eq!(
-        invalid(mem.episodic().search_hybrid("x", &any(), 5, &bad).unwrap_err()).0,
+        invalid(
+            mem.episodic()
+                .search_hybrid("x", &any(), 5, &bad)
+                .unwrap_err()
+        )
+        .0,
         "rrf_k"
     );
     let bad = VectorQuery::embedding(vec![1.0]).fusion(Fusion {
@@ -148,7 +153,12 @@ fn bad_vectors_are_refused_with_the_field_named() {
         ..Fusion::default()
     });
     assert_eq!(
-        invalid(mem.episodic().search_hybrid("x", &any(), 5, &bad).unwrap_err()).0,
+        invalid(
+            mem.episodic()
+                .search_hybrid("x", &any(), 5, &bad)
+                .unwrap_err()
+        )
+        .0,
         "vector_weight"
     );
     // Nothing was stored by any of the refused calls.
@@ -443,7 +453,9 @@ fn export_import_round_trip_carries_vectors() {
     let src = Memory::temporary().unwrap();
     let mut ids = Vec::new();
     for i in 0..30 {
-        let v: Vec<f32> = (0..8).map(|j| ((i * 7 + j * 3) % 11) as f32 - 5.0).collect();
+        let v: Vec<f32> = (0..8)
+            .map(|j| ((i * 7 + j * 3) % 11) as f32 - 5.0)
+            .collect();
         ids.push(
             src.episodic()
                 .record(NewEpisode::new(format!("episode {i}")).embedding(v))
@@ -567,7 +579,10 @@ fn embedder_failures_are_clear_errors() {
     let panics = |_: &[&str]| -> memstrata::Result<Vec<Vec<f32>>> { panic!("boom") };
     mem.set_embedder(Some(Arc::new(panics)));
     let (field, reason) = invalid(mem.semantic().store("k", json!(1)).unwrap_err());
-    assert_eq!((field.as_str(), reason.as_str()), ("embedder", "the embedder panicked"));
+    assert_eq!(
+        (field.as_str(), reason.as_str()),
+        ("embedder", "the embedder panicked")
+    );
 
     let wrong_count = |_: &[&str]| -> memstrata::Result<Vec<Vec<f32>>> { Ok(vec![]) };
     mem.set_embedder(Some(Arc::new(wrong_count)));

@@ -61,7 +61,11 @@ impl HttpEmbedder {
     }
 
     /// Like [`HttpEmbedder::new`] with an explicit key.
-    pub fn with_key(url: &str, model: &str, api_key: Option<String>) -> Result<HttpEmbedder, String> {
+    pub fn with_key(
+        url: &str,
+        model: &str,
+        api_key: Option<String>,
+    ) -> Result<HttpEmbedder, String> {
         let source = format!("--embeddings-url {url}");
         if model.trim().is_empty() {
             return Err("--embeddings-model must not be empty".into());
@@ -82,7 +86,10 @@ impl HttpEmbedder {
             ),
             _ => (authority, if https { 443 } else { 80 }),
         };
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
         if host.is_empty() {
             return Err(format!("{source}: no host"));
         }
@@ -200,7 +207,8 @@ impl HttpEmbedder {
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| format!("{}: bad HTTP status line", self.url()))?;
         let body = if head.contains("transfer-encoding: chunked") {
-            crate::oauth::dechunk(body).ok_or_else(|| format!("{}: bad chunked body", self.url()))?
+            crate::oauth::dechunk(body)
+                .ok_or_else(|| format!("{}: bad chunked body", self.url()))?
         } else {
             body.to_vec()
         };
@@ -214,10 +222,7 @@ impl HttpEmbedder {
         if status != 200 {
             let text = String::from_utf8_lossy(&body);
             let snippet: String = text.chars().take(200).collect();
-            return Err(format!(
-                "{} answered HTTP {status}: {snippet}",
-                self.url()
-            ));
+            return Err(format!("{} answered HTTP {status}: {snippet}", self.url()));
         }
         let v: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("{}: response is not JSON: {e}", self.url()))?;
@@ -234,11 +239,9 @@ impl HttpEmbedder {
                 .ok_or_else(|| format!("{}: data[{i}] has no `embedding` array", self.url()))?;
             let mut v = Vec::with_capacity(emb.len());
             for x in emb {
-                v.push(
-                    x.as_f64()
-                        .ok_or_else(|| format!("{}: data[{i}].embedding holds a non-number", self.url()))?
-                        as f32,
-                );
+                v.push(x.as_f64().ok_or_else(|| {
+                    format!("{}: data[{i}].embedding holds a non-number", self.url())
+                })? as f32);
             }
             out.push((index, v));
         }
@@ -265,7 +268,8 @@ mod tests {
         assert!(HttpEmbedder::with_key("http://127.0.0.1:9/v1/embeddings", "m", None).is_ok());
         assert!(HttpEmbedder::with_key("http://localhost/v1/embeddings", "m", None).is_ok());
         assert!(HttpEmbedder::with_key("https://api.example.com/v1/embeddings", "m", None).is_ok());
-        let e = HttpEmbedder::with_key("http://api.example.com/v1/embeddings", "m", None).unwrap_err();
+        let e =
+            HttpEmbedder::with_key("http://api.example.com/v1/embeddings", "m", None).unwrap_err();
         assert!(e.contains("must be https"), "{e}");
         assert!(HttpEmbedder::with_key("api.example.com", "m", None).is_err());
         assert!(HttpEmbedder::with_key("http://127.0.0.1/", " ", None).is_err());
@@ -273,7 +277,8 @@ mod tests {
 
     #[test]
     fn the_key_is_not_in_debug_output() {
-        let e = HttpEmbedder::with_key("http://127.0.0.1:9/e", "m", Some("sk-secret".into())).unwrap();
+        let e =
+            HttpEmbedder::with_key("http://127.0.0.1:9/e", "m", Some("sk-secret".into())).unwrap();
         let d = format!("{e:?}");
         assert!(!d.contains("sk-secret"));
         assert!(d.contains("<set>"));

@@ -52,7 +52,8 @@ async fn embeddings(
         .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": letters(t)}))
         .collect();
     let mut s = seen.lock().unwrap();
-    s.models.push(body["model"].as_str().unwrap_or("").to_owned());
+    s.models
+        .push(body["model"].as_str().unwrap_or("").to_owned());
     s.auth.push(
         headers
             .get("authorization")
@@ -171,7 +172,10 @@ async fn server_embeds_through_the_endpoint_without_vectors_in_calls() {
         .read_to_string(&mut err)
         .await
         .unwrap();
-    assert!(err.contains("embedding with an OpenAI-compatible endpoint"), "{err}");
+    assert!(
+        err.contains("embedding with an OpenAI-compatible endpoint"),
+        "{err}"
+    );
     assert!(!err.contains("sk-test-secret"), "the API key was logged");
 }
 
@@ -193,9 +197,7 @@ async fn an_unreachable_endpoint_is_a_clear_tool_error() {
     mem.set_embedder(Some(Arc::new(e)));
     let shared = memstrata_mcp::Shared::new(mem, memstrata_mcp::Auth::disabled(), true).unwrap();
     let h = connect(shared, Principal::local()).await;
-    let msg = h
-        .call_err("episode_record", json!({"summary": "x"}))
-        .await;
+    let msg = h.call_err("episode_record", json!({"summary": "x"})).await;
     assert!(msg.contains("embedder"), "{msg}");
     assert!(msg.contains("cannot connect"), "{msg}");
     assert!(!msg.contains("sk-never-shown"));

@@ -130,12 +130,30 @@ fn main() -> memstrata::Result<()> {
     let mut rows: Vec<(&str, Latency)> = Vec::new();
     type Case<'a> = (&'a str, &'a Memory, Option<Fusion>, bool, &'a SearchFilters);
     let cases: [Case<'_>; 6] = [
-        ("BM25 only (store without vectors)", &plain, None, true, &none),
+        (
+            "BM25 only (store without vectors)",
+            &plain,
+            None,
+            true,
+            &none,
+        ),
         ("BM25 only (store with vectors)", &mem, None, true, &none),
         ("hybrid, linear fusion", &mem, Some(linear), true, &none),
         ("hybrid, RRF", &mem, Some(rrf), true, &none),
-        ("pure vector (empty query)", &mem, Some(linear), false, &none),
-        ("hybrid, linear, min_importance ≥ 6", &mem, Some(linear), true, &filtered),
+        (
+            "pure vector (empty query)",
+            &mem,
+            Some(linear),
+            false,
+            &none,
+        ),
+        (
+            "hybrid, linear, min_importance ≥ 6",
+            &mem,
+            Some(linear),
+            true,
+            &filtered,
+        ),
     ];
     for (name, m, fusion, with_text, filters) in cases {
         // Warm-up pass, then the measured pass.
@@ -158,7 +176,9 @@ fn main() -> memstrata::Result<()> {
         }
     }
 
-    println!("### Hybrid search cost ({n} episodes, {dim}-dimension vectors, {nq} queries, limit 10)\n");
+    println!(
+        "### Hybrid search cost ({n} episodes, {dim}-dimension vectors, {nq} queries, limit 10)\n"
+    );
     println!("| search | p50 ms | p95 ms | p95 vs BM25 only |");
     println!("|---|---|---|---|");
     let base = rows[1].1.q(0.95) as f64;

@@ -653,9 +653,9 @@ impl Op for KnowledgeQuery {
             self.vector_weight,
             self.rrf_k,
         )?;
-        let hits =
-            mem.semantic()
-                .query_hybrid(&self.text, (offset + limit + 1).min(max), &vq)?;
+        let hits = mem
+            .semantic()
+            .query_hybrid(&self.text, (offset + limit + 1).min(max), &vq)?;
         let (hits, next_cursor) = page(hits, offset, limit);
         Done::of(&KnowledgeHits {
             hits: list(hits),
