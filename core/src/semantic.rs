@@ -69,6 +69,9 @@ pub struct KnowledgeHit {
     pub vector_rank: Option<u32>,
 }
 
+/// Dimension keys to write with a transaction (see `episodic::claim_dims`).
+type DimClaims = Vec<(Vec<u8>, usize)>;
+
 /// What a new version does with the entry's embedding.
 #[derive(Debug, Clone)]
 enum EmbeddingChange {
@@ -267,7 +270,7 @@ pub(crate) fn insert_record_in(
     let hprefix = history_prefix(ctx, key);
     e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
-        || -> Result<(Vec<sled::IVec>, Vec<(Vec<u8>, usize)>)> {
+        || -> Result<(Vec<sled::IVec>, DimClaims)> {
             let claims = crate::episodic::claim_dims(e, std::iter::once(&doc))?;
             Ok((
                 e.t.semantic_history

@@ -242,7 +242,7 @@ impl VecBytes {
     }
 
     pub(crate) fn to_f32(&self) -> Result<Vec<f32>> {
-        if self.0.len() % 4 != 0 {
+        if !self.0.len().is_multiple_of(4) {
             return Err(Error::corrupted(format!(
                 "stored embedding has {} bytes, not a multiple of 4",
                 self.0.len()
@@ -409,17 +409,22 @@ struct VectorSet {
 /// Normalise `v` and quantise it to int8; returns the codes and the scale
 /// (`v_normalised[i] ≈ codes[i] * scale`).
 fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let max = v.iter().fold(0f32, |m, x| m.max(x.abs())) / norm;
-    if !(norm > 0.0) || !(max > 0.0) {
+    // In f64: squares of large finite f32 values would overflow.
+    let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let max = v.iter().fold(0f64, |m, x| m.max(f64::from(x.abs()))) / norm;
+    if !norm.is_finite() || !max.is_finite() || norm <= 0.0 || max <= 0.0 {
         return (vec![0; v.len()], 0.0);
     }
     let scale = max / 127.0;
     let codes = v
         .iter()
-        .map(|x| ((x / norm) / scale).round().clamp(-127.0, 127.0) as i8)
+        .map(|x| {
+            ((f64::from(*x) / norm) / scale)
+                .round()
+                .clamp(-127.0, 127.0) as i8
+        })
         .collect();
-    (codes, scale)
+    (codes, scale as f32)
 }
 
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
@@ -634,7 +639,9 @@ pub(crate) fn fuse(
     limit: usize,
 ) -> Vec<Fused> {
     let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
-    let mut all: HashMap<&str, (Option<(u32, f32)>, Option<(u32, f32)>)> = HashMap::new();
+    // Per key: (rank, score) in the BM25 list and in the vector list.
+    type Ranked = Option<(u32, f32)>;
+    let mut all: HashMap<&str, (Ranked, Ranked)> = HashMap::new();
     for (i, (k, s)) in bm25.iter().enumerate() {
         all.entry(k.as_str())
             .or_default()
