@@ -41,3 +41,12 @@ export type HostAction = (parameters: JsonValue) => JsonValue | Promise<JsonValu
 /** Receives the progress reports of `optimize` and `import`. */
 export type ProgressCallback = (progress: ProgressEvent) => void
 
+
+/** A host-supplied embedding: its dimension is fixed per context on first use (at most 4096 numbers, finite, not all zero). */
+export type Embedding = Float32Array | Float64Array | number[]
+
+/**
+ * The store's embedder (`Memory.setEmbedder`): one vector per text, in order, or a Promise of them.
+ * A throw or a rejection fails the call that needed the embedding with `INVALID_INPUT` on field `embedder`.
+ */
+export type Embedder = (texts: string[]) => Embedding[] | Promise<Embedding[]>

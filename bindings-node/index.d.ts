@@ -42,6 +42,15 @@ export type HostAction = (parameters: JsonValue) => JsonValue | Promise<JsonValu
 export type ProgressCallback = (progress: ProgressEvent) => void
 
 
+/** A host-supplied embedding: its dimension is fixed per context on first use (at most 4096 numbers, finite, not all zero). */
+export type Embedding = Float32Array | Float64Array | number[]
+
+/**
+ * The store's embedder (`Memory.setEmbedder`): one vector per text, in order, or a Promise of them.
+ * A throw or a rejection fails the call that needed the embedding with `INVALID_INPUT` on field `embedder`.
+ */
+export type Embedder = (texts: string[]) => Embedding[] | Promise<Embedding[]>
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -102,8 +111,15 @@ export interface Episode {
 export interface EpisodeHit {
   /** The episode. */
   episode: Episode
-  /** BM25 relevance score (0 when the query had no searchable words and hits are by recency). */
+  /**
+   * BM25 relevance score (0 when the query had no searchable words and hits are by
+   * recency); with an embedding, the fused score (pure vector search: the cosine).
+   */
   score: number
+  /** 1-based rank in the text (BM25) list; null when that list did not find the hit. */
+  bm25Rank: number | null
+  /** 1-based rank in the vector list; null when that list did not find the hit. */
+  vectorRank: number | null
 }
 
 /** Result of `export`. */
@@ -180,8 +196,12 @@ export interface KnowledgeHit {
   key: string
   /** The knowledge. */
   knowledge: JsonValue
-  /** BM25 relevance score. */
+  /** BM25 relevance score; with an embedding, the fused score (pure vector search: the cosine). */
   score: number
+  /** 1-based rank in the text (BM25) list; null when that list did not find the hit. */
+  bm25Rank: number | null
+  /** 1-based rank in the vector list; null when that list did not find the hit. */
+  vectorRank: number | null
 }
 
 /** One kept version of a knowledge entry (`history`). */
@@ -344,6 +364,22 @@ export interface PunchOut {
   files: Array<string>
 }
 
+/** Optional arguments of `semantic.query`. */
+export interface QueryOptions {
+  /** Most hits (default 10). */
+  limit?: number
+  /** Query embedding: fused with BM25, or pure vector search with an empty text. */
+  embedding?: Embedding
+  /** `"linear"` (default) or `"rrf"`. */
+  fusion?: 'linear' | 'rrf'
+  /** Weight of the BM25 list (default 0.5). */
+  bm25Weight?: number
+  /** Weight of the vector list (default 0.5). */
+  vectorWeight?: number
+  /** RRF constant k (default 60). */
+  rrfK?: number
+}
+
 /** Optional fields of `episodic.record`. */
 export interface RecordOptions {
   /** Arbitrary JSON content (default null). */
@@ -356,6 +392,8 @@ export interface RecordOptions {
   importance?: number
   /** When it happened (default now). */
   timestamp?: Timestamp
+  /** The host's embedding (1..=4096 finite numbers; dimension fixed per context). */
+  embedding?: Embedding
 }
 
 /** A procedure run. */
@@ -404,6 +442,16 @@ export interface SearchOptions {
   until?: Timestamp
   /** Only episodes at least this important (1..=10). */
   minImportance?: number
+  /** Query embedding: fused with BM25, or pure vector search with an empty query. */
+  embedding?: Embedding
+  /** `"linear"` (default) or `"rrf"`. */
+  fusion?: 'linear' | 'rrf'
+  /** Weight of the BM25 list (default 0.5). */
+  bm25Weight?: number
+  /** Weight of the vector list (default 0.5). */
+  vectorWeight?: number
+  /** RRF constant k (default 60). */
+  rrfK?: number
 }
 
 /** Result of `session_create`. */
@@ -513,6 +561,12 @@ export interface StatusMetrics {
   index: IndexStats
 }
 
+/** Optional arguments of `semantic.store`. */
+export interface StoreOptions {
+  /** The host's embedding of the entry (without it, the registered embedder's, if any). */
+  embedding?: Embedding
+}
+
 /** Result of `switch_context`. */
 export interface SwitchResult {
   /** Always true when returned. */
@@ -613,13 +667,24 @@ export interface WorkspaceItem {
 
 /** Episodic layer of the active context (`mem.episodic`). */
 export declare class Episodic {
-  /** Record an episode; returns its id. */
+  /**
+   * Record an episode; returns its id. With `embedding` (the dimension is fixed per
+   * context on first use) or a registered embedder (`Memory.setEmbedder`, called on
+   * the summary plus the content's text), the episode is found by vector search too.
+   */
   record(summary: string, options?: RecordOptions | undefined | null): Promise<string>
   /** The episode `id`, or null. */
   get(id: string): Promise<Episode | undefined | null>
   /**
    * Best matches for `query` (BM25 over summary, content, tags and participants;
    * an empty query lists by recency), filtered; `limit` default 10.
+   *
+   * With `embedding` (or a registered embedder and a non-empty query) the BM25 list
+   * and the vector list, each filtered and fetched at depth max(limit * 5, 50), are
+   * fused: `fusion: 'linear'` (default: `bm25Weight` * max-normalised BM25 +
+   * `vectorWeight` * cosine, weights 0.5 / 0.5) or `'rrf'` (weight / (`rrfK` + rank)
+   * per list, `rrfK` 60). An embedding with an empty query is a pure vector search
+   * (score = cosine). Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
    */
   search(query?: string | undefined | null, options?: SearchOptions | undefined | null): Promise<Array<EpisodeHit>>
   /** The newest episodes, newest first; `limit` default 10. */
@@ -698,6 +763,16 @@ export declare class Memory {
    * included) is closed or garbage-collected. Closing twice is fine.
    */
   close(): Promise<undefined>
+  /**
+   * Register `embedder(texts: string[])` (returning one `Float32Array | number[]` per
+   * text, or a Promise of that) as the store's embedder, or remove it with null. The
+   * engine calls it on `episodic.record` / `semantic.store` without an `embedding` and
+   * on searches with a non-empty query and no `embedding`. It applies to every handle
+   * on the store (namespaces, other worker threads) and runs on the JS thread that set
+   * it. If it throws, rejects or returns something else, the call rejects with
+   * `INVALID_INPUT` on field `embedder` naming the cause; nothing is stored.
+   */
+  setEmbedder(embedder: Embedder | null): void
   /** True once `close()` was called. */
   get closed(): boolean
   /** The store directory. */
@@ -781,14 +856,22 @@ export declare class Procedural {
 
 /** Semantic layer of the active context (`mem.semantic`). */
 export declare class Semantic {
-  /** Store `knowledge` under `key` (a new version when the key exists). */
-  store(key: string, knowledge: JsonValue): Promise<Knowledge>
+  /**
+   * Store `knowledge` under `key` (a new version when the key exists). `embedding`:
+   * the entry's vector; without it, the registered embedder's (if any), called on
+   * the key plus the knowledge's text.
+   */
+  store(key: string, knowledge: JsonValue, options?: StoreOptions | undefined | null): Promise<Knowledge>
   /** The knowledge under `key`, or null. */
   retrieve(key: string): Promise<JsonValue>
   /** The entry under `key` with its version and timestamps, or null. */
   get(key: string): Promise<Knowledge | undefined | null>
-  /** Full-text query over keys and knowledge; `limit` default 10. */
-  query(text: string, options?: LimitOptions | undefined | null): Promise<Array<KnowledgeHit>>
+  /**
+   * Full-text query over keys and knowledge; `limit` default 10. `embedding` and
+   * the fusion options work as in `episodic.search`; with an empty `text` and an
+   * embedding, pure vector search.
+   */
+  query(text: string, options?: QueryOptions | undefined | null): Promise<Array<KnowledgeHit>>
   /** Apply an RFC 7386 merge patch to the entry under `key` (`NOT_FOUND` if absent). */
   update(key: string, patch: JsonValue): Promise<Knowledge>
   /** Delete `key` and its history; true when it existed. */
@@ -865,7 +948,7 @@ export declare const EXPORT_FORMAT_VERSION: number
 /** On-disk format version of the store. */
 export declare const FORMAT_VERSION: number
 
-/** Options of `recent` and `semantic.query`. */
+/** Options of `episodic.recent`. */
 export interface LimitOptions {
   /** Most results (default 10). */
   limit?: number

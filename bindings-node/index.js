@@ -52,6 +52,7 @@ function toMemstrataError(e) {
 // Methods that do not return a Promise (everything else does).
 const SYNC_METHODS = new Set([
   'ManualClock.advance', 'ManualClock.set', 'ManualClock.now', '.coreVersion', '.builtinActions',
+  'Memory.setEmbedder',
 ])
 
 function wrapMethod(owner, name, fn) {

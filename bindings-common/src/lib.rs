@@ -31,11 +31,13 @@ pub use callbacks::{JsonAction, ProgressEvent, ProgressStage, actions, progress_
 pub use error::{BindingError, ErrorCode, guard, guard_binding};
 pub use handle::Handle;
 pub use options::{
-    OpenOptions, QueryOptions, RecordOptions, SearchOptions, TaskFilterOptions, embedding,
-    vector_query,
+    OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
+    embedding, vector_query,
 };
 pub use records::*;
-pub use types::{JsonValue, KeyBytes, Timestamp};
+#[cfg(feature = "napi")]
+pub use types::embedding_from_js;
+pub use types::{Embedding, JsonValue, KeyBytes, Timestamp};
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("memstrata_common");

@@ -14,7 +14,7 @@ use memstrata::{
 
 use crate::defaults;
 use crate::error::BindingError;
-use crate::types::{JsonValue, KeyBytes, Timestamp};
+use crate::types::{Embedding, JsonValue, KeyBytes, Timestamp};
 
 /// Declares option records: every field optional, defaulting to null/None.
 macro_rules! options {
@@ -78,7 +78,7 @@ options! {
         /// When it happened (default now).
         pub timestamp: Option<Timestamp>,
         /// The host's embedding (1..=4096 finite numbers; dimension fixed per context).
-        pub embedding: Option<Vec<f64>>,
+        pub embedding: Option<Embedding>,
     }
 
     /// Optional arguments of `episodic.search`.
@@ -96,8 +96,9 @@ options! {
         /// Only episodes at least this important (1..=10).
         pub min_importance: Option<u32>,
         /// Query embedding: fused with BM25, or pure vector search with an empty query.
-        pub embedding: Option<Vec<f64>>,
+        pub embedding: Option<Embedding>,
         /// `"linear"` (default) or `"rrf"`.
+        #[cfg_attr(feature = "napi", napi(ts_type = "'linear' | 'rrf'"))]
         pub fusion: Option<String>,
         /// Weight of the BM25 list (default 0.5).
         pub bm25_weight: Option<f64>,
@@ -107,13 +108,20 @@ options! {
         pub rrf_k: Option<f64>,
     }
 
+    /// Optional arguments of `semantic.store`.
+    pub struct StoreOptions {
+        /// The host's embedding of the entry (without it, the registered embedder's, if any).
+        pub embedding: Option<Embedding>,
+    }
+
     /// Optional arguments of `semantic.query`.
     pub struct QueryOptions {
         /// Most hits (default 10).
         pub limit: Option<u32>,
         /// Query embedding: fused with BM25, or pure vector search with an empty text.
-        pub embedding: Option<Vec<f64>>,
+        pub embedding: Option<Embedding>,
         /// `"linear"` (default) or `"rrf"`.
+        #[cfg_attr(feature = "napi", napi(ts_type = "'linear' | 'rrf'"))]
         pub fusion: Option<String>,
         /// Weight of the BM25 list (default 0.5).
         pub bm25_weight: Option<f64>,
@@ -223,7 +231,7 @@ impl RecordOptions {
             e = e.timestamp(t.0);
         }
         if let Some(v) = self.embedding {
-            e = e.embedding(embedding(&v)?);
+            e = e.embedding(embedding(&v.0)?);
         }
         Ok(e)
     }
@@ -261,11 +269,18 @@ pub fn vector_query(
     })
 }
 
+impl StoreOptions {
+    /// The core's embedding argument of `store_with_embedding`.
+    pub fn embedding(self) -> Result<Option<Vec<f32>>, BindingError> {
+        self.embedding.map(|v| embedding(&v.0)).transpose()
+    }
+}
+
 impl QueryOptions {
     /// The limit (default [`defaults::DEFAULT_SEARCH_LIMIT`]) and the vector query.
     pub fn query(self) -> Result<(usize, VectorQuery), BindingError> {
         let vq = vector_query(
-            self.embedding,
+            self.embedding.map(Vec::from),
             self.fusion.as_deref(),
             self.bm25_weight,
             self.vector_weight,
@@ -279,7 +294,7 @@ impl SearchOptions {
     /// The core's filters, the limit (default [`defaults::DEFAULT_SEARCH_LIMIT`]) and the vector query.
     pub fn hybrid(mut self) -> Result<(SearchFilters, usize, VectorQuery), BindingError> {
         let vq = vector_query(
-            self.embedding.take(),
+            self.embedding.take().map(Vec::from),
             self.fusion.as_deref(),
             self.bm25_weight,
             self.vector_weight,
@@ -403,7 +418,7 @@ mod tests {
         assert_eq!(e.tags, vec!["deploy".to_owned()]);
         assert_eq!(e.importance, Some(7));
         let e = RecordOptions {
-            embedding: Some(vec![1.0, f64::MAX]),
+            embedding: Some(vec![1.0, f64::MAX].into()),
             ..Default::default()
         }
         .episode("x".into())
@@ -415,7 +430,7 @@ mod tests {
     fn search_options_build_the_vector_query() {
         let (_, limit, vq) = SearchOptions {
             limit: Some(3),
-            embedding: Some(vec![0.5, 0.25]),
+            embedding: Some(vec![0.5, 0.25].into()),
             fusion: Some("rrf".into()),
             vector_weight: Some(0.2),
             ..Default::default()

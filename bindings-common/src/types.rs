@@ -82,6 +82,28 @@ impl From<JsonValue> for Value {
     }
 }
 
+/// A host-supplied embedding (a vector of numbers) as the bindings receive it:
+/// `Float32Array | Float64Array | number[]` in Node, `List<Double>` / `[Double]`
+/// over uniffi, an array of numbers in JSON. The core checks it (finite, not
+/// empty, at most [`memstrata::MAX_EMBEDDING_DIM`] numbers, the context's dimension).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(transparent))]
+pub struct Embedding(pub Vec<f64>);
+
+impl From<Vec<f64>> for Embedding {
+    fn from(v: Vec<f64>) -> Self {
+        Embedding(v)
+    }
+}
+
+impl From<Embedding> for Vec<f64> {
+    fn from(v: Embedding) -> Self {
+        v.0
+    }
+}
+
 /// A score as `f64` whose decimal form is the `f32`'s shortest one (`0.3`, not
 /// `0.30000001192092896`), so results read the same in every language.
 pub(crate) fn score(s: f32) -> f64 {
@@ -122,11 +144,13 @@ impl From<KeyBytes> for Vec<u8> {
 
 #[cfg(feature = "uniffi")]
 mod uniffi_types {
-    use super::{JsonValue, KeyBytes, Timestamp};
+    use super::{Embedding, JsonValue, KeyBytes, Timestamp};
 
     uniffi::custom_type!(KeyBytes, Vec<u8>);
 
     uniffi::custom_type!(Timestamp, std::time::SystemTime);
+
+    uniffi::custom_type!(Embedding, Vec<f64>);
 
     uniffi::custom_type!(JsonValue, String, {
         lower: |v| v.to_json_string(),
@@ -139,13 +163,13 @@ mod uniffi_types {
 mod napi_types {
     use chrono::{DateTime, Utc};
     use napi::bindgen_prelude::{
-        Array, Buffer, Error, FromNapiValue, Object, Result, Status, ToNapiValue, TypeName,
-        Uint8Array, Unknown, ValidateNapiValue, ValueType,
+        Array, Buffer, Error, Float32ArraySlice, Float64ArraySlice, FromNapiValue, Object, Result,
+        Status, ToNapiValue, TypeName, Uint8Array, Unknown, ValidateNapiValue, ValueType,
     };
     use napi::{JsValue as _, sys};
     use serde_json::Value;
 
-    use super::{JsonValue, KeyBytes, Timestamp};
+    use super::{Embedding, JsonValue, KeyBytes, Timestamp};
 
     impl TypeName for KeyBytes {
         fn type_name() -> &'static str {
@@ -344,7 +368,88 @@ mod napi_types {
     }
 
     impl ValidateNapiValue for JsonValue {}
+
+    impl TypeName for Embedding {
+        fn type_name() -> &'static str {
+            "Embedding"
+        }
+        fn value_type() -> ValueType {
+            ValueType::Object
+        }
+    }
+
+    impl ToNapiValue for Embedding {
+        unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+            // SAFETY: forwarded unchanged to napi's own conversion for `Vec<f64>`.
+            unsafe { Vec::<f64>::to_napi_value(env, val.0) }
+        }
+    }
+
+    impl FromNapiValue for Embedding {
+        unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> Result<Self> {
+            // SAFETY: `v` is a live value of `env`, as napi guarantees for this call.
+            let value = unsafe { Unknown::from_raw_unchecked(env, v) };
+            embedding_from_js(&value, "embedding").map(Embedding)
+        }
+    }
+
+    impl ValidateNapiValue for Embedding {}
+
+    /// A `Float32Array`, a `Float64Array` or an array of numbers as `f64`s (`field`
+    /// names the value in errors). Finiteness and the dimension are the core's checks.
+    pub fn embedding_from_js(v: &Unknown<'_>, field: &str) -> Result<Vec<f64>> {
+        let expected = || {
+            Error::new(
+                Status::InvalidArg,
+                format!("{field}: expected a Float32Array, a Float64Array or an array of numbers"),
+            )
+        };
+        if v.get_type()? != ValueType::Object {
+            return Err(expected());
+        }
+        if v.is_typedarray()? {
+            // SAFETY (both casts): the value is a typed array; the cast checks its element type.
+            if let Ok(a) = unsafe { v.cast::<Float32ArraySlice<'_>>() } {
+                return Ok(a.iter().map(|x| f64::from(*x)).collect());
+            }
+            if let Ok(a) = unsafe { v.cast::<Float64ArraySlice<'_>>() } {
+                return Ok(a.to_vec());
+            }
+            return Err(expected());
+        }
+        if !v.is_array()? {
+            return Err(expected());
+        }
+        // SAFETY: the value is an array.
+        let arr = unsafe { v.cast::<Array<'_>>() }?;
+        let mut out = Vec::with_capacity(arr.len() as usize);
+        for i in 0..arr.len() {
+            let el = arr.get::<Unknown<'_>>(i)?;
+            match el {
+                Some(el) if el.get_type()? == ValueType::Number => {
+                    // SAFETY: the element is a number.
+                    out.push(unsafe { el.cast::<f64>() }?);
+                }
+                Some(el) => {
+                    return Err(Error::new(
+                        Status::InvalidArg,
+                        format!("{field}[{i}]: expected a number, got {}", el.get_type()?),
+                    ));
+                }
+                None => {
+                    return Err(Error::new(
+                        Status::InvalidArg,
+                        format!("{field}[{i}]: expected a number, got a hole"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
 }
+
+#[cfg(feature = "napi")]
+pub use napi_types::embedding_from_js;
 
 #[cfg(test)]
 mod tests {

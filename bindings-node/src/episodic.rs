@@ -17,7 +17,7 @@ pub struct Episodic {
     pub(crate) h: Arc<Handle>,
 }
 
-/// Options of `recent` and `semantic.query`.
+/// Options of `episodic.recent`.
 #[napi(object)]
 #[derive(Debug, Default)]
 pub struct LimitOptions {
@@ -27,7 +27,9 @@ pub struct LimitOptions {
 
 #[napi]
 impl Episodic {
-    /// Record an episode; returns its id.
+    /// Record an episode; returns its id. With `embedding` (the dimension is fixed per
+    /// context on first use) or a registered embedder (`Memory.setEmbedder`, called on
+    /// the summary plus the content's text), the episode is found by vector search too.
     #[napi]
     pub fn record<'env>(
         &self,
@@ -56,6 +58,13 @@ impl Episodic {
 
     /// Best matches for `query` (BM25 over summary, content, tags and participants;
     /// an empty query lists by recency), filtered; `limit` default 10.
+    ///
+    /// With `embedding` (or a registered embedder and a non-empty query) the BM25 list
+    /// and the vector list, each filtered and fetched at depth max(limit * 5, 50), are
+    /// fused: `fusion: 'linear'` (default: `bm25Weight` * max-normalised BM25 +
+    /// `vectorWeight` * cosine, weights 0.5 / 0.5) or `'rrf'` (weight / (`rrfK` + rank)
+    /// per list, `rrfK` 60). An embedding with an empty query is a pure vector search
+    /// (score = cosine). Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
     #[napi]
     pub fn search<'env>(
         &self,
@@ -66,8 +75,10 @@ impl Episodic {
         let query = query.unwrap_or_default();
         let opts = options.unwrap_or_default();
         with(env, &self.h, move |m| {
-            let (filters, limit) = opts.filters()?;
-            Ok(records::list(m.episodic().search(&query, &filters, limit)?))
+            let (filters, limit, vq) = opts.hybrid()?;
+            Ok(records::list(
+                m.episodic().search_hybrid(&query, &filters, limit, &vq)?,
+            ))
         })
     }
 

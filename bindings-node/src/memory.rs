@@ -7,6 +7,7 @@ use memstrata_bindings_common::{BindingError, Handle, OpenOptions, SwitchResult,
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use crate::callbacks::JsEmbedder;
 use crate::clock::ManualClock;
 use crate::episodic::Episodic;
 use crate::error;
@@ -181,6 +182,38 @@ impl Memory {
             Some(m) => memstrata_bindings_common::handle::close_memory(m),
             None => Ok(()),
         })
+    }
+
+    /// Register `embedder(texts: string[])` (returning one `Float32Array | number[]` per
+    /// text, or a Promise of that) as the store's embedder, or remove it with null. The
+    /// engine calls it on `episodic.record` / `semantic.store` without an `embedding` and
+    /// on searches with a non-empty query and no `embedding`. It applies to every handle
+    /// on the store (namespaces, other worker threads) and runs on the JS thread that set
+    /// it. If it throws, rejects or returns something else, the call rejects with
+    /// `INVALID_INPUT` on field `embedder` naming the cause; nothing is stored.
+    #[napi(ts_args_type = "embedder: Embedder | null")]
+    pub fn set_embedder(&self, env: &Env, embedder: Option<Unknown<'_>>) -> Result<()> {
+        let m = self.h.get().map_err(|e| error::to_napi(env, e))?;
+        let e: Option<Arc<dyn memstrata::Embedder>> = match embedder {
+            None => None,
+            Some(v) if matches!(v.get_type()?, ValueType::Null | ValueType::Undefined) => None,
+            Some(v) if v.get_type()? == ValueType::Function => {
+                let f = Function::<'_, Vec<String>, Unknown<'static>>::from_unknown(v)?;
+                let js = JsEmbedder::new(&f).map_err(|e| error::to_napi(env, e))?;
+                Some(Arc::new(js))
+            }
+            Some(v) => {
+                return Err(error::to_napi(
+                    env,
+                    BindingError::invalid(
+                        "embedder",
+                        format!("expected a function or null, got {}", v.get_type()?),
+                    ),
+                ));
+            }
+        };
+        m.set_embedder(e);
+        Ok(())
     }
 
     /// True once `close()` was called.

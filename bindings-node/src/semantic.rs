@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use memstrata_bindings_common::{
-    Handle, JsonValue, Knowledge, KnowledgeHit, KnowledgeVersion, defaults, records,
+    Handle, JsonValue, Knowledge, KnowledgeHit, KnowledgeVersion, QueryOptions, StoreOptions,
+    records,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::episodic::LimitOptions;
 use crate::short_term::PrefixOptions;
 use crate::task::with;
 
@@ -21,16 +21,23 @@ pub struct Semantic {
 
 #[napi]
 impl Semantic {
-    /// Store `knowledge` under `key` (a new version when the key exists).
+    /// Store `knowledge` under `key` (a new version when the key exists). `embedding`:
+    /// the entry's vector; without it, the registered embedder's (if any), called on
+    /// the key plus the knowledge's text.
     #[napi]
     pub fn store<'env>(
         &self,
         env: &'env Env,
         key: String,
         knowledge: JsonValue,
+        options: Option<StoreOptions>,
     ) -> Result<PromiseRaw<'env, Knowledge>> {
+        let opts = options.unwrap_or_default();
         with(env, &self.h, move |m| {
-            Ok(m.semantic().store(&key, knowledge.0)?.into())
+            let embedding = opts.embedding()?;
+            Ok(m.semantic()
+                .store_with_embedding(&key, knowledge.0, embedding)?
+                .into())
         })
     }
 
@@ -58,17 +65,20 @@ impl Semantic {
         })
     }
 
-    /// Full-text query over keys and knowledge; `limit` default 10.
+    /// Full-text query over keys and knowledge; `limit` default 10. `embedding` and
+    /// the fusion options work as in `episodic.search`; with an empty `text` and an
+    /// embedding, pure vector search.
     #[napi]
     pub fn query<'env>(
         &self,
         env: &'env Env,
         text: String,
-        options: Option<LimitOptions>,
+        options: Option<QueryOptions>,
     ) -> Result<PromiseRaw<'env, Vec<KnowledgeHit>>> {
-        let limit = defaults::search_limit(options.and_then(|o| o.limit));
+        let opts = options.unwrap_or_default();
         with(env, &self.h, move |m| {
-            Ok(records::list(m.semantic().query(&text, limit)?))
+            let (limit, vq) = opts.query()?;
+            Ok(records::list(m.semantic().query_hybrid(&text, limit, &vq)?))
         })
     }
 

@@ -55,7 +55,7 @@ impl Episodic {
             tags: Some(convert::str_list(tags, "tags")?),
             importance: convert::opt_int(importance, "importance")?,
             timestamp: convert::opt_timestamp(timestamp, "timestamp")?,
-            embedding: convert::opt_floats(embedding, "embedding")?,
+            embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
         }
         .episode(summary)
         .map_err(to_py)?;
@@ -108,7 +108,7 @@ impl Episodic {
             since: convert::opt_timestamp(since, "since")?,
             until: convert::opt_timestamp(until, "until")?,
             min_importance: convert::opt_int(min_importance, "min_importance")?,
-            embedding: convert::opt_floats(embedding, "embedding")?,
+            embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
             fusion,
             bm25_weight: convert::opt_float(bm25_weight, "bm25_weight")?,
             vector_weight: convert::opt_float(vector_weight, "vector_weight")?,

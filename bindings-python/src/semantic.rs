@@ -85,7 +85,7 @@ impl Semantic {
         let mem = self.h.core()?;
         let (limit, vq) = common::QueryOptions {
             limit: convert::opt_limit(limit, "limit")?,
-            embedding: convert::opt_floats(embedding, "embedding")?,
+            embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
             fusion,
             bm25_weight: convert::opt_float(bm25_weight, "bm25_weight")?,
             vector_weight: convert::opt_float(vector_weight, "vector_weight")?,

@@ -243,6 +243,13 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_EMBEDDER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_EMBEDDER_METHOD0
+typedef void (*UniffiCallbackInterfaceEmbedderMethod0)(uint64_t, RustBuffer, RustBuffer* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_ACTION_HANDLER_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_ACTION_HANDLER_METHOD0
 typedef void (*UniffiCallbackInterfaceActionHandlerMethod0)(uint64_t, RustBuffer* _Nonnull, 
@@ -264,6 +271,15 @@ typedef void (*UniffiCallbackInterfaceProgressListenerMethod0)(uint64_t, RustBuf
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_EMBEDDER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_EMBEDDER
+typedef struct UniffiVTableCallbackInterfaceEmbedder {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceEmbedderMethod0 _Nonnull embed;
+} UniffiVTableCallbackInterfaceEmbedder;
+
+#endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_ACTION_HANDLER
 #define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_ACTION_HANDLER
 typedef struct UniffiVTableCallbackInterfaceActionHandler {
@@ -282,6 +298,26 @@ typedef struct UniffiVTableCallbackInterfaceProgressListener {
     UniffiCallbackInterfaceProgressListenerMethod0 _Nonnull onProgress;
 } UniffiVTableCallbackInterfaceProgressListener;
 
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_EMBEDDER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_EMBEDDER
+uint64_t uniffi_memstrata_ffi_fn_clone_embedder(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_EMBEDDER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_FREE_EMBEDDER
+void uniffi_memstrata_ffi_fn_free_embedder(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_INIT_CALLBACK_VTABLE_EMBEDDER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_INIT_CALLBACK_VTABLE_EMBEDDER
+void uniffi_memstrata_ffi_fn_init_callback_vtable_embedder(const UniffiVTableCallbackInterfaceEmbedder* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EMBEDDER_EMBED
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EMBEDDER_EMBED
+RustBuffer uniffi_memstrata_ffi_fn_method_embedder_embed(uint64_t ptr, RustBuffer texts, RustCallStatus *_Nonnull out_status
+);
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_EPISODIC
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_EPISODIC
@@ -355,7 +391,7 @@ uint64_t uniffi_memstrata_ffi_fn_method_semantic_keys(uint64_t ptr, RustBuffer p
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_QUERY
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_QUERY
-uint64_t uniffi_memstrata_ffi_fn_method_semantic_query(uint64_t ptr, RustBuffer text, RustBuffer limit
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_query(uint64_t ptr, RustBuffer text, RustBuffer options
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_RETRIEVE
@@ -365,7 +401,7 @@ uint64_t uniffi_memstrata_ffi_fn_method_semantic_retrieve(uint64_t ptr, RustBuff
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE
-uint64_t uniffi_memstrata_ffi_fn_method_semantic_store(uint64_t ptr, RustBuffer key, RustBuffer knowledge
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_store(uint64_t ptr, RustBuffer key, RustBuffer knowledge, RustBuffer options
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_UPDATE
@@ -631,6 +667,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_memory_session_save(uint64_t ptr, RustBu
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_VERSIONS
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_VERSIONS
 uint64_t uniffi_memstrata_ffi_fn_method_memory_session_versions(uint64_t ptr, RustBuffer session_id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_EMBEDDER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_EMBEDDER
+void uniffi_memstrata_ffi_fn_method_memory_set_embedder(uint64_t ptr, RustBuffer embedder, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_STATUS
@@ -1064,6 +1105,12 @@ uint16_t uniffi_memstrata_ffi_checksum_func_panic_for_tests(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EMBEDDER_EMBED
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EMBEDDER_EMBED
+uint16_t uniffi_memstrata_ffi_checksum_method_embedder_embed(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_FORGET
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_FORGET
 uint16_t uniffi_memstrata_ffi_checksum_method_episodic_forget(void
@@ -1391,6 +1438,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_save(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_VERSIONS
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_VERSIONS
 uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_versions(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_EMBEDDER
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_EMBEDDER
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_set_embedder(void
     
 );
 #endif

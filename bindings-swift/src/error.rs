@@ -118,6 +118,34 @@ impl From<uniffi::UnexpectedUniFFICallbackError> for ActionError {
     }
 }
 
+/// What an embedder (`Embedder.embed`) throws to fail the call that needed
+/// the embedding (which then fails with `InvalidInput` naming `embedder` and
+/// the reason). Any other exception it throws fails the call the same way.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Error)]
+pub enum EmbedderError {
+    /// No embedding could be computed.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for EmbedderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmbedderError::Failed { reason } => f.write_str(reason),
+        }
+    }
+}
+
+impl std::error::Error for EmbedderError {}
+
+impl From<uniffi::UnexpectedUniFFICallbackError> for EmbedderError {
+    fn from(e: uniffi::UnexpectedUniFFICallbackError) -> Self {
+        EmbedderError::Failed { reason: e.reason }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

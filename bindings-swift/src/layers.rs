@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use memstrata_bindings_common::{
     self as common, Episode, EpisodeHit, Handle, JsonValue, Knowledge, KnowledgeHit,
-    KnowledgeVersion, RecordOptions, SearchOptions, ShortTermEntry, WorkspaceItem, defaults,
-    options,
+    KnowledgeVersion, QueryOptions, RecordOptions, SearchOptions, ShortTermEntry, StoreOptions,
+    WorkspaceItem, defaults, options,
 };
 
 use crate::memory::json;
@@ -151,7 +151,10 @@ impl Working {
 #[uniffi::export]
 impl Episodic {
     /// Record an episode; returns its id. `options` carries the content (JSON
-    /// text), participants, tags, importance (1..=10, default 5) and timestamp.
+    /// text), participants, tags, importance (1..=10, default 5), timestamp and
+    /// `embedding` (the dimension is fixed per context on first use; without
+    /// one, the embedder of `Memory.setEmbedder`, if any, is called on the
+    /// summary plus the content's text).
     #[uniffi::method(default(options = None))]
     pub async fn record(
         &self,
@@ -175,8 +178,14 @@ impl Episodic {
     }
 
     /// Full-text (BM25) search; an empty query lists by recency. `options`
-    /// holds the limit (default 10) and the tag, participant, time and
-    /// importance filters.
+    /// holds the limit (default 10), the tag, participant, time and
+    /// importance filters, and the vector side: with `embedding` (or a
+    /// registered embedder and a non-empty query) the BM25 and vector lists,
+    /// each filtered and fetched at depth max(limit * 5, 50), are fused
+    /// (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
+    /// `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+    /// `rrfK` 60); an embedding with an empty query is a pure vector search.
+    /// Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
     #[uniffi::method(default(query = "", options = None))]
     pub async fn search(
         &self,
@@ -185,9 +194,9 @@ impl Episodic {
     ) -> Result<Vec<EpisodeHit>, MemstrataError> {
         let mem = self.core()?;
         pool::run(move || {
-            let (filters, limit) = options.unwrap_or_default().filters()?;
+            let (filters, limit, vq) = options.unwrap_or_default().hybrid()?;
             Ok(common::list(
-                mem.episodic().search(&query, &filters, limit)?,
+                mem.episodic().search_hybrid(&query, &filters, limit, &vq)?,
             ))
         })
         .await
@@ -217,12 +226,24 @@ impl Episodic {
 
 #[uniffi::export]
 impl Semantic {
-    /// Store `knowledge` (JSON text) under `key` (a new version).
-    pub async fn store(&self, key: String, knowledge: String) -> Result<Knowledge, MemstrataError> {
+    /// Store `knowledge` (JSON text) under `key` (a new version). `options`:
+    /// the entry's `embedding` (without one, the registered embedder's, if any,
+    /// called on the key plus the knowledge's text).
+    #[uniffi::method(default(options = None))]
+    pub async fn store(
+        &self,
+        key: String,
+        knowledge: String,
+        options: Option<StoreOptions>,
+    ) -> Result<Knowledge, MemstrataError> {
         let mem = self.core()?;
         pool::run(move || {
             let knowledge = json("knowledge", &knowledge)?;
-            Ok(mem.semantic().store(&key, knowledge)?.into())
+            let embedding = options.unwrap_or_default().embedding()?;
+            Ok(mem
+                .semantic()
+                .store_with_embedding(&key, knowledge, embedding)?
+                .into())
         })
         .await
     }
@@ -243,17 +264,23 @@ impl Semantic {
             .map(|k| k.map(Into::into))
     }
 
-    /// BM25 query over keys and knowledge (default limit 10).
-    #[uniffi::method(default(limit = None))]
+    /// BM25 query over keys and knowledge. `options`: the limit (default 10),
+    /// and `embedding` with the fusion settings as in `Episodic.search` (an
+    /// empty `text` with an embedding: pure vector search).
+    #[uniffi::method(default(options = None))]
     pub async fn query(
         &self,
         text: String,
-        limit: Option<u32>,
+        options: Option<QueryOptions>,
     ) -> Result<Vec<KnowledgeHit>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.semantic().query(&text, defaults::search_limit(limit)))
-            .await
-            .map(common::list)
+        pool::run(move || {
+            let (limit, vq) = options.unwrap_or_default().query()?;
+            Ok(common::list(
+                mem.semantic().query_hybrid(&text, limit, &vq)?,
+            ))
+        })
+        .await
     }
 
     /// Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`

@@ -12,13 +12,15 @@
 
 uniffi::setup_scaffolding!("memstrata");
 
+mod embedder;
 mod error;
 mod layers;
 mod memory;
 mod pool;
 mod procedural;
 
-pub use error::{ActionError, MemstrataError};
+pub use embedder::Embedder;
+pub use error::{ActionError, EmbedderError, MemstrataError};
 pub use layers::{Episodic, Semantic, ShortTerm, Working};
 pub use memory::{ManualClock, Memory};
 pub use procedural::{ActionHandler, Procedural, ProgressListener};

@@ -11,6 +11,7 @@ use memstrata_bindings_common::{
     TaskFilterOptions, TimesheetReport, Timestamp, files, guard, options,
 };
 
+use crate::embedder::Embedder;
 use crate::layers::{Episodic, Semantic, ShortTerm, Working};
 use crate::procedural::{Procedural, ProgressListener, progress_fn};
 use crate::{MemstrataError, pool};
@@ -128,6 +129,20 @@ impl Memory {
     pub fn namespace(&self, name: String) -> Result<Arc<Memory>, MemstrataError> {
         let mem = self.core()?;
         Ok(Memory::wrap(guard(|| mem.namespace(&name))?))
+    }
+
+    /// Register `embedder` as the store's embedder, or remove it with null.
+    /// The engine calls it (on a worker thread, with no engine lock held) on
+    /// `episodic.record` / `semantic.store` without an `embedding` and on
+    /// searches with a non-empty query and no `embedding`. It applies to every
+    /// handle on the store (namespaces included). If it throws or returns a
+    /// bad vector, the call fails with `InvalidInput` naming `embedder`;
+    /// nothing is stored.
+    #[uniffi::method(default(embedder = None))]
+    pub fn set_embedder(&self, embedder: Option<Arc<dyn Embedder>>) -> Result<(), MemstrataError> {
+        let mem = self.core()?;
+        mem.set_embedder(embedder.map(crate::embedder::adapter));
+        Ok(())
     }
 
     /// The active context of this handle.

@@ -69,6 +69,7 @@ fn episode(d: &EpisodeDoc) -> NewEpisode {
         tags: d.tags.clone(),
         importance: Some(d.importance),
         timestamp: DateTime::<Utc>::from_timestamp_millis(d.ts_ms),
+        embedding: None,
     }
 }
 

@@ -179,3 +179,16 @@ public final class ClosureProgressListener: ProgressListener, @unchecked Sendabl
 
     public func onProgress(event: ProgressEvent) { body(event) }
 }
+
+/// An `Embedder` from a closure: receives the texts and returns one vector per
+/// text (called on a worker thread; it may block). Throwing fails the call that
+/// needed the embedding with `MemstrataError.InvalidInput` naming `embedder`.
+public final class ClosureEmbedder: Embedder, @unchecked Sendable {
+    private let body: @Sendable ([String]) throws -> [Embedding]
+
+    public init(_ body: @escaping @Sendable ([String]) throws -> [Embedding]) {
+        self.body = body
+    }
+
+    public func embed(texts: [String]) throws -> [Embedding] { try body(texts) }
+}

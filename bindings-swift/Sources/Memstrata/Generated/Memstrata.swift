@@ -901,6 +901,230 @@ public func FfiConverterTypeActionHandler_lower(_ value: ActionHandler) -> UInt6
 
 
 /**
+ * Computes embeddings for the engine, implemented in Swift or Kotlin.
+ *
+ * `embed` receives the texts to embed (one today: an episode's summary plus
+ * its content's text, a knowledge entry's key plus its text, or a search
+ * query) and returns one vector per text, in order, all of the context's
+ * dimension. It is called on a worker thread with no engine lock held, so it
+ * may block (on a model, on a network call) and may use the store.
+ */
+public protocol Embedder: AnyObject, Sendable {
+    
+    /**
+     * One embedding per text.
+     */
+    func embed(texts: [String]) throws  -> [Embedding]
+    
+}
+/**
+ * Computes embeddings for the engine, implemented in Swift or Kotlin.
+ *
+ * `embed` receives the texts to embed (one today: an episode's summary plus
+ * its content's text, a knowledge entry's key plus its text, or a search
+ * query) and returns one vector per text, in order, all of the context's
+ * dimension. It is called on a worker thread with no engine lock held, so it
+ * may block (on a model, on a network call) and may use the store.
+ */
+open class EmbedderImpl: Embedder, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_memstrata_ffi_fn_clone_embedder(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_memstrata_ffi_fn_free_embedder(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * One embedding per text.
+     */
+open func embed(texts: [String])throws  -> [Embedding]  {
+    return try  FfiConverterSequenceTypeEmbedding.lift(try rustCallWithError(FfiConverterTypeEmbedderError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_embedder_embed(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceString.lower(texts),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceEmbedder {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceEmbedder = UniffiVTableCallbackInterfaceEmbedder(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeEmbedder.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface Embedder: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeEmbedder.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface Embedder: handle missing in uniffiClone")
+            }
+        },
+        embed: { (
+            uniffiHandle: UInt64,
+            texts: RustBuffer,
+            uniffiOutReturn: UnsafeMutablePointer<RustBuffer>,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> [Embedding] in
+                guard let uniffiObj = try? FfiConverterTypeEmbedder.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.embed(
+                     texts: try FfiConverterSequenceString.lift(texts)
+                )
+            }
+
+            
+            let writeReturn = { uniffiOutReturn.pointee = FfiConverterSequenceTypeEmbedding.lower($0) }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeEmbedderError_lower
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceEmbedder> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceEmbedder>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitEmbedder() {
+    uniffi_memstrata_ffi_fn_init_callback_vtable_embedder(UniffiCallbackInterfaceEmbedder.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEmbedder: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<Embedder>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = Embedder
+
+    public static func lift(_ handle: UInt64) throws -> Embedder {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return EmbedderImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: Embedder) -> UInt64 {
+         if let rustImpl = value as? EmbedderImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Embedder {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Embedder, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbedder_lift(_ handle: UInt64) throws -> Embedder {
+    return try FfiConverterTypeEmbedder.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbedder_lower(_ value: Embedder) -> UInt64 {
+    return FfiConverterTypeEmbedder.lower(value)
+}
+
+
+
+
+
+
+/**
  * Episodic memory: events with full-text search.
  */
 public protocol EpisodicProtocol: AnyObject, Sendable {
@@ -922,14 +1146,23 @@ public protocol EpisodicProtocol: AnyObject, Sendable {
     
     /**
      * Record an episode; returns its id. `options` carries the content (JSON
-     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     * text), participants, tags, importance (1..=10, default 5), timestamp and
+     * `embedding` (the dimension is fixed per context on first use; without
+     * one, the embedder of `Memory.setEmbedder`, if any, is called on the
+     * summary plus the content's text).
      */
     func record(summary: String, options: RecordOptions?) async throws  -> String
     
     /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
-     * holds the limit (default 10) and the tag, participant, time and
-     * importance filters.
+     * holds the limit (default 10), the tag, participant, time and
+     * importance filters, and the vector side: with `embedding` (or a
+     * registered embedder and a non-empty query) the BM25 and vector lists,
+     * each filtered and fetched at depth max(limit * 5, 50), are fused
+     * (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
+     * `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
     func search(query: String, options: SearchOptions?) async throws  -> [EpisodeHit]
     
@@ -1054,7 +1287,10 @@ open func recent(limit: UInt32? = nil)async throws  -> [Episode]  {
     
     /**
      * Record an episode; returns its id. `options` carries the content (JSON
-     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     * text), participants, tags, importance (1..=10, default 5), timestamp and
+     * `embedding` (the dimension is fixed per context on first use; without
+     * one, the embedder of `Memory.setEmbedder`, if any, is called on the
+     * summary plus the content's text).
      */
 open func record(summary: String, options: RecordOptions? = nil)async throws  -> String  {
     return
@@ -1074,8 +1310,14 @@ open func record(summary: String, options: RecordOptions? = nil)async throws  ->
     
     /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
-     * holds the limit (default 10) and the tag, participant, time and
-     * importance filters.
+     * holds the limit (default 10), the tag, participant, time and
+     * importance filters, and the vector side: with `embedding` (or a
+     * registered embedder and a non-empty query) the BM25 and vector lists,
+     * each filtered and fetched at depth max(limit * 5, 50), are fused
+     * (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
+     * `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
 open func search(query: String = "", options: SearchOptions? = nil)async throws  -> [EpisodeHit]  {
     return
@@ -1494,6 +1736,17 @@ public protocol MemoryProtocol: AnyObject, Sendable {
      * The kept versions of a session.
      */
     func sessionVersions(sessionId: String) async throws  -> [SessionVersionInfo]
+    
+    /**
+     * Register `embedder` as the store's embedder, or remove it with null.
+     * The engine calls it (on a worker thread, with no engine lock held) on
+     * `episodic.record` / `semantic.store` without an `embedding` and on
+     * searches with a non-empty query and no `embedding`. It applies to every
+     * handle on the store (namespaces included). If it throws or returns a
+     * bad vector, the call fails with `InvalidInput` naming `embedder`;
+     * nothing is stored.
+     */
+    func setEmbedder(embedder: Embedder?) throws 
     
     /**
      * Health, version, uptime; session count and per-operation metrics on request.
@@ -2071,6 +2324,24 @@ open func sessionVersions(sessionId: String)async throws  -> [SessionVersionInfo
             liftFunc: FfiConverterSequenceTypeSessionVersionInfo.lift,
             errorHandler: FfiConverterTypeMemstrataError_lift
         )
+}
+    
+    /**
+     * Register `embedder` as the store's embedder, or remove it with null.
+     * The engine calls it (on a worker thread, with no engine lock held) on
+     * `episodic.record` / `semantic.store` without an `embedding` and on
+     * searches with a non-empty query and no `embedding`. It applies to every
+     * handle on the store (namespaces included). If it throws or returns a
+     * bad vector, the call fails with `InvalidInput` naming `embedder`;
+     * nothing is stored.
+     */
+open func setEmbedder(embedder: Embedder? = nil)throws   {try rustCallWithError(FfiConverterTypeMemstrataError_lift) {
+        uniffiCallStatus in
+    uniffi_memstrata_ffi_fn_method_memory_set_embedder(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeEmbedder.lower(embedder),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -2826,9 +3097,11 @@ public protocol SemanticProtocol: AnyObject, Sendable {
     func keys(prefix: String) async throws  -> [String]
     
     /**
-     * BM25 query over keys and knowledge (default limit 10).
+     * BM25 query over keys and knowledge. `options`: the limit (default 10),
+     * and `embedding` with the fusion settings as in `Episodic.search` (an
+     * empty `text` with an embedding: pure vector search).
      */
-    func query(text: String, limit: UInt32?) async throws  -> [KnowledgeHit]
+    func query(text: String, options: QueryOptions?) async throws  -> [KnowledgeHit]
     
     /**
      * The knowledge under `key` (JSON text), or null.
@@ -2836,9 +3109,11 @@ public protocol SemanticProtocol: AnyObject, Sendable {
     func retrieve(key: String) async throws  -> JsonValue?
     
     /**
-     * Store `knowledge` (JSON text) under `key` (a new version).
+     * Store `knowledge` (JSON text) under `key` (a new version). `options`:
+     * the entry's `embedding` (without one, the registered embedder's, if any,
+     * called on the key plus the knowledge's text).
      */
-    func store(key: String, knowledge: String) async throws  -> Knowledge
+    func store(key: String, knowledge: String, options: StoreOptions?) async throws  -> Knowledge
     
     /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
@@ -2980,14 +3255,16 @@ open func keys(prefix: String = "")async throws  -> [String]  {
 }
     
     /**
-     * BM25 query over keys and knowledge (default limit 10).
+     * BM25 query over keys and knowledge. `options`: the limit (default 10),
+     * and `embedding` with the fusion settings as in `Episodic.search` (an
+     * empty `text` with an embedding: pure vector search).
      */
-open func query(text: String, limit: UInt32? = nil)async throws  -> [KnowledgeHit]  {
+open func query(text: String, options: QueryOptions? = nil)async throws  -> [KnowledgeHit]  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_semantic_query(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(text),FfiConverterOptionUInt32.lower(limit)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(text),FfiConverterOptionTypeQueryOptions.lower(options)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
@@ -3018,14 +3295,16 @@ open func retrieve(key: String)async throws  -> JsonValue?  {
 }
     
     /**
-     * Store `knowledge` (JSON text) under `key` (a new version).
+     * Store `knowledge` (JSON text) under `key` (a new version). `options`:
+     * the entry's `embedding` (without one, the registered embedder's, if any,
+     * called on the key plus the knowledge's text).
      */
-open func store(key: String, knowledge: String)async throws  -> Knowledge  {
+open func store(key: String, knowledge: String, options: StoreOptions? = nil)async throws  -> Knowledge  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_semantic_store(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(knowledge)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(knowledge),FfiConverterOptionTypeStoreOptions.lower(options)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
@@ -3802,6 +4081,92 @@ public func FfiConverterTypeActionError_lower(_ value: ActionError) -> RustBuffe
 
 
 /**
+ * What an embedder (`Embedder.embed`) throws to fail the call that needed
+ * the embedding (which then fails with `InvalidInput` naming `embedder` and
+ * the reason). Any other exception it throws fails the call the same way.
+ */
+public 
+enum EmbedderError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
+
+    
+    
+    /**
+     * No embedding could be computed.
+     */
+    case Failed(
+        /**
+         * Why.
+         */reason: String
+    )
+
+    
+
+    
+
+    
+    public var errorDescription: String? {
+        String(reflecting: self)
+    }
+    
+}
+
+#if compiler(>=6)
+extension EmbedderError: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEmbedderError: FfiConverterRustBuffer {
+    typealias SwiftType = EmbedderError
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EmbedderError {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+
+        
+
+        
+        case 1: return .Failed(
+            reason: try FfiConverterString.read(from: &buf)
+            )
+
+         default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: EmbedderError, into buf: inout [UInt8]) {
+        switch value {
+
+        
+
+        
+        
+        case let .Failed(reason):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(reason, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbedderError_lift(_ buf: RustBuffer) throws -> EmbedderError {
+    return try FfiConverterTypeEmbedderError.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbedderError_lower(_ value: EmbedderError) -> RustBuffer {
+    return FfiConverterTypeEmbedderError.lower(value)
+}
+
+
+/**
  * Why a Memstrata call failed: one case per kind, each carrying the message
  * (which names the field and the limit where one applies). Swift:
  * `MemstrataError.NotFound(message:)`; Kotlin:
@@ -4128,6 +4493,30 @@ fileprivate struct FfiConverterOptionTypeActionHandler: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeEmbedder: FfiConverterRustBuffer {
+    typealias SwiftType = Embedder?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeEmbedder.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeEmbedder.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeManualClock: FfiConverterRustBuffer {
     typealias SwiftType = ManualClock?
 
@@ -4296,6 +4685,30 @@ fileprivate struct FfiConverterOptionTypeProcedure: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeQueryOptions: FfiConverterRustBuffer {
+    typealias SwiftType = QueryOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeQueryOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeQueryOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeRecordOptions: FfiConverterRustBuffer {
     typealias SwiftType = RecordOptions?
 
@@ -4384,6 +4797,30 @@ fileprivate struct FfiConverterOptionTypeShortTermEntry: FfiConverterRustBuffer 
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeShortTermEntry.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeStoreOptions: FfiConverterRustBuffer {
+    typealias SwiftType = StoreOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStoreOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStoreOptions.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -4482,6 +4919,31 @@ fileprivate struct FfiConverterOptionTypeTimestamp: FfiConverterRustBuffer {
         case 1: return try FfiConverterTypeTimestamp.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceDouble: FfiConverterRustBuffer {
+    typealias SwiftType = [Double]
+
+    public static func write(_ value: [Double], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterDouble.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Double] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Double]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterDouble.read(from: &buf))
+        }
+        return seq
     }
 }
 
@@ -4713,6 +5175,31 @@ fileprivate struct FfiConverterSequenceTypeWorkspaceItem: FfiConverterRustBuffer
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeEmbedding: FfiConverterRustBuffer {
+    typealias SwiftType = [Embedding]
+
+    public static func write(_ value: [Embedding], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEmbedding.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Embedding] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Embedding]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEmbedding.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer {
     typealias SwiftType = [JsonValue]
 
@@ -4846,6 +5333,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_func_panic_for_tests() != 47998) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_method_embedder_embed() != 5060) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_memstrata_ffi_checksum_method_episodic_forget() != 21842) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4855,10 +5345,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_recent() != 41736) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 44238) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 39249) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 3923) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 42266) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_summarize() != 8978) {
@@ -4876,13 +5366,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_semantic_keys() != 40350) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_query() != 47351) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_query() != 45788) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_retrieve() != 12153) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_store() != 25349) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_store() != 27723) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_update() != 28461) {
@@ -5011,6 +5501,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_session_versions() != 18644) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_method_memory_set_embedder() != 33809) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_memstrata_ffi_checksum_method_memory_status() != 58964) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5079,6 +5572,7 @@ private let initializationResult: InitializationResult = {
     }
 
     uniffiCallbackInitActionHandler()
+    uniffiCallbackInitEmbedder()
     uniffiCallbackInitProgressListener()
     uniffiEnsureMemstrataBindingsCommonInitialized()
     return InitializationResult.ok

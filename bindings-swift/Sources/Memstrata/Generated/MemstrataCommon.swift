@@ -1007,9 +1007,18 @@ public struct EpisodeHit: Equatable, Hashable {
      */
     public var episode: Episode
     /**
-     * BM25 relevance score (0 when the query had no searchable words and hits are by recency).
+     * BM25 relevance score (0 when the query had no searchable words and hits are by
+     * recency); with an embedding, the fused score (pure vector search: the cosine).
      */
     public var score: Double
+    /**
+     * 1-based rank in the text (BM25) list; null when that list did not find the hit.
+     */
+    public var bm25Rank: Int64?
+    /**
+     * 1-based rank in the vector list; null when that list did not find the hit.
+     */
+    public var vectorRank: Int64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1018,10 +1027,19 @@ public struct EpisodeHit: Equatable, Hashable {
          * The episode.
          */episode: Episode, 
         /**
-         * BM25 relevance score (0 when the query had no searchable words and hits are by recency).
-         */score: Double) {
+         * BM25 relevance score (0 when the query had no searchable words and hits are by
+         * recency); with an embedding, the fused score (pure vector search: the cosine).
+         */score: Double, 
+        /**
+         * 1-based rank in the text (BM25) list; null when that list did not find the hit.
+         */bm25Rank: Int64?, 
+        /**
+         * 1-based rank in the vector list; null when that list did not find the hit.
+         */vectorRank: Int64?) {
         self.episode = episode
         self.score = score
+        self.bm25Rank = bm25Rank
+        self.vectorRank = vectorRank
     }
 
     
@@ -1041,13 +1059,17 @@ public struct FfiConverterTypeEpisodeHit: FfiConverterRustBuffer {
         return
             try EpisodeHit(
                 episode: FfiConverterTypeEpisode.read(from: &buf), 
-                score: FfiConverterDouble.read(from: &buf)
+                score: FfiConverterDouble.read(from: &buf), 
+                bm25Rank: FfiConverterOptionInt64.read(from: &buf), 
+                vectorRank: FfiConverterOptionInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: EpisodeHit, into buf: inout [UInt8]) {
         FfiConverterTypeEpisode.write(value.episode, into: &buf)
         FfiConverterDouble.write(value.score, into: &buf)
+        FfiConverterOptionInt64.write(value.bm25Rank, into: &buf)
+        FfiConverterOptionInt64.write(value.vectorRank, into: &buf)
     }
 }
 
@@ -1565,9 +1587,17 @@ public struct KnowledgeHit: Equatable, Hashable {
      */
     public var knowledge: JsonValue
     /**
-     * BM25 relevance score.
+     * BM25 relevance score; with an embedding, the fused score (pure vector search: the cosine).
      */
     public var score: Double
+    /**
+     * 1-based rank in the text (BM25) list; null when that list did not find the hit.
+     */
+    public var bm25Rank: Int64?
+    /**
+     * 1-based rank in the vector list; null when that list did not find the hit.
+     */
+    public var vectorRank: Int64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1579,11 +1609,19 @@ public struct KnowledgeHit: Equatable, Hashable {
          * The knowledge.
          */knowledge: JsonValue, 
         /**
-         * BM25 relevance score.
-         */score: Double) {
+         * BM25 relevance score; with an embedding, the fused score (pure vector search: the cosine).
+         */score: Double, 
+        /**
+         * 1-based rank in the text (BM25) list; null when that list did not find the hit.
+         */bm25Rank: Int64?, 
+        /**
+         * 1-based rank in the vector list; null when that list did not find the hit.
+         */vectorRank: Int64?) {
         self.key = key
         self.knowledge = knowledge
         self.score = score
+        self.bm25Rank = bm25Rank
+        self.vectorRank = vectorRank
     }
 
     
@@ -1604,7 +1642,9 @@ public struct FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer {
             try KnowledgeHit(
                 key: FfiConverterString.read(from: &buf), 
                 knowledge: FfiConverterTypeJsonValue.read(from: &buf), 
-                score: FfiConverterDouble.read(from: &buf)
+                score: FfiConverterDouble.read(from: &buf), 
+                bm25Rank: FfiConverterOptionInt64.read(from: &buf), 
+                vectorRank: FfiConverterOptionInt64.read(from: &buf)
         )
     }
 
@@ -1612,6 +1652,8 @@ public struct FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer {
         FfiConverterString.write(value.key, into: &buf)
         FfiConverterTypeJsonValue.write(value.knowledge, into: &buf)
         FfiConverterDouble.write(value.score, into: &buf)
+        FfiConverterOptionInt64.write(value.bm25Rank, into: &buf)
+        FfiConverterOptionInt64.write(value.vectorRank, into: &buf)
     }
 }
 
@@ -2606,6 +2648,115 @@ public func FfiConverterTypePunchOut_lower(_ value: PunchOut) -> RustBuffer {
 
 
 /**
+ * Optional arguments of `semantic.query`.
+ */
+public struct QueryOptions: Equatable, Hashable {
+    /**
+     * Most hits (default 10).
+     */
+    public var limit: UInt32?
+    /**
+     * Query embedding: fused with BM25, or pure vector search with an empty text.
+     */
+    public var embedding: Embedding?
+    /**
+     * `"linear"` (default) or `"rrf"`.
+     */
+    public var fusion: String?
+    /**
+     * Weight of the BM25 list (default 0.5).
+     */
+    public var bm25Weight: Double?
+    /**
+     * Weight of the vector list (default 0.5).
+     */
+    public var vectorWeight: Double?
+    /**
+     * RRF constant k (default 60).
+     */
+    public var rrfK: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Most hits (default 10).
+         */limit: UInt32? = nil, 
+        /**
+         * Query embedding: fused with BM25, or pure vector search with an empty text.
+         */embedding: Embedding? = nil, 
+        /**
+         * `"linear"` (default) or `"rrf"`.
+         */fusion: String? = nil, 
+        /**
+         * Weight of the BM25 list (default 0.5).
+         */bm25Weight: Double? = nil, 
+        /**
+         * Weight of the vector list (default 0.5).
+         */vectorWeight: Double? = nil, 
+        /**
+         * RRF constant k (default 60).
+         */rrfK: Double? = nil) {
+        self.limit = limit
+        self.embedding = embedding
+        self.fusion = fusion
+        self.bm25Weight = bm25Weight
+        self.vectorWeight = vectorWeight
+        self.rrfK = rrfK
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension QueryOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeQueryOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> QueryOptions {
+        return
+            try QueryOptions(
+                limit: FfiConverterOptionUInt32.read(from: &buf), 
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
+                fusion: FfiConverterOptionString.read(from: &buf), 
+                bm25Weight: FfiConverterOptionDouble.read(from: &buf), 
+                vectorWeight: FfiConverterOptionDouble.read(from: &buf), 
+                rrfK: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: QueryOptions, into buf: inout [UInt8]) {
+        FfiConverterOptionUInt32.write(value.limit, into: &buf)
+        FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
+        FfiConverterOptionString.write(value.fusion, into: &buf)
+        FfiConverterOptionDouble.write(value.bm25Weight, into: &buf)
+        FfiConverterOptionDouble.write(value.vectorWeight, into: &buf)
+        FfiConverterOptionDouble.write(value.rrfK, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueryOptions_lift(_ buf: RustBuffer) throws -> QueryOptions {
+    return try FfiConverterTypeQueryOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueryOptions_lower(_ value: QueryOptions) -> RustBuffer {
+    return FfiConverterTypeQueryOptions.lower(value)
+}
+
+
+/**
  * Optional fields of `episodic.record`.
  */
 public struct RecordOptions: Equatable, Hashable {
@@ -2629,6 +2780,10 @@ public struct RecordOptions: Equatable, Hashable {
      * When it happened (default now).
      */
     public var timestamp: Timestamp?
+    /**
+     * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
+     */
+    public var embedding: Embedding?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2647,12 +2802,16 @@ public struct RecordOptions: Equatable, Hashable {
          */importance: UInt32? = nil, 
         /**
          * When it happened (default now).
-         */timestamp: Timestamp? = nil) {
+         */timestamp: Timestamp? = nil, 
+        /**
+         * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
+         */embedding: Embedding? = nil) {
         self.content = content
         self.participants = participants
         self.tags = tags
         self.importance = importance
         self.timestamp = timestamp
+        self.embedding = embedding
     }
 
     
@@ -2675,7 +2834,8 @@ public struct FfiConverterTypeRecordOptions: FfiConverterRustBuffer {
                 participants: FfiConverterOptionSequenceString.read(from: &buf), 
                 tags: FfiConverterOptionSequenceString.read(from: &buf), 
                 importance: FfiConverterOptionUInt32.read(from: &buf), 
-                timestamp: FfiConverterOptionTypeTimestamp.read(from: &buf)
+                timestamp: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf)
         )
     }
 
@@ -2685,6 +2845,7 @@ public struct FfiConverterTypeRecordOptions: FfiConverterRustBuffer {
         FfiConverterOptionSequenceString.write(value.tags, into: &buf)
         FfiConverterOptionUInt32.write(value.importance, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.timestamp, into: &buf)
+        FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
     }
 }
 
@@ -2921,6 +3082,26 @@ public struct SearchOptions: Equatable, Hashable {
      * Only episodes at least this important (1..=10).
      */
     public var minImportance: UInt32?
+    /**
+     * Query embedding: fused with BM25, or pure vector search with an empty query.
+     */
+    public var embedding: Embedding?
+    /**
+     * `"linear"` (default) or `"rrf"`.
+     */
+    public var fusion: String?
+    /**
+     * Weight of the BM25 list (default 0.5).
+     */
+    public var bm25Weight: Double?
+    /**
+     * Weight of the vector list (default 0.5).
+     */
+    public var vectorWeight: Double?
+    /**
+     * RRF constant k (default 60).
+     */
+    public var rrfK: Double?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2942,13 +3123,33 @@ public struct SearchOptions: Equatable, Hashable {
          */until: Timestamp? = nil, 
         /**
          * Only episodes at least this important (1..=10).
-         */minImportance: UInt32? = nil) {
+         */minImportance: UInt32? = nil, 
+        /**
+         * Query embedding: fused with BM25, or pure vector search with an empty query.
+         */embedding: Embedding? = nil, 
+        /**
+         * `"linear"` (default) or `"rrf"`.
+         */fusion: String? = nil, 
+        /**
+         * Weight of the BM25 list (default 0.5).
+         */bm25Weight: Double? = nil, 
+        /**
+         * Weight of the vector list (default 0.5).
+         */vectorWeight: Double? = nil, 
+        /**
+         * RRF constant k (default 60).
+         */rrfK: Double? = nil) {
         self.limit = limit
         self.tags = tags
         self.participants = participants
         self.since = since
         self.until = until
         self.minImportance = minImportance
+        self.embedding = embedding
+        self.fusion = fusion
+        self.bm25Weight = bm25Weight
+        self.vectorWeight = vectorWeight
+        self.rrfK = rrfK
     }
 
     
@@ -2972,7 +3173,12 @@ public struct FfiConverterTypeSearchOptions: FfiConverterRustBuffer {
                 participants: FfiConverterOptionSequenceString.read(from: &buf), 
                 since: FfiConverterOptionTypeTimestamp.read(from: &buf), 
                 until: FfiConverterOptionTypeTimestamp.read(from: &buf), 
-                minImportance: FfiConverterOptionUInt32.read(from: &buf)
+                minImportance: FfiConverterOptionUInt32.read(from: &buf), 
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
+                fusion: FfiConverterOptionString.read(from: &buf), 
+                bm25Weight: FfiConverterOptionDouble.read(from: &buf), 
+                vectorWeight: FfiConverterOptionDouble.read(from: &buf), 
+                rrfK: FfiConverterOptionDouble.read(from: &buf)
         )
     }
 
@@ -2983,6 +3189,11 @@ public struct FfiConverterTypeSearchOptions: FfiConverterRustBuffer {
         FfiConverterOptionTypeTimestamp.write(value.since, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.until, into: &buf)
         FfiConverterOptionUInt32.write(value.minImportance, into: &buf)
+        FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
+        FfiConverterOptionString.write(value.fusion, into: &buf)
+        FfiConverterOptionDouble.write(value.bm25Weight, into: &buf)
+        FfiConverterOptionDouble.write(value.vectorWeight, into: &buf)
+        FfiConverterOptionDouble.write(value.rrfK, into: &buf)
     }
 }
 
@@ -3753,6 +3964,65 @@ public func FfiConverterTypeStatusMetrics_lift(_ buf: RustBuffer) throws -> Stat
 #endif
 public func FfiConverterTypeStatusMetrics_lower(_ value: StatusMetrics) -> RustBuffer {
     return FfiConverterTypeStatusMetrics.lower(value)
+}
+
+
+/**
+ * Optional arguments of `semantic.store`.
+ */
+public struct StoreOptions: Equatable, Hashable {
+    /**
+     * The host's embedding of the entry (without it, the registered embedder's, if any).
+     */
+    public var embedding: Embedding?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The host's embedding of the entry (without it, the registered embedder's, if any).
+         */embedding: Embedding? = nil) {
+        self.embedding = embedding
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension StoreOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStoreOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StoreOptions {
+        return
+            try StoreOptions(
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: StoreOptions, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStoreOptions_lift(_ buf: RustBuffer) throws -> StoreOptions {
+    return try FfiConverterTypeStoreOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStoreOptions_lower(_ value: StoreOptions) -> RustBuffer {
+    return FfiConverterTypeStoreOptions.lower(value)
 }
 
 
@@ -4914,6 +5184,30 @@ fileprivate struct FfiConverterOptionSequenceTypeActiveSession: FfiConverterRust
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeEmbedding: FfiConverterRustBuffer {
+    typealias SwiftType = Embedding?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeEmbedding.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeEmbedding.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeJsonValue: FfiConverterRustBuffer {
     typealias SwiftType = JsonValue?
 
@@ -4980,6 +5274,31 @@ fileprivate struct FfiConverterOptionTypeTimestamp: FfiConverterRustBuffer {
         case 1: return try FfiConverterTypeTimestamp.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceDouble: FfiConverterRustBuffer {
+    typealias SwiftType = [Double]
+
+    public static func write(_ value: [Double], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterDouble.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Double] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Double]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterDouble.read(from: &buf))
+        }
+        return seq
     }
 }
 
@@ -5159,6 +5478,46 @@ fileprivate struct FfiConverterDictionaryStringTypeOpMetrics: FfiConverterRustBu
         return dict
     }
 }
+
+
+public typealias Embedding = [Double]
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEmbedding: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Embedding {
+        return try FfiConverterSequenceDouble.read(from: &buf)
+    }
+
+    public static func write(_ value: Embedding, into buf: inout [UInt8]) {
+        return FfiConverterSequenceDouble.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> Embedding {
+        return try FfiConverterSequenceDouble.lift(value)
+    }
+
+    public static func lower(_ value: Embedding) -> RustBuffer {
+        return FfiConverterSequenceDouble.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbedding_lift(_ value: RustBuffer) throws -> Embedding {
+    return try FfiConverterTypeEmbedding.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEmbedding_lower(_ value: Embedding) -> RustBuffer {
+    return FfiConverterTypeEmbedding.lower(value)
+}
+
 
 
 public typealias JsonValue = String

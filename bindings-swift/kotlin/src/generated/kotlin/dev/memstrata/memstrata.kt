@@ -32,11 +32,13 @@ import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.ConcurrentHashMap
 import dev.memstrata.common.ContextStored
 import dev.memstrata.common.ContextValue
+import dev.memstrata.common.Embedding
 import dev.memstrata.common.Episode
 import dev.memstrata.common.EpisodeHit
 import dev.memstrata.common.ExportStats
 import dev.memstrata.common.FfiConverterTypeContextStored
 import dev.memstrata.common.FfiConverterTypeContextValue
+import dev.memstrata.common.FfiConverterTypeEmbedding
 import dev.memstrata.common.FfiConverterTypeEpisode
 import dev.memstrata.common.FfiConverterTypeEpisodeHit
 import dev.memstrata.common.FfiConverterTypeExportStats
@@ -51,6 +53,7 @@ import dev.memstrata.common.FfiConverterTypeProcedure
 import dev.memstrata.common.FfiConverterTypeProgressEvent
 import dev.memstrata.common.FfiConverterTypePunchIn
 import dev.memstrata.common.FfiConverterTypePunchOut
+import dev.memstrata.common.FfiConverterTypeQueryOptions
 import dev.memstrata.common.FfiConverterTypeRecordOptions
 import dev.memstrata.common.FfiConverterTypeRun
 import dev.memstrata.common.FfiConverterTypeSearchOptions
@@ -61,6 +64,7 @@ import dev.memstrata.common.FfiConverterTypeSessionSaved
 import dev.memstrata.common.FfiConverterTypeSessionVersionInfo
 import dev.memstrata.common.FfiConverterTypeShortTermEntry
 import dev.memstrata.common.FfiConverterTypeStatus
+import dev.memstrata.common.FfiConverterTypeStoreOptions
 import dev.memstrata.common.FfiConverterTypeSwitchResult
 import dev.memstrata.common.FfiConverterTypeTask
 import dev.memstrata.common.FfiConverterTypeTaskFilterOptions
@@ -78,6 +82,7 @@ import dev.memstrata.common.Procedure
 import dev.memstrata.common.ProgressEvent
 import dev.memstrata.common.PunchIn
 import dev.memstrata.common.PunchOut
+import dev.memstrata.common.QueryOptions
 import dev.memstrata.common.RecordOptions
 import dev.memstrata.common.Run
 import dev.memstrata.common.SearchOptions
@@ -88,6 +93,7 @@ import dev.memstrata.common.SessionSaved
 import dev.memstrata.common.SessionVersionInfo
 import dev.memstrata.common.ShortTermEntry
 import dev.memstrata.common.Status
+import dev.memstrata.common.StoreOptions
 import dev.memstrata.common.SwitchResult
 import dev.memstrata.common.Task
 import dev.memstrata.common.TaskFilterOptions
@@ -104,6 +110,7 @@ import kotlinx.coroutines.launch
 import kotlinx.coroutines.suspendCancellableCoroutine
 import dev.memstrata.common.RustBuffer as RustBufferContextStored
 import dev.memstrata.common.RustBuffer as RustBufferContextValue
+import dev.memstrata.common.RustBuffer as RustBufferEmbedding
 import dev.memstrata.common.RustBuffer as RustBufferEpisode
 import dev.memstrata.common.RustBuffer as RustBufferEpisodeHit
 import dev.memstrata.common.RustBuffer as RustBufferExportStats
@@ -118,6 +125,7 @@ import dev.memstrata.common.RustBuffer as RustBufferProcedure
 import dev.memstrata.common.RustBuffer as RustBufferProgressEvent
 import dev.memstrata.common.RustBuffer as RustBufferPunchIn
 import dev.memstrata.common.RustBuffer as RustBufferPunchOut
+import dev.memstrata.common.RustBuffer as RustBufferQueryOptions
 import dev.memstrata.common.RustBuffer as RustBufferRecordOptions
 import dev.memstrata.common.RustBuffer as RustBufferRun
 import dev.memstrata.common.RustBuffer as RustBufferSearchOptions
@@ -128,6 +136,7 @@ import dev.memstrata.common.RustBuffer as RustBufferSessionSaved
 import dev.memstrata.common.RustBuffer as RustBufferSessionVersionInfo
 import dev.memstrata.common.RustBuffer as RustBufferShortTermEntry
 import dev.memstrata.common.RustBuffer as RustBufferStatus
+import dev.memstrata.common.RustBuffer as RustBufferStoreOptions
 import dev.memstrata.common.RustBuffer as RustBufferSwitchResult
 import dev.memstrata.common.RustBuffer as RustBufferTask
 import dev.memstrata.common.RustBuffer as RustBufferTaskFilterOptions
@@ -753,6 +762,9 @@ internal open class UniffiForeignFutureResultVoid(
 internal interface UniffiForeignFutureCompleteVoid : com.sun.jna.Callback {
     fun callback(`callbackData`: Long,`result`: UniffiForeignFutureResultVoid.UniffiByValue,)
 }
+internal interface UniffiCallbackInterfaceEmbedderMethod0 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`texts`: RustBuffer.ByValue,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,)
+}
 internal interface UniffiCallbackInterfaceActionHandlerMethod0 : com.sun.jna.Callback {
     fun callback(`uniffiHandle`: Long,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,)
 }
@@ -761,6 +773,25 @@ internal interface UniffiCallbackInterfaceActionHandlerMethod1 : com.sun.jna.Cal
 }
 internal interface UniffiCallbackInterfaceProgressListenerMethod0 : com.sun.jna.Callback {
     fun callback(`uniffiHandle`: Long,`event`: RustBufferProgressEvent.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
+}
+@Structure.FieldOrder("uniffiFree", "uniffiClone", "embed")
+internal open class UniffiVTableCallbackInterfaceEmbedder(
+    @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+    @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+    @JvmField internal var `embed`: UniffiCallbackInterfaceEmbedderMethod0? = null,
+) : Structure() {
+    class UniffiByValue(
+        `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+        `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+        `embed`: UniffiCallbackInterfaceEmbedderMethod0? = null,
+    ): UniffiVTableCallbackInterfaceEmbedder(`uniffiFree`,`uniffiClone`,`embed`,), Structure.ByValue
+
+   internal fun uniffiSetValue(other: UniffiVTableCallbackInterfaceEmbedder) {
+        `uniffiFree` = other.`uniffiFree`
+        `uniffiClone` = other.`uniffiClone`
+        `embed` = other.`embed`
+    }
+
 }
 @Structure.FieldOrder("uniffiFree", "uniffiClone", "actions", "call")
 internal open class UniffiVTableCallbackInterfaceActionHandler(
@@ -833,6 +864,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_memstrata_ffi_checksum_func_memstrata_version(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_func_panic_for_tests(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_embedder_embed(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_episodic_forget(
     ): Int
@@ -944,6 +977,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_session_versions(
     ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_set_embedder(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_status(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_switch_context(
@@ -1005,12 +1040,21 @@ internal object UniffiLib {
     init {
         Native.register(UniffiLib::class.java, findLibraryName(componentName = "memstrata"))
         uniffiCallbackInterfaceActionHandler.register(this)
+        uniffiCallbackInterfaceEmbedder.register(this)
         uniffiCallbackInterfaceProgressListener.register(this)
         dev.memstrata.common.uniffiEnsureInitialized()
         
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_memstrata_ffi_fn_clone_embedder(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_free_embedder(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_init_callback_vtable_embedder(`vtable`: UniffiVTableCallbackInterfaceEmbedder,
+    ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_embedder_embed(`ptr`: Long,`texts`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_memstrata_ffi_fn_clone_episodic(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_memstrata_ffi_fn_free_episodic(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1039,11 +1083,11 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_keys(`ptr`: Long,`prefix`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_memstrata_ffi_fn_method_semantic_query(`ptr`: Long,`text`: RustBuffer.ByValue,`limit`: RustBuffer.ByValue,
+    external fun uniffi_memstrata_ffi_fn_method_semantic_query(`ptr`: Long,`text`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_retrieve(`ptr`: Long,`key`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_memstrata_ffi_fn_method_semantic_store(`ptr`: Long,`key`: RustBuffer.ByValue,`knowledge`: RustBuffer.ByValue,
+    external fun uniffi_memstrata_ffi_fn_method_semantic_store(`ptr`: Long,`key`: RustBuffer.ByValue,`knowledge`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_update(`ptr`: Long,`key`: RustBuffer.ByValue,`patch`: RustBuffer.ByValue,
     ): Long
@@ -1151,6 +1195,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_session_versions(`ptr`: Long,`sessionId`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_set_embedder(`ptr`: Long,`embedder`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_memstrata_ffi_fn_method_memory_status(`ptr`: Long,`includeSessions`: Byte,`includeMetrics`: Byte,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_switch_context(`ptr`: Long,`target`: RustBuffer.ByValue,`preserveCurrent`: Byte,
@@ -1339,6 +1385,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_func_panic_for_tests() and 0xFFFF) != 47998) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_embedder_embed() and 0xFFFF) != 5060) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_forget() and 0xFFFF) != 21842) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1348,10 +1397,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_recent() and 0xFFFF) != 41736) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 44238) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 39249) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 3923) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 42266) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_summarize() and 0xFFFF) != 8978) {
@@ -1369,13 +1418,13 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_keys() and 0xFFFF) != 40350) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_query() and 0xFFFF) != 47351) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_query() and 0xFFFF) != 45788) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_retrieve() and 0xFFFF) != 12153) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store() and 0xFFFF) != 25349) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store() and 0xFFFF) != 27723) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_update() and 0xFFFF) != 28461) {
@@ -1502,6 +1551,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_versions() and 0xFFFF) != 18644) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_set_embedder() and 0xFFFF) != 33809) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_status() and 0xFFFF) != 58964) {
@@ -2466,6 +2518,348 @@ public object FfiConverterTypeActionHandler: FfiConverter<ActionHandler, Long> {
 
 
 /**
+ * Computes embeddings for the engine, implemented in Swift or Kotlin.
+ *
+ * `embed` receives the texts to embed (one today: an episode's summary plus
+ * its content's text, a knowledge entry's key plus its text, or a search
+ * query) and returns one vector per text, in order, all of the context's
+ * dimension. It is called on a worker thread with no engine lock held, so it
+ * may block (on a model, on a network call) and may use the store.
+ */
+public interface Embedder {
+    
+    /**
+     * One embedding per text.
+     */
+    fun `embed`(`texts`: List<kotlin.String>): List<Embedding>
+    
+    companion object
+}
+
+/**
+ * Computes embeddings for the engine, implemented in Swift or Kotlin.
+ *
+ * `embed` receives the texts to embed (one today: an episode's summary plus
+ * its content's text, a knowledge entry's key plus its text, or a search
+ * query) and returns one vector per text, in order, all of the context's
+ * dimension. It is called on a worker thread with no engine lock held, so it
+ * may block (on a model, on a network call) and may use the store.
+ */
+open class EmbedderImpl: Disposable, AutoCloseable, Embedder
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_memstrata_ffi_fn_free_embedder(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_memstrata_ffi_fn_clone_embedder(handle, status)
+        }
+    }
+
+    
+    /**
+     * One embedding per text.
+     */
+    @Throws(EmbedderException::class)override fun `embed`(`texts`: List<kotlin.String>): List<Embedding> {
+            return FfiConverterSequenceTypeEmbedding.lift(
+    callWithHandle {
+    uniffiRustCallWithError(EmbedderException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_embedder_embed(
+        it,
+        
+        FfiConverterSequenceString.lower(`texts`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+
+// Put the implementation in an object so we don't pollute the top-level namespace
+internal object uniffiCallbackInterfaceEmbedder {
+    internal object `embed`: UniffiCallbackInterfaceEmbedderMethod0 {
+        override fun callback(`uniffiHandle`: Long,`texts`: RustBuffer.ByValue,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,) {
+            val uniffiObj = FfiConverterTypeEmbedder.handleMap.get(uniffiHandle)
+            val makeCall = { ->
+                uniffiObj.`embed`(
+                    FfiConverterSequenceString.lift(`texts`),
+                )
+            }
+            val writeReturn = { value: List<Embedding> -> uniffiOutReturn.setValue(FfiConverterSequenceTypeEmbedding.lower(value)) }
+            uniffiTraitInterfaceCallWithError(
+                uniffiCallStatus,
+                makeCall,
+                writeReturn,
+                { e: EmbedderException -> FfiConverterTypeEmbedderError.lower(e) }
+            )
+        }
+    }
+
+    internal object uniffiFree: UniffiCallbackInterfaceFree {
+        override fun callback(handle: Long) {
+            FfiConverterTypeEmbedder.handleMap.remove(handle)
+        }
+    }
+
+    internal object uniffiClone: UniffiCallbackInterfaceClone {
+        override fun callback(handle: Long): Long {
+            return FfiConverterTypeEmbedder.handleMap.clone(handle)
+        }
+    }
+
+    internal var vtable = UniffiVTableCallbackInterfaceEmbedder.UniffiByValue(
+        uniffiFree,
+        uniffiClone,
+        `embed`,
+    )
+
+    // Registers the foreign callback with the Rust side.
+    // This method is generated for each callback interface.
+    internal fun register(lib: UniffiLib) {
+        lib.uniffi_memstrata_ffi_fn_init_callback_vtable_embedder(vtable)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEmbedder: FfiConverter<Embedder, Long> {
+    internal val handleMap = UniffiHandleMap<Embedder>()
+
+    override fun lower(value: Embedder): Long {
+        if (value is EmbedderImpl) {
+             // Rust-implemented object.  Clone the handle and return it
+            return value.uniffiCloneHandle()
+         } else {
+            // Kotlin object, generate a new vtable handle and return that.
+            return handleMap.insert(value)
+         }
+    }
+
+    override fun lift(value: Long): Embedder {
+        if ((value and 1.toLong()) == 0.toLong()) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return EmbedderImpl(UniffiWithHandle, value)
+        } else {
+            // Kotlin-generated handle, get the object from the handle map
+            return handleMap.remove(value)
+        }
+    }
+
+    override fun read(buf: ByteBuffer): Embedder {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Embedder) = 8UL
+
+    override fun write(value: Embedder, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * Episodic memory: events with full-text search.
  */
 public interface EpisodicInterface {
@@ -2487,14 +2881,23 @@ public interface EpisodicInterface {
     
     /**
      * Record an episode; returns its id. `options` carries the content (JSON
-     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     * text), participants, tags, importance (1..=10, default 5), timestamp and
+     * `embedding` (the dimension is fixed per context on first use; without
+     * one, the embedder of `Memory.setEmbedder`, if any, is called on the
+     * summary plus the content's text).
      */
     suspend fun `record`(`summary`: kotlin.String, `options`: RecordOptions? = null): kotlin.String
     
     /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
-     * holds the limit (default 10) and the tag, participant, time and
-     * importance filters.
+     * holds the limit (default 10), the tag, participant, time and
+     * importance filters, and the vector side: with `embedding` (or a
+     * registered embedder and a non-empty query) the BM25 and vector lists,
+     * each filtered and fetched at depth max(limit * 5, 50), are fused
+     * (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
+     * `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
     suspend fun `search`(`query`: kotlin.String = "", `options`: SearchOptions? = null): List<EpisodeHit>
     
@@ -2688,7 +3091,10 @@ open class Episodic: Disposable, AutoCloseable, EpisodicInterface
     
     /**
      * Record an episode; returns its id. `options` carries the content (JSON
-     * text), participants, tags, importance (1..=10, default 5) and timestamp.
+     * text), participants, tags, importance (1..=10, default 5), timestamp and
+     * `embedding` (the dimension is fixed per context on first use; without
+     * one, the embedder of `Memory.setEmbedder`, if any, is called on the
+     * summary plus the content's text).
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
@@ -2715,8 +3121,14 @@ open class Episodic: Disposable, AutoCloseable, EpisodicInterface
     
     /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
-     * holds the limit (default 10) and the tag, participant, time and
-     * importance filters.
+     * holds the limit (default 10), the tag, participant, time and
+     * importance filters, and the vector side: with `embedding` (or a
+     * registered embedder and a non-empty query) the BM25 and vector lists,
+     * each filtered and fetched at depth max(limit * 5, 50), are fused
+     * (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
+     * `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
@@ -3378,6 +3790,17 @@ public interface MemoryInterface {
      * The kept versions of a session.
      */
     suspend fun `sessionVersions`(`sessionId`: kotlin.String): List<SessionVersionInfo>
+    
+    /**
+     * Register `embedder` as the store's embedder, or remove it with null.
+     * The engine calls it (on a worker thread, with no engine lock held) on
+     * `episodic.record` / `semantic.store` without an `embedding` and on
+     * searches with a non-empty query and no `embedding`. It applies to every
+     * handle on the store (namespaces included). If it throws or returns a
+     * bad vector, the call fails with `InvalidInput` naming `embedder`;
+     * nothing is stored.
+     */
+    fun `setEmbedder`(`embedder`: Embedder? = null)
     
     /**
      * Health, version, uptime; session count and per-operation metrics on request.
@@ -4145,6 +4568,29 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
         MemstrataException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * Register `embedder` as the store's embedder, or remove it with null.
+     * The engine calls it (on a worker thread, with no engine lock held) on
+     * `episodic.record` / `semantic.store` without an `embedding` and on
+     * searches with a non-empty query and no `embedding`. It applies to every
+     * handle on the store (namespaces included). If it throws or returns a
+     * bad vector, the call fails with `InvalidInput` naming `embedder`;
+     * nothing is stored.
+     */
+    @Throws(MemstrataException::class)override fun `setEmbedder`(`embedder`: Embedder?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(MemstrataException) { _status ->
+    UniffiLib.uniffi_memstrata_ffi_fn_method_memory_set_embedder(
+        it,
+        
+        FfiConverterOptionalTypeEmbedder.lower(`embedder`),_status)
+}
+    }
+    
+    
 
     
     /**
@@ -5352,9 +5798,11 @@ public interface SemanticInterface {
     suspend fun `keys`(`prefix`: kotlin.String = ""): List<kotlin.String>
     
     /**
-     * BM25 query over keys and knowledge (default limit 10).
+     * BM25 query over keys and knowledge. `options`: the limit (default 10),
+     * and `embedding` with the fusion settings as in `Episodic.search` (an
+     * empty `text` with an embedding: pure vector search).
      */
-    suspend fun `query`(`text`: kotlin.String, `limit`: kotlin.UInt? = null): List<KnowledgeHit>
+    suspend fun `query`(`text`: kotlin.String, `options`: QueryOptions? = null): List<KnowledgeHit>
     
     /**
      * The knowledge under `key` (JSON text), or null.
@@ -5362,9 +5810,11 @@ public interface SemanticInterface {
     suspend fun `retrieve`(`key`: kotlin.String): JsonValue?
     
     /**
-     * Store `knowledge` (JSON text) under `key` (a new version).
+     * Store `knowledge` (JSON text) under `key` (a new version). `options`:
+     * the entry's `embedding` (without one, the registered embedder's, if any,
+     * called on the key plus the knowledge's text).
      */
-    suspend fun `store`(`key`: kotlin.String, `knowledge`: kotlin.String): Knowledge
+    suspend fun `store`(`key`: kotlin.String, `knowledge`: kotlin.String, `options`: StoreOptions? = null): Knowledge
     
     /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
@@ -5581,18 +6031,20 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
 
     
     /**
-     * BM25 query over keys and knowledge (default limit 10).
+     * BM25 query over keys and knowledge. `options`: the limit (default 10),
+     * and `embedding` with the fusion settings as in `Episodic.search` (an
+     * empty `text` with an embedding: pure vector search).
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `query`(`text`: kotlin.String, `limit`: kotlin.UInt?) : List<KnowledgeHit> {
+    override suspend fun `query`(`text`: kotlin.String, `options`: QueryOptions?) : List<KnowledgeHit> {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_query(
                 uniffiHandle,
                 
         FfiConverterString.lower(`text`),
-        FfiConverterOptionalUInt.lower(`limit`),
+        FfiConverterOptionalTypeQueryOptions.lower(`options`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -5632,11 +6084,13 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
 
     
     /**
-     * Store `knowledge` (JSON text) under `key` (a new version).
+     * Store `knowledge` (JSON text) under `key` (a new version). `options`:
+     * the entry's `embedding` (without one, the registered embedder's, if any,
+     * called on the key plus the knowledge's text).
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `store`(`key`: kotlin.String, `knowledge`: kotlin.String) : Knowledge {
+    override suspend fun `store`(`key`: kotlin.String, `knowledge`: kotlin.String, `options`: StoreOptions?) : Knowledge {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_store(
@@ -5644,6 +6098,7 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
                 
         FfiConverterString.lower(`key`),
         FfiConverterString.lower(`knowledge`),
+        FfiConverterOptionalTypeStoreOptions.lower(`options`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -6711,6 +7166,79 @@ public object FfiConverterTypeActionError : FfiConverterRustBuffer<ActionExcepti
 
 
 /**
+ * What an embedder (`Embedder.embed`) throws to fail the call that needed
+ * the embedding (which then fails with `InvalidInput` naming `embedder` and
+ * the reason). Any other exception it throws fails the call the same way.
+ */
+sealed class EmbedderException: kotlin.Exception() {
+    
+    /**
+     * No embedding could be computed.
+     */
+    class Failed(
+        
+        /**
+         * Why.
+         */
+        val `reason`: kotlin.String
+        ) : EmbedderException() {
+        override val message
+            get() = "reason=${ `reason` }"
+    }
+    
+
+    
+
+
+    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<EmbedderException> {
+        override fun lift(error_buf: RustBuffer.ByValue): EmbedderException = FfiConverterTypeEmbedderError.lift(error_buf)
+    }
+
+    
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEmbedderError : FfiConverterRustBuffer<EmbedderException> {
+    override fun read(buf: ByteBuffer): EmbedderException {
+        
+
+        return when(buf.getInt()) {
+            1 -> EmbedderException.Failed(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: EmbedderException): ULong {
+        return when(value) {
+            is EmbedderException.Failed -> (
+                // Add the size for the Int that specifies the variant plus the size needed for all fields
+                4UL
+                + FfiConverterString.allocationSize(value.`reason`)
+            )
+        }
+    }
+
+    override fun write(value: EmbedderException, buf: ByteBuffer) {
+        when(value) {
+            is EmbedderException.Failed -> {
+                buf.putInt(1)
+                FfiConverterString.write(value.`reason`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+
+}
+
+
+
+
+
+/**
  * Why a Memstrata call failed: one case per kind, each carrying the message
  * (which names the field and the limit where one applies). Swift:
  * `MemstrataError.NotFound(message:)`; Kotlin:
@@ -7033,6 +7561,38 @@ public object FfiConverterOptionalTypeActionHandler: FfiConverterRustBuffer<Acti
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeEmbedder: FfiConverterRustBuffer<Embedder?> {
+    override fun read(buf: ByteBuffer): Embedder? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeEmbedder.read(buf)
+    }
+
+    override fun allocationSize(value: Embedder?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeEmbedder.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Embedder?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeEmbedder.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeManualClock: FfiConverterRustBuffer<ManualClock?> {
     override fun read(buf: ByteBuffer): ManualClock? {
         if (buf.get().toInt() == 0) {
@@ -7257,6 +7817,38 @@ public object FfiConverterOptionalTypeProcedure: FfiConverterRustBuffer<Procedur
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeQueryOptions: FfiConverterRustBuffer<QueryOptions?> {
+    override fun read(buf: ByteBuffer): QueryOptions? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeQueryOptions.read(buf)
+    }
+
+    override fun allocationSize(value: QueryOptions?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeQueryOptions.allocationSize(value)
+        }
+    }
+
+    override fun write(value: QueryOptions?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeQueryOptions.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeRecordOptions: FfiConverterRustBuffer<RecordOptions?> {
     override fun read(buf: ByteBuffer): RecordOptions? {
         if (buf.get().toInt() == 0) {
@@ -7385,6 +7977,38 @@ public object FfiConverterOptionalTypeShortTermEntry: FfiConverterRustBuffer<Sho
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeStoreOptions: FfiConverterRustBuffer<StoreOptions?> {
+    override fun read(buf: ByteBuffer): StoreOptions? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeStoreOptions.read(buf)
+    }
+
+    override fun allocationSize(value: StoreOptions?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeStoreOptions.allocationSize(value)
+        }
+    }
+
+    override fun write(value: StoreOptions?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeStoreOptions.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeTask: FfiConverterRustBuffer<Task?> {
     override fun read(buf: ByteBuffer): Task? {
         if (buf.get().toInt() == 0) {
@@ -7503,6 +8127,34 @@ public object FfiConverterOptionalTypeTimestamp: FfiConverterRustBuffer<Timestam
         } else {
             buf.put(1)
             FfiConverterTypeTimestamp.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceDouble: FfiConverterRustBuffer<List<kotlin.Double>> {
+    override fun read(buf: ByteBuffer): List<kotlin.Double> {
+        val len = buf.getInt()
+        return List<kotlin.Double>(len) {
+            FfiConverterDouble.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<kotlin.Double>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterDouble.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<kotlin.Double>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterDouble.write(it, buf)
         }
     }
 }
@@ -7765,6 +8417,34 @@ public object FfiConverterSequenceTypeWorkspaceItem: FfiConverterRustBuffer<List
 /**
  * @suppress
  */
+public object FfiConverterSequenceTypeEmbedding: FfiConverterRustBuffer<List<Embedding>> {
+    override fun read(buf: ByteBuffer): List<Embedding> {
+        val len = buf.getInt()
+        return List<Embedding>(len) {
+            FfiConverterTypeEmbedding.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Embedding>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeEmbedding.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Embedding>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeEmbedding.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer<List<JsonValue>> {
     override fun read(buf: ByteBuffer): List<JsonValue> {
         val len = buf.getInt()
@@ -7786,6 +8466,12 @@ public object FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer<List<Jso
         }
     }
 }
+
+
+
+
+
+
 
 
 

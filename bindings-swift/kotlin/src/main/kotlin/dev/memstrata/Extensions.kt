@@ -31,6 +31,7 @@ val Memory.procedural: Procedural get() = getProcedural()
 // crate its own package); these aliases let `import dev.memstrata.*` suffice.
 typealias ContextStored = dev.memstrata.common.ContextStored
 typealias ContextValue = dev.memstrata.common.ContextValue
+typealias Embedding = dev.memstrata.common.Embedding
 typealias Episode = dev.memstrata.common.Episode
 typealias EpisodeHit = dev.memstrata.common.EpisodeHit
 typealias ExportStats = dev.memstrata.common.ExportStats
@@ -50,6 +51,7 @@ typealias ProgressEvent = dev.memstrata.common.ProgressEvent
 typealias ProgressStage = dev.memstrata.common.ProgressStage
 typealias PunchIn = dev.memstrata.common.PunchIn
 typealias PunchOut = dev.memstrata.common.PunchOut
+typealias QueryOptions = dev.memstrata.common.QueryOptions
 typealias RecordOptions = dev.memstrata.common.RecordOptions
 typealias Run = dev.memstrata.common.Run
 typealias SearchOptions = dev.memstrata.common.SearchOptions
@@ -61,6 +63,7 @@ typealias SessionVersionInfo = dev.memstrata.common.SessionVersionInfo
 typealias ShortTermEntry = dev.memstrata.common.ShortTermEntry
 typealias Status = dev.memstrata.common.Status
 typealias StatusMetrics = dev.memstrata.common.StatusMetrics
+typealias StoreOptions = dev.memstrata.common.StoreOptions
 typealias SwitchResult = dev.memstrata.common.SwitchResult
 typealias Task = dev.memstrata.common.Task
 typealias TaskFilterOptions = dev.memstrata.common.TaskFilterOptions
@@ -166,4 +169,14 @@ fun actionHandler(vararg actions: Pair<String, (JsonElement) -> JsonElement>): A
 fun progressListener(onEvent: (ProgressEvent) -> Unit): ProgressListener =
     object : ProgressListener {
         override fun onProgress(event: ProgressEvent) = onEvent(event)
+    }
+
+/**
+ * An [Embedder] from a lambda: receives the texts and returns one vector per
+ * text (called on a worker thread; it may block). Throwing fails the call that
+ * needed the embedding with `MemstrataException.InvalidInput` naming `embedder`.
+ */
+fun embedder(embed: (List<String>) -> List<List<Double>>): Embedder =
+    object : Embedder {
+        override fun embed(texts: List<String>): List<List<Double>> = embed(texts)
     }

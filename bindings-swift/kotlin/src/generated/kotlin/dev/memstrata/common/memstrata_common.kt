@@ -1376,9 +1376,20 @@ data class EpisodeHit (
     var `episode`: Episode
     , 
     /**
-     * BM25 relevance score (0 when the query had no searchable words and hits are by recency).
+     * BM25 relevance score (0 when the query had no searchable words and hits are by
+     * recency); with an embedding, the fused score (pure vector search: the cosine).
      */
     var `score`: kotlin.Double
+    , 
+    /**
+     * 1-based rank in the text (BM25) list; null when that list did not find the hit.
+     */
+    var `bm25Rank`: kotlin.Long?
+    , 
+    /**
+     * 1-based rank in the vector list; null when that list did not find the hit.
+     */
+    var `vectorRank`: kotlin.Long?
     
 ){
     
@@ -1397,17 +1408,23 @@ public object FfiConverterTypeEpisodeHit: FfiConverterRustBuffer<EpisodeHit> {
         return EpisodeHit(
             FfiConverterTypeEpisode.read(buf),
             FfiConverterDouble.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalLong.read(buf),
         )
     }
 
     override fun allocationSize(value: EpisodeHit) = (
             FfiConverterTypeEpisode.allocationSize(value.`episode`) +
-            FfiConverterDouble.allocationSize(value.`score`)
+            FfiConverterDouble.allocationSize(value.`score`) +
+            FfiConverterOptionalLong.allocationSize(value.`bm25Rank`) +
+            FfiConverterOptionalLong.allocationSize(value.`vectorRank`)
     )
 
     override fun write(value: EpisodeHit, buf: ByteBuffer) {
             FfiConverterTypeEpisode.write(value.`episode`, buf)
             FfiConverterDouble.write(value.`score`, buf)
+            FfiConverterOptionalLong.write(value.`bm25Rank`, buf)
+            FfiConverterOptionalLong.write(value.`vectorRank`, buf)
     }
 }
 
@@ -1775,9 +1792,19 @@ data class KnowledgeHit (
     var `knowledge`: JsonValue
     , 
     /**
-     * BM25 relevance score.
+     * BM25 relevance score; with an embedding, the fused score (pure vector search: the cosine).
      */
     var `score`: kotlin.Double
+    , 
+    /**
+     * 1-based rank in the text (BM25) list; null when that list did not find the hit.
+     */
+    var `bm25Rank`: kotlin.Long?
+    , 
+    /**
+     * 1-based rank in the vector list; null when that list did not find the hit.
+     */
+    var `vectorRank`: kotlin.Long?
     
 ){
     
@@ -1797,19 +1824,25 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
             FfiConverterString.read(buf),
             FfiConverterTypeJsonValue.read(buf),
             FfiConverterDouble.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalLong.read(buf),
         )
     }
 
     override fun allocationSize(value: KnowledgeHit) = (
             FfiConverterString.allocationSize(value.`key`) +
             FfiConverterTypeJsonValue.allocationSize(value.`knowledge`) +
-            FfiConverterDouble.allocationSize(value.`score`)
+            FfiConverterDouble.allocationSize(value.`score`) +
+            FfiConverterOptionalLong.allocationSize(value.`bm25Rank`) +
+            FfiConverterOptionalLong.allocationSize(value.`vectorRank`)
     )
 
     override fun write(value: KnowledgeHit, buf: ByteBuffer) {
             FfiConverterString.write(value.`key`, buf)
             FfiConverterTypeJsonValue.write(value.`knowledge`, buf)
             FfiConverterDouble.write(value.`score`, buf)
+            FfiConverterOptionalLong.write(value.`bm25Rank`, buf)
+            FfiConverterOptionalLong.write(value.`vectorRank`, buf)
     }
 }
 
@@ -2512,6 +2545,85 @@ public object FfiConverterTypePunchOut: FfiConverterRustBuffer<PunchOut> {
 
 
 /**
+ * Optional arguments of `semantic.query`.
+ */
+data class QueryOptions (
+    /**
+     * Most hits (default 10).
+     */
+    var `limit`: kotlin.UInt? = null 
+    , 
+    /**
+     * Query embedding: fused with BM25, or pure vector search with an empty text.
+     */
+    var `embedding`: Embedding? = null 
+    , 
+    /**
+     * `"linear"` (default) or `"rrf"`.
+     */
+    var `fusion`: kotlin.String? = null 
+    , 
+    /**
+     * Weight of the BM25 list (default 0.5).
+     */
+    var `bm25Weight`: kotlin.Double? = null 
+    , 
+    /**
+     * Weight of the vector list (default 0.5).
+     */
+    var `vectorWeight`: kotlin.Double? = null 
+    , 
+    /**
+     * RRF constant k (default 60).
+     */
+    var `rrfK`: kotlin.Double? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeQueryOptions: FfiConverterRustBuffer<QueryOptions> {
+    override fun read(buf: ByteBuffer): QueryOptions {
+        return QueryOptions(
+            FfiConverterOptionalUInt.read(buf),
+            FfiConverterOptionalTypeEmbedding.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: QueryOptions) = (
+            FfiConverterOptionalUInt.allocationSize(value.`limit`) +
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
+            FfiConverterOptionalString.allocationSize(value.`fusion`) +
+            FfiConverterOptionalDouble.allocationSize(value.`bm25Weight`) +
+            FfiConverterOptionalDouble.allocationSize(value.`vectorWeight`) +
+            FfiConverterOptionalDouble.allocationSize(value.`rrfK`)
+    )
+
+    override fun write(value: QueryOptions, buf: ByteBuffer) {
+            FfiConverterOptionalUInt.write(value.`limit`, buf)
+            FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
+            FfiConverterOptionalString.write(value.`fusion`, buf)
+            FfiConverterOptionalDouble.write(value.`bm25Weight`, buf)
+            FfiConverterOptionalDouble.write(value.`vectorWeight`, buf)
+            FfiConverterOptionalDouble.write(value.`rrfK`, buf)
+    }
+}
+
+
+
+/**
  * Optional fields of `episodic.record`.
  */
 data class RecordOptions (
@@ -2539,6 +2651,11 @@ data class RecordOptions (
      * When it happened (default now).
      */
     var `timestamp`: Timestamp? = null 
+    , 
+    /**
+     * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
+     */
+    var `embedding`: Embedding? = null 
     
 ){
     
@@ -2560,6 +2677,7 @@ public object FfiConverterTypeRecordOptions: FfiConverterRustBuffer<RecordOption
             FfiConverterOptionalSequenceString.read(buf),
             FfiConverterOptionalUInt.read(buf),
             FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeEmbedding.read(buf),
         )
     }
 
@@ -2568,7 +2686,8 @@ public object FfiConverterTypeRecordOptions: FfiConverterRustBuffer<RecordOption
             FfiConverterOptionalSequenceString.allocationSize(value.`participants`) +
             FfiConverterOptionalSequenceString.allocationSize(value.`tags`) +
             FfiConverterOptionalUInt.allocationSize(value.`importance`) +
-            FfiConverterOptionalTypeTimestamp.allocationSize(value.`timestamp`)
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`timestamp`) +
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`)
     )
 
     override fun write(value: RecordOptions, buf: ByteBuffer) {
@@ -2577,6 +2696,7 @@ public object FfiConverterTypeRecordOptions: FfiConverterRustBuffer<RecordOption
             FfiConverterOptionalSequenceString.write(value.`tags`, buf)
             FfiConverterOptionalUInt.write(value.`importance`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`timestamp`, buf)
+            FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
     }
 }
 
@@ -2758,6 +2878,31 @@ data class SearchOptions (
      * Only episodes at least this important (1..=10).
      */
     var `minImportance`: kotlin.UInt? = null 
+    , 
+    /**
+     * Query embedding: fused with BM25, or pure vector search with an empty query.
+     */
+    var `embedding`: Embedding? = null 
+    , 
+    /**
+     * `"linear"` (default) or `"rrf"`.
+     */
+    var `fusion`: kotlin.String? = null 
+    , 
+    /**
+     * Weight of the BM25 list (default 0.5).
+     */
+    var `bm25Weight`: kotlin.Double? = null 
+    , 
+    /**
+     * Weight of the vector list (default 0.5).
+     */
+    var `vectorWeight`: kotlin.Double? = null 
+    , 
+    /**
+     * RRF constant k (default 60).
+     */
+    var `rrfK`: kotlin.Double? = null 
     
 ){
     
@@ -2780,6 +2925,11 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalTypeTimestamp.read(buf),
             FfiConverterOptionalTypeTimestamp.read(buf),
             FfiConverterOptionalUInt.read(buf),
+            FfiConverterOptionalTypeEmbedding.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+            FfiConverterOptionalDouble.read(buf),
         )
     }
 
@@ -2789,7 +2939,12 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalSequenceString.allocationSize(value.`participants`) +
             FfiConverterOptionalTypeTimestamp.allocationSize(value.`since`) +
             FfiConverterOptionalTypeTimestamp.allocationSize(value.`until`) +
-            FfiConverterOptionalUInt.allocationSize(value.`minImportance`)
+            FfiConverterOptionalUInt.allocationSize(value.`minImportance`) +
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
+            FfiConverterOptionalString.allocationSize(value.`fusion`) +
+            FfiConverterOptionalDouble.allocationSize(value.`bm25Weight`) +
+            FfiConverterOptionalDouble.allocationSize(value.`vectorWeight`) +
+            FfiConverterOptionalDouble.allocationSize(value.`rrfK`)
     )
 
     override fun write(value: SearchOptions, buf: ByteBuffer) {
@@ -2799,6 +2954,11 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalTypeTimestamp.write(value.`since`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`until`, buf)
             FfiConverterOptionalUInt.write(value.`minImportance`, buf)
+            FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
+            FfiConverterOptionalString.write(value.`fusion`, buf)
+            FfiConverterOptionalDouble.write(value.`bm25Weight`, buf)
+            FfiConverterOptionalDouble.write(value.`vectorWeight`, buf)
+            FfiConverterOptionalDouble.write(value.`rrfK`, buf)
     }
 }
 
@@ -3336,6 +3496,45 @@ public object FfiConverterTypeStatusMetrics: FfiConverterRustBuffer<StatusMetric
             FfiConverterTypeItemCounts.write(value.`items`, buf)
             FfiConverterLong.write(value.`bytesOnDisk`, buf)
             FfiConverterTypeIndexStats.write(value.`index`, buf)
+    }
+}
+
+
+
+/**
+ * Optional arguments of `semantic.store`.
+ */
+data class StoreOptions (
+    /**
+     * The host's embedding of the entry (without it, the registered embedder's, if any).
+     */
+    var `embedding`: Embedding? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeStoreOptions: FfiConverterRustBuffer<StoreOptions> {
+    override fun read(buf: ByteBuffer): StoreOptions {
+        return StoreOptions(
+            FfiConverterOptionalTypeEmbedding.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: StoreOptions) = (
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`)
+    )
+
+    override fun write(value: StoreOptions, buf: ByteBuffer) {
+            FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
     }
 }
 
@@ -4233,6 +4432,38 @@ public object FfiConverterOptionalSequenceTypeActiveSession: FfiConverterRustBuf
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeEmbedding: FfiConverterRustBuffer<Embedding?> {
+    override fun read(buf: ByteBuffer): Embedding? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeEmbedding.read(buf)
+    }
+
+    override fun allocationSize(value: Embedding?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeEmbedding.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Embedding?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeEmbedding.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeJsonValue: FfiConverterRustBuffer<JsonValue?> {
     override fun read(buf: ByteBuffer): JsonValue? {
         if (buf.get().toInt() == 0) {
@@ -4319,6 +4550,34 @@ public object FfiConverterOptionalTypeTimestamp: FfiConverterRustBuffer<Timestam
         } else {
             buf.put(1)
             FfiConverterTypeTimestamp.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceDouble: FfiConverterRustBuffer<List<kotlin.Double>> {
+    override fun read(buf: ByteBuffer): List<kotlin.Double> {
+        val len = buf.getInt()
+        return List<kotlin.Double>(len) {
+            FfiConverterDouble.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<kotlin.Double>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterDouble.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<kotlin.Double>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterDouble.write(it, buf)
         }
     }
 }
@@ -4540,6 +4799,11 @@ public object FfiConverterMapStringTypeOpMetrics: FfiConverterRustBuffer<Map<kot
         }
     }
 }
+
+
+
+public typealias Embedding = List<kotlin.Double>
+public typealias FfiConverterTypeEmbedding = FfiConverterSequenceDouble
 
 
 
