@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
-use crate::vectors::{self, Embedder, RowFilter, VecBytes, VectorQuery};
+use crate::vectors::{self, Embedder, VecBytes, VectorQuery};
 use crate::{Error, Memory, Result, codec, validate};
 
 /// Longest text `summarize` returns, in characters.
@@ -344,17 +344,6 @@ pub(crate) fn search_in(
     {
         return Err(Error::invalid("since", "must not be after `until`"));
     }
-    vectors::validate_fusion(&vq.fusion)?;
-    let has_text = !query.trim().is_empty();
-    let embedded;
-    let embedding = match (&vq.embedding, embedder) {
-        (Some(v), _) => Some(v.as_slice()),
-        (None, Some(f)) if has_text => {
-            embedded = vectors::embed_one(f, query)?;
-            Some(embedded.as_slice())
-        }
-        (None, _) => None,
-    };
     let since_ms = filters.since.map(|t| t.timestamp_millis());
     let until_ms = filters.until.map(|t| t.timestamp_millis());
     let min_importance = filters.min_importance.map(u64::from);
@@ -380,53 +369,23 @@ pub(crate) fn search_in(
         }
         Ok(out)
     };
-    let fused: Vec<vectors::Fused> = match embedding {
-        None => text_list(limit)?
-            .into_iter()
-            .enumerate()
-            .map(|(i, (key, score))| vectors::Fused {
-                key,
-                score,
-                bm25_rank: has_text.then_some(i as u32 + 1),
-                vector_rank: None,
-            })
-            .collect(),
-        Some(qv) => {
-            let depth = vectors::depth(limit);
-            let vector_list = match vectors::prepare_query(e, ctx, vq, qv)? {
-                Some(_) => {
-                    let filter = RowFilter {
-                        tags_all: &filters.tags,
-                        participants_any: &filters.participants,
-                        since_ms,
-                        until_ms,
-                        min_importance,
-                    };
-                    e.vectors
-                        .search(e, Kind::Episode, ctx, qv, &filter, depth)?
-                }
-                None => Vec::new(),
-            };
-            if has_text {
-                // Hits with no matching word (score 0, by recency) are not a text match.
-                let mut bm25 = text_list(depth)?;
-                bm25.retain(|(_, s)| *s > 0.0);
-                vectors::fuse(&bm25, &vector_list, &vq.fusion, limit)
-            } else {
-                vector_list
-                    .into_iter()
-                    .take(limit)
-                    .enumerate()
-                    .map(|(i, (key, score))| vectors::Fused {
-                        key,
-                        score,
-                        bm25_rank: None,
-                        vector_rank: Some(i as u32 + 1),
-                    })
-                    .collect()
-            }
-        }
-    };
+    let fused = vectors::fused_hits(
+        e,
+        Kind::Episode,
+        ctx,
+        query,
+        vq,
+        embedder,
+        limit,
+        &vectors::RowFilter {
+            tags_all: &filters.tags,
+            participants_any: &filters.participants,
+            since_ms,
+            until_ms,
+            min_importance,
+        },
+        text_list,
+    )?;
     let mut hits = Vec::with_capacity(fused.len());
     for f in fused {
         // sled is the source of truth: a hit whose record is gone is dropped.

@@ -365,17 +365,6 @@ pub(crate) fn query_in(
             limit as u64,
         ));
     }
-    vectors::validate_fusion(&vq.fusion)?;
-    let has_text = !text.trim().is_empty();
-    let embedded;
-    let embedding = match (&vq.embedding, embedder) {
-        (Some(v), _) => Some(v.as_slice()),
-        (None, Some(f)) if has_text => {
-            embedded = vectors::embed_one(f, text)?;
-            Some(embedded.as_slice())
-        }
-        (None, _) => None,
-    };
     let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
         let q = IndexQuery {
             kind: Kind::Knowledge,
@@ -397,49 +386,17 @@ pub(crate) fn query_in(
         }
         Ok(out)
     };
-    let fused: Vec<vectors::Fused> = match embedding {
-        None => text_list(limit)?
-            .into_iter()
-            .enumerate()
-            .map(|(i, (key, score))| vectors::Fused {
-                key,
-                score,
-                bm25_rank: has_text.then_some(i as u32 + 1),
-                vector_rank: None,
-            })
-            .collect(),
-        Some(qv) => {
-            let depth = vectors::depth(limit);
-            let vector_list = match vectors::prepare_query(e, ctx, vq, qv)? {
-                Some(_) => e.vectors.search(
-                    e,
-                    Kind::Knowledge,
-                    ctx,
-                    qv,
-                    &vectors::RowFilter::NONE,
-                    depth,
-                )?,
-                None => Vec::new(),
-            };
-            if has_text {
-                let mut bm25 = text_list(depth)?;
-                bm25.retain(|(_, s)| *s > 0.0);
-                vectors::fuse(&bm25, &vector_list, &vq.fusion, limit)
-            } else {
-                vector_list
-                    .into_iter()
-                    .take(limit)
-                    .enumerate()
-                    .map(|(i, (key, score))| vectors::Fused {
-                        key,
-                        score,
-                        bm25_rank: None,
-                        vector_rank: Some(i as u32 + 1),
-                    })
-                    .collect()
-            }
-        }
-    };
+    let fused = vectors::fused_hits(
+        e,
+        Kind::Knowledge,
+        ctx,
+        text,
+        vq,
+        embedder,
+        limit,
+        &vectors::RowFilter::NONE,
+        text_list,
+    )?;
     let mut out = Vec::with_capacity(fused.len());
     for f in fused {
         if let Some(k) = get_in(e, ctx, &f.key)? {

@@ -726,6 +726,65 @@ pub(crate) fn validate_fusion(f: &Fusion) -> Result<()> {
     f.validate()
 }
 
+/// The hit list of one search of `kind` in `ctx`, shared by episodes and knowledge.
+///
+/// Without a query embedding (given in `vq` or made by `embedder` from a
+/// non-empty `query`): the BM25 list of `text_list(limit)`. With one and an
+/// empty query: the vector list alone. With both: the BM25 list (hits that
+/// matched a word) and the vector list, each `depth(limit)` deep and each
+/// filtered (`text_list` by the index query, the vectors by `filter`), fused.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fused_hits(
+    e: &Engine,
+    kind: Kind,
+    ctx: &str,
+    query: &str,
+    vq: &VectorQuery,
+    embedder: Option<&dyn Embedder>,
+    limit: usize,
+    filter: &RowFilter<'_>,
+    text_list: impl Fn(usize) -> Result<Vec<(String, f32)>>,
+) -> Result<Vec<Fused>> {
+    validate_fusion(&vq.fusion)?;
+    let has_text = !query.trim().is_empty();
+    let embedded;
+    let embedding = match (&vq.embedding, embedder) {
+        (Some(v), _) => Some(v.as_slice()),
+        (None, Some(f)) if has_text => {
+            embedded = embed_one(f, query)?;
+            Some(embedded.as_slice())
+        }
+        (None, _) => None,
+    };
+    let ranked = |list: Vec<(String, f32)>, text: bool| -> Vec<Fused> {
+        list.into_iter()
+            .take(limit)
+            .enumerate()
+            .map(|(i, (key, score))| Fused {
+                key,
+                score,
+                bm25_rank: (text && has_text).then_some(i as u32 + 1),
+                vector_rank: (!text).then_some(i as u32 + 1),
+            })
+            .collect()
+    };
+    let Some(qv) = embedding else {
+        return Ok(ranked(text_list(limit)?, true));
+    };
+    let depth = depth(limit);
+    let vector_list = match prepare_query(e, ctx, vq, qv)? {
+        Some(_) => e.vectors.search(e, kind, ctx, qv, filter, depth)?,
+        None => Vec::new(),
+    };
+    if !has_text {
+        return Ok(ranked(vector_list, false));
+    }
+    // Hits with no matching word (score 0, by recency) are not a text match.
+    let mut bm25 = text_list(depth)?;
+    bm25.retain(|(_, s)| *s > 0.0);
+    Ok(fuse(&bm25, &vector_list, &vq.fusion, limit))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
