@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::outbound::{Endpoint, webpki_client};
+
 /// Environment variable holding the endpoint's API key (optional).
 pub const API_KEY_ENV: &str = "MEMSTRATA_EMBEDDINGS_API_KEY";
 
@@ -26,11 +28,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The embedder behind `--embeddings-url`.
 pub struct HttpEmbedder {
-    https: bool,
-    host: String,
-    port: u16,
-    authority: String,
-    path: String,
+    endpoint: Endpoint,
     model: String,
     api_key: Option<String>,
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -44,13 +42,6 @@ impl std::fmt::Debug for HttpEmbedder {
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .finish()
     }
-}
-
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl HttpEmbedder {
@@ -70,54 +61,14 @@ impl HttpEmbedder {
         if model.trim().is_empty() {
             return Err("--embeddings-model must not be empty".into());
         }
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| format!("{source}: not an absolute URL"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        let https = scheme.eq_ignore_ascii_case("https");
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|e| format!("{source}: bad port: {e}"))?,
-            ),
-            _ => (authority, if https { 443 } else { 80 }),
-        };
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
-        if host.is_empty() {
-            return Err(format!("{source}: no host"));
-        }
-        if !(https || scheme.eq_ignore_ascii_case("http") && is_loopback(&host)) {
-            return Err(format!(
-                "{source}: must be https (plain http only to a loopback host)"
-            ));
-        }
-        let tls = if https {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("{source}: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-            Some(Arc::new(cfg))
+        let endpoint = Endpoint::parse(&source, url)?;
+        let tls = if endpoint.https {
+            Some(webpki_client(&source)?)
         } else {
             None
         };
         Ok(HttpEmbedder {
-            https,
-            host,
-            port,
-            authority: authority.to_owned(),
-            path: path.to_owned(),
+            endpoint,
             model: model.to_owned(),
             api_key,
             tls,
@@ -127,17 +78,17 @@ impl HttpEmbedder {
     fn url(&self) -> String {
         format!(
             "{}://{}{}",
-            if self.https { "https" } else { "http" },
-            self.authority,
-            self.path
+            if self.endpoint.https { "https" } else { "http" },
+            self.endpoint.authority,
+            self.endpoint.path
         )
     }
 
     fn connect(&self) -> Result<TcpStream, String> {
-        let addrs = (self.host.as_str(), self.port)
+        let addrs = (self.endpoint.host.as_str(), self.endpoint.port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {}: {e}", self.host))?;
-        let mut last = format!("no address for {}", self.host);
+            .map_err(|e| format!("cannot resolve {}: {e}", self.endpoint.host))?;
+        let mut last = format!("no address for {}", self.endpoint.host);
         for a in addrs {
             match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
                 Ok(s) => {
@@ -155,8 +106,8 @@ impl HttpEmbedder {
     fn post(&self, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json\r\nUser-Agent: memstrata-mcp\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.path,
-            self.authority,
+            self.endpoint.path,
+            self.endpoint.authority,
             body.len()
         );
         if let Some(k) = &self.api_key {
@@ -170,7 +121,7 @@ impl HttpEmbedder {
         let io = |e: std::io::Error| format!("{}: {e}", self.url());
         match &self.tls {
             Some(cfg) => {
-                let name = rustls_pki_types::ServerName::try_from(self.host.clone())
+                let name = rustls_pki_types::ServerName::try_from(self.endpoint.host.clone())
                     .map_err(|e| format!("{}: {e}", self.url()))?;
                 let conn = rustls::ClientConnection::new(Arc::clone(cfg), name)
                     .map_err(|e| format!("{}: {e}", self.url()))?;

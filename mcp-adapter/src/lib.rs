@@ -22,6 +22,7 @@ pub mod http;
 pub mod limits;
 pub mod oauth;
 pub mod ops;
+mod outbound;
 pub mod prompts;
 pub mod resources;
 pub mod server;

@@ -39,6 +39,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::auth::{Access, Principal};
+use crate::outbound::{Endpoint, webpki_client};
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const DEFAULT_LEEWAY_SECS: u64 = 60;
@@ -167,43 +168,21 @@ fn parse_jwks(bytes: &[u8], source: &str) -> Result<JwkSet, String> {
     Ok(set)
 }
 
-fn is_loopback(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h.eq_ignore_ascii_case("localhost")
-        || h.parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// GET a key set over HTTPS (webpki roots), or plain HTTP to a loopback host.
 pub async fn fetch_jwks(url: &str) -> Result<JwkSet, String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let source = format!("--jwks-url {url}");
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| format!("{source}: not an absolute URL"))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let https = scheme.eq_ignore_ascii_case("https");
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => (
-            h,
-            p.parse::<u16>()
-                .map_err(|e| format!("{source}: bad port: {e}"))?,
-        ),
-        _ => (authority, if https { 443 } else { 80 }),
-    };
-    let loopback_http = scheme.eq_ignore_ascii_case("http") && is_loopback(host);
-    if !(https || loopback_http) {
-        return Err(format!(
-            "{source}: must be https (plain http only to a loopback host)"
-        ));
-    }
+    let Endpoint {
+        https,
+        host,
+        port,
+        authority,
+        path,
+    } = Endpoint::parse(&source, url)?;
     let io_err = |e: std::io::Error| format!("{source}: {e}");
     let tcp = tokio::time::timeout(
         Duration::from_secs(10),
-        tokio::net::TcpStream::connect((host.trim_start_matches('[').trim_end_matches(']'), port)),
+        tokio::net::TcpStream::connect((host.as_str(), port)),
     )
     .await
     .map_err(|_| format!("{source}: connection timed out"))?
@@ -214,18 +193,10 @@ pub async fn fetch_jwks(url: &str) -> Result<JwkSet, String> {
     let mut raw = Vec::new();
     let exchange = async {
         if https {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("{source}: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-            let name = rustls_pki_types::ServerName::try_from(host.to_owned())
+            let cfg = webpki_client(&source)?;
+            let name = rustls_pki_types::ServerName::try_from(host.clone())
                 .map_err(|e| format!("{source}: {e}"))?;
-            let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+            let mut tls = tokio_rustls::TlsConnector::from(cfg)
                 .connect(name, tcp)
                 .await
                 .map_err(io_err)?;
