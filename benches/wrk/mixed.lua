@@ -1,0 +1,60 @@
+-- wrk script: the mixed load of the bounded loopback load table (writes / reads /
+-- searches = 20% / 60% / 20%) against POST /mcp/v1/execute, from a C client
+-- (wrk) instead of the Python one. Usage: benches/wrk/run.sh (it pre-fills the
+-- 300 keys the reads use and starts the server).
+local words = {"alpha", "project", "deadline", "budget", "review", "design", "meeting",
+  "release", "customer", "invoice", "travel", "python", "rust", "kernel", "garden"}
+local counter = 0
+local thread_id = 0
+local threads = {}
+
+function setup(thread)
+  thread:set("tid", thread_id)
+  thread_id = thread_id + 1
+  table.insert(threads, thread)
+end
+
+function init(args)
+  math.randomseed(tid * 7919 + 17)
+end
+
+local function envelope(tool, params)
+  counter = counter + 1
+  return string.format('{"jsonrpc":"2.0","id":%d,"method":"execute","params":{"tool":"%s","parameters":%s}}',
+    counter, tool, params)
+end
+
+function request()
+  local r = math.random(100)
+  local body
+  if r <= 20 then
+    local w = words[math.random(#words)]
+    body = envelope("knowledge_store", string.format(
+      '{"key":"w-%d-%d","knowledge":{"entityType":"fact","observations":["%s notes from the %s review","owner %d"]}}',
+      tid, counter, w, words[math.random(#words)], counter))
+  elseif r <= 80 then
+    body = envelope("knowledge_retrieve", string.format('{"key":"pre-%d"}', math.random(300) - 1))
+  else
+    body = envelope("knowledge_query", string.format('{"text":"%s","limit":10}', words[math.random(#words)]))
+  end
+  return wrk.format("POST", "/mcp/v1/execute", {["Content-Type"] = "application/json"}, body)
+end
+
+errors = 0
+function response(status, headers, body)
+  if status ~= 200 or string.find(body, '"error"', 1, true) or string.find(body, '"found":false', 1, true) then
+    errors = errors + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local tool_errors = 0
+  for _, t in ipairs(threads) do
+    tool_errors = tool_errors + (t:get("errors") or 0)
+  end
+  io.write(string.format("calls/s %.0f  p50 %.2f ms  p95 %.2f ms  p99 %.2f ms  tool errors or misses %d  non-2xx+socket errors %d\n",
+    summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency:percentile(99) / 1000,
+    tool_errors, (summary.errors.status or 0) + (summary.errors.connect or 0) + (summary.errors.read or 0)
+      + (summary.errors.write or 0) + (summary.errors.timeout or 0)))
+end
