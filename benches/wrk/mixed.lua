@@ -1,7 +1,10 @@
 -- wrk script: the mixed load of the bounded loopback load table (writes / reads /
--- searches = 20% / 60% / 20%) against POST /mcp/v1/execute, from a C client
--- (wrk) instead of the Python one. Usage: benches/wrk/run.sh (it pre-fills the
--- 300 keys the reads use and starts the server).
+-- searches = 20% / 60% / 20%) from a C client (wrk) instead of the Python one,
+-- against POST /mcp/v1/execute (WRK_MODE=execute, the default) or streamable
+-- HTTP POST /mcp as stateless 2026-07-28 `tools/call` requests (WRK_MODE=mcp).
+-- Usage: benches/wrk/run.sh (it pre-fills the 300 keys the reads use and
+-- starts the server).
+local mode = os.getenv("WRK_MODE") or "execute"
 local words = {"alpha", "project", "deadline", "budget", "review", "design", "meeting",
   "release", "customer", "invoice", "travel", "python", "rust", "kernel", "garden"}
 local counter = 0
@@ -18,31 +21,38 @@ function init(args)
   math.randomseed(tid * 7919 + 17)
 end
 
-local function envelope(tool, params)
+local function call(tool, params)
   counter = counter + 1
-  return string.format('{"jsonrpc":"2.0","id":%d,"method":"execute","params":{"tool":"%s","parameters":%s}}',
+  if mode == "mcp" then
+    local body = string.format('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s,'
+      .. '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}',
+      counter, tool, params)
+    return wrk.format("POST", "/mcp", {["Content-Type"] = "application/json",
+      ["Accept"] = "application/json, text/event-stream", ["MCP-Protocol-Version"] = "2026-07-28",
+      ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = tool}, body)
+  end
+  local body = string.format('{"jsonrpc":"2.0","id":%d,"method":"execute","params":{"tool":"%s","parameters":%s}}',
     counter, tool, params)
+  return wrk.format("POST", "/mcp/v1/execute", {["Content-Type"] = "application/json"}, body)
 end
 
 function request()
   local r = math.random(100)
-  local body
   if r <= 20 then
     local w = words[math.random(#words)]
-    body = envelope("knowledge_store", string.format(
+    return call("knowledge_store", string.format(
       '{"key":"w-%d-%d","knowledge":{"entityType":"fact","observations":["%s notes from the %s review","owner %d"]}}',
       tid, counter, w, words[math.random(#words)], counter))
   elseif r <= 80 then
-    body = envelope("knowledge_retrieve", string.format('{"key":"pre-%d"}', math.random(300) - 1))
-  else
-    body = envelope("knowledge_query", string.format('{"text":"%s","limit":10}', words[math.random(#words)]))
+    return call("knowledge_retrieve", string.format('{"key":"pre-%d"}', math.random(300) - 1))
   end
-  return wrk.format("POST", "/mcp/v1/execute", {["Content-Type"] = "application/json"}, body)
+  return call("knowledge_query", string.format('{"text":"%s","limit":10}', words[math.random(#words)]))
 end
 
 errors = 0
 function response(status, headers, body)
-  if status ~= 200 or string.find(body, '"error"', 1, true) or string.find(body, '"found":false', 1, true) then
+  if status ~= 200 or string.find(body, '"error"', 1, true) or string.find(body, '"isError":true', 1, true)
+      or string.find(body, '"found":false', 1, true) then
     errors = errors + 1
   end
 end

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The mixed load of the bounded loopback load table, driven by wrk (a C load
-# client) against POST /mcp/v1/execute of a release memstrata-mcp, for 8 and
-# 64 connections. Shows the server's HTTP ceiling without the Python client's
+# client) against a release memstrata-mcp over HTTP — POST /mcp/v1/execute and
+# streamable HTTP (stateless 2026-07-28 tools/call on /mcp) — for 8 and 64
+# connections. Shows the server's HTTP ceiling without the Python client's
 # cost. Needs wrk (Debian package `wrk`). Usage: benches/wrk/run.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,8 +32,10 @@ for i in range(300):
     req = urllib.request.Request(f"http://127.0.0.1:{port}/mcp/v1/execute", body, {"Content-Type": "application/json"})
     assert b'"result"' in urllib.request.urlopen(req).read()
 PY
-for C in 8 64; do
-  echo "== $C connections, ${D}s (wrk -t2)"
-  wrk -t2 -c"$C" -d"${D}s" -s benches/wrk/mixed.lua "http://127.0.0.1:$PORT" | tail -1
+for MODE in execute mcp; do
+  for C in 8 64; do
+    echo "== WRK_MODE=$MODE, $C connections, ${D}s (wrk -t2)"
+    WRK_MODE=$MODE wrk -t2 -c"$C" -d"${D}s" -s benches/wrk/mixed.lua "http://127.0.0.1:$PORT" | tail -1
+  done
 done
 echo "== server load average: $(cut -d' ' -f1-3 /proc/loadavg)"
