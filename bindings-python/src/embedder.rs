@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::convert;
+use crate::procedural::describe;
 
 /// Calls `fn(texts: list[str]) -> list[list[float]]` with the GIL held (the
 /// engine calls embedders from calls that released it).
@@ -14,20 +15,6 @@ pub(crate) struct PyEmbedder {
 impl PyEmbedder {
     pub(crate) fn new(func: Py<PyAny>) -> Self {
         PyEmbedder { func }
-    }
-}
-
-fn describe(py: Python<'_>, e: &PyErr) -> String {
-    let ty = e
-        .get_type(py)
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "Exception".to_owned());
-    let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    if msg.is_empty() {
-        ty
-    } else {
-        format!("{ty}: {msg}")
     }
 }
 

@@ -150,8 +150,9 @@ fn with_actions(
     class(py, r?)
 }
 
-/// `"ValueError: message"` for an exception raised by a host action.
-fn describe(py: Python<'_>, e: &PyErr) -> String {
+/// `"ValueError: message"` for an exception raised by host code (a procedure
+/// action or the embedder).
+pub(crate) fn describe(py: Python<'_>, e: &PyErr) -> String {
     let ty = e
         .get_type(py)
         .name()
