@@ -750,6 +750,28 @@ impl Engine {
         Ok(())
     }
 
+    /// Index-log entries not yet covered by this engine's durable index commit
+    /// (sled prunes the rest; a shared store keeps the log for other instances).
+    pub(crate) fn index_log_backlog(&self) -> Result<usize> {
+        if self.store.is_shared() {
+            let (_, committed, _) = self.index.lag();
+            self.t
+                .index_log
+                .count_from((committed.saturating_add(1)).to_be_bytes())
+        } else {
+            self.t.index_log.len()
+        }
+    }
+
+    /// Bytes the store takes (sled: its directory; PostgreSQL: its schema's tables and indexes).
+    pub(crate) fn bytes_on_disk(&self) -> u64 {
+        match &self.store {
+            Store::Sled(_) => crate::status::dir_size(&self.path),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => p.bytes_on_disk().unwrap_or(0),
+        }
+    }
+
     /// Store directory.
     pub(crate) fn path(&self) -> &Path {
         &self.path

@@ -19,7 +19,7 @@ fn builder(dir: &Path) -> (MemoryBuilder, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::starting_now());
     (
         Memory::builder()
-            .path(dir.join("store"))
+            .path(common::store_under(dir, "store"))
             .clock(clock.clone()),
         clock,
     )
@@ -521,8 +521,8 @@ fn touch(path: &Path, at: SystemTime) {
 #[test]
 fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links() {
     let dir = common::tempdir();
-    let root = dir.join("workspace");
-    let outside = dir.join("outside");
+    let root = dir.fs().join("workspace");
+    let outside = dir.fs().join("outside");
     let (b, clock) = builder(&dir.path());
     let mem = b.workspace_root(&root).open().unwrap();
 
@@ -571,7 +571,7 @@ fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links(
 #[test]
 fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
     let dir = common::tempdir();
-    let missing = dir.join("not-there");
+    let missing = dir.fs().join("not-there");
     let (b, _) = builder(&dir.path());
     let mem = b.workspace_root(&missing).open().unwrap();
     let t = mem.punch_in("gpt", "refactor", None, Some("proj")).unwrap();

@@ -45,6 +45,17 @@ fn unique_schema() -> String {
     )
 }
 
+/// `dir/name` for a sled store directory; a PostgreSQL store URL is returned as is
+/// (it names its own schema already).
+pub fn store_under(dir: &Path, name: &str) -> PathBuf {
+    let s = dir.to_string_lossy();
+    if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+        dir.to_owned()
+    } else {
+        dir.join(name)
+    }
+}
+
 /// A place for stores: a temporary directory, plus (PostgreSQL) the schemas handed out.
 pub struct TestDir {
     dir: tempfile::TempDir,
@@ -126,7 +137,9 @@ impl Drop for TestDir {
         match postgres::Client::connect(url, postgres::NoTls) {
             Ok(mut c) => {
                 for s in schemas {
-                    if let Err(e) = c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE")) {
+                    if let Err(e) =
+                        c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE"))
+                    {
                         eprintln!("test cleanup: cannot drop schema {s}: {e}");
                     }
                 }
