@@ -64,8 +64,17 @@ pub struct TestDir {
 
 /// A fresh place for stores on the backend under test.
 pub fn tempdir() -> TestDir {
+    make_dir(backend_is_postgres())
+}
+
+/// A fresh place for PostgreSQL stores whatever the backend under test.
+pub fn pg_tempdir() -> TestDir {
+    make_dir(true)
+}
+
+fn make_dir(postgres: bool) -> TestDir {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let pg = backend_is_postgres().then(|| {
+    let pg = postgres.then(|| {
         (
             pg_base_url(),
             unique_schema(),
