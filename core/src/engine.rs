@@ -141,7 +141,7 @@ impl std::fmt::Debug for Engine {
 /// The error for a key that does not fit the store (`stored`: the store is
 /// encrypted; `given`: a key was passed).
 fn key_mismatch_error(path: &Path, stored: bool, given: bool) -> Error {
-    let p = path.display();
+    let p = storage::display_path(path);
     let reason = match (stored, given) {
         (true, false) => format!(
             "the store at {p} is encrypted: open it with its encryption key (--encryption-key-file / encryption_key)"
@@ -318,7 +318,7 @@ impl Engine {
                 if found > FORMAT_VERSION {
                     return Err(Error::corrupted(format!(
                         "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
-                        path.display()
+                        storage::display_path(&path)
                     )));
                 }
             }

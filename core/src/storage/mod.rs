@@ -97,6 +97,24 @@ pub(crate) fn is_postgres_url(path: &std::path::Path) -> bool {
         .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
+/// A store path for messages: a PostgreSQL URL without its password.
+pub(crate) fn display_path(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    if !is_postgres_url(path) {
+        return text;
+    }
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text;
+    };
+    match rest.split_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}")
+        }
+        _ => text,
+    }
+}
+
 /// An open store.
 #[derive(Clone)]
 pub(crate) enum Store {

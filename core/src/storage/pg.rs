@@ -111,16 +111,7 @@ pub(crate) fn parse_url(url: &str) -> Result<(String, String)> {
 
 /// The URL without its password (for messages).
 pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.split_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or_default();
-            format!("{scheme}://{name}:***@{host}")
-        }
-        _ => url.to_owned(),
-    }
+    super::display_path(std::path::Path::new(url))
 }
 
 /// One connection with its prepared statements.
