@@ -331,3 +331,72 @@ fn an_encrypted_store_on_postgres_needs_its_key() {
         json!("plans")
     );
 }
+
+#[test]
+fn read_modify_writes_are_serialised_across_instances() {
+    let dir = pg_dir();
+    let url = dir.path();
+    let a = Memory::builder()
+        .path(&url)
+        .separate_engine()
+        .open()
+        .unwrap();
+    let b = Memory::builder()
+        .path(&url)
+        .separate_engine()
+        .open()
+        .unwrap();
+    let sid = a.session_create("shared", json!({})).unwrap().session_id;
+    let threads_per_instance = 3;
+    let saves = 8;
+    let barrier = Arc::new(Barrier::new(threads_per_instance * 2));
+    let mut handles = Vec::new();
+    for (name, mem) in [("a", a.clone()), ("b", b.clone())] {
+        for t in 0..threads_per_instance {
+            let mem = mem.clone();
+            let barrier = barrier.clone();
+            let sid = sid.clone();
+            handles.push(std::thread::spawn(move || {
+                barrier.wait();
+                let mut versions = Vec::new();
+                for i in 0..saves {
+                    let saved = mem
+                        .session_save(&sid, json!({ "by": format!("{name}{t}"), "i": i }), 1)
+                        .unwrap();
+                    versions.push((saved.version, format!("{name}{t}"), i));
+                }
+                // Both instances try to create the same procedure: exactly one wins.
+                let created = mem
+                    .procedural()
+                    .learn(
+                        &format!("p{t}"),
+                        vec![memstrata::Step::new("s", "set").parameters(json!({"v": 1}))],
+                    )
+                    .is_ok();
+                (versions, created)
+            }));
+        }
+    }
+    let mut versions = Vec::new();
+    let mut created = 0;
+    for h in handles {
+        let (v, c) = h.join().unwrap();
+        versions.extend(v);
+        created += usize::from(c);
+    }
+    let total = threads_per_instance * 2 * saves;
+    let distinct: HashSet<u64> = versions.iter().map(|(v, _, _)| *v).collect();
+    assert_eq!(distinct.len(), total, "every save got its own version");
+    assert_eq!(
+        created, threads_per_instance,
+        "one creation per procedure name"
+    );
+    // Every acknowledged save restores its own content, from either instance.
+    for (v, by, i) in &versions {
+        for mem in [&a, &b] {
+            let r = mem.session_restore(&sid, Some(*v)).unwrap();
+            assert_eq!(r.content, json!({ "by": by, "i": i }), "version {v}");
+        }
+    }
+    assert_eq!(b.session_versions(&sid).unwrap().len(), total);
+}

@@ -213,6 +213,21 @@ impl Store {
         }
     }
 
+    /// Hold the store-wide lock `name` across processes until the returned
+    /// guard drops (sled: `None`, one process owns the store and its own
+    /// mutexes suffice).
+    pub(crate) fn shared_lock(&self, name: &str) -> Result<Option<SharedLock>> {
+        #[cfg(not(feature = "postgres"))]
+        let _ = name;
+        match self {
+            Store::Sled(_) => Ok(None),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => Ok(Some(SharedLock {
+                _held: p.lock(name)?,
+            })),
+        }
+    }
+
     /// Start a serial write section: while it is open no other serial section
     /// of any process commits (sled: one process owns the store and the caller
     /// holds the index writer lock, so this is free). `ids` and the writes made
@@ -261,6 +276,13 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
             TxError::Abort(e) => ConflictableTransactionError::Abort(e),
         })
     })?)
+}
+
+/// A store-wide lock held across processes (see [`Store::shared_lock`]).
+#[derive(Debug)]
+pub(crate) struct SharedLock {
+    #[cfg(feature = "postgres")]
+    _held: pg::HeldLock,
 }
 
 /// A serial write section (see [`Store::serial`]). Dropped without

@@ -554,6 +554,57 @@ impl PgStore {
     }
 }
 
+/// A session-level advisory lock, released when dropped (or by the server if
+/// the connection is lost).
+pub(crate) struct HeldLock {
+    store: Arc<PgStore>,
+    conn: Option<Conn>,
+    name: String,
+}
+
+impl std::fmt::Debug for HeldLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldLock")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Take the advisory lock `name` of this schema (waits for other holders).
+    pub(crate) fn lock(self: &Arc<Self>, name: &str) -> Result<HeldLock> {
+        let mut conn = self.take()?;
+        let name = format!("{name}:{}", self.schema);
+        if let Err(e) = conn.execute(
+            "SELECT pg_advisory_lock($1, hashtext($2))",
+            &[&LOCK_CLASS, &name],
+        ) {
+            self.put(conn);
+            return Err(e.into());
+        }
+        Ok(HeldLock {
+            store: Arc::clone(self),
+            conn: Some(conn),
+            name,
+        })
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            let unlocked = conn.execute(
+                "SELECT pg_advisory_unlock($1, hashtext($2))",
+                &[&LOCK_CLASS, &self.name],
+            );
+            // A connection whose unlock failed may still hold the lock: close it.
+            if unlocked.is_ok() {
+                self.store.put(conn);
+            }
+        }
+    }
+}
+
 /// The connection of a transaction in progress, shared by its tree views.
 pub(crate) struct TxConn<'a> {
     conn: &'a RefCell<Conn>,
