@@ -400,3 +400,41 @@ fn read_modify_writes_are_serialised_across_instances() {
     }
     assert_eq!(b.session_versions(&sid).unwrap().len(), total);
 }
+
+#[test]
+fn ordered_scans_span_pages_from_both_ends() {
+    // Scans are fetched 512 rows a page: go past a few pages forward and backward.
+    let dir = pg_dir();
+    let mem = Memory::open(dir.path()).unwrap();
+    let st = mem.short_term();
+    for i in 0..1300 {
+        st.store(&format!("a{i:05}"), json!(i), None).unwrap();
+        if i % 2 == 0 {
+            st.store(&format!("b{i:05}"), json!(i), None).unwrap();
+        }
+    }
+    let a = st.keys("a").unwrap();
+    assert_eq!(a.len(), 1300);
+    assert!(a.windows(2).all(|w| w[0] < w[1]), "sorted");
+    assert_eq!(a.first().map(String::as_str), Some("a00000"));
+    assert_eq!(st.keys("b").unwrap().len(), 650);
+    assert_eq!(st.keys("").unwrap().len(), 1950);
+    // The latest session version is read from the back of a multi-page scan.
+    let sid = mem.session_create("long", json!({})).unwrap().session_id;
+    for i in 0..600 {
+        mem.session_save(&sid, json!({ "i": i }), 0).unwrap();
+    }
+    let latest = mem.session_restore(&sid, None).unwrap();
+    assert_eq!(latest.version, 600);
+    assert_eq!(latest.content, json!({ "i": 599 }));
+    let versions: Vec<u64> = mem
+        .session_versions(&sid)
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(versions, (1..=600).collect::<Vec<u64>>());
+    let listed = mem.session_list().unwrap();
+    assert_eq!(listed[0].version_count, 600);
+    assert_eq!(listed[0].latest_version, Some(600));
+}

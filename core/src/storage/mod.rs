@@ -565,9 +565,14 @@ impl DoubleEndedIterator for Iter {
 }
 
 impl Iter {
-    /// The keys only.
+    /// The keys only (PostgreSQL then fetches no values).
     pub(crate) fn keys(self) -> impl DoubleEndedIterator<Item = Result<Bytes>> {
-        self.map(|r| r.map(|(k, _)| k))
+        let this = match self {
+            #[cfg(feature = "postgres")]
+            Iter::Postgres(i) => Iter::Postgres(i.keys_only()),
+            other => other,
+        };
+        this.map(|r| r.map(|(k, _)| k))
     }
 }
 

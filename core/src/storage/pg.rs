@@ -187,6 +187,7 @@ impl TreeSql {
         lo: &Bound<Vec<u8>>,
         hi: &Bound<Vec<u8>>,
         descending: bool,
+        keys_only: bool,
     ) -> (String, Vec<Vec<u8>>) {
         let mut conds = Vec::new();
         let mut params = Vec::new();
@@ -209,9 +210,10 @@ impl TreeSql {
             format!(" WHERE {}", conds.join(" AND "))
         };
         let order = if descending { "DESC" } else { "ASC" };
+        let value = if keys_only { "''::bytea" } else { "value" };
         (
             format!(
-                "SELECT key, value FROM {}{filter} ORDER BY key {order} LIMIT {PAGE}",
+                "SELECT key, {value} FROM {}{filter} ORDER BY key {order} LIMIT {PAGE}",
                 self.table
             ),
             params,
@@ -468,6 +470,7 @@ impl PgStore {
             front_done: false,
             back_done: false,
             failed: false,
+            keys_only: false,
         }
     }
 
@@ -745,6 +748,8 @@ pub(crate) struct PgIter {
     front_done: bool,
     back_done: bool,
     failed: bool,
+    /// Fetch keys only (values come back empty).
+    keys_only: bool,
 }
 
 fn above(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
@@ -764,11 +769,17 @@ fn below(key: &[u8], hi: &Bound<Vec<u8>>) -> bool {
 }
 
 impl PgIter {
+    /// The same scan without values (before the first item is read).
+    pub(crate) fn keys_only(mut self) -> Self {
+        self.keys_only = true;
+        self
+    }
+
     fn fetch(&mut self, descending: bool) -> Result<Vec<(Bytes, Bytes)>> {
-        let (sql, params) = self
-            .store
-            .sql(self.tree)
-            .page(&self.lo, &self.hi, descending);
+        let (sql, params) =
+            self.store
+                .sql(self.tree)
+                .page(&self.lo, &self.hi, descending, self.keys_only);
         let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = params
             .iter()
             .map(|p| p as &(dyn postgres::types::ToSql + Sync))
