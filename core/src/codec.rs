@@ -173,174 +173,6 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     }
 }
 
-/// The inner bytes of a tag-`0`/`1` record as MessagePack (lz4 undone), or
-/// `None` for any other tag (the caller's serde path reports it).
-pub(crate) fn plain_body(bytes: &[u8]) -> Result<Option<Cow<'_, [u8]>>> {
-    match bytes.split_first() {
-        Some((&TAG_PLAIN, rest)) => Ok(Some(Cow::Borrowed(rest))),
-        Some((&TAG_LZ4, rest)) => Ok(Some(Cow::Owned(crate::session_codec::unlz4(
-            rest,
-            MAX_RECORD_BYTES,
-            "record",
-        )?))),
-        _ => Ok(None),
-    }
-}
-
-/// Deepest JSON nesting the fast MessagePack reader follows; deeper input goes
-/// to the serde path (which has its own limit).
-const FAST_MAX_DEPTH: u32 = 256;
-
-/// A MessagePack reader that builds `serde_json::Value`s directly, without
-/// serde's visitor machinery: the hot path of short-term reads. It produces
-/// exactly what `rmp_serde` → `serde_json::Value` produces for the input it
-/// accepts (integers as `u64` when non-negative, else `i64`; floats through
-/// `Number::from_f64`, non-finite as `null`) and returns `None` for anything
-/// else — binary, extension types, non-string map keys, invalid UTF-8,
-/// truncation, nesting deeper than [`FAST_MAX_DEPTH`] — so that the caller
-/// falls back to the serde path, which decides (and words the error) as before.
-pub(crate) struct MpReader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> MpReader<'a> {
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
-        MpReader { buf, pos: 0 }
-    }
-
-    /// Whether every byte was read.
-    pub(crate) fn at_end(&self) -> bool {
-        self.pos == self.buf.len()
-    }
-
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-
-    fn byte(&mut self) -> Option<u8> {
-        let b = *self.buf.get(self.pos)?;
-        self.pos += 1;
-        Some(b)
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.buf.get(self.pos).copied()
-    }
-
-    fn be<const N: usize>(&mut self) -> Option<[u8; N]> {
-        self.take(N)?.try_into().ok()
-    }
-
-    /// A string (fixstr, str8/16/32).
-    pub(crate) fn str(&mut self) -> Option<&'a str> {
-        let m = self.byte()?;
-        let n = match m {
-            0xa0..=0xbf => usize::from(m & 0x1f),
-            0xd9 => usize::from(self.byte()?),
-            0xda => usize::from(u16::from_be_bytes(self.be()?)),
-            0xdb => u32::from_be_bytes(self.be()?) as usize,
-            _ => return None,
-        };
-        std::str::from_utf8(self.take(n)?).ok()
-    }
-
-    /// A map header: the number of entries.
-    pub(crate) fn map_len(&mut self) -> Option<usize> {
-        let m = self.byte()?;
-        match m {
-            0x80..=0x8f => Some(usize::from(m & 0x0f)),
-            0xde => Some(usize::from(u16::from_be_bytes(self.be()?))),
-            0xdf => Some(u32::from_be_bytes(self.be()?) as usize),
-            _ => None,
-        }
-    }
-
-    /// An integer that fits an `i64`.
-    pub(crate) fn i64(&mut self) -> Option<i64> {
-        match self.value(0)? {
-            serde_json::Value::Number(n) => n.as_i64(),
-            _ => None,
-        }
-    }
-
-    /// `nil` (→ `None`) or an integer that fits an `i64`.
-    pub(crate) fn opt_i64(&mut self) -> Option<Option<i64>> {
-        if self.peek()? == 0xc0 {
-            self.pos += 1;
-            return Some(None);
-        }
-        self.i64().map(Some)
-    }
-
-    /// One MessagePack value as JSON.
-    pub(crate) fn value(&mut self, depth: u32) -> Option<serde_json::Value> {
-        use serde_json::Value;
-        let m = self.byte()?;
-        Some(match m {
-            0x00..=0x7f => Value::Number(u64::from(m).into()),
-            0xe0..=0xff => Value::Number(i64::from(m as i8).into()),
-            0xc0 => Value::Null,
-            0xc2 => Value::Bool(false),
-            0xc3 => Value::Bool(true),
-            0xcc => Value::Number(u64::from(self.byte()?).into()),
-            0xcd => Value::Number(u64::from(u16::from_be_bytes(self.be()?)).into()),
-            0xce => Value::Number(u64::from(u32::from_be_bytes(self.be()?)).into()),
-            0xcf => Value::Number(u64::from_be_bytes(self.be()?).into()),
-            0xd0 => Value::Number(i64::from(i8::from_be_bytes(self.be()?)).into()),
-            0xd1 => Value::Number(i64::from(i16::from_be_bytes(self.be()?)).into()),
-            0xd2 => Value::Number(i64::from(i32::from_be_bytes(self.be()?)).into()),
-            0xd3 => Value::Number(i64::from_be_bytes(self.be()?).into()),
-            0xca => float(f64::from(f32::from_be_bytes(self.be()?))),
-            0xcb => float(f64::from_be_bytes(self.be()?)),
-            0xa0..=0xbf | 0xd9..=0xdb => {
-                self.pos -= 1;
-                Value::String(self.str()?.to_owned())
-            }
-            0x90..=0x9f | 0xdc | 0xdd => {
-                let n = match m {
-                    0xdc => usize::from(u16::from_be_bytes(self.be()?)),
-                    0xdd => u32::from_be_bytes(self.be()?) as usize,
-                    _ => usize::from(m & 0x0f),
-                };
-                if depth >= FAST_MAX_DEPTH {
-                    return None;
-                }
-                // Every element takes at least one byte: a damaged length cannot allocate more.
-                let mut out = Vec::with_capacity(n.min(self.buf.len() - self.pos));
-                for _ in 0..n {
-                    out.push(self.value(depth + 1)?);
-                }
-                Value::Array(out)
-            }
-            0x80..=0x8f | 0xde | 0xdf => {
-                self.pos -= 1;
-                let n = self.map_len()?;
-                if depth >= FAST_MAX_DEPTH {
-                    return None;
-                }
-                let mut out = serde_json::Map::new();
-                for _ in 0..n {
-                    let k = self.str()?.to_owned();
-                    let v = self.value(depth + 1)?;
-                    out.insert(k, v);
-                }
-                Value::Object(out)
-            }
-            // nil-like 0xc1 (never used), bin, ext: the serde path decides.
-            _ => return None,
-        })
-    }
-}
-
-/// A float as `serde_json` makes it from MessagePack: non-finite becomes `null`.
-fn float(f: f64) -> serde_json::Value {
-    serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, serde_json::Value::Number)
-}
-
 /// Key of an item in a context: `ctx 0x00 key`.
 pub(crate) fn ctx_key(ctx: &str, key: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(ctx.len() + key.len() + 1);
@@ -398,6 +230,19 @@ mod tests {
         assert_eq!(enc[0], TAG_LZ4);
         assert!(enc.len() < 1000);
         assert_eq!(decode::<serde_json::Value>(&enc).unwrap(), large);
+    }
+
+    #[test]
+    fn ctx_key_on_the_stack_equals_the_allocated_one() {
+        for (ctx, key) in [
+            ("default", "k"),
+            ("", "x"),
+            ("ctx", &"k".repeat(300)[..]),
+            (&"c".repeat(255)[..], ""),
+            (&"c".repeat(128)[..], &"é".repeat(64)[..]),
+        ] {
+            assert_eq!(with_ctx_key(ctx, key, <[u8]>::to_vec), ctx_key(ctx, key));
+        }
     }
 
     #[test]

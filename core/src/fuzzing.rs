@@ -4,9 +4,7 @@
 /// Returns how many decoders accepted the input.
 pub fn decode_records(bytes: &[u8]) -> usize {
     let mut ok = 0;
-    ok += usize::from(
-        crate::short_term::decode_record_with(&crate::codec::Codec::default(), bytes).is_ok(),
-    );
+    ok += usize::from(crate::codec::decode::<crate::short_term::StRecord>(bytes).is_ok());
     ok += usize::from(crate::codec::decode::<crate::working::WorkingState>(bytes).is_ok());
     ok += usize::from(crate::codec::decode::<crate::episodic::EpisodeRecord>(bytes).is_ok());
     ok += usize::from(crate::codec::decode::<crate::semantic::KnowledgeRecord>(bytes).is_ok());

@@ -72,7 +72,9 @@ impl ShortTerm {
             e.after_write()?;
             let now = e.opts.clock.now().timestamp_millis();
             Ok(match old {
-                Some(v) => decode_record(e, &v)
+                Some(v) => e
+                    .codec
+                    .decode::<StRecord>(&v)
                     .map(|r| !expired(&r, now))
                     .unwrap_or(true),
                 None => false,
@@ -89,7 +91,7 @@ impl ShortTerm {
             let mut out = Vec::new();
             for item in e.t.short_term.scan_prefix(codec::ctx_key(&ctx, prefix)) {
                 let (k, v) = item?;
-                let rec = decode_record(e, &v)?;
+                let rec: StRecord = e.codec.decode(&v)?;
                 if !expired(&rec, now) {
                     out.push(codec::split_ctx_key(&k)?.1);
                 }
@@ -97,48 +99,6 @@ impl ShortTerm {
             Ok(out)
         })
     }
-}
-
-/// Decode a stored short-term record (as written by [`store_in`]; sealed ones opened first):
-/// [`codec::MpReader`] for the shape this layer writes — a map of `value`, `stored_at`,
-/// `expires_at` — and the serde path for anything else, which accepts or refuses it
-/// exactly as before.
-pub(crate) fn decode_record(e: &Engine, bytes: &[u8]) -> Result<StRecord> {
-    decode_record_with(&e.codec, bytes)
-}
-
-/// [`decode_record`] with a codec of its own (fuzzing, tests).
-pub(crate) fn decode_record_with(c: &codec::Codec, bytes: &[u8]) -> Result<StRecord> {
-    let inner = c.open(bytes)?;
-    if let Some(body) = codec::plain_body(&inner)?
-        && let Some(rec) = fast_record(&body)
-    {
-        return Ok(rec);
-    }
-    codec::decode(&inner)
-}
-
-/// The usual record shape read without serde; `None` hands the bytes to the serde path
-/// (unknown or repeated fields, other types, trailing bytes, damage).
-fn fast_record(body: &[u8]) -> Option<StRecord> {
-    let mut r = codec::MpReader::new(body);
-    let (mut value, mut stored_at, mut expires_at) = (None, None, None);
-    for _ in 0..r.map_len()? {
-        match r.str()? {
-            "value" if value.is_none() => value = Some(r.value(0)?),
-            "stored_at" if stored_at.is_none() => stored_at = Some(r.i64()?),
-            "expires_at" if expires_at.is_none() => expires_at = Some(r.opt_i64()?),
-            _ => return None,
-        }
-    }
-    if !r.at_end() {
-        return None;
-    }
-    Some(StRecord {
-        value: value?,
-        stored_at: stored_at?,
-        expires_at: expires_at.flatten(),
-    })
 }
 
 fn expired(r: &StRecord, now_ms: i64) -> bool {
@@ -193,7 +153,7 @@ pub(crate) fn retrieve_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Val
     let Some(v) = codec::with_ctx_key(ctx, key, |k| e.t.short_term.get(k))? else {
         return Ok(None);
     };
-    let rec = decode_record(e, &v)?;
+    let rec: StRecord = e.codec.decode(&v)?;
     if rec.expires_at.is_some() && expired(&rec, e.opts.clock.now().timestamp_millis()) {
         return Ok(None);
     }
@@ -205,7 +165,7 @@ pub(crate) fn entry_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<ShortT
     let Some(v) = codec::with_ctx_key(ctx, key, |k| e.t.short_term.get(k))? else {
         return Ok(None);
     };
-    let rec = decode_record(e, &v)?;
+    let rec: StRecord = e.codec.decode(&v)?;
     if expired(&rec, e.opts.clock.now().timestamp_millis()) {
         return Ok(None);
     }
@@ -223,7 +183,7 @@ pub(crate) fn sweep_expired(e: &Engine) -> Result<usize> {
     let mut n = 0;
     for item in e.t.short_term.iter() {
         let (k, v) = item?;
-        let expired_now = match decode_record(e, &v) {
+        let expired_now = match e.codec.decode::<StRecord>(&v) {
             Ok(r) => expired(&r, now),
             Err(_) => false,
         };
@@ -242,215 +202,4 @@ pub(crate) fn sweep_expired(e: &Engine) -> Result<usize> {
         e.after_write()?;
     }
     Ok(n)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::EncryptionKey;
-    use serde_json::json;
-
-    fn serde_path(c: &codec::Codec, bytes: &[u8]) -> Result<StRecord> {
-        codec::decode(&c.open(bytes)?)
-    }
-
-    fn same(a: &Result<StRecord>, b: &Result<StRecord>) -> bool {
-        match (a, b) {
-            (Ok(x), Ok(y)) => {
-                x.value == y.value && x.stored_at == y.stored_at && x.expires_at == y.expires_at
-            }
-            (Err(x), Err(y)) => x.to_string() == y.to_string(),
-            _ => false,
-        }
-    }
-
-    fn values() -> Vec<Value> {
-        vec![
-            json!(null),
-            json!(true),
-            json!(0),
-            json!(-1),
-            json!(-33),
-            json!(127),
-            json!(128),
-            json!(255),
-            json!(256),
-            json!(65_536),
-            json!(-129),
-            json!(-40_000),
-            json!(-3_000_000_000i64),
-            json!(i64::MIN),
-            json!(u64::MAX),
-            json!(1.5),
-            json!(-0.25),
-            json!(1e300),
-            json!(""),
-            json!("é ✓ 日本"),
-            json!("x".repeat(40)),
-            json!("y".repeat(300)),
-            json!("z".repeat(70_000)),
-            json!([]),
-            json!({}),
-            json!({"text": "lorem ipsum ".repeat(100), "n": [1, 2, 3], "done": false}),
-            json!({"b": 1, "a": {"c": [null, [], {}], "d": {"e": {"f": -7}}}}),
-            Value::Array((0..20).map(|i| json!(i)).collect()),
-            Value::Array((0..70_000).map(|i| json!(i % 7)).collect()),
-            Value::Object((0..40).map(|i| (format!("k{i}"), json!(i))).collect()),
-        ]
-    }
-
-    /// Every value and TTL shape written by `store_in` reads back the same through the fast
-    /// reader as through serde, plaintext (plain and lz4 records) and sealed.
-    #[test]
-    fn fast_reader_agrees_with_serde() {
-        let key = EncryptionKey::new([3; 32]);
-        for c in [codec::Codec::new(None), codec::Codec::new(Some(&key))] {
-            for value in values() {
-                for expires_at in [None, Some(1_700_000_000_123), Some(-5)] {
-                    let rec = StRecord {
-                        value: value.clone(),
-                        stored_at: 1_700_000_000_000,
-                        expires_at,
-                    };
-                    let bytes = c.encode(&rec).unwrap();
-                    let inner = c.open(&bytes).unwrap();
-                    let body = codec::plain_body(&inner).unwrap().unwrap();
-                    let fast =
-                        fast_record(&body).expect("the fast reader takes what store_in writes");
-                    assert_eq!(fast.value, value);
-                    assert_eq!(fast.expires_at, expires_at);
-                    assert!(same(&Ok(fast), &serde_path(&c, &bytes)));
-                    assert!(same(
-                        &decode_record_with(&c, &bytes),
-                        &serde_path(&c, &bytes)
-                    ));
-                }
-            }
-        }
-    }
-
-    /// Shapes the fast reader does not take go to serde, which decides as before: older or
-    /// foreign encodings are still read, damage is still refused with the same error.
-    #[test]
-    fn other_shapes_fall_back_to_serde() {
-        let c = codec::Codec::new(None);
-        #[derive(Serialize)]
-        struct Extra<'a> {
-            value: &'a Value,
-            stored_at: i64,
-            expires_at: Option<i64>,
-            note: &'a str,
-        }
-        #[derive(Serialize)]
-        struct NoExpiry {
-            stored_at: i64,
-            value: Value,
-        }
-        let v = json!({"a": [1, 2]});
-        let tagged = |raw: Vec<u8>| [vec![0u8], raw].concat();
-        let cases: Vec<Vec<u8>> = vec![
-            // Positional (array) form, as `rmp_serde::to_vec` writes a struct.
-            tagged(
-                rmp_serde::to_vec(&StRecord {
-                    value: v.clone(),
-                    stored_at: 5,
-                    expires_at: None,
-                })
-                .unwrap(),
-            ),
-            // An unknown field, fields in another order, a missing optional field.
-            tagged(
-                rmp_serde::to_vec_named(&Extra {
-                    value: &v,
-                    stored_at: 5,
-                    expires_at: Some(9),
-                    note: "n",
-                })
-                .unwrap(),
-            ),
-            tagged(
-                rmp_serde::to_vec_named(&NoExpiry {
-                    stored_at: 5,
-                    value: v.clone(),
-                })
-                .unwrap(),
-            ),
-            // A binary string inside the value, a missing field, trailing bytes, truncation.
-            tagged(vec![
-                0x83, 0xa5, b'v', b'a', b'l', b'u', b'e', 0xc4, 1, 7, 0xa9, b's', b't', b'o', b'r',
-                b'e', b'd', b'_', b'a', b't', 1, 0xaa, b'e', b'x', b'p', b'i', b'r', b'e', b's',
-                b'_', b'a', b't', 0xc0,
-            ]),
-            tagged(vec![0x81, 0xa5, b'v', b'a', b'l', b'u', b'e', 1]),
-            [
-                c.encode(&StRecord {
-                    value: v.clone(),
-                    stored_at: 1,
-                    expires_at: None,
-                })
-                .unwrap(),
-                vec![0xc0],
-            ]
-            .concat(),
-            c.encode(&StRecord {
-                value: json!("x".repeat(50)),
-                stored_at: 1,
-                expires_at: None,
-            })
-            .unwrap()[..20]
-                .to_vec(),
-            vec![],
-            vec![9, 1, 2],
-        ];
-        for bytes in cases {
-            let via = decode_record_with(&c, &bytes);
-            assert!(
-                same(&via, &serde_path(&c, &bytes)),
-                "{bytes:?}: {:?}",
-                via.map(|r| r.value)
-            );
-        }
-        // The positional and reordered forms are records, and read as such.
-        let pos = tagged(
-            rmp_serde::to_vec(&StRecord {
-                value: v.clone(),
-                stored_at: 5,
-                expires_at: None,
-            })
-            .unwrap(),
-        );
-        assert_eq!(decode_record_with(&c, &pos).unwrap().value, v);
-        let reordered = tagged(
-            rmp_serde::to_vec_named(&NoExpiry {
-                stored_at: 5,
-                value: v.clone(),
-            })
-            .unwrap(),
-        );
-        let r = decode_record_with(&c, &reordered).unwrap();
-        assert_eq!((r.value, r.stored_at, r.expires_at), (v, 5, None));
-    }
-
-    /// Nesting deeper than the fast reader follows is read by serde.
-    #[test]
-    fn deep_values_fall_back_to_serde() {
-        let c = codec::Codec::new(None);
-        let mut v = json!(1);
-        for _ in 0..300 {
-            v = json!([v]);
-        }
-        let bytes = c
-            .encode(&StRecord {
-                value: v.clone(),
-                stored_at: 1,
-                expires_at: None,
-            })
-            .unwrap();
-        let inner = c.open(&bytes).unwrap();
-        assert!(fast_record(&codec::plain_body(&inner).unwrap().unwrap()).is_none());
-        assert!(same(
-            &decode_record_with(&c, &bytes),
-            &serde_path(&c, &bytes)
-        ));
-    }
 }
