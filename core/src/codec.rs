@@ -182,20 +182,6 @@ pub(crate) fn ctx_key(ctx: &str, key: &str) -> Vec<u8> {
     k
 }
 
-/// `f` on the key `ctx 0x00 key`, built on the stack when it is short (the read path
-/// allocates nothing for it).
-pub(crate) fn with_ctx_key<T>(ctx: &str, key: &str, f: impl FnOnce(&[u8]) -> T) -> T {
-    const STACK: usize = 256;
-    let n = ctx.len() + 1 + key.len();
-    if n > STACK {
-        return f(&ctx_key(ctx, key));
-    }
-    let mut buf = [0u8; STACK];
-    buf[..ctx.len()].copy_from_slice(ctx.as_bytes());
-    buf[ctx.len() + 1..n].copy_from_slice(key.as_bytes());
-    f(&buf[..n])
-}
-
 /// Prefix of all keys of a context: `ctx 0x00`.
 pub(crate) fn ctx_prefix(ctx: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(ctx.len() + 1);
@@ -230,19 +216,6 @@ mod tests {
         assert_eq!(enc[0], TAG_LZ4);
         assert!(enc.len() < 1000);
         assert_eq!(decode::<serde_json::Value>(&enc).unwrap(), large);
-    }
-
-    #[test]
-    fn ctx_key_on_the_stack_equals_the_allocated_one() {
-        for (ctx, key) in [
-            ("default", "k"),
-            ("", "x"),
-            ("ctx", &"k".repeat(300)[..]),
-            (&"c".repeat(255)[..], ""),
-            (&"c".repeat(128)[..], &"é".repeat(64)[..]),
-        ] {
-            assert_eq!(with_ctx_key(ctx, key, <[u8]>::to_vec), ctx_key(ctx, key));
-        }
     }
 
     #[test]

@@ -150,7 +150,7 @@ pub(crate) fn store_in(
 /// Hot path of `retrieve`: no entry struct, the clock only read for items with a TTL.
 pub(crate) fn retrieve_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Value>> {
     validate::key(&e.opts.limits, "key", key)?;
-    let Some(v) = codec::with_ctx_key(ctx, key, |k| e.t.short_term.get(k))? else {
+    let Some(v) = e.t.short_term.get(codec::ctx_key(ctx, key))? else {
         return Ok(None);
     };
     let rec: StRecord = e.codec.decode(&v)?;
@@ -162,7 +162,7 @@ pub(crate) fn retrieve_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Val
 
 pub(crate) fn entry_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<ShortTermEntry>> {
     validate::key(&e.opts.limits, "key", key)?;
-    let Some(v) = codec::with_ctx_key(ctx, key, |k| e.t.short_term.get(k))? else {
+    let Some(v) = e.t.short_term.get(codec::ctx_key(ctx, key))? else {
         return Ok(None);
     };
     let rec: StRecord = e.codec.decode(&v)?;

@@ -125,7 +125,11 @@ fn next_op(rng: &mut Rng, d: &Data, writes: &AtomicUsize) -> (Kind, &'static str
         )
     } else {
         let w = &d.words[rng.range(0, d.words.len())];
-        (Kind::Search, "knowledge_query", json!({"text": w, "limit": 10}))
+        (
+            Kind::Search,
+            "knowledge_query",
+            json!({"text": w, "limit": 10}),
+        )
     }
 }
 
@@ -164,7 +168,9 @@ impl Transport {
                 format!("streamable HTTP, stateless 2026-07-28 `tools/call`, {c} connections")
             }
             Transport::Ws => format!("WebSocket, {c} connections"),
-            Transport::Execute => format!("HTTP `POST /mcp/v1/execute`, {c} keep-alive connections"),
+            Transport::Execute => {
+                format!("HTTP `POST /mcp/v1/execute`, {c} keep-alive connections")
+            }
         }
     }
 
@@ -194,12 +200,16 @@ impl StdioConn {
             .lock()
             .map_err(|_| "stdio: poisoned lock")?
             .insert(id, tx);
-        let mut line = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .map_err(|e| e.to_string())?;
+        let mut line = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .map_err(|e| e.to_string())?;
         line.push(b'\n');
         {
             let mut w = self.stdin.lock().await;
-            w.write_all(&line).await.map_err(|e| format!("stdio write: {e}"))?;
+            w.write_all(&line)
+                .await
+                .map_err(|e| format!("stdio write: {e}"))?;
             w.flush().await.map_err(|e| format!("stdio write: {e}"))?;
         }
         let msg = rx
@@ -222,11 +232,7 @@ impl StdioConn {
 enum Conn {
     Stdio(Arc<StdioConn>),
     Ws {
-        ws: Box<
-            tokio_tungstenite::WebSocketStream<
-                tokio_tungstenite::MaybeTlsStream<TcpStream>,
-            >,
-        >,
+        ws: Box<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>>,
         next_id: u64,
     },
     Http {
@@ -249,7 +255,10 @@ fn rpc_result(msg: Value) -> std::result::Result<Value, String> {
 /// The structured result of a `tools/call` result (errors for `isError`).
 fn tool_result(r: Value) -> std::result::Result<Value, String> {
     if r.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(format!("tool error: {}", r.get("content").unwrap_or(&Value::Null)));
+        return Err(format!(
+            "tool error: {}",
+            r.get("content").unwrap_or(&Value::Null)
+        ));
     }
     Ok(r.get("structuredContent").cloned().unwrap_or(Value::Null))
 }
@@ -296,7 +305,8 @@ impl Conn {
     }
 
     async fn ws(port: u16) -> Result<Conn> {
-        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/mcp/ws")).await?;
+        let (ws, _) =
+            tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/mcp/ws")).await?;
         let mut c = Conn::Ws {
             ws: Box::new(ws),
             next_id: 0,
@@ -318,7 +328,9 @@ impl Conn {
                         .to_string(),
                 ))
                 .await?;
-                ws_answer(ws, id).await.map_err(|e| format!("initialize: {e}"))?;
+                ws_answer(ws, id)
+                    .await
+                    .map_err(|e| format!("initialize: {e}"))?;
                 ws.send(Message::text(
                     json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
                 ))
@@ -338,7 +350,9 @@ impl Conn {
                     .header("content-type", "application/json")
                     .header("accept", "application/json, text/event-stream")
                     .body(Full::new(Bytes::from(body.to_string())))?;
-                send.ready().await.map_err(|e| format!("initialize: connection: {e}"))?;
+                send.ready()
+                    .await
+                    .map_err(|e| format!("initialize: connection: {e}"))?;
                 let resp = send
                     .send_request(req)
                     .await
@@ -362,9 +376,12 @@ impl Conn {
                     .header("mcp-session-id", &sid)
                     .header("mcp-protocol-version", SESSION_VERSION)
                     .body(Full::new(Bytes::from(
-                        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+                        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                            .to_string(),
                     )))?;
-                send.ready().await.map_err(|e| format!("initialized: connection: {e}"))?;
+                send.ready()
+                    .await
+                    .map_err(|e| format!("initialized: connection: {e}"))?;
                 let resp = send
                     .send_request(req)
                     .await
@@ -384,9 +401,10 @@ impl Conn {
     /// One `tools/call`: the structured result, or what went wrong.
     async fn call(&mut self, tool: &str, args: Value) -> std::result::Result<Value, String> {
         match self {
-            Conn::Stdio(s) => {
-                tool_result(s.request("tools/call", json!({"name": tool, "arguments": args})).await?)
-            }
+            Conn::Stdio(s) => tool_result(
+                s.request("tools/call", json!({"name": tool, "arguments": args}))
+                    .await?,
+            ),
             Conn::Ws { ws, next_id } => {
                 *next_id += 1;
                 let id = *next_id;
@@ -456,7 +474,10 @@ impl Conn {
                 if !status.is_success() {
                     return Err(format!(
                         "HTTP {status}: {}",
-                        String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
+                        String::from_utf8_lossy(&bytes)
+                            .chars()
+                            .take(200)
+                            .collect::<String>()
                     ));
                 }
                 let r = rpc_result(answer_in(&bytes, id)?)?;
@@ -518,7 +539,9 @@ struct Server {
 }
 
 fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 async fn start_server(binary: &Path, store: &Path, transport: Transport) -> Result<Server> {
@@ -529,7 +552,9 @@ async fn start_server(binary: &Path, store: &Path, transport: Transport) -> Resu
         .stderr(Stdio::null())
         .kill_on_drop(true);
     if transport == Transport::Stdio {
-        cmd.arg("stdio").stdin(Stdio::piped()).stdout(Stdio::piped());
+        cmd.arg("stdio")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
         let mut child = cmd.spawn()?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
@@ -683,8 +708,14 @@ async fn drive(
                     let err = match r {
                         Err(_) => Some(format!("{tool}: no answer within {CALL_TIMEOUT:?}")),
                         Ok(Err(e)) => Some(format!("{tool}: {e}")),
-                        Ok(Ok(v)) if kind == Kind::Read && v.get("found") == Some(&Value::Bool(false)) => {
-                            Some(format!("{tool}: pre-filled key {} not found", rkey.unwrap_or_default()))
+                        Ok(Ok(v))
+                            if kind == Kind::Read
+                                && v.get("found") == Some(&Value::Bool(false)) =>
+                        {
+                            Some(format!(
+                                "{tool}: pre-filled key {} not found",
+                                rkey.unwrap_or_default()
+                            ))
                         }
                         Ok(Ok(_)) => None,
                     };
@@ -830,13 +861,28 @@ async fn run_row_inner(
         setup_errors += bad;
     }
     let writes = Arc::new(AtomicUsize::new(0));
-    let (conns, warm, _) = drive(conns, warmup, Arc::clone(&data), Arc::clone(&writes), seed, false).await;
+    let (conns, warm, _) = drive(
+        conns,
+        warmup,
+        Arc::clone(&data),
+        Arc::clone(&writes),
+        seed,
+        false,
+    )
+    .await;
     acked.extend(warm.acked);
     setup_errors += warm.setup_errors.len();
     let me = std::process::id().to_string();
     let (cpu_c0, cpu_s0) = (cpu_seconds(&me), cpu_seconds(&server_pid));
-    let (mut conns, mut m, wall) =
-        drive(conns, secs, Arc::clone(&data), Arc::clone(&writes), seed + 1, true).await;
+    let (mut conns, mut m, wall) = drive(
+        conns,
+        secs,
+        Arc::clone(&data),
+        Arc::clone(&writes),
+        seed + 1,
+        true,
+    )
+    .await;
     let (cpu_c1, cpu_s1) = (cpu_seconds(&me), cpu_seconds(&server_pid));
     row.client_cpu = cpu_c1.zip(cpu_c0).map_or(f64::NAN, |(a, b)| a - b);
     row.server_cpu = cpu_s1.zip(cpu_s0).map_or(f64::NAN, |(a, b)| a - b);
@@ -968,7 +1014,8 @@ fn parse_args() -> Result<Args> {
         md: None,
         json: None,
     };
-    let mut rows = "stdio,http-session,http-stateless,ws,execute,execute-wide,http-stateless-wide".to_owned();
+    let mut rows =
+        "stdio,http-session,http-stateless,ws,execute,execute-wide,http-stateless-wide".to_owned();
     while let Some(flag) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
@@ -1006,7 +1053,9 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     let data = Arc::new(Data::standard());
-    let dir = tempfile::Builder::new().prefix("mcp-load-").tempdir_in(&a.dir)?;
+    let dir = tempfile::Builder::new()
+        .prefix("mcp-load-")
+        .tempdir_in(&a.dir)?;
     let started = Instant::now();
     let mut results = Vec::new();
     for (i, &(t, wide)) in a.rows.iter().enumerate() {
@@ -1031,7 +1080,9 @@ fn main() -> Result<()> {
             fmt_ns(r.p[2]),
             r.errors,
             r.lost,
-            r.failure.as_ref().map_or(String::new(), |f| format!(", FAILED: {f}"))
+            r.failure
+                .as_ref()
+                .map_or(String::new(), |f| format!(", FAILED: {f}"))
         );
         results.push((r, wide));
     }
@@ -1137,7 +1188,10 @@ fn markdown(a: &Args, results: &[(RowResult, bool)], total: f64) -> String {
     ));
     for (r, _) in results {
         if let Some(f) = &r.failure {
-            s.push_str(&format!("- {}: **did not run**: {f}\n", r.transport.label(r.clients)));
+            s.push_str(&format!(
+                "- {}: **did not run**: {f}\n",
+                r.transport.label(r.clients)
+            ));
         }
         if !r.error_examples.is_empty() {
             s.push_str(&format!(
