@@ -270,12 +270,11 @@ fn answer_in(body: &[u8], id: u64) -> std::result::Result<Value, String> {
     }
     let text = std::str::from_utf8(body).map_err(|_| "answer is not UTF-8".to_string())?;
     for line in text.lines() {
-        if let Some(data) = line.strip_prefix("data:") {
-            if let Ok(v) = serde_json::from_str::<Value>(data.trim_start())
-                && v.get("id").and_then(Value::as_u64) == Some(id)
-            {
-                return Ok(v);
-            }
+        if let Some(data) = line.strip_prefix("data:")
+            && let Ok(v) = serde_json::from_str::<Value>(data.trim_start())
+            && v.get("id").and_then(Value::as_u64) == Some(id)
+        {
+            return Ok(v);
         }
     }
     Err(format!(
