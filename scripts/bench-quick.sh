@@ -9,9 +9,11 @@
 #   2. the in-process mixed load (8 threads on one `Memory`, QUICK_SECONDS
 #      each): as shipped, with a soft commit per search (the behaviour before
 #      the index overlay), and writes only;
-#   3. the MCP bounded loopback load (issue #14), QUICK_SECONDS per row, on
-#      every transport plus the 64-client HTTP row (QUICK_MCP=0 skips it;
-#      QUICK_MCP_BASELINE=soft adds the before rows);
+#   3. the MCP bounded loopback load (issue #14), QUICK_SECONDS per row, from
+#      the Rust load client `mcp-load` (benches/src/bin/mcp_load.rs): stdio,
+#      streamable HTTP with sessions and stateless, WebSocket, /mcp/v1/execute
+#      at 8 clients, plus the 64-client execute and stateless HTTP rows
+#      (QUICK_MCP=0 skips it);
 #   4. benches/python/quick_report.py prints the table and writes
 #      target/bench/quick/report.md.
 #
@@ -32,9 +34,10 @@ rm -rf "$OUT/bin" "$OUT"/*.md "$OUT"/*.json "$OUT"/*.jsonl
 mkdir -p "$OUT/bin" "$SCRATCH"
 started=$(date +%s)
 
-echo "== bench-quick: building compare and memstrata-mcp (release)"
-cargo build --release -p memstrata-benches --bin compare -p memstrata-mcp --bin memstrata-mcp
-cp "$CARGO_TARGET_DIR/release/compare" "$CARGO_TARGET_DIR/release/memstrata-mcp" "$OUT/bin/"
+echo "== bench-quick: building compare, mcp-load and memstrata-mcp (release)"
+cargo build --release -p memstrata-benches --bin compare --bin mcp-load -p memstrata-mcp --bin memstrata-mcp
+cp "$CARGO_TARGET_DIR/release/compare" "$CARGO_TARGET_DIR/release/mcp-load" \
+  "$CARGO_TARGET_DIR/release/memstrata-mcp" "$OUT/bin/"
 COMPARE=$OUT/bin/compare
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -53,20 +56,10 @@ for mode in mixed mixed-soft writes-only; do
 done
 
 if [ "${QUICK_MCP:-1}" != 0 ]; then
-  echo "== bench-quick: MCP bounded loopback load, $SECS s per row"
-  if (
-    set -e
-    bash scripts/venv.sh
-    "$COMPARE" binding-data "$OUT/binding-data.json"
-    PYLIB=$CARGO_TARGET_DIR/bench/pylib
-    [ -d "$PYLIB/websockets" ] || .venv/bin/python -m pip install --quiet --target "$PYLIB" "websockets>=12,<18"
-    MCP_ONLY=load MCP_LOAD_SECONDS=$SECS MCP_LOAD_BASELINE=${QUICK_MCP_BASELINE:-0} \
-      MCP_LOAD_JSON=$OUT/mcp-load.json PYTHONPATH=$PYLIB \
-      .venv/bin/python benches/python/mcp_latency.py "$OUT/bin/memstrata-mcp" none \
-      "$OUT/binding-data.json" "$OUT/mcp.md" > /dev/null
-  ); then :; else
+  echo "== bench-quick: MCP bounded loopback load (Rust client mcp-load), $SECS s per row"
+  "$OUT/bin/mcp-load" "$OUT/bin/memstrata-mcp" --seconds "$SECS" --dir "$SCRATCH" \
+    --json "$OUT/mcp-load.json" --md "$OUT/mcp-load.md" > /dev/null ||
     echo "bench-quick: the MCP load did not run (see above); the table reports it as not measured" >&2
-  fi
 fi
 
 python3 benches/python/quick_report.py "$OUT" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" \

@@ -9,7 +9,9 @@
 #   2. Python binding per-call overhead vs Rust (release wheel, repo .venv);
 #   3. MCP tools/call latency over stdio / HTTP / WebSocket and the reference
 #      @modelcontextprotocol/server-memory (npm), an end-to-end store-then-search
-#      workload against it, and 50 concurrent writers (what each server loses);
+#      workload against it, the bounded loopback load of issue #14 from the Rust
+#      client `mcp-load` (BENCH_MCP_LOAD_SECONDS per row, default 10), and 50
+#      concurrent writers (what each server loses);
 #   4. Node binding (bindings-node/bench/run.sh): per-call overhead vs Rust,
 #      search vs better-sqlite3 + FTS5, store-then-search vs the reference MCP
 #      server through the MCP TypeScript SDK client, at 10k and 100k episodes;
@@ -37,6 +39,7 @@ DOC=${BENCH_OUT:-$REPO/docs/benchmarks.md}
 PYTHON_MD=$OUT/python.md
 MCP_MD=$OUT/mcp.md
 MCP_CONC_MD=$OUT/mcp-concurrency.md
+MCP_LOAD_MD=$OUT/mcp-load.md
 NODE_MD=$OUT/node.md
 ENC_MD=$OUT/encryption.md
 RETRIEVAL_MD=$OUT/retrieval.md
@@ -69,6 +72,7 @@ assemble() {
     if [ -f "$ENC_MD" ]; then cat "$ENC_MD"; fi
     cat "$PYTHON_MD"
     cat "$MCP_MD"
+    if [ -f "$MCP_LOAD_MD" ]; then cat "$MCP_LOAD_MD"; fi
     if [ -f "$MCP_CONC_MD" ]; then cat "$MCP_CONC_MD"; fi
     if [ -f "$NODE_MD" ]; then cat "$NODE_MD"; fi
     if [ -f "$RETRIEVAL_MD" ]; then
@@ -84,7 +88,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$ENC_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$ENC_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_LOAD_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -167,10 +171,26 @@ if [ -f mcp-adapter/Cargo.toml ] && grep -q 'name = "memstrata-mcp"' mcp-adapter
     if command -v npm > /dev/null && [ ! -f "$REF_JS" ]; then
       npm install --silent --no-audit --no-fund --prefix "$OUT/npm" @modelcontextprotocol/server-memory || true
     fi
-    PYTHONPATH=$OUT/pylib .venv/bin/python benches/python/mcp_latency.py \
+    # The bounded loopback load comes from the Rust client below (the Python client
+    # process was the bound of its HTTP rows); MCP_ONLY keeps the other parts.
+    MCP_ONLY=transports,workload PYTHONPATH=$OUT/pylib .venv/bin/python benches/python/mcp_latency.py \
       "$CARGO_TARGET_DIR/release/memstrata-mcp" "$REF_JS" "$OUT/binding-data.json" "$MCP_MD"
   ); then :; else
     printf '## MCP `tools/call` latency\n\nNot measured in this run: building or running memstrata-mcp or the Python MCP client failed (see the `make bench` log).\n\n' > "$MCP_MD"
+  fi
+  # The bounded loopback load (issue #14) from the Rust client mcp-load: every transport at
+  # 8 clients plus the 64-client HTTP rows, lost writes read back. Binaries copied first,
+  # so a concurrent build in a shared target directory cannot swap them mid-run.
+  echo "== bench: MCP bounded loopback load (mcp-load)"
+  if (
+    set -e
+    cargo build --release -p memstrata-benches --bin mcp-load -p memstrata-mcp --bin memstrata-mcp
+    mkdir -p "$OUT/bin"
+    cp "$CARGO_TARGET_DIR/release/mcp-load" "$CARGO_TARGET_DIR/release/memstrata-mcp" "$OUT/bin/"
+    "$OUT/bin/mcp-load" "$OUT/bin/memstrata-mcp" --seconds "${BENCH_MCP_LOAD_SECONDS:-10}" --dir "$SCRATCH" \
+      --md "$MCP_LOAD_MD" --json "$OUT/mcp-load.json" > /dev/null
+  ); then :; else
+    printf '### Bounded loopback load (Rust load client)\n\nNot measured in this run: building or running `mcp-load` failed (see the `make bench` log).\n\n' > "$MCP_LOAD_MD"
   fi
   # 50 concurrent writers: what memstrata-mcp and the reference each lose. Exit 3 =
   # memstrata-mcp lost an acknowledged write, 4 = one of its scenarios hung or failed;

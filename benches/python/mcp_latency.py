@@ -2,7 +2,9 @@
 HTTP and WebSocket, and the reference `@modelcontextprotocol/server-memory`
 (npm) over stdio, on the same entities and queries.
 
-Run by scripts/bench.sh:
+Run by scripts/bench.sh (with MCP_ONLY=transports,workload: the bounded load
+table of `make bench` comes from the Rust client benches/src/bin/mcp_load.rs,
+because one Python process driving every HTTP client was the bound of those rows):
     PYTHONPATH=<dir with websockets> .venv/bin/python mcp_latency.py \
         MEMSTRATA_MCP_BIN REFERENCE_INDEX_JS DATA.json OUT.md
 
