@@ -370,8 +370,8 @@ export interface QueryOptions {
   limit?: number
   /** Query embedding: fused with BM25, or pure vector search with an empty text. */
   embedding?: Embedding
-  /** `"linear"` (default) or `"rrf"`. */
-  fusion?: 'linear' | 'rrf'
+  /** `"adaptive"` (default), `"linear"` or `"rrf"`. */
+  fusion?: 'adaptive' | 'linear' | 'rrf'
   /** Weight of the BM25 list (default 0.5). */
   bm25Weight?: number
   /** Weight of the vector list (default 0.5). */
@@ -444,8 +444,8 @@ export interface SearchOptions {
   minImportance?: number
   /** Query embedding: fused with BM25, or pure vector search with an empty query. */
   embedding?: Embedding
-  /** `"linear"` (default) or `"rrf"`. */
-  fusion?: 'linear' | 'rrf'
+  /** `"adaptive"` (default), `"linear"` or `"rrf"`. */
+  fusion?: 'adaptive' | 'linear' | 'rrf'
   /** Weight of the BM25 list (default 0.5). */
   bm25Weight?: number
   /** Weight of the vector list (default 0.5). */

@@ -28,6 +28,13 @@ pub const MAX_EMBEDDING_DIM: usize = 4096;
 /// Default reciprocal-rank-fusion constant `k`.
 pub const DEFAULT_RRF_K: f32 = 60.0;
 
+/// Adaptive fusion: the BM25 list's peakedness is measured over its first
+/// `ADAPTIVE_PEAK_DEPTH` scores (see [`FusionMethod::Adaptive`]).
+pub const ADAPTIVE_PEAK_DEPTH: usize = 10;
+
+/// Adaptive fusion: the BM25 list's weight is scaled by `min(1, ADAPTIVE_PEAK_GAIN * peak)`.
+pub const ADAPTIVE_PEAK_GAIN: f32 = 1.5;
+
 /// Default weight of the BM25 list in fusion.
 pub const DEFAULT_BM25_WEIGHT: f32 = 0.5;
 
@@ -44,29 +51,43 @@ pub const FUSION_MIN_DEPTH: usize = 50;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FusionMethod {
+    /// The default. Each list's scores are put on a common scale,
+    /// `(score - min) / σ` over that list (so its last hit, like a hit absent
+    /// from it, counts 0), and the BM25 list's weight is scaled per query by
+    /// how much its best hit stands out: `confidence = min(1,
+    /// ADAPTIVE_PEAK_GAIN * (1 - mean(top ADAPTIVE_PEAK_DEPTH bm25) / top bm25))`
+    /// (slots past the end of a short list count 0). Score:
+    /// `bm25_weight * confidence * bm25_norm + vector_weight * cosine_norm`.
+    /// A query whose words single out a few memories keeps its lexical
+    /// ranking; one whose words match everything about equally (a paraphrase:
+    /// only "what did I ..." matches) is ranked mostly by the vectors. A list
+    /// whose scores are all equal normalises to 1.
+    #[default]
+    Adaptive,
     /// `bm25_weight * bm25 / max_bm25 + vector_weight * max(cosine, 0)`; a hit
     /// absent from a list contributes 0 for that list.
-    #[default]
     Linear,
     /// Reciprocal rank fusion: `bm25_weight / (k + rank_bm25) + vector_weight / (k + rank_vector)`.
     Rrf,
 }
 
 impl FusionMethod {
-    /// Parse `"linear"` or `"rrf"` (what bindings and MCP receive), naming `field` in the error.
+    /// Parse `"adaptive"`, `"linear"` or `"rrf"` (what bindings and MCP receive),
+    /// naming `field` in the error.
     pub fn parse(field: &str, s: &str) -> Result<FusionMethod> {
         match s {
+            "adaptive" => Ok(FusionMethod::Adaptive),
             "linear" => Ok(FusionMethod::Linear),
             "rrf" => Ok(FusionMethod::Rrf),
             other => Err(Error::invalid(
                 field,
-                format!("must be \"linear\" or \"rrf\", got {other:?}"),
+                format!("must be \"adaptive\", \"linear\" or \"rrf\", got {other:?}"),
             )),
         }
     }
 }
 
-/// Fusion settings. The default is a linear blend with weights 0.5/0.5 (and `k` = 60 for RRF).
+/// Fusion settings. The default is [`FusionMethod::Adaptive`] with weights 0.5/0.5 (and `k` = 60 for RRF).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fusion {
     /// The method.
@@ -82,7 +103,7 @@ pub struct Fusion {
 impl Default for Fusion {
     fn default() -> Self {
         Fusion {
-            method: FusionMethod::Linear,
+            method: FusionMethod::Adaptive,
             bm25_weight: DEFAULT_BM25_WEIGHT,
             vector_weight: DEFAULT_VECTOR_WEIGHT,
             rrf_k: DEFAULT_RRF_K,
@@ -633,6 +654,54 @@ pub(crate) struct Fused {
     pub vector_rank: Option<u32>,
 }
 
+/// `(score - min) / σ` over one list (population σ); 1 for every entry when σ is 0.
+#[derive(Debug, Clone, Copy, Default)]
+struct MinSigma {
+    min: f32,
+    sigma: f32,
+}
+
+impl MinSigma {
+    fn of(list: &[(String, f32)]) -> Self {
+        if list.is_empty() {
+            return MinSigma::default();
+        }
+        let n = list.len() as f64;
+        let mean = list.iter().map(|(_, s)| f64::from(*s)).sum::<f64>() / n;
+        let var = list
+            .iter()
+            .map(|(_, s)| (f64::from(*s) - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        let min = list.iter().map(|(_, s)| *s).fold(f32::INFINITY, f32::min);
+        MinSigma {
+            min,
+            sigma: var.sqrt() as f32,
+        }
+    }
+
+    fn apply(&self, s: f32) -> f32 {
+        if self.sigma > 0.0 && self.sigma.is_finite() {
+            (s - self.min) / self.sigma
+        } else {
+            1.0
+        }
+    }
+}
+
+/// How far a list's best score stands above its first `n` (best first):
+/// `1 - mean(top n) / top`, slots past the end counting 0; in `[0, 1 - 1/n]`.
+fn peak(list: &[(String, f32)], n: usize) -> f32 {
+    let Some(&(_, top)) = list.first() else {
+        return 0.0;
+    };
+    if top <= 0.0 || n == 0 {
+        return 0.0;
+    }
+    let sum: f32 = list.iter().take(n).map(|(_, s)| *s).sum();
+    (1.0 - sum / (n as f32 * top)).max(0.0)
+}
+
 /// Fuse a BM25 list and a vector list (each best first) into at most `limit` entries.
 pub(crate) fn fuse(
     bm25: &[(String, f32)],
@@ -641,6 +710,14 @@ pub(crate) fn fuse(
     limit: usize,
 ) -> Vec<Fused> {
     let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
+    let (bm25_norm, vector_norm, confidence) = match fusion.method {
+        FusionMethod::Adaptive => (
+            MinSigma::of(bm25),
+            MinSigma::of(vector),
+            (ADAPTIVE_PEAK_GAIN * peak(bm25, ADAPTIVE_PEAK_DEPTH)).min(1.0),
+        ),
+        _ => (MinSigma::default(), MinSigma::default(), 1.0),
+    };
     // Per key: (rank, score) in the BM25 list and in the vector list.
     type Ranked = Option<(u32, f32)>;
     let mut all: HashMap<&str, (Ranked, Ranked)> = HashMap::new();
@@ -667,6 +744,11 @@ pub(crate) fn fuse(
                     );
                     let vs = v.map_or(0.0, |(_, s)| s.max(0.0));
                     fusion.bm25_weight * bs + fusion.vector_weight * vs
+                }
+                FusionMethod::Adaptive => {
+                    let bs = b.map_or(0.0, |(_, s)| bm25_norm.apply(s));
+                    let vs = v.map_or(0.0, |(_, s)| vector_norm.apply(s));
+                    fusion.bm25_weight * confidence * bs + fusion.vector_weight * vs
                 }
                 FusionMethod::Rrf => {
                     let r = |x: Option<(u32, f32)>, w: f32| {
@@ -829,6 +911,90 @@ mod tests {
         s.upsert("b", &[1.0, 0.0], meta());
         let hits = s.search(&[1.0, 0.0], &RowFilter::NONE, 1);
         assert_eq!(hits[0].0, "b");
+    }
+
+    fn list(v: &[(&str, f32)]) -> Vec<(String, f32)> {
+        v.iter().map(|(k, s)| ((*k).to_owned(), *s)).collect()
+    }
+
+    #[test]
+    fn peak_and_min_sigma_follow_their_formulas() {
+        // 1 - (4 + 2 + 2) / (4 * 4): the fourth slot is past the end and counts 0.
+        let l = list(&[("a", 4.0), ("b", 2.0), ("c", 2.0)]);
+        assert!((peak(&l, 4) - 0.5).abs() < 1e-6);
+        assert_eq!(peak(&[], 4), 0.0);
+        assert_eq!(peak(&list(&[("a", 0.0)]), 4), 0.0);
+        // mean 8/3, population σ = sqrt(8/9); (4 - 2) / σ.
+        let n = MinSigma::of(&l);
+        assert!((n.apply(4.0) - 2.0 / (8.0f32 / 9.0).sqrt()).abs() < 1e-5);
+        assert_eq!(n.apply(2.0), 0.0);
+        // All equal: every entry normalises to 1.
+        assert_eq!(MinSigma::of(&list(&[("a", 3.0), ("b", 3.0)])).apply(3.0), 1.0);
+    }
+
+    #[test]
+    fn adaptive_fusion_keeps_a_peaked_bm25_list_and_defers_to_vectors_on_a_flat_one() {
+        let keys: Vec<String> = (0..12).map(|i| format!("k{i:02}")).collect();
+        // The vectors prefer k11 by far; k00 is their second choice.
+        let mut vector: Vec<(String, f32)> = vec![(keys[11].clone(), 0.9), (keys[0].clone(), 0.5)];
+        for (i, k) in keys.iter().enumerate().take(11).skip(1) {
+            vector.push((k.clone(), 0.4 - i as f32 * 0.01));
+        }
+        let adaptive = Fusion::default();
+        assert_eq!(adaptive.method, FusionMethod::Adaptive);
+        let linear = Fusion {
+            method: FusionMethod::Linear,
+            ..Fusion::default()
+        };
+
+        // The BM25 lists hold k00..k10; k11 shares no word with the query.
+        // Peaked: k00 scores 10, the rest 1 (one rare word matched one memory).
+        let peaked: Vec<(String, f32)> = keys
+            .iter()
+            .take(11)
+            .enumerate()
+            .map(|(i, k)| (k.clone(), if i == 0 { 10.0 } else { 1.0 }))
+            .collect();
+        let top = fuse(&peaked, &vector, &adaptive, 3);
+        assert_eq!(top[0].key, "k00", "{top:?}");
+        assert_eq!(top[0].bm25_rank, Some(1));
+        assert_eq!(top[0].vector_rank, Some(2));
+        assert_eq!(top[1].key, "k11");
+
+        // Flat: k00 scores 1.05, the rest 1.0 (only question words matched).
+        let flat: Vec<(String, f32)> = keys
+            .iter()
+            .take(11)
+            .enumerate()
+            .map(|(i, k)| (k.clone(), if i == 0 { 1.05 } else { 1.0 }))
+            .collect();
+        let top = fuse(&flat, &vector, &adaptive, 3);
+        assert_eq!(top[0].key, "k11", "{top:?}");
+        assert_eq!(top[1].key, "k00");
+        // The max-normalised linear blend cannot tell the two cases apart: the
+        // top of a flat list still gets the full BM25 weight.
+        assert_eq!(fuse(&flat, &vector, &linear, 1)[0].key, "k00");
+
+        // Exact score of the flat case's winner: only the vector list counts
+        // for k11 (absent from the BM25 list: 0, like the list's minimum).
+        let vn = MinSigma::of(&vector);
+        assert!((top[0].score - 0.5 * vn.apply(0.9)).abs() < 1e-5);
+    }
+
+    #[test]
+    fn adaptive_fusion_with_one_list_keeps_its_order() {
+        let bm = list(&[("a", 3.0), ("b", 2.0), ("c", 1.0)]);
+        let keys: Vec<String> = fuse(&bm, &[], &Fusion::default(), 10)
+            .into_iter()
+            .map(|f| f.key)
+            .collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        let vec = list(&[("x", 0.9), ("y", -0.2)]);
+        let keys: Vec<String> = fuse(&[], &vec, &Fusion::default(), 10)
+            .into_iter()
+            .map(|f| f.key)
+            .collect();
+        assert_eq!(keys, ["x", "y"]);
     }
 
     #[test]
