@@ -2,8 +2,9 @@
 //! vector index, fusion with the BM25 list, and the embedder hook.
 //!
 //! sled is the source of truth: an embedding is stored inside its episode or
-//! knowledge record as raw little-endian `f32` bytes (a MessagePack `bin`, so a
-//! 384-dimension vector costs 1536 bytes plus a 3-byte header). The vector index
+//! knowledge record as half floats scaled by a power of two (a MessagePack
+//! `bin`, so a 384-dimension vector costs 768 bytes plus 6 bytes of headers;
+//! see [`VecBytes`]; records written before that hold raw `f32` and still read). The vector index
 //! is derived: one contiguous int8 matrix per (layer, context), built from sled
 //! the first time that context is searched with an embedding and kept in step
 //! with every indexed write afterwards (the same ordered write path as the
@@ -249,32 +250,83 @@ pub fn embedding_from_f64(field: &str, v: &[f64]) -> Result<Vec<f32>> {
     Ok(out)
 }
 
-/// An embedding as stored: raw little-endian `f32` bytes, serialised as a MessagePack `bin`.
+/// An embedding as stored, serialised as a MessagePack `bin`. Two layouts, told
+/// apart by the length's parity:
+///
+/// - **format 1** (written now; odd length `3 + 2·dim`): `[1, k, 0]` then one
+///   little-endian IEEE half float per dimension holding `v[i] / 2^k`, where
+///   `k` (an `i8`) is the smallest exponent with `max |v[i]| <= 2^k`. Scaling by
+///   a power of two is exact, so the only loss is rounding each scaled value
+///   to 11 significant bits (relative error ≤ 2⁻¹¹ of the vector's largest
+///   component, far below what the int8 index already drops), and any
+///   magnitude an `f32` can hold fits. Decoding gives the same `f32`s every
+///   time, so export → import → export is byte-identical.
+/// - **format 0** (stores written before format 1; even length `4·dim`): raw
+///   little-endian `f32`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct VecBytes(pub Vec<u8>);
 
+/// Tag of the half-float layout (the first byte of an odd-length [`VecBytes`]).
+const FORMAT_F16: u8 = 1;
+
 impl VecBytes {
     pub(crate) fn from_f32(v: &[f32]) -> Self {
-        let mut b = Vec::with_capacity(v.len() * 4);
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let k: i32 = if max > 0.0 && max.is_finite() {
+            (max.log2().ceil() as i32).clamp(-126, 126)
+        } else {
+            0
+        };
+        let down = pow2(-k);
+        let mut b = Vec::with_capacity(3 + v.len() * 2);
+        b.extend_from_slice(&[FORMAT_F16, (k as i8) as u8, 0]);
         for x in v {
-            b.extend_from_slice(&x.to_le_bytes());
+            b.extend_from_slice(&half::f16::from_f32(x * down).to_le_bytes());
         }
         VecBytes(b)
     }
 
     pub(crate) fn to_f32(&self) -> Result<Vec<f32>> {
-        if !self.0.len().is_multiple_of(4) {
+        let b = &self.0;
+        if b.len() % 2 == 1 {
+            if b.len() < 3 || b[0] != FORMAT_F16 {
+                return Err(Error::corrupted(format!(
+                    "stored embedding has an unknown layout (tag {}, {} bytes)",
+                    b.first().copied().unwrap_or(0),
+                    b.len()
+                )));
+            }
+            let k = i32::from(b[1] as i8);
+            if !(-126..=126).contains(&k) {
+                return Err(Error::corrupted(format!(
+                    "stored embedding has scale exponent {k}, outside -126..=126"
+                )));
+            }
+            let up = pow2(k);
+            return Ok(b[3..]
+                .chunks_exact(2)
+                // (Rounding up at the very top of the f32 range could overflow.)
+                .map(|c| {
+                    (half::f16::from_le_bytes([c[0], c[1]]).to_f32() * up)
+                        .clamp(-f32::MAX, f32::MAX)
+                })
+                .collect());
+        }
+        if !b.len().is_multiple_of(4) {
             return Err(Error::corrupted(format!(
                 "stored embedding has {} bytes, not a multiple of 4",
-                self.0.len()
+                b.len()
             )));
         }
-        Ok(self
-            .0
-            .chunks_exact(4)
+        Ok(b.chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }
+}
+
+/// `2^k` for `k` in -126..=127, exactly (the vector exponents stay in -126..=126).
+fn pow2(k: i32) -> f32 {
+    f32::from_bits(((k + 127) as u32) << 23)
 }
 
 impl Serialize for VecBytes {
@@ -1085,10 +1137,46 @@ mod tests {
 
     #[test]
     fn vec_bytes_roundtrip_is_a_msgpack_bin() {
+        // Exactly representable after scaling by 2^-7: decodes to the same values.
         let v: Vec<f32> = (0..384).map(|i| i as f32 * 0.25).collect();
         let enc = rmp_serde::to_vec_named(&VecBytes::from_f32(&v)).unwrap();
-        assert_eq!(enc.len(), 1536 + 3);
+        // bin16 header (3) + layout header (3) + 384 half floats.
+        assert_eq!(enc.len(), 3 + 3 + 768);
         let back: VecBytes = rmp_serde::from_slice(&enc).unwrap();
+        assert_eq!(back.0[..3], [FORMAT_F16, 7, 0]);
         assert_eq!(back.to_f32().unwrap(), v);
+    }
+
+    #[test]
+    fn half_float_storage_keeps_11_significant_bits_at_any_magnitude() {
+        for magnitude in [1e-30f32, 1e-3, 1.0, 3.7, 1e4, 1e30, f32::MAX] {
+            let v: Vec<f32> = (0..100)
+                .map(|i| magnitude * (((i * 37 % 101) as f32 - 50.0) / 50.0))
+                .collect();
+            let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+            let back = VecBytes::from_f32(&v).to_f32().unwrap();
+            assert_eq!(back.len(), v.len());
+            for (a, b) in v.iter().zip(&back) {
+                assert!(b.is_finite(), "{magnitude}: {b}");
+                assert!(
+                    (a - b).abs() <= max * 2f32.powi(-11),
+                    "{magnitude}: {a} stored as {b}"
+                );
+            }
+            // Decoding and re-encoding is exact: a second export equals the first.
+            assert_eq!(VecBytes::from_f32(&back).to_f32().unwrap(), back);
+        }
+    }
+
+    #[test]
+    fn raw_f32_records_of_older_stores_still_read() {
+        let v = [0.1f32, -2.5, 1e-7, 3.0];
+        let legacy: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(VecBytes(legacy).to_f32().unwrap(), v);
+        // Damaged bytes are an error, never a panic.
+        assert!(VecBytes(vec![1, 2, 3, 4, 5, 6]).to_f32().is_err());
+        assert!(VecBytes(vec![9, 0, 0, 1, 2]).to_f32().is_err());
+        assert!(VecBytes(vec![FORMAT_F16, 127, 0, 1, 2]).to_f32().is_err());
+        assert!(VecBytes(vec![7]).to_f32().is_err());
     }
 }
