@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
 import run  # noqa: E402
 
-ENGINE_DEFAULT = (10, 1.5)  # core/src/vectors.rs: ADAPTIVE_PEAK_DEPTH, ADAPTIVE_PEAK_GAIN
+ENGINE_DEFAULT = (50, 1.0)  # core/src/vectors.rs: ADAPTIVE_PEAK_DEPTH, ADAPTIVE_PEAK_GAIN
 Lists = tuple[list[tuple[str, float]], list[tuple[str, float]]]
 Fuser = Callable[[list[tuple[str, float]], list[tuple[str, float]]], list[str]]
 
@@ -69,7 +69,8 @@ def norm_zmin(lst: list[tuple[str, float]]) -> dict[str, float]:
     """(s - min) / σ: z-score shifted so the list's last hit is 0, like a hit absent from it."""
     if not lst:
         return {}
-    a = np.array([s for _, s in lst])
+    # As in the engine: statistics over at least 50 slots, missing ones counting 0.
+    a = np.array([s for _, s in lst] + [0.0] * max(0, 50 - len(lst)))
     sd = a.std()
     return {t: ((s - a.min()) / sd if sd > 0 else 1.0) for t, s in lst}
 
@@ -112,7 +113,7 @@ def methods() -> dict[str, tuple[list[Any], Callable[[Any], Fuser]]]:
             ws, lambda wv, k=k: lambda b, v: run.rrf(b, v, 1 - wv, wv, float(k)))
     # Adaptive: the BM25 weight of a max-normalised linear blend scaled per query by how
     # far the top BM25 score stands out of the list's head (peaked = a rare word matched).
-    grid = [(n, a) for n in (2, 3, 5, 8, 10, 20) for a in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)]
+    grid = [(n, a) for n in (2, 3, 5, 8, 10, 20, 30, 50) for a in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)]
 
     def adaptive(p: tuple[int, float]) -> Fuser:
         n, a = p
@@ -208,8 +209,8 @@ def main() -> None:
             p, _ = max(scored, key=lambda x: (round(x[1]["r@10"], 6), x[1]["mrr"]))
             chosen.append((p, evaluate(test, lists, make(p))))
         results.append((name, f"{chosen[0][0]} / {chosen[1][0]}", chosen[0][1], chosen[1][1]))
-    # The engine's default: the adaptive (s - min) / σ method at the centre of the plateau both
-    # folds chose from (peak depth 8-20, gain 1.5-2): not tuned on either half alone.
+    # The engine's default: the adaptive (s - min) / σ method with the peak measured over the
+    # whole fetched list (50) and gain 1, fixed (see benches/retrieval/analysis.md for why).
     name = "adaptive (s - min) / σ: bm25 weight = min(1, a·peak_n), vector 1"
     grid, make = methods()[name]
     f = make(ENGINE_DEFAULT)

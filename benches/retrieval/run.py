@@ -11,7 +11,7 @@ in its persona's namespace. Methods:
 - hybrid linear: bm25_weight * bm25 / max_bm25_in_list + vector_weight * max(cosine, 0).
 - hybrid RRF: bm25_weight / (k + rank_bm25) + vector_weight / (k + rank_vec).
 - hybrid adaptive (the engine's default): each list normalised to (score - min) / σ,
-  the BM25 weight scaled by min(1, 1.5 * (1 - mean(top 10 bm25) / top bm25)).
+  the BM25 weight scaled by min(1, 1 - mean(top 50 bm25, missing slots 0) / top bm25).
   Both lists at depth max(limit * 5, 50) = 50; a hit missing from a list adds 0.
 - SQLite FTS5 (unicode61, and porter) as a lexical reference: the question's
   words OR-ed, ranked by bm25().
@@ -131,16 +131,18 @@ def linear(bm: list[tuple[str, float]], vec: list[tuple[str, float]], wb: float,
     return [t for t, _ in sorted(scores.items(), key=lambda kv: -kv[1])]
 
 
-ADAPTIVE_PEAK_DEPTH = 10
-ADAPTIVE_PEAK_GAIN = 1.5
+ADAPTIVE_PEAK_DEPTH = 50
+ADAPTIVE_PEAK_GAIN = 1.0
 
 
 def adaptive(bm: list[tuple[str, float]], vec: list[tuple[str, float]], wb: float, wv: float) -> Ranked:
     """The engine's default fusion (core/src/vectors.rs, `FusionMethod::Adaptive`)."""
     def norm(lst: list[tuple[str, float]]) -> dict[str, float]:
+        # Statistics over at least ADAPTIVE_PEAK_DEPTH slots, missing ones counting 0.
         if not lst:
             return {}
-        a = np.array([s for _, s in lst], dtype=np.float64)
+        pad = max(0, ADAPTIVE_PEAK_DEPTH - len(lst))
+        a = np.array([s for _, s in lst] + [0.0] * pad, dtype=np.float64)
         sd = a.std()
         return {t: ((s - a.min()) / sd if sd > 0 else 1.0) for t, s in lst}
     conf = 0.0

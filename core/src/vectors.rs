@@ -30,11 +30,13 @@ pub const MAX_EMBEDDING_DIM: usize = 4096;
 pub const DEFAULT_RRF_K: f32 = 60.0;
 
 /// Adaptive fusion: the BM25 list's peakedness is measured over its first
-/// `ADAPTIVE_PEAK_DEPTH` scores (see [`FusionMethod::Adaptive`]).
-pub const ADAPTIVE_PEAK_DEPTH: usize = 10;
+/// `ADAPTIVE_PEAK_DEPTH` scores (see [`FusionMethod::Adaptive`]); the
+/// [`FUSION_MIN_DEPTH`] a list is fetched at, so a rare word that a few dozen
+/// memories share equally still counts as peaked.
+pub const ADAPTIVE_PEAK_DEPTH: usize = 50;
 
 /// Adaptive fusion: the BM25 list's weight is scaled by `min(1, ADAPTIVE_PEAK_GAIN * peak)`.
-pub const ADAPTIVE_PEAK_GAIN: f32 = 1.5;
+pub const ADAPTIVE_PEAK_GAIN: f32 = 1.0;
 
 /// Default weight of the BM25 list in fusion.
 pub const DEFAULT_BM25_WEIGHT: f32 = 0.5;
@@ -716,6 +718,14 @@ impl VectorIndex {
     pub(crate) fn rows(&self) -> usize {
         self.sets.read().values().map(|s| s.read().keys.len()).sum()
     }
+
+    /// Rows of (kind, ctx) if that set is loaded (`None`: its first search builds it).
+    fn loaded_rows(&self, kind: Kind, ctx: &str) -> Option<usize> {
+        self.sets
+            .read()
+            .get(&scope(kind, ctx))
+            .map(|s| s.read().keys.len())
+    }
 }
 
 /// One entry of a fused list.
@@ -727,7 +737,10 @@ pub(crate) struct Fused {
     pub vector_rank: Option<u32>,
 }
 
-/// `(score - min) / σ` over one list (population σ); 1 for every entry when σ is 0.
+/// `(score - min) / σ` over one list (population σ) of at least `slots`
+/// entries, slots past the end of a shorter list counting 0 (as in [`peak`]:
+/// three hits that alone matched a rare word stand far above the rest of the
+/// store, which is what the zeros stand for); 1 for every entry when σ is 0.
 #[derive(Debug, Clone, Copy, Default)]
 struct MinSigma {
     min: f32,
@@ -735,18 +748,23 @@ struct MinSigma {
 }
 
 impl MinSigma {
-    fn of(list: &[(String, f32)]) -> Self {
+    fn of(list: &[(String, f32)], slots: usize) -> Self {
         if list.is_empty() {
             return MinSigma::default();
         }
-        let n = list.len() as f64;
+        let pad = slots.saturating_sub(list.len());
+        let n = (list.len() + pad) as f64;
         let mean = list.iter().map(|(_, s)| f64::from(*s)).sum::<f64>() / n;
-        let var = list
+        let var = (list
             .iter()
             .map(|(_, s)| (f64::from(*s) - mean).powi(2))
             .sum::<f64>()
+            + pad as f64 * mean * mean)
             / n;
-        let min = list.iter().map(|(_, s)| *s).fold(f32::INFINITY, f32::min);
+        let mut min = list.iter().map(|(_, s)| *s).fold(f32::INFINITY, f32::min);
+        if pad > 0 {
+            min = min.min(0.0);
+        }
         MinSigma {
             min,
             sigma: var.sqrt() as f32,
@@ -785,8 +803,8 @@ pub(crate) fn fuse(
     let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
     let (bm25_norm, vector_norm, confidence) = match fusion.method {
         FusionMethod::Adaptive => (
-            MinSigma::of(bm25),
-            MinSigma::of(vector),
+            MinSigma::of(bm25, ADAPTIVE_PEAK_DEPTH),
+            MinSigma::of(vector, ADAPTIVE_PEAK_DEPTH),
             (ADAPTIVE_PEAK_GAIN * peak(bm25, ADAPTIVE_PEAK_DEPTH)).min(1.0),
         ),
         _ => (MinSigma::default(), MinSigma::default(), 1.0),
@@ -852,6 +870,11 @@ pub(crate) fn fuse(
     out.truncate(limit);
     out
 }
+
+/// From this many vectors in a context, a fused search scans them on a second
+/// thread while the BM25 list is fetched (below it the scan takes well under a
+/// millisecond and a thread would cost more than it saves).
+pub const PARALLEL_SCAN_MIN_ROWS: usize = 16_384;
 
 /// Depth each list is fetched at before fusion.
 pub(crate) fn depth(limit: usize) -> usize {
@@ -927,15 +950,38 @@ pub(crate) fn fused_hits(
         return Ok(ranked(text_list(limit)?, true));
     };
     let depth = depth(limit);
-    let vector_list = match prepare_query(e, ctx, vq, qv)? {
-        Some(_) => e.vectors.search(e, kind, ctx, qv, filter, depth)?,
-        None => Vec::new(),
+    let has_vectors = prepare_query(e, ctx, vq, qv)?.is_some();
+    let scan = || -> Result<Vec<(String, f32)>> {
+        if has_vectors {
+            e.vectors.search(e, kind, ctx, qv, filter, depth)
+        } else {
+            Ok(Vec::new())
+        }
     };
     if !has_text {
-        return Ok(ranked(vector_list, false));
+        return Ok(ranked(scan()?, false));
     }
+    let parallel = has_vectors
+        && e.vectors
+            .loaded_rows(kind, ctx)
+            .is_some_and(|n| n >= PARALLEL_SCAN_MIN_ROWS);
+    let (vector_list, bm25) = if parallel {
+        // The two lists are independent: scan the vectors while tantivy answers.
+        std::thread::scope(|s| {
+            let v = s.spawn(scan);
+            let b = text_list(depth);
+            let v = v.join().unwrap_or_else(|_| {
+                // The derived index is rebuilt from sled by the next process.
+                Err(Error::index("the vector scan panicked"))
+            });
+            (v, b)
+        })
+    } else {
+        (scan(), text_list(depth))
+    };
+    let vector_list = vector_list?;
     // Hits with no matching word (score 0, by recency) are not a text match.
-    let mut bm25 = text_list(depth)?;
+    let mut bm25 = bm25?;
     bm25.retain(|(_, s)| *s > 0.0);
     Ok(fuse(&bm25, &vector_list, &vq.fusion, limit))
 }
@@ -1060,23 +1106,28 @@ mod tests {
         assert_eq!(peak(&[], 4), 0.0);
         assert_eq!(peak(&list(&[("a", 0.0)]), 4), 0.0);
         // mean 8/3, population σ = sqrt(8/9); (4 - 2) / σ.
-        let n = MinSigma::of(&l);
+        let n = MinSigma::of(&l, 0);
         assert!((n.apply(4.0) - 2.0 / (8.0f32 / 9.0).sqrt()).abs() < 1e-5);
         assert_eq!(n.apply(2.0), 0.0);
         // All equal: every entry normalises to 1.
         assert_eq!(
-            MinSigma::of(&list(&[("a", 3.0), ("b", 3.0)])).apply(3.0),
+            MinSigma::of(&list(&[("a", 3.0), ("b", 3.0)]), 2).apply(3.0),
             1.0
         );
+        // Padded to 4 slots: scores 4, 0, 0, 0 → mean 1, σ = sqrt(3), min 0.
+        let one = MinSigma::of(&list(&[("a", 4.0)]), 4);
+        assert!((one.apply(4.0) - 4.0 / 3f32.sqrt()).abs() < 1e-5);
     }
 
     #[test]
     fn adaptive_fusion_keeps_a_peaked_bm25_list_and_defers_to_vectors_on_a_flat_one() {
-        let keys: Vec<String> = (0..12).map(|i| format!("k{i:02}")).collect();
-        // The vectors prefer k11 by far; k00 is their second choice.
-        let mut vector: Vec<(String, f32)> = vec![(keys[11].clone(), 0.9), (keys[0].clone(), 0.5)];
-        for (i, k) in keys.iter().enumerate().take(11).skip(1) {
-            vector.push((k.clone(), 0.4 - i as f32 * 0.01));
+        let n = ADAPTIVE_PEAK_DEPTH + 10;
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i:02}")).collect();
+        let fav = keys[n - 1].clone();
+        // The vectors prefer the last key by far; k00 is their second choice.
+        let mut vector: Vec<(String, f32)> = vec![(fav.clone(), 0.9), (keys[0].clone(), 0.5)];
+        for (i, k) in keys.iter().enumerate().take(n - 1).skip(1) {
+            vector.push((k.clone(), 0.4 - i as f32 * 0.001));
         }
         let adaptive = Fusion::default();
         assert_eq!(adaptive.method, FusionMethod::Adaptive);
@@ -1084,39 +1135,45 @@ mod tests {
             method: FusionMethod::Linear,
             ..Fusion::default()
         };
+        // The BM25 lists hold every key but the vectors' favourite, which
+        // shares no word with the query.
+        let bm25 = |top: f32| -> Vec<(String, f32)> {
+            keys.iter()
+                .take(n - 1)
+                .enumerate()
+                .map(|(i, k)| (k.clone(), if i == 0 { top } else { 1.0 }))
+                .collect()
+        };
 
-        // The BM25 lists hold k00..k10; k11 shares no word with the query.
         // Peaked: k00 scores 10, the rest 1 (one rare word matched one memory).
-        let peaked: Vec<(String, f32)> = keys
-            .iter()
-            .take(11)
-            .enumerate()
-            .map(|(i, k)| (k.clone(), if i == 0 { 10.0 } else { 1.0 }))
-            .collect();
-        let top = fuse(&peaked, &vector, &adaptive, 3);
+        let top = fuse(&bm25(10.0), &vector, &adaptive, 3);
         assert_eq!(top[0].key, "k00", "{top:?}");
         assert_eq!(top[0].bm25_rank, Some(1));
         assert_eq!(top[0].vector_rank, Some(2));
-        assert_eq!(top[1].key, "k11");
+        assert_eq!(top[1].key, fav);
 
         // Flat: k00 scores 1.05, the rest 1.0 (only question words matched).
-        let flat: Vec<(String, f32)> = keys
-            .iter()
-            .take(11)
-            .enumerate()
-            .map(|(i, k)| (k.clone(), if i == 0 { 1.05 } else { 1.0 }))
-            .collect();
+        let flat = bm25(1.05);
         let top = fuse(&flat, &vector, &adaptive, 3);
-        assert_eq!(top[0].key, "k11", "{top:?}");
+        assert_eq!(top[0].key, fav, "{top:?}");
         assert_eq!(top[1].key, "k00");
         // The max-normalised linear blend cannot tell the two cases apart: the
         // top of a flat list still gets the full BM25 weight.
         assert_eq!(fuse(&flat, &vector, &linear, 1)[0].key, "k00");
 
         // Exact score of the flat case's winner: only the vector list counts
-        // for k11 (absent from the BM25 list: 0, like the list's minimum).
-        let vn = MinSigma::of(&vector);
+        // for it (absent from the BM25 list: 0, like the list's minimum).
+        let vn = MinSigma::of(&vector, ADAPTIVE_PEAK_DEPTH);
         assert!((top[0].score - 0.5 * vn.apply(0.9)).abs() < 1e-5);
+
+        // A rare word shared equally by a dozen memories the vectors rank low
+        // is still a lexical signal: the short list counts as peaked, and all
+        // twelve come right after the vectors' two clear favourites.
+        let tied: Vec<(String, f32)> = keys[40..52].iter().map(|k| (k.clone(), 3.0)).collect();
+        let top = fuse(&tied, &vector, &adaptive, 14);
+        assert_eq!(top[0].key, fav);
+        assert_eq!(top[1].key, "k00");
+        assert!(top[2..].iter().all(|f| f.bm25_rank.is_some()), "{top:?}");
     }
 
     #[test]

@@ -595,3 +595,66 @@ fn embedder_failures_are_clear_errors() {
     assert_eq!(field, "embedder");
     assert!(mem.semantic().get("k").unwrap().is_none());
 }
+
+#[test]
+fn large_contexts_scan_beside_the_text_search_with_the_same_results() {
+    // Past PARALLEL_SCAN_MIN_ROWS vectors a fused search scans them on a second
+    // thread; the first search (which builds the set) runs both lists in turn.
+    let dir = tempfile::tempdir().unwrap();
+    let mem = Memory::builder()
+        .path(dir.path().join("m"))
+        .durability(memstrata::Durability::Manual)
+        .open()
+        .unwrap();
+    let n = memstrata::PARALLEL_SCAN_MIN_ROWS + 50;
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let walrus = i % 1000 == 7;
+        // Walrus episodes point along the query vector; the rest spread around it.
+        let v = if walrus {
+            vec![1.0, 0.0, 0.0]
+        } else {
+            vec![(i % 97) as f32 + 1.0, (i % 89) as f32 + 1.0, 1.0]
+        };
+        let word = if walrus { "walrus" } else { "note" };
+        ids.push(
+            mem.episodic()
+                .record(NewEpisode::new(format!("{word} {i}")).embedding(v))
+                .unwrap(),
+        );
+    }
+    // Linear fusion: a walrus episode scores 0.5 from BM25 plus its cosine, any other at most 0.5.
+    let q = vq(&[1.0, 0.0, 0.0]).fusion(Fusion {
+        method: FusionMethod::Linear,
+        ..Fusion::default()
+    });
+    let first = mem
+        .episodic()
+        .search_hybrid("walrus", &any(), 10, &q)
+        .unwrap();
+    let second = mem
+        .episodic()
+        .search_hybrid("walrus", &any(), 10, &q)
+        .unwrap();
+    assert_eq!(first.len(), 10);
+    assert_eq!(first, second);
+    // Both lists took part: the walrus episodes lead, found by both.
+    assert!(first.iter().all(|h| h.bm25_rank.is_some()), "{first:?}");
+    assert!(first.iter().all(|h| h.vector_rank.is_some()), "{first:?}");
+    assert!(
+        first[0].episode.summary.starts_with("walrus"),
+        "{:?}",
+        first[0]
+    );
+    // Filters still apply to both lists on the parallel path.
+    let f = SearchFilters {
+        min_importance: Some(6),
+        ..any()
+    };
+    assert!(
+        mem.episodic()
+            .search_hybrid("walrus", &f, 10, &q)
+            .unwrap()
+            .is_empty()
+    );
+}
