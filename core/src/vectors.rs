@@ -56,7 +56,8 @@ pub const FUSION_MIN_DEPTH: usize = 50;
 pub enum FusionMethod {
     /// The default. Each list's scores are put on a common scale,
     /// `(score - min) / σ` over that list (so its last hit, like a hit absent
-    /// from it, counts 0), and the BM25 list's weight is scaled per query by
+    /// from it, counts 0; a list shorter than [`ADAPTIVE_PEAK_DEPTH`] is padded
+    /// with zeros to that length first), and the BM25 list's weight is scaled per query by
     /// how much its best hit stands out: `confidence = min(1,
     /// ADAPTIVE_PEAK_GAIN * (1 - mean(top ADAPTIVE_PEAK_DEPTH bm25) / top bm25))`
     /// (slots past the end of a short list count 0). Score:
@@ -718,14 +719,6 @@ impl VectorIndex {
     pub(crate) fn rows(&self) -> usize {
         self.sets.read().values().map(|s| s.read().keys.len()).sum()
     }
-
-    /// Rows of (kind, ctx) if that set is loaded (`None`: its first search builds it).
-    fn loaded_rows(&self, kind: Kind, ctx: &str) -> Option<usize> {
-        self.sets
-            .read()
-            .get(&scope(kind, ctx))
-            .map(|s| s.read().keys.len())
-    }
 }
 
 /// One entry of a fused list.
@@ -871,11 +864,6 @@ pub(crate) fn fuse(
     out
 }
 
-/// From this many vectors in a context, a fused search scans them on a second
-/// thread while the BM25 list is fetched (below it the scan takes well under a
-/// millisecond and a thread would cost more than it saves).
-pub const PARALLEL_SCAN_MIN_ROWS: usize = 16_384;
-
 /// Depth each list is fetched at before fusion.
 pub(crate) fn depth(limit: usize) -> usize {
     limit
@@ -950,38 +938,15 @@ pub(crate) fn fused_hits(
         return Ok(ranked(text_list(limit)?, true));
     };
     let depth = depth(limit);
-    let has_vectors = prepare_query(e, ctx, vq, qv)?.is_some();
-    let scan = || -> Result<Vec<(String, f32)>> {
-        if has_vectors {
-            e.vectors.search(e, kind, ctx, qv, filter, depth)
-        } else {
-            Ok(Vec::new())
-        }
+    let vector_list = match prepare_query(e, ctx, vq, qv)? {
+        Some(_) => e.vectors.search(e, kind, ctx, qv, filter, depth)?,
+        None => Vec::new(),
     };
     if !has_text {
-        return Ok(ranked(scan()?, false));
+        return Ok(ranked(vector_list, false));
     }
-    let parallel = has_vectors
-        && e.vectors
-            .loaded_rows(kind, ctx)
-            .is_some_and(|n| n >= PARALLEL_SCAN_MIN_ROWS);
-    let (vector_list, bm25) = if parallel {
-        // The two lists are independent: scan the vectors while tantivy answers.
-        std::thread::scope(|s| {
-            let v = s.spawn(scan);
-            let b = text_list(depth);
-            let v = v.join().unwrap_or_else(|_| {
-                // The derived index is rebuilt from sled by the next process.
-                Err(Error::index("the vector scan panicked"))
-            });
-            (v, b)
-        })
-    } else {
-        (scan(), text_list(depth))
-    };
-    let vector_list = vector_list?;
     // Hits with no matching word (score 0, by recency) are not a text match.
-    let mut bm25 = bm25?;
+    let mut bm25 = text_list(depth)?;
     bm25.retain(|(_, s)| *s > 0.0);
     Ok(fuse(&bm25, &vector_list, &vq.fusion, limit))
 }
