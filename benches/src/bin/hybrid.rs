@@ -241,9 +241,10 @@ fn main() -> memstrata::Result<()> {
         n as f64 / ingest_vec.as_secs_f64()
     );
     println!(
-        "- on disk (sled `db/` after a clean close): {:.1} MiB without vectors, {:.1} MiB with: {per_vector_disk:.0} bytes per vector (raw f32: {raw_vector_bytes} bytes)",
+        "- on disk (sled `db/` after a clean close): {:.1} MiB without vectors, {:.1} MiB with: {per_vector_disk:.0} bytes per vector (raw f32 would be {raw_vector_bytes} bytes; stored as half floats: {} + 6)",
         plain_bytes as f64 / (1 << 20) as f64,
         vec_bytes as f64 / (1 << 20) as f64,
+        dim * 2,
     );
     println!(
         "- live bytes in sled (keys + values of every tree): {:.1} MiB without vectors, {:.1} MiB with: {:.0} bytes per vector in the record; sled file / live = {:.2}× without vectors, {:.2}× with",
