@@ -5352,7 +5352,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 39249) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 42266) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 41446) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_summarize() != 8978) {

@@ -1400,7 +1400,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 39249) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 42266) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 41446) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_summarize() and 0xFFFF) != 8978) {
