@@ -620,6 +620,28 @@ impl VectorSet {
     }
 }
 
+/// What building a set needs of an episode record (`episodic::EpisodeRecord`;
+/// the same field names, the others skipped by the decoder). Row metadata as
+/// `episodic::index_doc` makes it.
+#[derive(Deserialize)]
+struct EpisodeVectorView {
+    timestamp: i64,
+    participants: Vec<String>,
+    tags: Vec<String>,
+    importance: u8,
+    #[serde(default)]
+    embedding: Option<VecBytes>,
+}
+
+/// What building a set needs of a knowledge record (`semantic::KnowledgeRecord`),
+/// with the row metadata `semantic::index_doc` gives it.
+#[derive(Deserialize)]
+struct KnowledgeVectorView {
+    updated_at: i64,
+    #[serde(default)]
+    embedding: Option<VecBytes>,
+}
+
 /// The derived vector index: loaded (layer, context) sets, keyed by the uid scope `kind\0ctx`.
 #[derive(Debug, Default)]
 pub(crate) struct VectorIndex {
@@ -685,12 +707,32 @@ impl VectorIndex {
         for item in tree.scan_prefix(codec::ctx_prefix(ctx)) {
             let (k, v) = item?;
             let (_, key) = codec::split_ctx_key(&k)?;
-            let doc = match kind {
-                Kind::Episode => crate::episodic::index_doc(ctx, &e.codec.decode(&v)?),
-                Kind::Knowledge => crate::semantic::index_doc(ctx, &key, &e.codec.decode(&v)?),
+            // Only the fields the set needs are decoded: the summary, content and
+            // knowledge value are skipped, not built (and their text not extracted).
+            let (emb, meta) = match kind {
+                Kind::Episode => {
+                    let r: EpisodeVectorView = e.codec.decode(&v)?;
+                    let meta = RowMeta {
+                        ts_ms: r.timestamp,
+                        importance: u64::from(r.importance),
+                        tags: r.tags.into_boxed_slice(),
+                        participants: r.participants.into_boxed_slice(),
+                    };
+                    (r.embedding, meta)
+                }
+                Kind::Knowledge => {
+                    let r: KnowledgeVectorView = e.codec.decode(&v)?;
+                    let meta = RowMeta {
+                        ts_ms: r.updated_at,
+                        importance: 0,
+                        tags: Box::new([]),
+                        participants: Box::new([]),
+                    };
+                    (r.embedding, meta)
+                }
             };
-            if let Some(emb) = &doc.embedding {
-                set.upsert(&key, emb, row_meta(&doc));
+            if let Some(emb) = stored_to_index(emb.as_ref()) {
+                set.upsert(&key, &emb, meta);
             }
         }
         let set = Arc::new(RwLock::new(set));
