@@ -370,8 +370,8 @@ export interface QueryOptions {
   limit?: number
   /** Query embedding: fused with BM25, or pure vector search with an empty text. */
   embedding?: Embedding
-  /** `"linear"` (default) or `"rrf"`. */
-  fusion?: 'linear' | 'rrf'
+  /** `"adaptive"` (default), `"linear"` or `"rrf"`. */
+  fusion?: 'adaptive' | 'linear' | 'rrf'
   /** Weight of the BM25 list (default 0.5). */
   bm25Weight?: number
   /** Weight of the vector list (default 0.5). */
@@ -444,8 +444,8 @@ export interface SearchOptions {
   minImportance?: number
   /** Query embedding: fused with BM25, or pure vector search with an empty query. */
   embedding?: Embedding
-  /** `"linear"` (default) or `"rrf"`. */
-  fusion?: 'linear' | 'rrf'
+  /** `"adaptive"` (default), `"linear"` or `"rrf"`. */
+  fusion?: 'adaptive' | 'linear' | 'rrf'
   /** Weight of the BM25 list (default 0.5). */
   bm25Weight?: number
   /** Weight of the vector list (default 0.5). */
@@ -681,9 +681,10 @@ export declare class Episodic {
    *
    * With `embedding` (or a registered embedder and a non-empty query) the BM25 list
    * and the vector list, each filtered and fetched at depth max(limit * 5, 50), are
-   * fused: `fusion: 'linear'` (default: `bm25Weight` * max-normalised BM25 +
-   * `vectorWeight` * cosine, weights 0.5 / 0.5) or `'rrf'` (weight / (`rrfK` + rank)
-   * per list, `rrfK` 60). An embedding with an empty query is a pure vector search
+   * fused: `fusion: 'adaptive'` (default: each list scaled by its own spread, the
+   * BM25 list weighted by how far its best hit stands out; weights 0.5 / 0.5),
+   * `'linear'` (`bm25Weight` * max-normalised BM25 + `vectorWeight` * cosine) or
+   * `'rrf'` (weight / (`rrfK` + rank) per list, `rrfK` 60). An embedding with an empty query is a pure vector search
    * (score = cosine). Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
    */
   search(query?: string | undefined | null, options?: SearchOptions | undefined | null): Promise<Array<EpisodeHit>>

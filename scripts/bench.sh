@@ -5,7 +5,8 @@
 #      raw tantivy and SQLite FTS5 at 10k and 100k episodes (BENCH_FULL=1 adds
 #      1M), plus session compression levels;
 #      then the cost of encryption at rest (bin `encryption`: plaintext vs sealed
-#      store, same workload, rounds interleaved);
+#      store, same workload, rounds interleaved), and the cost of hybrid search
+#      (bin `hybrid`: BM25 only vs BM25 + vectors at 100k episodes × 384 dims);
 #   2. Python binding per-call overhead vs Rust (release wheel, repo .venv);
 #   3. MCP tools/call latency over stdio / HTTP / WebSocket and the reference
 #      @modelcontextprotocol/server-memory (npm), an end-to-end store-then-search
@@ -42,6 +43,7 @@ MCP_CONC_MD=$OUT/mcp-concurrency.md
 MCP_LOAD_MD=$OUT/mcp-load.md
 NODE_MD=$OUT/node.md
 ENC_MD=$OUT/encryption.md
+HYBRID_MD=$OUT/hybrid.md
 RETRIEVAL_MD=$OUT/retrieval.md
 mkdir -p "$OUT" "$SCRATCH"
 
@@ -70,6 +72,7 @@ assemble() {
     fi
     cat "$OUT/compare.md"
     if [ -f "$ENC_MD" ]; then cat "$ENC_MD"; fi
+    if [ -f "$HYBRID_MD" ]; then cat "$HYBRID_MD"; fi
     cat "$PYTHON_MD"
     cat "$MCP_MD"
     if [ -f "$MCP_LOAD_MD" ]; then cat "$MCP_LOAD_MD"; fi
@@ -88,7 +91,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$ENC_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_LOAD_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$ENC_MD" "$HYBRID_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_LOAD_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -131,6 +134,18 @@ cargo build --release -p memstrata-benches --bin encryption
 if "$CARGO_TARGET_DIR/release/encryption" --dir "$SCRATCH" --out "$ENC_MD" > "$OUT/encryption.stdout"; then :; else
   printf '## Encryption at rest: cost\n\nNot measured in this run: `benches/src/bin/encryption.rs` failed (see the `make bench` log).\n\n' > "$ENC_MD"
 fi
+
+# ---- Hybrid search cost: BM25 only vs BM25 + vectors, same store, same run -----
+# 100k episodes with 384-dimension vectors (HYBRID_N / HYBRID_DIM / HYBRID_QUERIES override).
+echo "== bench: hybrid search cost"
+cargo build --release -p memstrata-benches --bin hybrid
+if BENCH_DIR="$SCRATCH/hybrid" "$CARGO_TARGET_DIR/release/hybrid" > "$HYBRID_MD.tmp"; then
+  mv "$HYBRID_MD.tmp" "$HYBRID_MD"
+else
+  rm -f "$HYBRID_MD.tmp"
+  printf '## Hybrid search: cost of the vector list\n\nNot measured in this run: `benches/src/bin/hybrid.rs` failed (see the `make bench` log).\n\n' > "$HYBRID_MD"
+fi
+rm -rf "${SCRATCH:?}/hybrid"
 
 if [ "${BENCH_CRITERION:-0}" = 1 ]; then
   echo "== bench: criterion micro-benches (not part of the document)"

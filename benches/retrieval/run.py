@@ -10,6 +10,8 @@ in its persona's namespace. Methods:
   (all-MiniLM-L6-v2, int8 ONNX; benches/retrieval/embed.py).
 - hybrid linear: bm25_weight * bm25 / max_bm25_in_list + vector_weight * max(cosine, 0).
 - hybrid RRF: bm25_weight / (k + rank_bm25) + vector_weight / (k + rank_vec).
+- hybrid adaptive (the engine's default): each list normalised to (score - min) / σ,
+  the BM25 weight scaled by min(1, 1 - mean(top 50 bm25, missing slots 0) / top bm25).
   Both lists at depth max(limit * 5, 50) = 50; a hit missing from a list adds 0.
 - SQLite FTS5 (unicode61, and porter) as a lexical reference: the question's
   words OR-ed, ranked by bm25().
@@ -129,6 +131,32 @@ def linear(bm: list[tuple[str, float]], vec: list[tuple[str, float]], wb: float,
     return [t for t, _ in sorted(scores.items(), key=lambda kv: -kv[1])]
 
 
+ADAPTIVE_PEAK_DEPTH = 50
+ADAPTIVE_PEAK_GAIN = 1.0
+
+
+def adaptive(bm: list[tuple[str, float]], vec: list[tuple[str, float]], wb: float, wv: float) -> Ranked:
+    """The engine's default fusion (core/src/vectors.rs, `FusionMethod::Adaptive`)."""
+    def norm(lst: list[tuple[str, float]]) -> dict[str, float]:
+        # Statistics over at least ADAPTIVE_PEAK_DEPTH slots, missing ones counting 0.
+        if not lst:
+            return {}
+        pad = max(0, ADAPTIVE_PEAK_DEPTH - len(lst))
+        a = np.array([s for _, s in lst] + [0.0] * pad, dtype=np.float64)
+        sd = a.std()
+        return {t: ((s - a.min()) / sd if sd > 0 else 1.0) for t, s in lst}
+    conf = 0.0
+    if bm and bm[0][1] > 0:
+        peak = 1.0 - sum(s for _, s in bm[:ADAPTIVE_PEAK_DEPTH]) / (ADAPTIVE_PEAK_DEPTH * bm[0][1])
+        conf = min(1.0, ADAPTIVE_PEAK_GAIN * max(peak, 0.0))
+    scores: dict[str, float] = {}
+    for tid, s in norm(bm).items():
+        scores[tid] = scores.get(tid, 0.0) + wb * conf * s
+    for tid, s in norm(vec).items():
+        scores[tid] = scores.get(tid, 0.0) + wv * s
+    return [t for t, _ in sorted(scores.items(), key=lambda kv: -kv[1])]
+
+
 def rrf(bm: list[tuple[str, float]], vec: list[tuple[str, float]], wb: float, wv: float, k: float) -> Ranked:
     scores: dict[str, float] = {}
     for r, (tid, _) in enumerate(bm, 1):
@@ -238,6 +266,8 @@ def main() -> None:
         if h.engine_vectors:
             where = "engine"
             rows.append(("vector only", where, evaluate(questions, lambda q: h.engine(q["persona"], "", qvecs[q["id"]]))))
+            rows.append(("**adaptive, bm25 0.5 / vector 0.5 (default)**", where, evaluate(
+                questions, lambda q: h.engine(q["persona"], q["text"], qvecs[q["id"]]))))
             for wv in VECTOR_WEIGHTS:
                 rows.append((f"linear, bm25 {1 - wv:.1f} / vector {wv:.1f}", where, evaluate(
                     questions, lambda q, wv=wv: h.engine(q["persona"], q["text"], qvecs[q["id"]], fusion="linear",
@@ -252,6 +282,8 @@ def main() -> None:
         else:
             where = "harness-side"
             rows.append(("vector only", where, evaluate(questions, lambda q: [t for t, _ in vec(q)])))
+            rows.append(("**adaptive, bm25 0.5 / vector 0.5 (default)**", where,
+                         evaluate(questions, lambda q: adaptive(bm(q), vec(q), 0.5, 0.5))))
             for wv in VECTOR_WEIGHTS:
                 rows.append((f"linear, bm25 {1 - wv:.1f} / vector {wv:.1f}", where,
                              evaluate(questions, lambda q, wv=wv: linear(bm(q), vec(q), 1 - wv, wv))))

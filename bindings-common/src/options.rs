@@ -97,8 +97,8 @@ options! {
         pub min_importance: Option<u32>,
         /// Query embedding: fused with BM25, or pure vector search with an empty query.
         pub embedding: Option<Embedding>,
-        /// `"linear"` (default) or `"rrf"`.
-        #[cfg_attr(feature = "napi", napi(ts_type = "'linear' | 'rrf'"))]
+        /// `"adaptive"` (default), `"linear"` or `"rrf"`.
+        #[cfg_attr(feature = "napi", napi(ts_type = "'adaptive' | 'linear' | 'rrf'"))]
         pub fusion: Option<String>,
         /// Weight of the BM25 list (default 0.5).
         pub bm25_weight: Option<f64>,
@@ -120,8 +120,8 @@ options! {
         pub limit: Option<u32>,
         /// Query embedding: fused with BM25, or pure vector search with an empty text.
         pub embedding: Option<Embedding>,
-        /// `"linear"` (default) or `"rrf"`.
-        #[cfg_attr(feature = "napi", napi(ts_type = "'linear' | 'rrf'"))]
+        /// `"adaptive"` (default), `"linear"` or `"rrf"`.
+        #[cfg_attr(feature = "napi", napi(ts_type = "'adaptive' | 'linear' | 'rrf'"))]
         pub fusion: Option<String>,
         /// Weight of the BM25 list (default 0.5).
         pub bm25_weight: Option<f64>,

@@ -61,9 +61,10 @@ impl Episodic {
     ///
     /// With `embedding` (or a registered embedder and a non-empty query) the BM25 list
     /// and the vector list, each filtered and fetched at depth max(limit * 5, 50), are
-    /// fused: `fusion: 'linear'` (default: `bm25Weight` * max-normalised BM25 +
-    /// `vectorWeight` * cosine, weights 0.5 / 0.5) or `'rrf'` (weight / (`rrfK` + rank)
-    /// per list, `rrfK` 60). An embedding with an empty query is a pure vector search
+    /// fused: `fusion: 'adaptive'` (default: each list scaled by its own spread, the
+    /// BM25 list weighted by how far its best hit stands out; weights 0.5 / 0.5),
+    /// `'linear'` (`bm25Weight` * max-normalised BM25 + `vectorWeight` * cosine) or
+    /// `'rrf'` (weight / (`rrfK` + rank) per list, `rrfK` 60). An embedding with an empty query is a pure vector search
     /// (score = cosine). Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
     #[napi]
     pub fn search<'env>(

@@ -182,8 +182,10 @@ impl Episodic {
     /// importance filters, and the vector side: with `embedding` (or a
     /// registered embedder and a non-empty query) the BM25 and vector lists,
     /// each filtered and fetched at depth max(limit * 5, 50), are fused
-    /// (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
-    /// `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+    /// (`fusion` "adaptive", the default: each list scaled by its own spread,
+    /// the BM25 list weighted by how far its best hit stands out, `bm25Weight`
+    /// / `vectorWeight` 0.5 / 0.5; "linear": `bm25Weight` * max-normalised
+    /// BM25 + `vectorWeight` * cosine; or "rrf": weight / (`rrfK` + rank),
     /// `rrfK` 60); an embedding with an empty query is a pure vector search.
     /// Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
     #[uniffi::method(default(query = "", options = None))]

@@ -27,7 +27,8 @@ pub(crate) struct EpisodeRecord {
     pub participants: Vec<String>,
     pub tags: Vec<String>,
     pub importance: u8,
-    /// Raw little-endian f32 bytes (absent on records written before embeddings existed).
+    /// The embedding (`vectors::VecBytes`: half floats, raw f32 in older records;
+    /// absent on records written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<VecBytes>,
 }

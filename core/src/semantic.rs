@@ -16,7 +16,8 @@ pub(crate) struct KnowledgeRecord {
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
-    /// Raw little-endian f32 bytes (absent on records written before embeddings existed).
+    /// The embedding (`vectors::VecBytes`: half floats, raw f32 in older records;
+    /// absent on records written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<VecBytes>,
 }

@@ -1159,8 +1159,10 @@ public protocol EpisodicProtocol: AnyObject, Sendable {
      * importance filters, and the vector side: with `embedding` (or a
      * registered embedder and a non-empty query) the BM25 and vector lists,
      * each filtered and fetched at depth max(limit * 5, 50), are fused
-     * (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
-     * `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+     * (`fusion` "adaptive", the default: each list scaled by its own spread,
+     * the BM25 list weighted by how far its best hit stands out, `bm25Weight`
+     * / `vectorWeight` 0.5 / 0.5; "linear": `bm25Weight` * max-normalised
+     * BM25 + `vectorWeight` * cosine; or "rrf": weight / (`rrfK` + rank),
      * `rrfK` 60); an embedding with an empty query is a pure vector search.
      * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
@@ -1314,8 +1316,10 @@ open func record(summary: String, options: RecordOptions? = nil)async throws  ->
      * importance filters, and the vector side: with `embedding` (or a
      * registered embedder and a non-empty query) the BM25 and vector lists,
      * each filtered and fetched at depth max(limit * 5, 50), are fused
-     * (`fusion` "linear", the default: `bm25Weight` * max-normalised BM25 +
-     * `vectorWeight` * cosine, 0.5 / 0.5; or "rrf": weight / (`rrfK` + rank),
+     * (`fusion` "adaptive", the default: each list scaled by its own spread,
+     * the BM25 list weighted by how far its best hit stands out, `bm25Weight`
+     * / `vectorWeight` 0.5 / 0.5; "linear": `bm25Weight` * max-normalised
+     * BM25 + `vectorWeight` * cosine; or "rrf": weight / (`rrfK` + rank),
      * `rrfK` 60); an embedding with an empty query is a pure vector search.
      * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
@@ -5348,7 +5352,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 39249) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 42266) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 41446) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_summarize() != 8978) {

@@ -2660,7 +2660,7 @@ public struct QueryOptions: Equatable, Hashable {
      */
     public var embedding: Embedding?
     /**
-     * `"linear"` (default) or `"rrf"`.
+     * `"adaptive"` (default), `"linear"` or `"rrf"`.
      */
     public var fusion: String?
     /**
@@ -2686,7 +2686,7 @@ public struct QueryOptions: Equatable, Hashable {
          * Query embedding: fused with BM25, or pure vector search with an empty text.
          */embedding: Embedding? = nil, 
         /**
-         * `"linear"` (default) or `"rrf"`.
+         * `"adaptive"` (default), `"linear"` or `"rrf"`.
          */fusion: String? = nil, 
         /**
          * Weight of the BM25 list (default 0.5).
@@ -3087,7 +3087,7 @@ public struct SearchOptions: Equatable, Hashable {
      */
     public var embedding: Embedding?
     /**
-     * `"linear"` (default) or `"rrf"`.
+     * `"adaptive"` (default), `"linear"` or `"rrf"`.
      */
     public var fusion: String?
     /**
@@ -3128,7 +3128,7 @@ public struct SearchOptions: Equatable, Hashable {
          * Query embedding: fused with BM25, or pure vector search with an empty query.
          */embedding: Embedding? = nil, 
         /**
-         * `"linear"` (default) or `"rrf"`.
+         * `"adaptive"` (default), `"linear"` or `"rrf"`.
          */fusion: String? = nil, 
         /**
          * Weight of the BM25 list (default 0.5).

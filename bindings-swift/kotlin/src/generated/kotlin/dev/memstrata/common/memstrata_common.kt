@@ -2559,7 +2559,7 @@ data class QueryOptions (
     var `embedding`: Embedding? = null 
     , 
     /**
-     * `"linear"` (default) or `"rrf"`.
+     * `"adaptive"` (default), `"linear"` or `"rrf"`.
      */
     var `fusion`: kotlin.String? = null 
     , 
@@ -2885,7 +2885,7 @@ data class SearchOptions (
     var `embedding`: Embedding? = null 
     , 
     /**
-     * `"linear"` (default) or `"rrf"`.
+     * `"adaptive"` (default), `"linear"` or `"rrf"`.
      */
     var `fusion`: kotlin.String? = null 
     , 
