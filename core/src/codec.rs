@@ -133,12 +133,12 @@ impl Codec {
     }
 
     /// [`Codec::open`] for a stored `IVec`, without copying in a plaintext store.
-    pub(crate) fn open_ivec(&self, raw: sled::IVec) -> Result<sled::IVec> {
+    pub(crate) fn open_ivec(&self, raw: crate::storage::Bytes) -> Result<crate::storage::Bytes> {
         if self.cipher.is_none() {
             self.open(&raw)?;
             return Ok(raw);
         }
-        Ok(sled::IVec::from(self.open(&raw)?.into_owned()))
+        Ok(crate::storage::Bytes::from(self.open(&raw)?.into_owned()))
     }
 }
 

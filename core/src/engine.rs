@@ -11,14 +11,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use sled::Transactional;
-use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
 use crate::codec;
 use crate::config::{Durability, Options};
 use crate::episode_cache::EpisodeCache;
 use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
 use crate::metrics::Metrics;
+use crate::storage::{self, KvTree, Store, Tree, TxResult, TxTree};
 use crate::{Error, Result};
 
 /// On-disk format version written to the `meta` tree. See `docs/format.md`.
@@ -30,40 +29,40 @@ const META_INDEX_SCHEMA: &[u8] = b"index_schema_version";
 const META_KEY_CHECK: &[u8] = b"encryption_key_check";
 const KEY_CHECK_VALUE: &str = "memstrata encryption key check v1";
 
-/// All sled trees of a store (names are part of the on-disk format).
+/// All trees of a store (names are part of the on-disk format, see [`Tree`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Trees {
-    pub meta: sled::Tree,
-    pub contexts: sled::Tree,
-    pub short_term: sled::Tree,
-    pub working: sled::Tree,
-    pub episodes: sled::Tree,
-    pub semantic: sled::Tree,
-    pub semantic_history: sled::Tree,
-    pub procedures: sled::Tree,
-    pub runs: sled::Tree,
-    pub sessions: sled::Tree,
-    pub session_versions: sled::Tree,
-    pub tasks: sled::Tree,
-    pub index_log: sled::Tree,
+    pub meta: KvTree,
+    pub contexts: KvTree,
+    pub short_term: KvTree,
+    pub working: KvTree,
+    pub episodes: KvTree,
+    pub semantic: KvTree,
+    pub semantic_history: KvTree,
+    pub procedures: KvTree,
+    pub runs: KvTree,
+    pub sessions: KvTree,
+    pub session_versions: KvTree,
+    pub tasks: KvTree,
+    pub index_log: KvTree,
 }
 
 impl Trees {
-    fn open(db: &sled::Db) -> Result<Self> {
+    fn open(store: &Store) -> Result<Self> {
         Ok(Trees {
-            meta: db.open_tree("meta")?,
-            contexts: db.open_tree("contexts")?,
-            short_term: db.open_tree("short_term")?,
-            working: db.open_tree("working")?,
-            episodes: db.open_tree("episodes")?,
-            semantic: db.open_tree("semantic")?,
-            semantic_history: db.open_tree("semantic_history")?,
-            procedures: db.open_tree("procedures")?,
-            runs: db.open_tree("runs")?,
-            sessions: db.open_tree("sessions")?,
-            session_versions: db.open_tree("session_versions")?,
-            tasks: db.open_tree("tasks")?,
-            index_log: db.open_tree("index_log")?,
+            meta: store.tree(Tree::Meta)?,
+            contexts: store.tree(Tree::Contexts)?,
+            short_term: store.tree(Tree::ShortTerm)?,
+            working: store.tree(Tree::Working)?,
+            episodes: store.tree(Tree::Episodes)?,
+            semantic: store.tree(Tree::Semantic)?,
+            semantic_history: store.tree(Tree::SemanticHistory)?,
+            procedures: store.tree(Tree::Procedures)?,
+            runs: store.tree(Tree::Runs)?,
+            sessions: store.tree(Tree::Sessions)?,
+            session_versions: store.tree(Tree::SessionVersions)?,
+            tasks: store.tree(Tree::Tasks)?,
+            index_log: store.tree(Tree::IndexLog)?,
         })
     }
 }
@@ -96,7 +95,8 @@ pub(crate) struct Engine {
     pub path: PathBuf,
     /// Encodes every record value (sealed when the store is encrypted).
     pub codec: codec::Codec,
-    pub db: sled::Db,
+    /// The backend (sled or PostgreSQL) holding the trees.
+    pub store: Store,
     pub t: Trees,
     pub index: SearchIndex,
     pub metrics: Metrics,
@@ -118,10 +118,14 @@ pub(crate) struct Engine {
     bg: Mutex<Option<JoinHandle<()>>>,
     /// Declared after every sled handle: reopens sled once they are closed
     /// (see [`LogCheckpoint`]), while `_lock` still keeps other engines out.
-    checkpoint: LogCheckpoint,
-    _lock: File,
+    /// sled only.
+    checkpoint: Option<LogCheckpoint>,
+    /// `<store>/LOCK` (sled only: a PostgreSQL store is shared by many processes).
+    _lock: Option<File>,
     // Dropped after everything above: removes a temporary store.
     _tempdir: Option<tempfile::TempDir>,
+    // The local index directory of a PostgreSQL store (a derived copy).
+    _index_tempdir: Option<tempfile::TempDir>,
     // Dropped last of all.
     _registration: Registration,
 }
@@ -201,6 +205,15 @@ impl Engine {
     /// Open (or share) the engine for `opts.path`.
     pub(crate) fn open(opts: Options) -> Result<Arc<Engine>> {
         let (path, tempdir) = match &opts.path {
+            Some(p) if storage::is_postgres_url(p) => {
+                if !cfg!(feature = "postgres") {
+                    return Err(Error::invalid(
+                        "path",
+                        "a postgres:// store needs memstrata built with the `postgres` feature",
+                    ));
+                }
+                (p.clone(), None)
+            }
             Some(p) => {
                 std::fs::create_dir_all(p).map_err(|e| {
                     Error::invalid(
@@ -257,52 +270,24 @@ impl Engine {
         path: PathBuf,
         tempdir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path.join("LOCK"))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::StoreLocked { path }),
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
-        }
-        // The key is checked against `KEYCHECK` before sled opens, so a wrong or
-        // missing key leaves every file of the store untouched.
         let codec = codec::Codec::new(opts.encryption_key.as_ref());
-        let check_file = path.join(KEY_CHECK_FILE);
-        let check_file_ok = match std::fs::read(&check_file) {
-            Ok(sealed) => {
-                verify_key_check(&codec, &sealed, &path)?;
-                true
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            Err(e) => return Err(Error::Io(e)),
+        let opened = if storage::is_postgres_url(&path) {
+            open_postgres(&opts, &path)?
+        } else {
+            open_sled_store(&opts, &path, &codec)?
         };
-        let flush_every = match opts.durability {
-            Durability::Periodic(ms) => Some(ms.max(1)),
-            Durability::Immediate | Durability::Manual => None,
-        };
-        let sled_cfg = sled::Config::new()
-            .path(path.join("db"))
-            .cache_capacity(opts.cache_bytes)
-            .flush_every_ms(flush_every);
-        let db = match open_sled(&sled_cfg) {
-            Ok(db) => db,
-            Err(sled::Error::Io(io)) if is_sled_lock_error(&io) => {
-                return Err(Error::StoreLocked { path });
-            }
-            Err(other) => return Err(Error::from(other)),
-        };
-        let t = Trees::open(&db)?;
-        let checkpoint = LogCheckpoint {
-            cfg: sled_cfg.clone().flush_every_ms(None),
-            size_at_open: db.size_on_disk().unwrap_or(0),
-            armed: AtomicBool::new(false),
-        };
+        let OpenedStore {
+            store,
+            lock,
+            checkpoint,
+            key_check_file,
+            index_dir,
+            index_tempdir,
+        } = opened;
+        let t = Trees::open(&store)?;
 
-        // The same check inside sled (covers a store whose KEYCHECK file was lost),
-        // before anything is written to it.
+        // The same check inside the store (covers a sled store whose KEYCHECK file
+        // was lost), before anything is written to it.
         let is_new = t.meta.get(META_FORMAT)?.is_none();
         check_key(&t, &codec, &path, is_new)?;
 
@@ -322,19 +307,32 @@ impl Engine {
                 }
             }
             None => {
-                if codec.is_sealed() {
-                    t.meta
-                        .insert(META_KEY_CHECK, codec.encode(KEY_CHECK_VALUE)?)?;
+                // One transaction: a concurrent first open of a shared store stamps once.
+                let sealed_check = if codec.is_sealed() {
+                    Some(codec.encode(KEY_CHECK_VALUE)?)
+                } else {
+                    None
+                };
+                store.transaction(&[&t.meta], |m| {
+                    if m[0].get(META_FORMAT)?.is_none() {
+                        if let Some(c) = &sealed_check {
+                            m[0].insert(META_KEY_CHECK, c)?;
+                        }
+                        m[0].insert(META_FORMAT, FORMAT_VERSION.to_be_bytes())?;
+                    }
+                    Ok(())
+                })?;
+                if store.is_shared() {
+                    // Another process may have stamped it first, with another key.
+                    check_key(&t, &codec, &path, false)?;
                 }
-                t.meta.insert(META_FORMAT, &FORMAT_VERSION.to_be_bytes())?;
             }
         }
         let schema_ok = t
             .meta
             .get(META_INDEX_SCHEMA)?
             .is_some_and(|v| v.as_ref() == index::INDEX_SCHEMA_VERSION.to_be_bytes());
-        let (search, opened) =
-            SearchIndex::open(&path.join("index"), opts.index_writer_bytes, schema_ok)?;
+        let (search, opened) = SearchIndex::open(&index_dir, opts.index_writer_bytes, schema_ok)?;
 
         let registered = Arc::new(AtomicBool::new(false));
         let reg_path = path.clone();
@@ -342,7 +340,7 @@ impl Engine {
             opts,
             path,
             codec,
-            db,
+            store,
             t,
             index: search,
             metrics: Metrics::default(),
@@ -360,23 +358,30 @@ impl Engine {
             checkpoint,
             _lock: lock,
             _tempdir: tempdir,
+            _index_tempdir: index_tempdir,
             _registration: Registration {
                 path: reg_path,
                 registered,
             },
         };
-        if engine.codec.is_sealed() && !check_file_ok {
-            write_key_check_file(&check_file, &engine.codec)?;
+        if let Some(f) = key_check_file
+            && engine.codec.is_sealed()
+        {
+            write_key_check_file(&f, &engine.codec)?;
         }
         match opened {
             Opened::Existing(seq) => engine.replay_index(seq)?,
             Opened::Fresh => engine.rebuild_index()?,
         }
-        engine.t.meta.insert(
-            META_INDEX_SCHEMA,
-            &index::INDEX_SCHEMA_VERSION.to_be_bytes(),
-        )?;
-        engine.db.flush()?;
+        if engine.t.meta.get(META_INDEX_SCHEMA)?.as_deref()
+            != Some(&index::INDEX_SCHEMA_VERSION.to_be_bytes()[..])
+        {
+            engine
+                .t
+                .meta
+                .insert(META_INDEX_SCHEMA, index::INDEX_SCHEMA_VERSION.to_be_bytes())?;
+        }
+        engine.store.flush()?;
         Ok(engine)
     }
 
@@ -472,6 +477,7 @@ impl Engine {
         &self,
         q: &crate::index::IndexQuery<'_>,
     ) -> Result<Vec<(String, f32)>> {
+        self.sync_shared()?;
         if let Err(e) = self.index.refresh_for_search() {
             let mut st = self.index.lock();
             self.recover_index_locked(&mut st, &e)?;
@@ -533,7 +539,10 @@ impl Engine {
     }
 
     fn rebuild_locked(&self, st: &mut crate::index::WriterState) -> Result<()> {
-        let seq = self.db.generate_id()?;
+        // Under the serial section no indexed write commits during the scan, so
+        // `seq` (above every committed log entry) marks exactly what it covers.
+        let serial = self.store.serial()?;
+        let seq = self.store.generate_id()?;
         let mut batch = Vec::with_capacity(1024);
         for item in self.t.episodes.iter() {
             let (k, v) = item?;
@@ -561,6 +570,7 @@ impl Engine {
             }
         }
         st.apply(seq, &batch)?;
+        drop(serial);
         self.index.commit_locked(st)?;
         Ok(())
     }
@@ -579,9 +589,15 @@ impl Engine {
     }
 
     /// Drop index-log records already covered by a durable index commit.
+    ///
+    /// A shared store keeps its log: other instances replay it (see
+    /// docs/architecture.md, "Storage backends").
     pub(crate) fn prune_index_log(&self) -> Result<()> {
+        if self.store.is_shared() {
+            return Ok(());
+        }
         let (_, committed, _) = self.index.lag();
-        let mut batch = sled::Batch::default();
+        let mut batch = storage::Batch::default();
         let mut n = 0;
         for k in self.t.index_log.range(..=committed.to_be_bytes()).keys() {
             batch.remove(k?);
@@ -593,57 +609,54 @@ impl Engine {
         Ok(())
     }
 
-    /// Write `trees` in one sled transaction and apply the resulting index ops in sequence order.
+    /// Write `trees` in one transaction and apply the resulting index ops in sequence order.
     ///
     /// `f` gets one transactional view per tree in `trees` and returns the result plus the index ops.
-    /// It may run more than once (sled retries on conflict), so it must be free of side effects.
+    /// It may run more than once (the backend retries on conflict), so it must be free of side effects.
     pub(crate) fn indexed_write<R>(
         &self,
-        trees: &[&sled::Tree],
-        f: impl Fn(
-            &[TransactionalTree],
-        )
-            -> std::result::Result<(R, Vec<IndexOp>), ConflictableTransactionError<Error>>,
+        trees: &[&KvTree],
+        f: impl Fn(&[TxTree<'_>]) -> TxResult<(R, Vec<IndexOp>)>,
     ) -> Result<R> {
         self.indexed_write_prepared(trees, || Ok(()), |t, ()| f(t))
     }
 
     /// Like [`Engine::indexed_write`], with `prepare` run under the index writer
-    /// lock but outside the sled transaction (reading a tree inside a sled
+    /// lock but outside the transaction (reading a sled tree inside a sled
     /// transaction over that tree deadlocks). Every indexed write holds the same
-    /// lock, so what `prepare` reads cannot change before the transaction runs.
+    /// lock (and, on a shared store, the store's serial section), so what
+    /// `prepare` reads cannot change before the transaction runs.
     pub(crate) fn indexed_write_prepared<R, P>(
         &self,
-        trees: &[&sled::Tree],
+        trees: &[&KvTree],
         prepare: impl FnOnce() -> Result<P>,
-        f: impl Fn(
-            &[TransactionalTree],
-            &P,
-        )
-            -> std::result::Result<(R, Vec<IndexOp>), ConflictableTransactionError<Error>>,
+        f: impl Fn(&[TxTree<'_>], &P) -> TxResult<(R, Vec<IndexOp>)>,
     ) -> Result<R> {
-        let mut all: Vec<&sled::Tree> = trees.to_vec();
+        let mut all: Vec<&KvTree> = trees.to_vec();
         all.push(&self.t.index_log);
         let mut st = self.index.lock();
+        let mut serial = self.store.serial()?;
+        if self.store.is_shared() {
+            // Writes of other instances first, so that sequences stay in order.
+            self.catch_up_locked(&mut st)?;
+        }
         let prepared = prepare()?;
-        let seq = self.db.generate_id()?;
-        let (r, ops) = all.as_slice().transaction(|views| {
+        let seq = serial.generate_id()?;
+        let (r, ops) = serial.transaction(&all, |views| {
             let (data, log) = views.split_at(views.len() - 1);
             let (r, ops) = f(data, &prepared)?;
             if !ops.is_empty() {
                 let uids: Vec<&str> = ops.iter().map(IndexOp::uid).collect();
-                let enc = self
-                    .codec
-                    .encode(&uids)
-                    .map_err(ConflictableTransactionError::Abort)?;
-                log[0].insert(&seq.to_be_bytes(), enc)?;
+                let enc = self.codec.encode(&uids)?;
+                log[0].insert(seq.to_be_bytes(), enc)?;
             }
             Ok((r, ops))
         })?;
-        // The vector index follows sled whatever the text index does with the ops.
+        serial.commit()?;
+        // The vector index follows the store whatever the text index does with the ops.
         self.vectors.apply(&ops);
         if let Err(e) = st.apply(seq, &ops) {
-            // The data and its log record are committed in sled; rebuild the writer state from the log.
+            // The data and its log record are committed; rebuild the writer state from the log.
             self.recover_index_locked(&mut st, &e)?;
         }
         drop(st);
@@ -651,10 +664,43 @@ impl Engine {
         Ok(r)
     }
 
+    /// Shared store: apply the index-log entries other instances committed
+    /// since the last one this engine applied (text and vector indexes).
+    fn catch_up_locked(&self, st: &mut crate::index::WriterState) -> Result<()> {
+        for item in self.t.index_log.range((st.applied_seq + 1).to_be_bytes()..) {
+            let (k, v) = item?;
+            let seq = u64::from_be_bytes(
+                k.as_ref()
+                    .try_into()
+                    .map_err(|_| Error::corrupted("bad index_log key"))?,
+            );
+            let uids: Vec<String> = self.codec.decode(&v)?;
+            let mut ops = Vec::with_capacity(uids.len());
+            for uid in uids {
+                ops.push(self.current_op(&uid)?);
+            }
+            self.vectors.apply(&ops);
+            st.apply(seq, &ops)?;
+        }
+        Ok(())
+    }
+
+    /// On a shared store, make every write acknowledged by any instance before
+    /// this call searchable here (a no-op on sled: this engine made them all).
+    pub(crate) fn sync_shared(&self) -> Result<()> {
+        if self.store.is_shared() {
+            let mut st = self.index.lock();
+            if let Err(e) = self.catch_up_locked(&mut st) {
+                self.recover_index_locked(&mut st, &e)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Honour the durability mode after a mutating call.
     pub(crate) fn after_write(&self) -> Result<()> {
         if self.opts.durability == Durability::Immediate {
-            self.db.flush()?;
+            self.store.flush()?;
         }
         Ok(())
     }
@@ -696,11 +742,11 @@ impl Engine {
 
     /// Make everything durable: commit the index and fsync sled.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.db.flush()?;
+        self.store.flush()?;
         if self.commit_index()? {
             self.prune_index_log()?;
         }
-        self.db.flush()?;
+        self.store.flush()?;
         Ok(())
     }
 
@@ -725,17 +771,119 @@ impl Drop for Engine {
             let _ = h.join();
         }
         let _ = self.flush();
-        if self.opts.path.is_some()
-            && self.db.size_on_disk().is_ok_and(|now| {
-                now.saturating_sub(self.checkpoint.size_at_open) >= CHECKPOINT_AFTER_BYTES
-            })
+        if let (Some(cp), Store::Sled(db)) = (&self.checkpoint, &self.store)
+            && self.opts.path.is_some()
+            && db
+                .size_on_disk()
+                .is_ok_and(|now| now.saturating_sub(cp.size_at_open) >= CHECKPOINT_AFTER_BYTES)
         {
-            self.checkpoint.armed.store(true, Ordering::Release);
+            cp.armed.store(true, Ordering::Release);
         }
         // The registry entry is removed by `_registration`, the last field to
         // drop, so a concurrent open waits until sled, the index writer and the
         // store lock are all released.
     }
+}
+
+/// What opening a backend gives the engine.
+struct OpenedStore {
+    store: Store,
+    /// `<store>/LOCK`, held while the engine lives (sled).
+    lock: Option<File>,
+    checkpoint: Option<LogCheckpoint>,
+    /// `KEYCHECK` to write after opening (a sled store that has none yet).
+    key_check_file: Option<PathBuf>,
+    /// Where the tantivy index lives.
+    index_dir: PathBuf,
+    /// A local temporary index directory (PostgreSQL).
+    index_tempdir: Option<tempfile::TempDir>,
+}
+
+/// Open the sled store in the directory `path`: take `<store>/LOCK`, check the
+/// key against `KEYCHECK`, open sled.
+fn open_sled_store(opts: &Options, path: &Path, codec: &codec::Codec) -> Result<OpenedStore> {
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path.join("LOCK"))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(Error::StoreLocked {
+                path: path.to_owned(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
+    }
+    // The key is checked against `KEYCHECK` before sled opens, so a wrong or
+    // missing key leaves every file of the store untouched.
+    let check_file = path.join(KEY_CHECK_FILE);
+    let check_file_ok = match std::fs::read(&check_file) {
+        Ok(sealed) => {
+            verify_key_check(codec, &sealed, path)?;
+            true
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::Io(e)),
+    };
+    let flush_every = match opts.durability {
+        Durability::Periodic(ms) => Some(ms.max(1)),
+        Durability::Immediate | Durability::Manual => None,
+    };
+    let sled_cfg = sled::Config::new()
+        .path(path.join("db"))
+        .cache_capacity(opts.cache_bytes)
+        .flush_every_ms(flush_every);
+    let db = match open_sled(&sled_cfg) {
+        Ok(db) => db,
+        Err(sled::Error::Io(io)) if is_sled_lock_error(&io) => {
+            return Err(Error::StoreLocked {
+                path: path.to_owned(),
+            });
+        }
+        Err(other) => return Err(Error::from(other)),
+    };
+    let checkpoint = LogCheckpoint {
+        cfg: sled_cfg.clone().flush_every_ms(None),
+        size_at_open: db.size_on_disk().unwrap_or(0),
+        armed: AtomicBool::new(false),
+    };
+    Ok(OpenedStore {
+        store: Store::Sled(db),
+        lock: Some(lock),
+        checkpoint: Some(checkpoint),
+        key_check_file: (!check_file_ok).then(|| check_file),
+        index_dir: path.join("index"),
+        index_tempdir: None,
+    })
+}
+
+/// Open the PostgreSQL store at the URL `path`; its search index is a derived
+/// copy in a local temporary directory.
+#[cfg(feature = "postgres")]
+fn open_postgres(_opts: &Options, path: &Path) -> Result<OpenedStore> {
+    let url = path.to_str().unwrap_or_default();
+    let pg = storage::pg::PgStore::open(url)?;
+    let td = tempfile::Builder::new()
+        .prefix("memstrata-pgindex-")
+        .tempdir()?;
+    Ok(OpenedStore {
+        store: Store::Postgres(Arc::new(pg)),
+        lock: None,
+        checkpoint: None,
+        key_check_file: None,
+        index_dir: td.path().join("index"),
+        index_tempdir: Some(td),
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_opts: &Options, _path: &Path) -> Result<OpenedStore> {
+    Err(Error::invalid(
+        "path",
+        "a postgres:// store needs memstrata built with the `postgres` feature",
+    ))
 }
 
 /// Log growth during one open after which a clean close checkpoints sled.

@@ -1004,7 +1004,7 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
     stats.add("context", plan.contexts.len() as u64);
     ap.add(plan.contexts.len() as u64, "context", true);
 
-    let mut batch = sled::Batch::default();
+    let mut batch = crate::storage::Batch::default();
     for (ctx, key, rec) in &plan.short_term {
         e.touch_context(ctx)?;
         batch.insert(codec::ctx_key(ctx, key), e.codec.encode(rec)?);
@@ -1040,7 +1040,7 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
     stats.add("knowledge", plan.knowledge.len() as u64);
     ap.add(0, "knowledge", true);
 
-    let mut batch = sled::Batch::default();
+    let mut batch = crate::storage::Batch::default();
     for (ctx, name, record) in &plan.procedures {
         e.touch_context(ctx)?;
         batch.insert(codec::ctx_key(ctx, name), e.codec.encode(record)?);
@@ -1052,7 +1052,7 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
     for (run_id, record, trace) in &plan.runs {
         let mut prefix = run_id.as_bytes().to_vec();
         prefix.push(0);
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::storage::Batch::default();
         for k in e.t.runs.scan_prefix(&prefix).keys() {
             batch.remove(k?);
         }

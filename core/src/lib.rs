@@ -44,6 +44,7 @@ mod session_codec;
 mod sessions;
 mod short_term;
 mod status;
+mod storage;
 mod timesheet;
 mod validate;
 mod vectors;

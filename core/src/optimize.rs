@@ -259,7 +259,7 @@ impl Memory {
                     "segments_before": segments_before,
                     "segments_after": segments_after,
                     "documents": documents,
-                    "log_entries": e.t.index_log.len(),
+                    "log_entries": e.t.index_log.len()?,
                 });
             }
 

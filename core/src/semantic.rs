@@ -3,7 +3,6 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sled::transaction::ConflictableTransactionError;
 
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
@@ -162,16 +161,11 @@ fn write_version(
         },
         |t, claim| {
             let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
-                Some(v) => Some(
-                    e.codec
-                        .decode(&v)
-                        .map_err(ConflictableTransactionError::Abort)?,
-                ),
+                Some(v) => Some(e.codec.decode(&v)?),
                 None => None,
             };
-            let value = next(cur.as_ref()).map_err(ConflictableTransactionError::Abort)?;
-            validate::value(&e.opts.limits, "knowledge", &value)
-                .map_err(ConflictableTransactionError::Abort)?;
+            let value = next(cur.as_ref())?;
+            validate::value(&e.opts.limits, "knowledge", &value)?;
             let rec = KnowledgeRecord {
                 version: cur.as_ref().map_or(1, |c| c.version + 1),
                 created_at: cur.as_ref().map_or(now, |c| c.created_at),
@@ -185,19 +179,13 @@ fn write_version(
             if let Some(k) = claim {
                 t[2].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
             }
-            let enc = e
-                .codec
-                .encode(&rec)
-                .map_err(ConflictableTransactionError::Abort)?;
+            let enc = e.codec.encode(&rec)?;
             t[0].insert(dkey.as_slice(), enc)?;
             let hist = HistoryRecord {
                 value: rec.value.clone(),
                 recorded_at: now,
             };
-            let henc = e
-                .codec
-                .encode(&hist)
-                .map_err(ConflictableTransactionError::Abort)?;
+            let henc = e.codec.encode(&hist)?;
             t[1].insert(history_key(ctx, key, rec.version), henc)?;
             if rec.version > keep {
                 t[1].remove(history_key(ctx, key, rec.version - keep))?;
@@ -280,7 +268,7 @@ pub(crate) fn insert_record_in(
     let hprefix = history_prefix(ctx, key);
     e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
-        || -> Result<(Vec<sled::IVec>, DimClaims)> {
+        || -> Result<(Vec<crate::storage::Bytes>, DimClaims)> {
             let claims = crate::episodic::claim_dims(e, std::iter::once(&doc))?;
             Ok((
                 e.t.semantic_history
@@ -315,7 +303,7 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
     // holds it), so no version can slip in between the scan and the delete.
     e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history],
-        || -> Result<Vec<sled::IVec>> {
+        || -> Result<Vec<crate::storage::Bytes>> {
             Ok(e.t
                 .semantic_history
                 .scan_prefix(&hprefix)

@@ -15,11 +15,10 @@
 //! they rebuild, and pruning (`optimize`) re-bases any kept version whose base
 //! it removes, in the same transaction.
 
+use crate::storage::{Bytes, TxError};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sled::Transactional;
-use sled::transaction::ConflictableTransactionError;
 
 use crate::clock::millis_to_dt;
 use crate::engine::Engine;
@@ -306,7 +305,7 @@ enum Load {
 fn try_load(e: &Engine, sid: &str, version: u64) -> Result<Load> {
     // Decoding guard only: content was depth-checked when saved (a lowered limit must not break restores).
     let max_depth = e.opts.limits.max_json_depth.max(256);
-    let mut chain: Vec<(u64, VersionHeader, sled::IVec)> = Vec::new();
+    let mut chain: Vec<(u64, VersionHeader, Bytes)> = Vec::new();
     let mut cur = version;
     loop {
         let Some(raw) = e.t.session_versions.get(version_key(sid, cur))? else {
@@ -500,21 +499,23 @@ pub(crate) fn import_session(
     }
     let header = e.codec.encode(rec)?;
     let _g = e.rmw.lock();
-    let old: Vec<sled::IVec> =
+    let old: Vec<Bytes> =
         e.t.session_versions
             .scan_prefix(version_prefix(sid))
             .keys()
             .collect::<Result<_, _>>()?;
-    (&e.t.sessions, &e.t.session_versions).transaction(|(s, v)| {
-        for k in &old {
-            v.remove(k)?;
-        }
-        for (k, r) in &records {
-            v.insert(k.as_slice(), r.as_slice())?;
-        }
-        s.insert(sid.as_bytes(), header.as_slice())?;
-        Ok::<_, ConflictableTransactionError<Error>>(())
-    })?;
+    e.store
+        .transaction(&[&e.t.sessions, &e.t.session_versions], |t| {
+            let (s, v) = (&t[0], &t[1]);
+            for k in &old {
+                v.remove(k)?;
+            }
+            for (k, r) in &records {
+                v.insert(k.as_slice(), r.as_slice())?;
+            }
+            s.insert(sid.as_bytes(), header.as_slice())?;
+            Ok::<_, TxError>(())
+        })?;
     Ok(())
 }
 
@@ -607,14 +608,15 @@ pub(crate) fn prune_and_recompress(
         if removes.is_empty() && writes.is_empty() {
             continue;
         }
-        e.t.session_versions.transaction(|t| {
+        e.store.transaction(&[&e.t.session_versions], |t| {
+            let t = &t[0];
             for (k, r) in &writes {
                 t.insert(k.as_slice(), r.as_slice())?;
             }
             for k in &removes {
                 t.remove(k.as_slice())?;
             }
-            Ok::<_, ConflictableTransactionError<Error>>(())
+            Ok::<_, TxError>(())
         })?;
     }
     e.after_write()?;
@@ -704,11 +706,13 @@ impl Memory {
             let header = e.codec.encode(&rec)?;
             let vkey = version_key(session_id, version);
             let record = e.codec.seal(enc.record)?;
-            (&e.t.sessions, &e.t.session_versions).transaction(|(s, v)| {
-                v.insert(vkey.as_slice(), record.as_slice())?;
-                s.insert(session_id.as_bytes(), header.as_slice())?;
-                Ok::<_, ConflictableTransactionError<Error>>(())
-            })?;
+            e.store
+                .transaction(&[&e.t.sessions, &e.t.session_versions], |t| {
+                    let (s, v) = (&t[0], &t[1]);
+                    v.insert(vkey.as_slice(), record.as_slice())?;
+                    s.insert(session_id.as_bytes(), header.as_slice())?;
+                    Ok::<_, TxError>(())
+                })?;
             e.after_write()?;
             Ok(SessionSaved {
                 success: true,
@@ -822,19 +826,20 @@ impl Memory {
         e.timed("session.delete", || {
             validate::key(&e.opts.limits, "session_id", session_id)?;
             let _g = e.rmw.lock();
-            let keys: Vec<sled::IVec> =
+            let keys: Vec<Bytes> =
                 e.t.session_versions
                     .scan_prefix(version_prefix(session_id))
                     .keys()
                     .collect::<Result<_, _>>()?;
-            let existed = (&e.t.sessions, &e.t.session_versions).transaction(|(s, v)| {
-                for k in &keys {
-                    v.remove(k)?;
-                }
-                Ok::<_, ConflictableTransactionError<Error>>(
-                    s.remove(session_id.as_bytes())?.is_some(),
-                )
-            })?;
+            let existed = e
+                .store
+                .transaction(&[&e.t.sessions, &e.t.session_versions], |t| {
+                    let (s, v) = (&t[0], &t[1]);
+                    for k in &keys {
+                        v.remove(k)?;
+                    }
+                    Ok::<_, TxError>(s.remove(session_id.as_bytes())?.is_some())
+                })?;
             e.after_write()?;
             Ok(existed)
         })

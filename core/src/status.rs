@@ -205,13 +205,13 @@ fn count_items(e: &Engine) -> Result<ItemCounts> {
     Ok(ItemCounts {
         short_term,
         working,
-        episodes: e.t.episodes.len() as u64,
-        semantic: e.t.semantic.len() as u64,
-        procedures: e.t.procedures.len() as u64,
-        runs: e.t.runs.len() as u64,
-        sessions: e.t.sessions.len() as u64,
-        session_versions: e.t.session_versions.len() as u64,
-        tasks: e.t.tasks.len() as u64,
+        episodes: e.t.episodes.len()? as u64,
+        semantic: e.t.semantic.len()? as u64,
+        procedures: e.t.procedures.len()? as u64,
+        runs: e.t.runs.len()? as u64,
+        sessions: e.t.sessions.len()? as u64,
+        session_versions: e.t.session_versions.len()? as u64,
+        tasks: e.t.tasks.len()? as u64,
     })
 }
 
@@ -224,7 +224,8 @@ pub(crate) fn index_stats(e: &Engine) -> IndexStats {
         applied_seq: applied,
         committed_seq: committed,
         pending: pending as u64,
-        log_entries: e.t.index_log.len() as u64,
+        // A failing store shows in `health` (its format_version read); the count is 0 then.
+        log_entries: e.t.index_log.len().unwrap_or(0) as u64,
     }
 }
 
@@ -263,7 +264,7 @@ impl Memory {
                     Err(err) => {
                         health = health.max(Health::Error);
                         issues.push(format!("cannot read the sessions: {err}"));
-                        (Some(Vec::new()), Some(e.t.sessions.len() as u64))
+                        (Some(Vec::new()), Some(e.t.sessions.len()? as u64))
                     }
                 }
             } else {

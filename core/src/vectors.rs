@@ -772,6 +772,7 @@ pub(crate) fn fused_hits(
         return Ok(ranked(text_list(limit)?, true));
     };
     let depth = depth(limit);
+    e.sync_shared()?;
     let vector_list = match prepare_query(e, ctx, vq, qv)? {
         Some(_) => e.vectors.search(e, kind, ctx, qv, filter, depth)?,
         None => Vec::new(),

@@ -30,7 +30,7 @@ pub(super) struct Exec {
 impl Exec {
     /// Write the header and the unsaved trace entries atomically.
     pub(super) fn save(&mut self, e: &Engine) -> Result<()> {
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::storage::Batch::default();
         for (i, t) in self.trace.iter().enumerate().skip(self.saved) {
             batch.insert(trace_key(&self.rec.run_id, i as u64), e.codec.encode(t)?);
         }

@@ -1,0 +1,566 @@
+//! The storage boundary: every record the layers keep goes through this module.
+//!
+//! A store is a set of ordered byte-keyed trees ([`Tree`], names are part of
+//! the format). Two backends implement them, chosen by the store path:
+//!
+//! - **sled** (default, embedded): one sled database in `<store>/db`.
+//! - **PostgreSQL** (feature `postgres`, a `postgres://` path): one table per
+//!   tree in a schema (see [`pg`]).
+//!
+//! Dispatch is an enum ([`Store`], [`KvTree`], [`Iter`], [`TxTree`]), not a
+//! trait object, so the sled path is a direct call. Values are the codec's
+//! bytes (MessagePack, sealed when encrypted) for both backends, so
+//! encryption and export/import do not depend on the backend. No `sled::`
+//! type is used outside this module (error conversion aside): values are
+//! [`Bytes`], batches [`Batch`], transactions [`Store::transaction`].
+
+#[cfg(feature = "postgres")]
+use std::ops::Bound;
+use std::ops::RangeBounds;
+
+#[cfg(feature = "postgres")]
+use std::sync::Arc;
+
+use sled::Transactional;
+use sled::transaction::{
+    ConflictableTransactionError, TransactionalTree, UnabortableTransactionError,
+};
+
+use crate::{Error, Result};
+
+#[cfg(feature = "postgres")]
+pub(crate) mod pg;
+
+/// A stored key or value (cheap to clone; derefs to `[u8]`).
+pub(crate) type Bytes = sled::IVec;
+
+/// The trees of a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Tree {
+    Meta,
+    Contexts,
+    ShortTerm,
+    Working,
+    Episodes,
+    Semantic,
+    SemanticHistory,
+    Procedures,
+    Runs,
+    Sessions,
+    SessionVersions,
+    Tasks,
+    IndexLog,
+}
+
+impl Tree {
+    /// Every tree, in a fixed order.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) const ALL: [Tree; 13] = [
+        Tree::Meta,
+        Tree::Contexts,
+        Tree::ShortTerm,
+        Tree::Working,
+        Tree::Episodes,
+        Tree::Semantic,
+        Tree::SemanticHistory,
+        Tree::Procedures,
+        Tree::Runs,
+        Tree::Sessions,
+        Tree::SessionVersions,
+        Tree::Tasks,
+        Tree::IndexLog,
+    ];
+
+    /// The tree's name (sled tree name, PostgreSQL table name).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Tree::Meta => "meta",
+            Tree::Contexts => "contexts",
+            Tree::ShortTerm => "short_term",
+            Tree::Working => "working",
+            Tree::Episodes => "episodes",
+            Tree::Semantic => "semantic",
+            Tree::SemanticHistory => "semantic_history",
+            Tree::Procedures => "procedures",
+            Tree::Runs => "runs",
+            Tree::Sessions => "sessions",
+            Tree::SessionVersions => "session_versions",
+            Tree::Tasks => "tasks",
+            Tree::IndexLog => "index_log",
+        }
+    }
+}
+
+/// Whether `path` names a PostgreSQL store (`postgres://` or `postgresql://`).
+pub(crate) fn is_postgres_url(path: &std::path::Path) -> bool {
+    path.to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// An open store.
+#[derive(Clone)]
+pub(crate) enum Store {
+    Sled(sled::Db),
+    #[cfg(feature = "postgres")]
+    Postgres(Arc<pg::PgStore>),
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Store::Sled(_) => f.write_str("Store::Sled"),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => write!(f, "Store::Postgres({})", p.schema()),
+        }
+    }
+}
+
+/// A failed transaction attempt: `Conflict` makes the backend run the closure
+/// again, `Abort` ends the transaction with that error (nothing written).
+#[derive(Debug)]
+pub(crate) enum TxError {
+    Conflict,
+    Abort(Error),
+}
+
+impl From<Error> for TxError {
+    fn from(e: Error) -> Self {
+        TxError::Abort(e)
+    }
+}
+
+impl From<UnabortableTransactionError> for TxError {
+    fn from(e: UnabortableTransactionError) -> Self {
+        match e {
+            UnabortableTransactionError::Conflict => TxError::Conflict,
+            UnabortableTransactionError::Storage(s) => TxError::Abort(Error::from(s)),
+        }
+    }
+}
+
+/// Result of a transaction closure.
+pub(crate) type TxResult<T> = std::result::Result<T, TxError>;
+
+impl Store {
+    /// One tree of the store.
+    pub(crate) fn tree(&self, t: Tree) -> Result<KvTree> {
+        Ok(match self {
+            Store::Sled(db) => KvTree::Sled(db.open_tree(t.name())?),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => KvTree::Postgres(Arc::clone(p), t),
+        })
+    }
+
+    /// Make every acknowledged write durable (sled: fsync; PostgreSQL commits are durable already).
+    pub(crate) fn flush(&self) -> Result<()> {
+        match self {
+            Store::Sled(db) => {
+                db.flush()?;
+            }
+            #[cfg(feature = "postgres")]
+            Store::Postgres(_) => {}
+        }
+        Ok(())
+    }
+
+    /// A fresh, increasing id (never repeats, across processes for PostgreSQL).
+    pub(crate) fn generate_id(&self) -> Result<u64> {
+        match self {
+            Store::Sled(db) => Ok(db.generate_id()?),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => p.next_id(),
+        }
+    }
+
+    /// Whether several processes may share the store (no local writer owns it).
+    pub(crate) fn is_shared(&self) -> bool {
+        match self {
+            Store::Sled(_) => false,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(_) => true,
+        }
+    }
+
+    /// Run `f` atomically over `trees`: it gets one view per tree, in order.
+    /// `f` may run more than once (on a conflict), so it must be free of side effects.
+    pub(crate) fn transaction<R>(
+        &self,
+        trees: &[&KvTree],
+        f: impl Fn(&[TxTree<'_>]) -> TxResult<R>,
+    ) -> Result<R> {
+        match self {
+            Store::Sled(_) => sled_transaction(trees, f),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => p.transaction(&tree_names(trees)?, f),
+        }
+    }
+
+    /// Start a serial write section: while it is open no other serial section
+    /// of any process commits (sled: one process owns the store and the caller
+    /// holds the index writer lock, so this is free). `ids` and the writes made
+    /// through [`Serial::transaction`] commit together at [`Serial::commit`].
+    pub(crate) fn serial(&self) -> Result<Serial> {
+        Ok(match self {
+            Store::Sled(db) => Serial::Sled(db.clone()),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => Serial::Postgres(p.serial()?),
+        })
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn tree_names(trees: &[&KvTree]) -> Result<Vec<Tree>> {
+    trees
+        .iter()
+        .map(|t| match t {
+            KvTree::Postgres(_, n) => Ok(*n),
+            KvTree::Sled(_) => Err(Error::Storage {
+                message: "a sled tree in a PostgreSQL transaction".into(),
+                source: None,
+            }),
+        })
+        .collect()
+}
+
+fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<R>) -> Result<R> {
+    let mut sled_trees: Vec<&sled::Tree> = Vec::with_capacity(trees.len());
+    for t in trees {
+        match t {
+            KvTree::Sled(s) => sled_trees.push(s),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(..) => {
+                return Err(Error::Storage {
+                    message: "a PostgreSQL tree in a sled transaction".into(),
+                    source: None,
+                });
+            }
+        }
+    }
+    Ok(sled_trees.as_slice().transaction(|views| {
+        let tx: Vec<TxTree<'_>> = views.iter().map(TxTree::Sled).collect();
+        f(&tx).map_err(|e| match e {
+            TxError::Conflict => ConflictableTransactionError::Conflict,
+            TxError::Abort(e) => ConflictableTransactionError::Abort(e),
+        })
+    })?)
+}
+
+/// A serial write section (see [`Store::serial`]). Dropped without
+/// [`Serial::commit`], its writes are discarded (PostgreSQL) .
+pub(crate) enum Serial {
+    Sled(sled::Db),
+    #[cfg(feature = "postgres")]
+    Postgres(pg::SerialTx),
+}
+
+impl std::fmt::Debug for Serial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Serial")
+    }
+}
+
+impl Serial {
+    /// A fresh id, greater than every id used by a committed serial section.
+    pub(crate) fn generate_id(&mut self) -> Result<u64> {
+        match self {
+            Serial::Sled(db) => Ok(db.generate_id()?),
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.next_id(),
+        }
+    }
+
+    /// Like [`Store::transaction`], inside the section.
+    pub(crate) fn transaction<R>(
+        &mut self,
+        trees: &[&KvTree],
+        f: impl Fn(&[TxTree<'_>]) -> TxResult<R>,
+    ) -> Result<R> {
+        match self {
+            Serial::Sled(_) => sled_transaction(trees, f),
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.transaction(&tree_names(trees)?, f),
+        }
+    }
+
+    /// Commit the section.
+    pub(crate) fn commit(self) -> Result<()> {
+        match self {
+            Serial::Sled(_) => Ok(()),
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.commit(),
+        }
+    }
+}
+
+/// One tree of a store.
+#[derive(Clone)]
+pub(crate) enum KvTree {
+    Sled(sled::Tree),
+    #[cfg(feature = "postgres")]
+    Postgres(Arc<pg::PgStore>, Tree),
+}
+
+impl std::fmt::Debug for KvTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KvTree::Sled(t) => write!(f, "KvTree::Sled({:?})", String::from_utf8_lossy(&t.name())),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(_, t) => write!(f, "KvTree::Postgres({})", t.name()),
+        }
+    }
+}
+
+/// `compare_and_swap` found another value than the expected one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CasMismatch;
+
+impl KvTree {
+    pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        match self {
+            KvTree::Sled(t) => Ok(t.get(key)?),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => p.get(*t, key.as_ref()),
+        }
+    }
+
+    pub(crate) fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        match self {
+            KvTree::Sled(t) => {
+                t.insert(key.as_ref(), value.as_ref())?;
+                Ok(())
+            }
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => p.insert(*t, key.as_ref(), value.as_ref()),
+        }
+    }
+
+    /// Remove `key`; returns the value it had.
+    pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        match self {
+            KvTree::Sled(t) => Ok(t.remove(key)?),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => p.remove(*t, key.as_ref()),
+        }
+    }
+
+    pub(crate) fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        match self {
+            KvTree::Sled(t) => Ok(t.contains_key(key)?),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => Ok(p.get(*t, key.as_ref())?.is_some()),
+        }
+    }
+
+    /// Set `key` to `new` (`None`: remove) only if its value is `old` (`None`: absent).
+    pub(crate) fn compare_and_swap(
+        &self,
+        key: impl AsRef<[u8]>,
+        old: Option<impl AsRef<[u8]>>,
+        new: Option<impl AsRef<[u8]>>,
+    ) -> Result<std::result::Result<(), CasMismatch>> {
+        match self {
+            KvTree::Sled(t) => Ok(t
+                .compare_and_swap(
+                    key.as_ref(),
+                    old.as_ref().map(AsRef::as_ref),
+                    new.as_ref().map(|v| v.as_ref()),
+                )?
+                .map_err(|_| CasMismatch)),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => p.compare_and_swap(
+                *t,
+                key.as_ref(),
+                old.as_ref().map(AsRef::as_ref),
+                new.as_ref().map(AsRef::as_ref),
+            ),
+        }
+    }
+
+    /// Every record whose key starts with `prefix`, in key order.
+    pub(crate) fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> Iter {
+        match self {
+            KvTree::Sled(t) => Iter::Sled(t.scan_prefix(prefix)),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => Iter::Postgres(p.scan(*t, prefix_bounds(prefix.as_ref()))),
+        }
+    }
+
+    /// Records with keys in `range`, in key order.
+    pub(crate) fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Iter {
+        match self {
+            KvTree::Sled(t) => Iter::Sled(t.range(range)),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => Iter::Postgres(p.scan(
+                *t,
+                (
+                    owned_bound(range.start_bound()),
+                    owned_bound(range.end_bound()),
+                ),
+            )),
+        }
+    }
+
+    /// Every record, in key order.
+    pub(crate) fn iter(&self) -> Iter {
+        match self {
+            KvTree::Sled(t) => Iter::Sled(t.iter()),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => {
+                Iter::Postgres(p.scan(*t, (Bound::Unbounded, Bound::Unbounded)))
+            }
+        }
+    }
+
+    /// Number of records.
+    pub(crate) fn len(&self) -> Result<usize> {
+        match self {
+            KvTree::Sled(t) => Ok(t.len()),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => p.len(*t),
+        }
+    }
+
+    /// Apply every write of `batch` atomically.
+    pub(crate) fn apply_batch(&self, batch: Batch) -> Result<()> {
+        match self {
+            KvTree::Sled(t) => {
+                let mut b = sled::Batch::default();
+                for (k, v) in batch.ops {
+                    match v {
+                        Some(v) => b.insert(k, v),
+                        None => b.remove(k),
+                    }
+                }
+                t.apply_batch(b)?;
+                Ok(())
+            }
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => p.apply_batch(*t, batch.ops),
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The key range of a prefix: `[prefix, next)` where `next` is the smallest key above every
+/// key starting with `prefix` (unbounded when the prefix is all 0xFF).
+#[cfg(feature = "postgres")]
+fn prefix_bounds(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return (Bound::Included(prefix.to_vec()), Bound::Excluded(end));
+        }
+    }
+    (Bound::Included(prefix.to_vec()), Bound::Unbounded)
+}
+
+/// Writes applied together by [`KvTree::apply_batch`].
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl Batch {
+    pub(crate) fn insert(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.ops
+            .push((key.as_ref().to_vec(), Some(value.as_ref().to_vec())));
+    }
+
+    pub(crate) fn remove(&mut self, key: impl AsRef<[u8]>) {
+        self.ops.push((key.as_ref().to_vec(), None));
+    }
+}
+
+/// An ordered scan (both ends).
+pub(crate) enum Iter {
+    Sled(sled::Iter),
+    #[cfg(feature = "postgres")]
+    Postgres(pg::PgIter),
+}
+
+impl std::fmt::Debug for Iter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Iter")
+    }
+}
+
+impl Iterator for Iter {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Sled(i) => i.next().map(|r| r.map_err(Error::from)),
+            #[cfg(feature = "postgres")]
+            Iter::Postgres(i) => i.next(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for Iter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Sled(i) => i.next_back().map(|r| r.map_err(Error::from)),
+            #[cfg(feature = "postgres")]
+            Iter::Postgres(i) => i.next_back(),
+        }
+    }
+}
+
+impl Iter {
+    /// The keys only.
+    pub(crate) fn keys(self) -> impl DoubleEndedIterator<Item = Result<Bytes>> {
+        self.map(|r| r.map(|(k, _)| k))
+    }
+}
+
+/// One tree inside a transaction.
+pub(crate) enum TxTree<'a> {
+    Sled(&'a TransactionalTree),
+    #[cfg(feature = "postgres")]
+    Postgres(&'a pg::TxConn<'a>, Tree),
+}
+
+impl std::fmt::Debug for TxTree<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TxTree")
+    }
+}
+
+impl TxTree<'_> {
+    pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> TxResult<Option<Bytes>> {
+        match self {
+            TxTree::Sled(t) => Ok(t.get(key)?),
+            #[cfg(feature = "postgres")]
+            TxTree::Postgres(c, t) => c.get(*t, key.as_ref()),
+        }
+    }
+
+    pub(crate) fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> TxResult<()> {
+        match self {
+            TxTree::Sled(t) => {
+                t.insert(key.as_ref(), value.as_ref())?;
+                Ok(())
+            }
+            #[cfg(feature = "postgres")]
+            TxTree::Postgres(c, t) => c.insert(*t, key.as_ref(), value.as_ref()),
+        }
+    }
+
+    /// Remove `key`; returns the value it had.
+    pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> TxResult<Option<Bytes>> {
+        match self {
+            TxTree::Sled(t) => Ok(t.remove(key.as_ref())?),
+            #[cfg(feature = "postgres")]
+            TxTree::Postgres(c, t) => c.remove(*t, key.as_ref()),
+        }
+    }
+}

@@ -1,0 +1,783 @@
+//! The PostgreSQL backend (feature `postgres`).
+//!
+//! A store is one schema (`?schema=NAME` in the URL, default `memstrata`,
+//! created if missing) holding one table per [`Tree`]:
+//! `<schema>.<tree>(key bytea primary key, value bytea not null)`. `bytea`
+//! compares bytewise, like sled, so ordered scans (`ORDER BY key`) return the
+//! same order on both backends. Values are the codec's bytes, as on sled.
+//!
+//! - Migrations are versioned in `<schema>.schema_migrations(version,
+//!   applied_at)` and run under an advisory lock, so concurrent first opens
+//!   are safe.
+//! - [`PgStore::transaction`] runs at REPEATABLE READ and runs the closure
+//!   again on a serialization failure or a deadlock (SQLSTATE 40001, 40P01).
+//! - Ids come from the sequence `<schema>.ids`, so processes never collide.
+//! - [`SerialTx`] (the serial write section of indexed writes) is a READ
+//!   COMMITTED transaction holding a transaction-level advisory lock of the
+//!   schema: index-log sequences commit in order across processes.
+//!
+//! Connections: a small pool of synchronous `postgres` clients (idle ones are
+//! kept, at most [`MAX_IDLE`]); no TLS (loopback or a private network).
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use postgres::error::SqlState;
+use postgres::{Client, NoTls, Statement};
+
+use super::{Bytes, CasMismatch, Tree, TxError, TxResult, TxTree};
+use crate::{Error, Result};
+
+/// Idle connections kept for reuse.
+const MAX_IDLE: usize = 16;
+/// Rows fetched per page of an ordered scan.
+const PAGE: i64 = 512;
+/// Attempts of a transaction that keeps conflicting.
+const MAX_ATTEMPTS: u32 = 64;
+/// First key of the advisory locks of memstrata ("mems").
+const LOCK_CLASS: i32 = 0x6d65_6d73;
+
+/// The schema version the migrations below bring a store to.
+pub(crate) const SCHEMA_VERSION: i32 = 1;
+
+impl From<postgres::Error> for Error {
+    fn from(e: postgres::Error) -> Self {
+        let message = match e.as_db_error() {
+            Some(db) => format!("PostgreSQL: {} ({})", db.message(), db.code().code()),
+            None => format!("PostgreSQL: {e}"),
+        };
+        Error::Storage {
+            message,
+            source: Some(Box::new(e)),
+        }
+    }
+}
+
+fn is_conflict(e: &postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
+fn tx_err(e: postgres::Error) -> TxError {
+    if is_conflict(&e) {
+        TxError::Conflict
+    } else {
+        TxError::Abort(e.into())
+    }
+}
+
+/// Split the `schema` parameter off a store URL: (URL for the client, schema).
+pub(crate) fn parse_url(url: &str) -> Result<(String, String)> {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, q),
+        None => (url, ""),
+    };
+    let mut schema = None;
+    let mut rest = Vec::new();
+    for part in query.split('&').filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            Some(("schema", v)) => schema = Some(v.to_owned()),
+            _ => rest.push(part),
+        }
+    }
+    let schema = schema.unwrap_or_else(|| "memstrata".to_owned());
+    let valid = !schema.is_empty()
+        && schema.len() <= 63
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !schema.as_bytes()[0].is_ascii_digit()
+        && !schema.starts_with("pg_");
+    if !valid {
+        return Err(Error::invalid(
+            "path",
+            format!(
+                "schema {schema:?} in the store URL: use 1-63 characters a-z, 0-9 and _, not starting with a digit or pg_"
+            ),
+        ));
+    }
+    let client_url = if rest.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", rest.join("&"))
+    };
+    Ok((client_url, schema))
+}
+
+/// The URL without its password (for messages).
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// One connection with its prepared statements.
+struct Conn {
+    client: Client,
+    stmts: HashMap<String, Statement>,
+}
+
+impl Conn {
+    fn stmt(&mut self, sql: &str) -> std::result::Result<Statement, postgres::Error> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.stmts.insert(sql.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> std::result::Result<Vec<postgres::Row>, postgres::Error> {
+        let s = self.stmt(sql)?;
+        self.client.query(&s, params)
+    }
+
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> std::result::Result<u64, postgres::Error> {
+        let s = self.stmt(sql)?;
+        self.client.execute(&s, params)
+    }
+}
+
+/// The SQL of one tree.
+#[derive(Debug)]
+struct TreeSql {
+    table: String,
+    get: String,
+    upsert: String,
+    delete: String,
+    count: String,
+    insert_new: String,
+    update_if: String,
+    delete_if: String,
+}
+
+impl TreeSql {
+    fn new(schema: &str, t: Tree) -> Self {
+        let table = format!("\"{schema}\".\"{}\"", t.name());
+        TreeSql {
+            get: format!("SELECT value FROM {table} WHERE key = $1"),
+            upsert: format!(
+                "INSERT INTO {table} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+            ),
+            delete: format!("DELETE FROM {table} WHERE key = $1 RETURNING value"),
+            count: format!("SELECT count(*) FROM {table}"),
+            insert_new: format!(
+                "INSERT INTO {table} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING"
+            ),
+            update_if: format!("UPDATE {table} SET value = $3 WHERE key = $1 AND value = $2"),
+            delete_if: format!("DELETE FROM {table} WHERE key = $1 AND value = $2"),
+            table,
+        }
+    }
+
+    /// An ordered page within `(lo, hi)`.
+    fn page(
+        &self,
+        lo: &Bound<Vec<u8>>,
+        hi: &Bound<Vec<u8>>,
+        descending: bool,
+    ) -> (String, Vec<Vec<u8>>) {
+        let mut conds = Vec::new();
+        let mut params = Vec::new();
+        for (b, incl, excl) in [(lo, ">=", ">"), (hi, "<=", "<")] {
+            match b {
+                Bound::Included(k) => {
+                    params.push(k.clone());
+                    conds.push(format!("key {incl} ${}", params.len()));
+                }
+                Bound::Excluded(k) => {
+                    params.push(k.clone());
+                    conds.push(format!("key {excl} ${}", params.len()));
+                }
+                Bound::Unbounded => {}
+            }
+        }
+        let filter = if conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conds.join(" AND "))
+        };
+        let order = if descending { "DESC" } else { "ASC" };
+        (
+            format!(
+                "SELECT key, value FROM {}{filter} ORDER BY key {order} LIMIT {PAGE}",
+                self.table
+            ),
+            params,
+        )
+    }
+}
+
+/// An open PostgreSQL store.
+pub(crate) struct PgStore {
+    config: postgres::Config,
+    schema: String,
+    sql: HashMap<Tree, TreeSql>,
+    next_id_sql: String,
+    idle: Mutex<Vec<Conn>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connect to `url`, create the schema if missing and run the migrations.
+    pub(crate) fn open(url: &str) -> Result<PgStore> {
+        let (client_url, schema) = parse_url(url)?;
+        let mut config: postgres::Config = client_url.parse().map_err(|e| {
+            Error::invalid(
+                "path",
+                format!("not a valid PostgreSQL URL ({}): {e}", redact(url)),
+            )
+        })?;
+        if config.get_application_name().is_none() {
+            config.application_name("memstrata");
+        }
+        let sql = Tree::ALL
+            .iter()
+            .map(|t| (*t, TreeSql::new(&schema, *t)))
+            .collect();
+        let store = PgStore {
+            next_id_sql: format!("SELECT nextval('\"{schema}\".ids')"),
+            config,
+            schema,
+            sql,
+            idle: Mutex::new(Vec::new()),
+        };
+        let mut conn = store.connect().map_err(|e| Error::Storage {
+            message: format!("cannot connect to PostgreSQL at {}: {e}", redact(url)),
+            source: Some(Box::new(e)),
+        })?;
+        store.migrate(&mut conn)?;
+        store.put(conn);
+        Ok(store)
+    }
+
+    pub(crate) fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    fn connect(&self) -> std::result::Result<Conn, postgres::Error> {
+        Ok(Conn {
+            client: self.config.connect(NoTls)?,
+            stmts: HashMap::new(),
+        })
+    }
+
+    /// Create or upgrade the schema (serialised by an advisory lock).
+    fn migrate(&self, conn: &mut Conn) -> Result<()> {
+        let s = &self.schema;
+        let mut tx = conn.client.transaction()?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+            &[&LOCK_CLASS, &format!("migrate:{s}")],
+        )?;
+        tx.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS \"{s}\";
+             CREATE TABLE IF NOT EXISTS \"{s}\".schema_migrations (
+                 version integer PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             );"
+        ))?;
+        let current: Option<i32> = tx
+            .query_one(
+                &format!("SELECT max(version) FROM \"{s}\".schema_migrations"),
+                &[],
+            )?
+            .get(0);
+        let current = current.unwrap_or(0);
+        if current > SCHEMA_VERSION {
+            return Err(Error::corrupted(format!(
+                "PostgreSQL schema {s} is at version {current}, newer than this build supports ({SCHEMA_VERSION}); upgrade memstrata"
+            )));
+        }
+        if current < 1 {
+            let mut ddl = String::new();
+            for t in Tree::ALL {
+                ddl.push_str(&format!(
+                    "CREATE TABLE IF NOT EXISTS \"{s}\".\"{}\" (key bytea PRIMARY KEY, value bytea NOT NULL);\n",
+                    t.name()
+                ));
+            }
+            ddl.push_str(&format!(
+                "CREATE SEQUENCE IF NOT EXISTS \"{s}\".ids AS bigint MINVALUE 1;\n\
+                 INSERT INTO \"{s}\".schema_migrations (version) VALUES (1);"
+            ));
+            tx.batch_execute(&ddl)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A connection from the pool (or a new one).
+    fn take(&self) -> Result<Conn> {
+        if let Some(c) = self.idle.lock().pop() {
+            if !c.client.is_closed() {
+                return Ok(c);
+            }
+        }
+        Ok(self.connect()?)
+    }
+
+    /// Return a connection to the pool (a closed one is dropped).
+    fn put(&self, conn: Conn) {
+        if conn.client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock();
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+
+    /// Run `f` on a pooled connection (outside any transaction).
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Conn) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
+        let mut c = self.take()?;
+        let r = f(&mut c);
+        self.put(c);
+        Ok(r?)
+    }
+
+    fn sql(&self, t: Tree) -> &TreeSql {
+        &self.sql[&t]
+    }
+
+    pub(crate) fn get(&self, t: Tree, key: &[u8]) -> Result<Option<Bytes>> {
+        let rows = self.with(|c| c.query(&self.sql(t).get, &[&key]))?;
+        Ok(rows.first().map(|r| Bytes::from(r.get::<_, &[u8]>(0))))
+    }
+
+    pub(crate) fn insert(&self, t: Tree, key: &[u8], value: &[u8]) -> Result<()> {
+        self.with(|c| c.execute(&self.sql(t).upsert, &[&key, &value]))?;
+        Ok(())
+    }
+
+    pub(crate) fn remove(&self, t: Tree, key: &[u8]) -> Result<Option<Bytes>> {
+        let rows = self.with(|c| c.query(&self.sql(t).delete, &[&key]))?;
+        Ok(rows.first().map(|r| Bytes::from(r.get::<_, &[u8]>(0))))
+    }
+
+    pub(crate) fn len(&self, t: Tree) -> Result<usize> {
+        let rows = self.with(|c| c.query(&self.sql(t).count, &[]))?;
+        let n: i64 = rows.first().map_or(0, |r| r.get(0));
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    pub(crate) fn compare_and_swap(
+        &self,
+        t: Tree,
+        key: &[u8],
+        old: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), CasMismatch>> {
+        let sql = self.sql(t);
+        let done = self.with(|c| match (old, new) {
+            (None, None) => Ok(c.query(&sql.get, &[&key])?.is_empty()),
+            (None, Some(n)) => Ok(c.execute(&sql.insert_new, &[&key, &n])? == 1),
+            (Some(o), Some(n)) => Ok(c.execute(&sql.update_if, &[&key, &o, &n])? == 1),
+            (Some(o), None) => Ok(c.execute(&sql.delete_if, &[&key, &o])? == 1),
+        })?;
+        Ok(if done { Ok(()) } else { Err(CasMismatch) })
+    }
+
+    pub(crate) fn apply_batch(&self, t: Tree, ops: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<()> {
+        let sql = self.sql(t);
+        self.with(|c| {
+            c.client.batch_execute("BEGIN")?;
+            let r = (|| {
+                for (k, v) in &ops {
+                    match v {
+                        Some(v) => c.execute(&sql.upsert, &[k, v])?,
+                        None => c.execute(&sql.delete, &[k])?,
+                    };
+                }
+                c.client.batch_execute("COMMIT")
+            })();
+            if r.is_err() {
+                let _ = c.client.batch_execute("ROLLBACK");
+            }
+            r
+        })
+    }
+
+    pub(crate) fn next_id(&self) -> Result<u64> {
+        let rows = self.with(|c| c.query(&self.next_id_sql, &[]))?;
+        let id: i64 = rows
+            .first()
+            .map(|r| r.get(0))
+            .ok_or_else(|| Error::storage("nextval returned no row"))?;
+        Ok(id as u64)
+    }
+
+    /// An ordered scan of `t` within the bounds, fetched page by page from both ends.
+    pub(crate) fn scan(
+        self: &Arc<Self>,
+        t: Tree,
+        bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    ) -> PgIter {
+        PgIter {
+            store: Arc::clone(self),
+            tree: t,
+            lo: bounds.0,
+            hi: bounds.1,
+            front: VecDeque::new(),
+            back: VecDeque::new(),
+            front_done: false,
+            back_done: false,
+            failed: false,
+        }
+    }
+
+    /// Run `f` in one REPEATABLE READ transaction, again on a conflict.
+    pub(crate) fn transaction<R>(
+        &self,
+        trees: &[Tree],
+        f: impl Fn(&[TxTree<'_>]) -> TxResult<R>,
+    ) -> Result<R> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let conn = RefCell::new(self.take()?);
+            let outcome = {
+                let begin = conn
+                    .borrow_mut()
+                    .client
+                    .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ");
+                match begin {
+                    Err(e) => Err(tx_err(e)),
+                    Ok(()) => {
+                        let txc = TxConn {
+                            conn: &conn,
+                            store: self,
+                        };
+                        let views: Vec<TxTree<'_>> =
+                            trees.iter().map(|t| TxTree::Postgres(&txc, *t)).collect();
+                        match f(&views) {
+                            Ok(r) => match conn.borrow_mut().client.batch_execute("COMMIT") {
+                                Ok(()) => Ok(r),
+                                Err(e) => Err(tx_err(e)),
+                            },
+                            Err(e) => Err(e),
+                        }
+                    }
+                }
+            };
+            let mut conn = conn.into_inner();
+            match outcome {
+                Ok(r) => {
+                    self.put(conn);
+                    return Ok(r);
+                }
+                Err(e) => {
+                    if conn.client.batch_execute("ROLLBACK").is_ok() {
+                        self.put(conn);
+                    }
+                    match e {
+                        TxError::Conflict if attempts < MAX_ATTEMPTS => {
+                            std::thread::sleep(std::time::Duration::from_micros(
+                                200 * u64::from(attempts),
+                            ));
+                        }
+                        TxError::Conflict => {
+                            return Err(Error::Conflict(format!(
+                                "a PostgreSQL transaction kept conflicting with concurrent writers ({attempts} attempts)"
+                            )));
+                        }
+                        TxError::Abort(e) => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Open a serial write section (see [`super::Store::serial`]).
+    pub(crate) fn serial(self: &Arc<Self>) -> Result<SerialTx> {
+        let mut conn = self.take()?;
+        let r = conn.client.batch_execute("BEGIN").and_then(|()| {
+            conn.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+                &[&LOCK_CLASS, &format!("serial:{}", self.schema)],
+            )
+        });
+        if let Err(e) = r {
+            let _ = conn.client.batch_execute("ROLLBACK");
+            self.put(conn);
+            return Err(e.into());
+        }
+        Ok(SerialTx {
+            store: Arc::clone(self),
+            conn: Some(RefCell::new(conn)),
+        })
+    }
+}
+
+/// The connection of a transaction in progress, shared by its tree views.
+pub(crate) struct TxConn<'a> {
+    conn: &'a RefCell<Conn>,
+    store: &'a PgStore,
+}
+
+impl TxConn<'_> {
+    pub(crate) fn get(&self, t: Tree, key: &[u8]) -> TxResult<Option<Bytes>> {
+        let rows = self
+            .conn
+            .borrow_mut()
+            .query(&self.store.sql(t).get, &[&key])
+            .map_err(tx_err)?;
+        Ok(rows.first().map(|r| Bytes::from(r.get::<_, &[u8]>(0))))
+    }
+
+    pub(crate) fn insert(&self, t: Tree, key: &[u8], value: &[u8]) -> TxResult<()> {
+        self.conn
+            .borrow_mut()
+            .execute(&self.store.sql(t).upsert, &[&key, &value])
+            .map_err(tx_err)?;
+        Ok(())
+    }
+
+    pub(crate) fn remove(&self, t: Tree, key: &[u8]) -> TxResult<Option<Bytes>> {
+        let rows = self
+            .conn
+            .borrow_mut()
+            .query(&self.store.sql(t).delete, &[&key])
+            .map_err(tx_err)?;
+        Ok(rows.first().map(|r| Bytes::from(r.get::<_, &[u8]>(0))))
+    }
+}
+
+/// A serial write section: a READ COMMITTED transaction holding the schema's
+/// advisory lock. Rolled back when dropped without [`SerialTx::commit`].
+pub(crate) struct SerialTx {
+    store: Arc<PgStore>,
+    conn: Option<RefCell<Conn>>,
+}
+
+impl SerialTx {
+    fn cell(&self) -> Result<&RefCell<Conn>> {
+        self.conn
+            .as_ref()
+            .ok_or_else(|| Error::storage("serial write section already ended"))
+    }
+
+    pub(crate) fn next_id(&mut self) -> Result<u64> {
+        let sql = &self.store.next_id_sql;
+        let rows = self.cell()?.borrow_mut().query(sql, &[])?;
+        let id: i64 = rows
+            .first()
+            .map(|r| r.get(0))
+            .ok_or_else(|| Error::storage("nextval returned no row"))?;
+        Ok(id as u64)
+    }
+
+    /// Run `f` inside the section (in a savepoint, again on a deadlock).
+    pub(crate) fn transaction<R>(
+        &mut self,
+        trees: &[Tree],
+        f: impl Fn(&[TxTree<'_>]) -> TxResult<R>,
+    ) -> Result<R> {
+        let cell = self.cell()?;
+        let store: &PgStore = &self.store;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            cell.borrow_mut()
+                .client
+                .batch_execute("SAVEPOINT memstrata_tx")?;
+            let txc = TxConn { conn: cell, store };
+            let views: Vec<TxTree<'_>> = trees.iter().map(|t| TxTree::Postgres(&txc, *t)).collect();
+            match f(&views) {
+                Ok(r) => {
+                    cell.borrow_mut()
+                        .client
+                        .batch_execute("RELEASE SAVEPOINT memstrata_tx")?;
+                    return Ok(r);
+                }
+                Err(e) => {
+                    cell.borrow_mut()
+                        .client
+                        .batch_execute("ROLLBACK TO SAVEPOINT memstrata_tx")?;
+                    match e {
+                        TxError::Conflict if attempts < MAX_ATTEMPTS => {}
+                        TxError::Conflict => {
+                            return Err(Error::Conflict(format!(
+                                "a PostgreSQL write kept conflicting with concurrent writers ({attempts} attempts)"
+                            )));
+                        }
+                        TxError::Abort(e) => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn commit(mut self) -> Result<()> {
+        let Some(cell) = self.conn.take() else {
+            return Ok(());
+        };
+        let mut conn = cell.into_inner();
+        match conn.client.batch_execute("COMMIT") {
+            Ok(()) => {
+                self.store.put(conn);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for SerialTx {
+    fn drop(&mut self) {
+        if let Some(cell) = self.conn.take() {
+            let mut conn = cell.into_inner();
+            if conn.client.batch_execute("ROLLBACK").is_ok() {
+                self.store.put(conn);
+            }
+        }
+    }
+}
+
+/// An ordered scan, fetched a page at a time from either end.
+pub(crate) struct PgIter {
+    store: Arc<PgStore>,
+    tree: Tree,
+    /// Keys not yet returned lie strictly within (lo, hi) (as bounds).
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    front: VecDeque<(Bytes, Bytes)>,
+    back: VecDeque<(Bytes, Bytes)>,
+    front_done: bool,
+    back_done: bool,
+    failed: bool,
+}
+
+fn above(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
+    match lo {
+        Bound::Included(b) => key >= b.as_slice(),
+        Bound::Excluded(b) => key > b.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+fn below(key: &[u8], hi: &Bound<Vec<u8>>) -> bool {
+    match hi {
+        Bound::Included(b) => key <= b.as_slice(),
+        Bound::Excluded(b) => key < b.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+impl PgIter {
+    fn fetch(&mut self, descending: bool) -> Result<Vec<(Bytes, Bytes)>> {
+        let (sql, params) = self
+            .store
+            .sql(self.tree)
+            .page(&self.lo, &self.hi, descending);
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = params
+            .iter()
+            .map(|p| p as &(dyn postgres::types::ToSql + Sync))
+            .collect();
+        let rows = self.store.with(|c| c.query(&sql, &refs))?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    Bytes::from(r.get::<_, &[u8]>(0)),
+                    Bytes::from(r.get::<_, &[u8]>(1)),
+                )
+            })
+            .collect())
+    }
+
+    fn step(&mut self, forward: bool) -> Option<Result<(Bytes, Bytes)>> {
+        if self.failed {
+            return None;
+        }
+        let (buf_empty, done) = if forward {
+            (self.front.is_empty(), self.front_done)
+        } else {
+            (self.back.is_empty(), self.back_done)
+        };
+        if buf_empty && !done {
+            match self.fetch(!forward) {
+                Ok(rows) => {
+                    let last_page = (rows.len() as i64) < PAGE;
+                    if forward {
+                        self.front.extend(rows);
+                        self.front_done = last_page;
+                    } else {
+                        self.back.extend(rows);
+                        self.back_done = last_page;
+                    }
+                }
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        let item = if forward {
+            self.front.pop_front()
+        } else {
+            self.back.pop_front()
+        }?;
+        if !(above(&item.0, &self.lo) && below(&item.0, &self.hi)) {
+            // The other end already returned it: the scan is over.
+            self.front.clear();
+            self.back.clear();
+            self.front_done = true;
+            self.back_done = true;
+            return None;
+        }
+        if forward {
+            self.lo = Bound::Excluded(item.0.to_vec());
+        } else {
+            self.hi = Bound::Excluded(item.0.to_vec());
+        }
+        Some(Ok(item))
+    }
+}
+
+impl Iterator for PgIter {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step(true)
+    }
+}
+
+impl DoubleEndedIterator for PgIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.step(false)
+    }
+}
