@@ -65,11 +65,8 @@ impl fmt::Debug for StoreLocation {
     }
 }
 
-/// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`, any case).
-pub fn is_postgres_url(s: &str) -> bool {
-    let lower = s.get(..13).unwrap_or(s).to_ascii_lowercase();
-    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
-}
+pub use memstrata_bindings_common::store::is_postgres_url;
+use memstrata_bindings_common::store::redact_url as redact;
 
 /// A checked PostgreSQL store URL.
 #[derive(Clone, PartialEq, Eq)]
@@ -182,34 +179,6 @@ impl fmt::Display for PgUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.redacted())
     }
-}
-
-fn redact(url: &str) -> String {
-    let mut out = url.to_owned();
-    // scheme://user:password@host -> scheme://user:***@host
-    if let Some(start) = out.find("://").map(|i| i + 3) {
-        let end = out[start..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| start + i);
-        if let Some(at) = out[start..end].rfind('@').map(|i| start + i)
-            && let Some(colon) = out[start..at].find(':').map(|i| start + i)
-        {
-            out.replace_range(colon + 1..at, "***");
-        }
-    }
-    // ?password=... / &password=...
-    if let Some(q) = out.find('?') {
-        let (base, query) = out.split_at(q + 1);
-        let query: Vec<String> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => p.to_owned(),
-            })
-            .collect();
-        out = format!("{base}{}", query.join("&"));
-    }
-    out
 }
 
 fn percent_decode(s: &str) -> Option<String> {
