@@ -18,7 +18,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
 echo "== test-mcp-pg: adapter Rust tests against PostgreSQL"
-cargo test -p memstrata-mcp --test postgres
+cargo test -p memstrata-mcp --test postgres -- --include-ignored
 
 echo "== test-mcp-pg: building memstrata-mcp"
 cargo build -p memstrata-mcp --bin memstrata-mcp
@@ -28,6 +28,9 @@ echo "== test-mcp-pg: Python MCP SDK over postgres:// (one and two instances)"
 .venv/bin/python -m pytest -q mcp-adapter/tests/python_pg
 
 echo "== test-mcp-pg: Python binding on postgres://"
+# As scripts/test-python.sh installs it (maturin from .venv, the dev profile, the workspace
+# target dir): the binding is rebuilt only if something changed since test-python.
+export PATH="$REPO/.venv/bin:$PATH"
 export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:---profile dev}"
 .venv/bin/python -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings-python
 (cd bindings-python/tests_pg && ../../.venv/bin/python -m pytest -q .)
