@@ -4,7 +4,7 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-pg test-mcp-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
+.PHONY: test lint test-rust test-pg test-rust-pg test-mcp-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
 
 ## Run every suite: Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP interop,
 ## Node binding, Kotlin binding.
@@ -30,6 +30,14 @@ test-pg: venv
 ## run through test-pg, or `bash scripts/pg-test.sh make test-mcp-pg`).
 test-mcp-pg: venv
 	bash scripts/test-mcp-pg.sh
+
+## The backend conformance suites of the core on PostgreSQL (each test gets its own schema).
+## Needs MEMSTRATA_TEST_PG_URL (e.g. postgres://postgres@127.0.0.1:54329/postgres) of a running
+## server; without it the suites fail, they never skip.
+PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors pg_backend
+test-rust-pg:
+	MEMSTRATA_TEST_BACKEND=postgres cargo test -p memstrata --features postgres \
+		$(addprefix --test ,$(PG_CONFORMANCE_SUITES))
 
 ## Python virtualenv with maturin, pytest, mypy and the MCP SDK (created on demand).
 venv:

@@ -229,6 +229,8 @@ impl Default for Options {
 #[must_use]
 pub struct MemoryBuilder {
     pub(crate) opts: Options,
+    /// Test knob: an engine of its own instead of sharing the process's engine for the path.
+    pub(crate) separate_engine: bool,
 }
 
 impl MemoryBuilder {
@@ -295,8 +297,20 @@ impl MemoryBuilder {
         self.opts.encryption_key = Some(key);
         self
     }
+    /// Open an engine of its own for a shared (PostgreSQL) store instead of
+    /// sharing the one this process has open for the same URL, as a second
+    /// server instance would. For tests of several instances in one process;
+    /// refused for a sled store (one process, one engine).
+    #[doc(hidden)]
+    pub fn separate_engine(mut self) -> Self {
+        self.separate_engine = true;
+        self
+    }
     /// Open the store.
     pub fn open(self) -> crate::Result<crate::Memory> {
+        if self.separate_engine {
+            return crate::Memory::open_separate(self.opts);
+        }
         crate::Memory::open_with(self.opts)
     }
 }

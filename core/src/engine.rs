@@ -265,6 +265,22 @@ impl Engine {
         Ok(engine)
     }
 
+    /// An engine of its own for a shared store (not in the registry).
+    pub(crate) fn open_separate(opts: Options) -> Result<Arc<Engine>> {
+        let path = match &opts.path {
+            Some(p) if storage::is_postgres_url(p) => p.clone(),
+            _ => {
+                return Err(Error::invalid(
+                    "path",
+                    "separate_engine needs a postgres:// store (a sled store has one engine per process)",
+                ));
+            }
+        };
+        let engine = Arc::new(Self::open_new(opts, path, None)?);
+        engine.start_background();
+        Ok(engine)
+    }
+
     fn open_new(
         opts: Options,
         path: PathBuf,
@@ -336,6 +352,12 @@ impl Engine {
 
         let registered = Arc::new(AtomicBool::new(false));
         let reg_path = path.clone();
+        // A process-local cache cannot see other instances' writes: none on a shared store.
+        let cache_bytes = if store.is_shared() {
+            0
+        } else {
+            crate::episode_cache::EPISODE_CACHE_BYTES
+        };
         let engine = Engine {
             opts,
             path,
@@ -344,7 +366,7 @@ impl Engine {
             t,
             index: search,
             metrics: Metrics::default(),
-            episode_cache: EpisodeCache::new(crate::episode_cache::EPISODE_CACHE_BYTES),
+            episode_cache: EpisodeCache::new(cache_bytes),
             started: Instant::now(),
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),
@@ -748,6 +770,28 @@ impl Engine {
         }
         self.store.flush()?;
         Ok(())
+    }
+
+    /// Index-log entries not yet covered by this engine's durable index commit
+    /// (sled prunes the rest; a shared store keeps the log for other instances).
+    pub(crate) fn index_log_backlog(&self) -> Result<usize> {
+        if self.store.is_shared() {
+            let (_, committed, _) = self.index.lag();
+            self.t
+                .index_log
+                .count_from((committed.saturating_add(1)).to_be_bytes())
+        } else {
+            self.t.index_log.len()
+        }
+    }
+
+    /// Bytes the store takes (sled: its directory; PostgreSQL: its schema's tables and indexes).
+    pub(crate) fn bytes_on_disk(&self) -> u64 {
+        match &self.store {
+            Store::Sled(_) => crate::status::dir_size(&self.path),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => p.bytes_on_disk().unwrap_or(0),
+        }
     }
 
     /// Store directory.

@@ -152,6 +152,15 @@ impl Memory {
         })
     }
 
+    /// See [`MemoryBuilder::separate_engine`].
+    pub(crate) fn open_separate(opts: Options) -> Result<Memory> {
+        let engine = Engine::open_separate(opts)?;
+        Ok(Memory {
+            engine,
+            active: Arc::new(RwLock::new(Arc::from(DEFAULT_CONTEXT))),
+        })
+    }
+
     /// A new handle on the same engine whose active context is `name`.
     pub fn namespace(&self, name: &str) -> Result<Memory> {
         validate::context_name("name", name)?;

@@ -16,7 +16,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::status::dir_size;
 use crate::{Error, Memory, Result, sessions, short_term, validate};
 
 /// How much work [`Memory::optimize`] does (ordered: each level includes the ones before).
@@ -173,7 +172,7 @@ impl Memory {
                 }
             }
             e.flush()?;
-            let bytes_before = dir_size(e.path());
+            let bytes_before = e.bytes_on_disk();
 
             progress(Progress::new("sweep", 0, None, "purging expired short-term items"));
             let expired = short_term::sweep_expired(e)?;
@@ -259,13 +258,13 @@ impl Memory {
                     "segments_before": segments_before,
                     "segments_after": segments_after,
                     "documents": documents,
-                    "log_entries": e.t.index_log.len()?,
+                    "log_entries": e.index_log_backlog()?,
                 });
             }
 
             progress(Progress::new("flush", 0, Some(1), "flushing to disk"));
             e.flush()?;
-            let bytes_after = dir_size(e.path());
+            let bytes_after = e.bytes_on_disk();
             let saved = i64::try_from(bytes_before).unwrap_or(i64::MAX) - i64::try_from(bytes_after).unwrap_or(i64::MAX);
             progress(Progress::new("flush", 1, Some(1), format!("{saved} bytes saved")));
             details["storage"] = json!({

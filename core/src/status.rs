@@ -225,7 +225,7 @@ pub(crate) fn index_stats(e: &Engine) -> IndexStats {
         committed_seq: committed,
         pending: pending as u64,
         // A failing store shows in `health` (its format_version read); the count is 0 then.
-        log_entries: e.t.index_log.len().unwrap_or(0) as u64,
+        log_entries: e.index_log_backlog().unwrap_or(0) as u64,
     }
 }
 
@@ -282,7 +282,7 @@ impl Memory {
                 Some(StatusMetrics {
                     operations: e.metrics.snapshot(),
                     items,
-                    bytes_on_disk: dir_size(e.path()),
+                    bytes_on_disk: e.bytes_on_disk(),
                     index,
                 })
             } else {

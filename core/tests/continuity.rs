@@ -1,6 +1,8 @@
 //! Continuity features on real stores: sessions, contexts, timesheet, status, optimize,
 //! export / import.
 
+mod common;
+
 use std::fs::File;
 use std::io::{BufReader, Cursor};
 use std::path::Path;
@@ -17,7 +19,7 @@ fn builder(dir: &Path) -> (MemoryBuilder, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::starting_now());
     (
         Memory::builder()
-            .path(dir.join("store"))
+            .path(common::store_under(dir, "store"))
             .clock(clock.clone()),
         clock,
     )
@@ -66,8 +68,8 @@ fn is_invalid(err: &Error, needle: &str) -> bool {
 
 #[test]
 fn session_versions_round_trip_at_every_level() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     for level in 0..=3u8 {
         let s = mem
             .session_create(&format!("level {level}"), json!({"level": level}))
@@ -109,8 +111,8 @@ fn session_versions_round_trip_at_every_level() {
 
 #[test]
 fn compression_levels_are_real_and_different() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     let content = agent_state(40);
     let mut stored = Vec::new();
     for level in 0..=2u8 {
@@ -164,10 +166,10 @@ fn compression_levels_are_real_and_different() {
 
 #[test]
 fn old_versions_restore_exactly_after_many_saves_and_reopen() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let sid;
     {
-        let (mem, _) = open(dir.path());
+        let (mem, _) = open(&dir.path());
         sid = mem
             .session_create("long", json!({"k": 1}))
             .unwrap()
@@ -178,7 +180,7 @@ fn old_versions_restore_exactly_after_many_saves_and_reopen() {
             mem.session_save(&sid, agent_state(i), level).unwrap();
         }
     }
-    let (mem, _) = open(dir.path());
+    let (mem, _) = open(&dir.path());
     for v in [1u64, 2, 16, 17, 18, 33, 40, 59, 60] {
         let r = mem.session_restore(&sid, Some(v)).unwrap();
         assert_eq!(r.content, agent_state(v as usize - 1), "version {v}");
@@ -192,8 +194,8 @@ fn old_versions_restore_exactly_after_many_saves_and_reopen() {
 
 #[test]
 fn retention_pruning_keeps_every_remaining_version_exact() {
-    let dir = tempfile::tempdir().unwrap();
-    let (b, _) = builder(dir.path());
+    let dir = common::tempdir();
+    let (b, _) = builder(&dir.path());
     let mem = b.session_retention(5).open().unwrap();
     let a = mem.session_create("a", json!({})).unwrap().session_id;
     let other = mem.session_create("b", json!({})).unwrap().session_id;
@@ -258,8 +260,8 @@ fn retention_pruning_keeps_every_remaining_version_exact() {
 
 #[test]
 fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     let sid = mem.session_create("shared", json!({})).unwrap().session_id;
     let handles: Vec<_> = (0..4)
         .map(|t| {
@@ -302,8 +304,8 @@ fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
 
 #[test]
 fn restores_racing_with_pruning_never_see_a_missing_base() {
-    let dir = tempfile::tempdir().unwrap();
-    let (b, _) = builder(dir.path());
+    let dir = common::tempdir();
+    let (b, _) = builder(&dir.path());
     let mem = b.session_retention(2).open().unwrap();
     let sid = mem.session_create("raced", json!({})).unwrap().session_id;
     mem.session_save(&sid, agent_state(0), 3).unwrap();
@@ -342,8 +344,8 @@ fn restores_racing_with_pruning_never_see_a_missing_base() {
 
 #[test]
 fn session_errors_and_delete() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     let err = mem.session_restore("no-such-session", None).unwrap_err();
     assert!(
         matches!(err, Error::NotFound { .. }) && err.to_string().contains("no-such-session"),
@@ -397,8 +399,8 @@ fn session_errors_and_delete() {
 
 #[test]
 fn context_store_ttl_follows_the_injected_clock() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, clock) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, clock) = open(&dir.path());
     let stored = mem
         .context_store(
             "k",
@@ -462,8 +464,8 @@ fn clock_now(clock: &ManualClock) -> chrono::DateTime<chrono::Utc> {
 
 #[test]
 fn switch_context_clears_or_keeps_working_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     mem.working().focus("default-item").unwrap();
     mem.working().add_to_workspace(json!({"w": 1})).unwrap();
 
@@ -518,10 +520,10 @@ fn touch(path: &Path, at: SystemTime) {
 
 #[test]
 fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("workspace");
-    let outside = dir.path().join("outside");
-    let (b, clock) = builder(dir.path());
+    let dir = common::tempdir();
+    let root = dir.fs().join("workspace");
+    let outside = dir.fs().join("outside");
+    let (b, clock) = builder(&dir.path());
     let mem = b.workspace_root(&root).open().unwrap();
 
     let start = SystemTime::from(clock_now(&clock));
@@ -568,9 +570,9 @@ fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links(
 
 #[test]
 fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("not-there");
-    let (b, _) = builder(dir.path());
+    let dir = common::tempdir();
+    let missing = dir.fs().join("not-there");
+    let (b, _) = builder(&dir.path());
     let mem = b.workspace_root(&missing).open().unwrap();
     let t = mem.punch_in("gpt", "refactor", None, Some("proj")).unwrap();
     let err = mem.punch_out(&t.task_id, "done", true).unwrap_err();
@@ -586,8 +588,8 @@ fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
     assert_eq!(out.files_modified, 0);
 
     // No roots configured at all: detect_files is refused with a hint.
-    let dir2 = tempfile::tempdir().unwrap();
-    let (mem2, _) = open(dir2.path());
+    let dir2 = common::tempdir();
+    let (mem2, _) = open(&dir2.path());
     let t2 = mem2.punch_in("gpt", "x", None, None).unwrap();
     assert!(is_invalid(
         &mem2.punch_out(&t2.task_id, "", true).unwrap_err(),
@@ -597,8 +599,8 @@ fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
 
 #[test]
 fn punch_out_of_unknown_or_closed_task_fails() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     let err = mem.punch_out("0190-no-such-task", "x", false).unwrap_err();
     assert!(
         matches!(err, Error::NotFound { .. }) && err.to_string().contains("0190-no-such-task"),
@@ -632,8 +634,8 @@ fn punch_out_of_unknown_or_closed_task_fails() {
 
 #[test]
 fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     let text = "Additional context: the parser fails on nested lists.\nSee issue 42 — ünïcode, \"quotes\".";
     let t = mem
         .punch_in("claude", "fix the parser", Some(text), Some("proj"))
@@ -695,8 +697,8 @@ fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
 
 #[test]
 fn finished_tasks_become_episodes_and_feed_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, clock) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, clock) = open(&dir.path());
     let t1 = mem
         .punch_in("claude", "implement sessions", None, Some("proj"))
         .unwrap();
@@ -768,8 +770,8 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
 
 #[test]
 fn status_lists_the_most_recently_active_sessions_newest_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, clock) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, clock) = open(&dir.path());
     let st = mem.status(true, false).unwrap();
     assert_eq!(st.active_sessions, Some(vec![]));
     assert_eq!(st.session_count, Some(0));
@@ -810,8 +812,8 @@ fn status_lists_the_most_recently_active_sessions_newest_first() {
 
 #[test]
 fn status_reports_real_metrics_after_operations() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     let bare = mem.status(false, false).unwrap();
     assert_eq!(bare.status, Health::Healthy);
     assert_eq!(bare.version, env!("CARGO_PKG_VERSION"));
@@ -881,8 +883,8 @@ fn status_reports_real_metrics_after_operations() {
 
 #[test]
 fn status_is_degraded_while_the_index_lags_far_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let (b, _) = builder(dir.path());
+    let dir = common::tempdir();
+    let (b, _) = builder(&dir.path());
     let mem = b
         .durability(memstrata::Durability::Manual)
         .index_commit_interval(Duration::from_secs(3600))
@@ -914,8 +916,8 @@ fn status_is_degraded_while_the_index_lags_far_behind() {
 
 #[test]
 fn optimize_purges_expired_data_and_old_versions() {
-    let dir = tempfile::tempdir().unwrap();
-    let (b, clock) = builder(dir.path());
+    let dir = common::tempdir();
+    let (b, clock) = builder(&dir.path());
     // No background sweep during the test: optimize does the purging.
     let mem = b
         .session_retention(3)
@@ -1111,8 +1113,8 @@ fn populate(mem: &Memory, clock: &ManualClock) -> (String, String, String) {
 
 #[test]
 fn export_then_import_gives_identical_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let (src, clock) = open(&dir.path().join("a"));
+    let dir = common::tempdir();
+    let (src, clock) = open(&dir.join("a"));
     let (sid, tid, run_id) = populate(&src, &clock);
     let mut buf = Vec::new();
     let stats = src.export(&mut buf).unwrap();
@@ -1136,7 +1138,7 @@ fn export_then_import_gives_identical_reads() {
     assert_eq!(header["type"], json!("memstrata_export"));
     assert_eq!(header["format_version"], json!(1));
 
-    let (b, dst_clock) = builder(&dir.path().join("b"));
+    let (b, dst_clock) = builder(&dir.join("b"));
     dst_clock.set(clock_now(&clock));
     let dst = b.open().unwrap();
     let istats = dst.import(&mut Cursor::new(&buf)).unwrap();
@@ -1253,7 +1255,7 @@ fn export_then_import_gives_identical_reads() {
             format!("{v}\n")
         })
         .collect();
-    let (b3, clock3) = builder(&dir.path().join("c"));
+    let (b3, clock3) = builder(&dir.join("c"));
     clock3.set(clock_now(&clock));
     let old_dst = b3.open().unwrap();
     old_dst.import(&mut Cursor::new(old.as_bytes())).unwrap();
@@ -1272,15 +1274,15 @@ fn export_then_import_gives_identical_reads() {
     assert_eq!(resumed.status, RunStatus::Completed);
 
     // And the imported store exports the same lines (header aside).
-    let (src2, _) = open(&dir.path().join("c"));
+    let (src2, _) = open(&dir.join("c"));
     src2.import(&mut Cursor::new(&buf)).unwrap();
     assert_eq!(export_lines(&src), export_lines(&src2));
 }
 
 #[test]
 fn malformed_imports_are_rejected_and_change_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (src, clock) = open(&dir.path().join("a"));
+    let dir = common::tempdir();
+    let (src, clock) = open(&dir.join("a"));
     populate(&src, &clock);
     let mut good = Vec::new();
     src.export(&mut good).unwrap();
@@ -1288,7 +1290,7 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     let lines: Vec<&str> = good.lines().collect();
     assert!(lines.len() > 5);
 
-    let (dst, _) = open(&dir.path().join("b"));
+    let (dst, _) = open(&dir.join("b"));
     dst.short_term()
         .store("existing", json!("value"), None)
         .unwrap();
@@ -1353,8 +1355,8 @@ fn malformed_imports_are_rejected_and_change_nothing() {
 
 #[test]
 fn knowledge_graph_import_from_the_reference_memory_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mem, _) = open(dir.path());
+    let dir = common::tempdir();
+    let (mem, _) = open(&dir.path());
     let kg = mem.namespace("kg").unwrap();
     kg.semantic()
         .store(

@@ -1,5 +1,7 @@
 //! Layer semantics through the public API, on real stores in temp dirs.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -7,13 +9,13 @@ use chrono::{TimeZone, Utc};
 use memstrata::{Error, Limits, ManualClock, Memory, NewEpisode, SearchFilters};
 use serde_json::json;
 
-fn store_with_clock() -> (tempfile::TempDir, Memory, Arc<ManualClock>) {
-    let dir = tempfile::tempdir().unwrap();
+fn store_with_clock() -> (common::TestDir, Memory, Arc<ManualClock>) {
+    let dir = common::tempdir();
     let clock = Arc::new(ManualClock::new(
         Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap(),
     ));
     let mem = Memory::builder()
-        .path(dir.path().join("s"))
+        .path(dir.join("s"))
         .clock(clock.clone())
         .open()
         .unwrap();
@@ -126,8 +128,8 @@ fn switch_context_preserve_and_clear() {
 
 #[test]
 fn working_memory_evicts_oldest_and_persists() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("w");
+    let dir = common::tempdir();
+    let path = dir.join("w");
     {
         let mem = Memory::builder()
             .path(&path)
@@ -407,9 +409,9 @@ fn semantic_store_update_history_query_forget() {
 
 #[test]
 fn semantic_history_is_bounded() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let mem = Memory::builder()
-        .path(dir.path())
+        .path(&dir.path())
         .limits(Limits {
             semantic_history: 3,
             ..Limits::default()
@@ -429,9 +431,9 @@ fn semantic_history_is_bounded() {
 
 #[test]
 fn same_path_twice_in_process_shares_engine() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = Memory::open(dir.path()).unwrap();
-    let b = Memory::open(dir.path()).unwrap();
+    let dir = common::tempdir();
+    let a = Memory::open(&dir.path()).unwrap();
+    let b = Memory::open(&dir.path()).unwrap();
     a.short_term().store("k", json!(1), None).unwrap();
     assert_eq!(b.short_term().retrieve("k").unwrap(), Some(json!(1)));
     b.episodic()
@@ -448,10 +450,10 @@ fn same_path_twice_in_process_shares_engine() {
 
 #[test]
 fn data_survives_reopen() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let id;
     {
-        let mem = Memory::open(dir.path()).unwrap();
+        let mem = Memory::open(&dir.path()).unwrap();
         mem.short_term().store("k", json!({"v": 1}), None).unwrap();
         mem.semantic()
             .store("fact", json!("the sky is blue"))
@@ -461,7 +463,7 @@ fn data_survives_reopen() {
             .record(NewEpisode::new("persisted across reopen"))
             .unwrap();
     }
-    let mem = Memory::open(dir.path()).unwrap();
+    let mem = Memory::open(&dir.path()).unwrap();
     assert_eq!(
         mem.short_term().retrieve("k").unwrap(),
         Some(json!({"v": 1}))
@@ -479,6 +481,7 @@ fn data_survives_reopen() {
 
 #[test]
 fn temporary_store_is_removed_on_close() {
+    // About `Memory::temporary()` itself (a sled store in a temporary directory): same on every backend run.
     let mem = Memory::temporary().unwrap();
     let path = mem.path();
     assert!(mem.is_temporary());

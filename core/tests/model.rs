@@ -1,6 +1,8 @@
 //! Model-based test: random sequences of short-term and semantic operations
 //! (with clock moves and reopens) checked against a simple in-memory model.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -90,10 +92,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
     fn short_term_and_semantic_match_model(ops in proptest::collection::vec(op(), 1..60)) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::tempdir();
         let start = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap();
         let clock = Arc::new(ManualClock::new(start));
-        let mut mem = Some(open(dir.path(), &clock));
+        let mut mem = Some(open(&dir.path(), &clock));
         let mut m = Model::default();
         for op in ops {
             let h = mem.as_ref().unwrap();
@@ -159,13 +161,13 @@ proptest! {
                 }
                 Op::Reopen => {
                     drop(mem.take());
-                    mem = Some(open(dir.path(), &clock));
+                    mem = Some(open(&dir.path(), &clock));
                 }
             }
         }
         // Final full comparison, after one more reopen.
         drop(mem.take());
-        let mem = open(dir.path(), &clock);
+        let mem = open(&dir.path(), &clock);
         for ((ctx, k), _) in m.st.iter() {
             prop_assert_eq!(mem.namespace(ctx_name(*ctx)).unwrap().short_term().retrieve(k).unwrap(), live_final(&m, *ctx, k));
         }

@@ -3,6 +3,8 @@
 //! runs random operation sequences (with clock moves and reopens of the same
 //! store) against a small in-memory model of the documented behaviour.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -159,10 +161,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 20, ..ProptestConfig::default() })]
     #[test]
     fn episodes_match_model(ops in proptest::collection::vec(ep_op(), 1..40)) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::tempdir();
         let clock = Arc::new(ManualClock::new(start()));
         let limits = Limits::default();
-        let mut mem = Some(open(dir.path(), &clock, &limits, 10));
+        let mut mem = Some(open(&dir.path(), &clock, &limits, 10));
         let mut eps: Vec<EpModel> = Vec::new();
         let mut now_ms = start().timestamp_millis();
         for op in ops {
@@ -245,13 +247,13 @@ proptest! {
                 }
                 EpOp::Reopen => {
                     drop(mem.take());
-                    mem = Some(open(dir.path(), &clock, &limits, 10));
+                    mem = Some(open(&dir.path(), &clock, &limits, 10));
                 }
             }
         }
         // After one more reopen every live episode is readable and searchable, nothing else is.
         drop(mem.take());
-        let mem = open(dir.path(), &clock, &limits, 10);
+        let mem = open(&dir.path(), &clock, &limits, 10);
         for ctx in 0..2u8 {
             let epi = mem.namespace(ctx_name(ctx)).unwrap().episodic();
             let all: BTreeSet<String> = epi.search("", &SearchFilters::default(), 1000).unwrap().into_iter().map(|x| x.episode.id).collect();
@@ -311,10 +313,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
     fn working_memory_matches_model(ops in proptest::collection::vec(wm_op(), 1..40)) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::tempdir();
         let clock = Arc::new(ManualClock::new(start()));
         let limits = Limits { focus_capacity: FOCUS_CAP, workspace_capacity: WORKSPACE_CAP, ..Limits::default() };
-        let mut mem = Some(open(dir.path(), &clock, &limits, 10));
+        let mut mem = Some(open(&dir.path(), &clock, &limits, 10));
         let mut m: [WmModel; 2] = Default::default();
         let mut active = 0u8;
         let mut now_ms = start().timestamp_millis();
@@ -376,14 +378,14 @@ proptest! {
                 }
                 WmOp::Reopen => {
                     drop(mem.take());
-                    mem = Some(open(dir.path(), &clock, &limits, 10));
+                    mem = Some(open(&dir.path(), &clock, &limits, 10));
                     // A new handle starts in the default context; working memory persists.
                     active = 0;
                 }
             }
         }
         drop(mem.take());
-        let mem = open(dir.path(), &clock, &limits, 10);
+        let mem = open(&dir.path(), &clock, &limits, 10);
         for ctx in 0..2u8 {
             let w = mem.namespace(ctx_name(ctx)).unwrap().working();
             let wm = &m[usize::from(ctx)];
@@ -471,10 +473,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 20, ..ProptestConfig::default() })]
     #[test]
     fn sessions_match_model(ops in proptest::collection::vec(se_op(), 1..40)) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::tempdir();
         let clock = Arc::new(ManualClock::new(start()));
         let limits = Limits::default();
-        let mut mem = Some(open(dir.path(), &clock, &limits, RETENTION));
+        let mut mem = Some(open(&dir.path(), &clock, &limits, RETENTION));
         let mut ss: Vec<SeModel> = Vec::new();
         let mut now_ms = start().timestamp_millis();
         for op in ops {
@@ -591,13 +593,13 @@ proptest! {
                 }
                 SeOp::Reopen => {
                     drop(mem.take());
-                    mem = Some(open(dir.path(), &clock, &limits, RETENTION));
+                    mem = Some(open(&dir.path(), &clock, &limits, RETENTION));
                 }
             }
         }
         // After a reopen every stored version restores exactly.
         drop(mem.take());
-        let mem = open(dir.path(), &clock, &limits, RETENTION);
+        let mem = open(&dir.path(), &clock, &limits, RETENTION);
         prop_assert_eq!(mem.session_list().unwrap().len(), ss.iter().filter(|s| s.live).count());
         for s in ss.iter().filter(|s| s.live) {
             for (v, (content, _, _)) in &s.versions {
@@ -878,10 +880,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
     #[test]
     fn procedures_match_interpreter(ops in proptest::collection::vec(pr_op(), 1..30)) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::tempdir();
         let clock = Arc::new(ManualClock::new(start()));
         let limits = Limits { max_steps: MAX_STEPS, ..Limits::default() };
-        let mut mem = Some(open(dir.path(), &clock, &limits, 10));
+        let mut mem = Some(open(&dir.path(), &clock, &limits, 10));
         let no_actions = Actions::new();
         // name -> (graph, version)
         let mut procs: Vec<(String, Graph, u64)> = Vec::new();
@@ -955,12 +957,12 @@ proptest! {
                 }
                 PrOp::Reopen => {
                     drop(mem.take());
-                    mem = Some(open(dir.path(), &clock, &limits, 10));
+                    mem = Some(open(&dir.path(), &clock, &limits, 10));
                 }
             }
         }
         drop(mem.take());
-        let mem = open(dir.path(), &clock, &limits, 10);
+        let mem = open(&dir.path(), &clock, &limits, 10);
         let p = mem.procedural();
         prop_assert_eq!(p.list().unwrap(), { let mut n: Vec<String> = procs.iter().map(|(n, _, _)| n.clone()).collect(); n.sort(); n });
         for (run_id, m) in &runs {

@@ -1,6 +1,8 @@
 //! Procedural memory: learning, validation, execution, built-ins, host actions,
 //! pause/resume across a reopen, and the episode every finished run leaves.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,16 +13,16 @@ use memstrata::{
 };
 use serde_json::{Value, json};
 
-fn store() -> (tempfile::TempDir, Memory) {
-    let dir = tempfile::tempdir().unwrap();
-    let mem = Memory::builder().path(dir.path()).open().unwrap();
+fn store() -> (common::TestDir, Memory) {
+    let dir = common::tempdir();
+    let mem = Memory::builder().path(&dir.path()).open().unwrap();
     (dir, mem)
 }
 
-fn store_with(limits: Limits) -> (tempfile::TempDir, Memory) {
-    let dir = tempfile::tempdir().unwrap();
+fn store_with(limits: Limits) -> (common::TestDir, Memory) {
+    let dir = common::tempdir();
     let mem = Memory::builder()
-        .path(dir.path())
+        .path(&dir.path())
         .limits(limits)
         .open()
         .unwrap();
@@ -471,9 +473,9 @@ fn approval_steps() -> Vec<Step> {
 
 #[test]
 fn a_paused_run_survives_reopen_and_resumes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let run_id = {
-        let mem = Memory::builder().path(dir.path()).open().unwrap();
+        let mem = Memory::builder().path(&dir.path()).open().unwrap();
         let ops = mem.namespace("ops").unwrap();
         ops.procedural().learn("change", approval_steps()).unwrap();
         let run = ops
@@ -497,7 +499,7 @@ fn a_paused_run_survives_reopen_and_resumes() {
         run.run_id
     };
     // Every handle is gone; open the same path again.
-    let mem = reopen(dir.path());
+    let mem = reopen(&dir.path());
     let p = mem.procedural(); // the default context: runs are global
     let stored = p.run(&run_id).unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::AwaitingAction);

@@ -2,6 +2,8 @@
 //! pure vector search, restart, export/import and the embedder hook. Vectors
 //! are synthetic (hand-built or derived from a hash of the text).
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -37,9 +39,9 @@ fn letters(text: &str) -> Vec<f32> {
 
 #[test]
 fn dimension_is_fixed_per_context_and_persisted() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     {
-        let mem = Memory::open(dir.path()).unwrap();
+        let mem = Memory::open(&dir.path()).unwrap();
         mem.episodic()
             .record(NewEpisode::new("first").embedding(vec![1.0, 0.0, 0.0]))
             .unwrap();
@@ -80,7 +82,7 @@ fn dimension_is_fixed_per_context_and_persisted() {
         assert_eq!(mem.episodic().recent(10).unwrap().len(), 1);
         assert!(mem.semantic().get("k").unwrap().is_none());
     }
-    let mem = Memory::open(dir.path()).unwrap();
+    let mem = Memory::open(&dir.path()).unwrap();
     let (_, reason) = invalid(
         mem.episodic()
             .record(NewEpisode::new("after restart").embedding(vec![1.0; 5]))
@@ -99,7 +101,7 @@ fn dimension_is_fixed_per_context_and_persisted() {
 
 #[test]
 fn bad_vectors_are_refused_with_the_field_named() {
-    let mem = Memory::temporary().unwrap();
+    let mem = common::temporary().unwrap();
     for (v, needle) in [
         (vec![1.0, f32::NAN], "element 1 is NaN"),
         (vec![f32::INFINITY, 1.0], "element 0 is inf"),
@@ -186,7 +188,7 @@ fn fusion_case(mem: &Memory) -> (String, String, String) {
 
 #[test]
 fn linear_fusion_follows_its_formula() {
-    let mem = Memory::temporary().unwrap();
+    let mem = common::temporary().unwrap();
     let (a, b, c) = fusion_case(&mem);
     let bm25 = mem.episodic().search("apple", &any(), 10).unwrap();
     assert_eq!(bm25.len(), 2);
@@ -238,7 +240,7 @@ fn linear_fusion_follows_its_formula() {
 
 #[test]
 fn rrf_fusion_follows_its_formula() {
-    let mem = Memory::temporary().unwrap();
+    let mem = common::temporary().unwrap();
     let (a, b, c) = fusion_case(&mem);
     // Ranks: BM25 A1 C2; vector B1 C2 A3. With k = 60 and weights 1/1:
     // A = 1/61 + 1/63 = 0.032266, C = 2/62 = 0.032258, B = 1/61 = 0.016393.
@@ -272,7 +274,7 @@ fn rrf_fusion_follows_its_formula() {
 
 #[test]
 fn pure_vector_search_with_an_empty_query() {
-    let mem = Memory::temporary().unwrap();
+    let mem = common::temporary().unwrap();
     let (a, b, c) = fusion_case(&mem);
     let hits = mem
         .episodic()
@@ -309,7 +311,7 @@ fn pure_vector_search_with_an_empty_query() {
 
 #[test]
 fn filters_apply_to_both_lists_before_fusion() {
-    let mem = Memory::temporary().unwrap();
+    let mem = common::temporary().unwrap();
     let ep = mem.episodic();
     let q = [1.0f32, 0.0, 0.0, 0.0];
     // 200 excluded episodes sit right on the query vector and match the text best.
@@ -389,10 +391,10 @@ fn filters_apply_to_both_lists_before_fusion() {
 
 #[test]
 fn vectors_survive_restart_and_follow_forget() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let (a, b);
     {
-        let mem = Memory::open(dir.path()).unwrap();
+        let mem = Memory::open(&dir.path()).unwrap();
         a = mem
             .episodic()
             .record(NewEpisode::new("alpha").embedding(vec![1.0, 0.0]))
@@ -418,7 +420,7 @@ fn vectors_survive_restart_and_follow_forget() {
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].episode.id, b);
     }
-    let mem = Memory::open(dir.path()).unwrap();
+    let mem = Memory::open(&dir.path()).unwrap();
     let hits = mem
         .episodic()
         .search_hybrid("", &any(), 5, &vq(&[1.0, 0.0]))
@@ -450,7 +452,7 @@ fn vectors_survive_restart_and_follow_forget() {
 
 #[test]
 fn export_import_round_trip_carries_vectors() {
-    let src = Memory::temporary().unwrap();
+    let src = common::temporary().unwrap();
     let mut ids = Vec::new();
     for i in 0..30 {
         let v: Vec<f32> = (0..8)
@@ -471,7 +473,7 @@ fn export_import_round_trip_carries_vectors() {
     let text = String::from_utf8(out.clone()).unwrap();
     assert_eq!(text.matches("\"embedding\":[").count(), 31);
 
-    let dst = Memory::temporary().unwrap();
+    let dst = common::temporary().unwrap();
     dst.import(&mut out.as_slice()).unwrap();
     let q: Vec<f32> = (0..8).map(|j| (j as f32 - 3.5) / 2.0).collect();
     let a = src
@@ -509,7 +511,7 @@ fn export_import_round_trip_carries_vectors() {
     assert_eq!(lines(&text), lines(&String::from_utf8(again).unwrap()));
     // A file whose vector disagrees with the store's dimension is refused whole.
     let bad = text.replacen("\"embedding\":[", "\"embedding\":[1.0,", 1);
-    let fresh = Memory::temporary().unwrap();
+    let fresh = common::temporary().unwrap();
     fresh
         .episodic()
         .record(NewEpisode::new("fixes eight").embedding(vec![1.0; 8]))
@@ -522,7 +524,7 @@ fn export_import_round_trip_carries_vectors() {
 
 #[test]
 fn embedder_hook_embeds_on_record_store_and_search() {
-    let mem = Memory::temporary().unwrap();
+    let mem = common::temporary().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let c = Arc::clone(&calls);
     let f = move |texts: &[&str]| -> memstrata::Result<Vec<Vec<f32>>> {
@@ -567,7 +569,7 @@ impl Embedder for Failing {
 
 #[test]
 fn embedder_failures_are_clear_errors() {
-    let mem = Memory::temporary().unwrap();
+    let mem = common::temporary().unwrap();
     mem.set_embedder(Some(Arc::new(Failing)));
     let (field, reason) = invalid(mem.episodic().record(NewEpisode::new("x")).unwrap_err());
     assert_eq!(field, "embedder");

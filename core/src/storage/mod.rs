@@ -411,6 +411,15 @@ impl KvTree {
         }
     }
 
+    /// Number of records with a key at or above `start`.
+    pub(crate) fn count_from(&self, start: impl AsRef<[u8]>) -> Result<usize> {
+        match self {
+            KvTree::Sled(t) => Ok(t.range(start.as_ref()..).count()),
+            #[cfg(feature = "postgres")]
+            KvTree::Postgres(p, t) => p.count_from(*t, start.as_ref()),
+        }
+    }
+
     /// Number of records.
     pub(crate) fn len(&self) -> Result<usize> {
         match self {

@@ -391,6 +391,26 @@ impl PgStore {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
+    pub(crate) fn count_from(&self, t: Tree, start: &[u8]) -> Result<usize> {
+        let sql = format!("SELECT count(*) FROM {} WHERE key >= $1", self.sql(t).table);
+        let rows = self.with(|c| c.query(&sql, &[&start]))?;
+        let n: i64 = rows.first().map_or(0, |r| r.get(0));
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Bytes of the schema's tables, their indexes and TOAST data.
+    pub(crate) fn bytes_on_disk(&self) -> Result<u64> {
+        let rows = self.with(|c| {
+            c.query(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                &[&self.schema],
+            )
+        })?;
+        let n: i64 = rows.first().map_or(0, |r| r.get(0));
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     pub(crate) fn compare_and_swap(
         &self,
         t: Tree,
