@@ -15,9 +15,11 @@
 //! {"i":"<instance id>","c":[{"u":"memstrata://ctx/knowledge/k","x":"ctx","l":true}]}
 //! ```
 //! Notifications are hints, like the local hub's: if the connection drops, the
-//! bridge reconnects (with backoff) and changes sent meanwhile are not replayed
-//! (subscribers re-read the resource anyway when notified). The data itself is in
-//! the store, never in a notification.
+//! bridge reconnects (with backoff); this instance's changes queue meanwhile (at
+//! most [`QUEUE`]; beyond that new ones are dropped with a warning) and are sent
+//! once it is back, but what other instances sent
+//! while it was not listening is not replayed (subscribers re-read the resource
+//! anyway when notified). The data itself is in the store, never in a notification.
 
 use std::time::Duration;
 
@@ -36,6 +38,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 7900;
 /// `application_name` of the bridge's connection, followed by a space and the instance
 /// id (visible in `pg_stat_activity`).
 pub const APPLICATION_NAME: &str = "memstrata-mcp notify";
+
+/// Changes waiting to be sent (while the connection is down) before new ones are dropped.
+pub const QUEUE: usize = 65_536;
 
 /// Changes taken from the queue at once (sent in as few notifications as fit).
 const MAX_BATCH: usize = 256;
@@ -62,8 +67,9 @@ struct Wire {
 pub struct Bridge {
     instance: String,
     channel: String,
-    out: mpsc::UnboundedSender<Change>,
+    out: mpsc::Sender<Change>,
     listening: watch::Receiver<bool>,
+    dropped: std::sync::atomic::AtomicU64,
 }
 
 impl Bridge {
@@ -77,7 +83,7 @@ impl Bridge {
     ) -> Bridge {
         let instance = uuid::Uuid::now_v7().to_string();
         let channel = url.channel();
-        let (out, rx) = mpsc::unbounded_channel();
+        let (out, rx) = mpsc::channel(QUEUE);
         let (ready_tx, listening) = watch::channel(false);
         tokio::spawn(run(
             url.connect_str().to_owned(),
@@ -94,6 +100,7 @@ impl Bridge {
             channel,
             out,
             listening,
+            dropped: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -109,8 +116,22 @@ impl Bridge {
 
     /// Send a change made by this instance to the others.
     pub fn send(&self, change: Change) {
-        // The task only ends at shutdown, when nothing is left to tell.
-        let _ = self.out.send(change);
+        match self.out.try_send(change) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                let n = 1 + self
+                    .dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if n % 1000 == 1 {
+                    tracing::warn!(
+                        dropped = n,
+                        "cross-instance notification queue full ({QUEUE}): other instances' subscribers miss these changes"
+                    );
+                }
+            }
+            // The task only ends at shutdown, when nothing is left to tell.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
     }
 
     /// Wait until the bridge is listening (the first connection made), at most `limit`.
@@ -225,7 +246,7 @@ async fn run(
     channel: String,
     instance: String,
     hub: broadcast::Sender<Change>,
-    mut out: mpsc::UnboundedReceiver<Change>,
+    mut out: mpsc::Receiver<Change>,
     ready: watch::Sender<bool>,
     shutdown: CancellationToken,
 ) {
@@ -260,7 +281,7 @@ async fn session(
     channel: &str,
     instance: &str,
     hub: &broadcast::Sender<Change>,
-    out: &mut mpsc::UnboundedReceiver<Change>,
+    out: &mut mpsc::Receiver<Change>,
     ready: &watch::Sender<bool>,
     shutdown: &CancellationToken,
 ) -> Result<(), String> {

@@ -79,7 +79,8 @@ pub struct PgUrl {
 
 impl PgUrl {
     /// Check `url`: a PostgreSQL connection URL plus an optional `schema=NAME`
-    /// (default [`DEFAULT_SCHEMA`]; at most 63 bytes, not empty).
+    /// (default [`DEFAULT_SCHEMA`]; 1-63 characters a-z, 0-9 and _, not starting
+    /// with a digit or `pg_`).
     pub fn parse(url: &str) -> Result<PgUrl, String> {
         let (base, query) = match url.split_once('?') {
             Some((b, q)) => (b, Some(q)),
@@ -96,21 +97,8 @@ impl PgUrl {
                 if schema.is_some() {
                     return Err("--store URL: `schema` is given twice".into());
                 }
-                let name = percent_decode(v).ok_or_else(|| {
-                    "--store URL: `schema` is not valid percent-encoded UTF-8".to_owned()
-                })?;
-                if name.is_empty() {
-                    return Err("--store URL: `schema` is empty".into());
-                }
-                if name.len() > MAX_SCHEMA_BYTES {
-                    return Err(format!(
-                        "--store URL: `schema` is {} bytes, more than PostgreSQL's limit of {MAX_SCHEMA_BYTES}",
-                        name.len()
-                    ));
-                }
-                if name.contains('\0') {
-                    return Err("--store URL: `schema` contains a NUL character".into());
-                }
+                check_schema(v)?;
+                let name = v.to_owned();
                 schema = Some(name);
             } else {
                 kept.push(pair);
@@ -181,28 +169,30 @@ impl fmt::Display for PgUrl {
     }
 }
 
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = s.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
+/// The core's rule for schema names (checked here too, so a bad one is refused
+/// before anything connects): 1-63 characters a-z, 0-9 and _, not starting with a
+/// digit or `pg_` (so the name never needs quoting and never clashes with PostgreSQL's own).
+fn check_schema(name: &str) -> Result<(), String> {
+    let rule = "use 1-63 characters a-z, 0-9 and _, not starting with a digit or pg_";
+    if name.is_empty() {
+        return Err(format!("--store URL: `schema` is empty ({rule})"));
     }
-    String::from_utf8(out).ok()
+    if name.len() > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "--store URL: `schema` is {} characters, more than PostgreSQL's limit of {MAX_SCHEMA_BYTES}",
+            name.len()
+        ));
+    }
+    let ok = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit()
+        && !name.starts_with("pg_");
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("--store URL: `schema` {name:?}: {rule}"))
+    }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -232,15 +222,15 @@ mod tests {
         assert_eq!(u.schema(), DEFAULT_SCHEMA);
         assert_eq!(u.connect_str(), "postgres://u:pw@127.0.0.1:5433/db");
         let u = PgUrl::parse(
-            "postgresql://u@localhost/db?sslmode=disable&schema=team%20a&connect_timeout=5",
+            "postgresql://u@localhost/db?sslmode=disable&schema=team_a2&connect_timeout=5",
         )
         .unwrap();
-        assert_eq!(u.schema(), "team a");
+        assert_eq!(u.schema(), "team_a2");
         assert_eq!(
             u.connect_str(),
             "postgresql://u@localhost/db?sslmode=disable&connect_timeout=5"
         );
-        assert_eq!(u.channel(), "memstrata_changes:team a");
+        assert_eq!(u.channel(), "memstrata_changes:team_a2");
         assert!(is_postgres_url("PostgreSQL://h/db"));
     }
 
@@ -271,15 +261,20 @@ mod tests {
         let long = "s".repeat(64);
         let e = PgUrl::parse(&format!("postgres://h/db?schema={long}")).unwrap_err();
         assert!(
-            e.contains("`schema` is 64 bytes") && e.contains("63"),
+            e.contains("`schema` is 64 characters") && e.contains("63"),
             "{e}"
         );
         let e = PgUrl::parse("postgres://h/db?schema=").unwrap_err();
         assert!(e.contains("`schema` is empty"), "{e}");
         let e = PgUrl::parse("postgres://h/db?schema=a&schema=b").unwrap_err();
         assert!(e.contains("given twice"), "{e}");
-        let e = PgUrl::parse("postgres://h/db?schema=%ff").unwrap_err();
-        assert!(e.contains("percent-encoded"), "{e}");
+        for bad in ["Team", "team%20a", "9lives", "pg_catalog", "a-b", "a\"b"] {
+            let e = PgUrl::parse(&format!("postgres://h/db?schema={bad}")).unwrap_err();
+            assert!(
+                e.contains("use 1-63 characters a-z, 0-9 and _, not starting with a digit or pg_"),
+                "{bad}: {e}"
+            );
+        }
         let e = PgUrl::parse("postgres://h/db?nosuchoption=1").unwrap_err();
         assert!(
             e.starts_with("--store URL postgres://h/db?nosuchoption=1"),

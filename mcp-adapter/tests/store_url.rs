@@ -39,11 +39,15 @@ fn assert_empty(dir: &std::path::Path) {
 fn bad_urls_are_refused_by_part_without_creating_anything() {
     let cwd = tempfile::tempdir().unwrap();
     let long = format!("postgres://u@127.0.0.1/db?schema={}", "s".repeat(64));
-    let cases: [(&str, &str); 4] = [
+    let cases: [(&str, &str); 5] = [
+        (
+            "postgres://u@127.0.0.1/db?schema=Team-A",
+            "`schema` \"Team-A\": use 1-63 characters a-z",
+        ),
         ("postgres://u@127.0.0.1/db?schema=", "`schema` is empty"),
         (
             &long,
-            "`schema` is 64 bytes, more than PostgreSQL's limit of 63",
+            "`schema` is 64 characters, more than PostgreSQL's limit of 63",
         ),
         (
             "postgresql://u@127.0.0.1/db?schema=a&schema=b",
