@@ -732,7 +732,7 @@ impl Engine {
         if self.known_contexts.lock().contains(ctx) {
             return Ok(());
         }
-        self.t.contexts.insert(ctx.as_bytes(), &[])?;
+        self.t.contexts.insert(ctx.as_bytes(), [])?;
         self.known_contexts.lock().insert(ctx.to_owned());
         Ok(())
     }
@@ -897,7 +897,7 @@ fn open_sled_store(opts: &Options, path: &Path, codec: &codec::Codec) -> Result<
         store: Store::Sled(db),
         lock: Some(lock),
         checkpoint: Some(checkpoint),
-        key_check_file: (!check_file_ok).then(|| check_file),
+        key_check_file: (!check_file_ok).then_some(check_file),
         index_dir: path.join("index"),
         index_tempdir: None,
     })

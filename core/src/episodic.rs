@@ -267,7 +267,7 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
         |t, claim| {
             t[0].insert(key.as_slice(), enc.as_slice())?;
             if let Some(k) = claim {
-                t[1].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
+                t[1].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
             Ok(((), vec![IndexOp::Upsert(doc.clone())]))
         },
@@ -436,7 +436,7 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                     ops.push(IndexOp::Upsert(doc.clone()));
                 }
                 for (k, dim) in claims {
-                    t[1].insert(k.as_slice(), &vectors::dim_value(*dim))?;
+                    t[1].insert(k.as_slice(), vectors::dim_value(*dim))?;
                 }
                 Ok(((), ops))
             },

@@ -177,7 +177,7 @@ fn write_version(
                 },
             };
             if let Some(k) = claim {
-                t[2].insert(k.as_slice(), &vectors::dim_value(dim.unwrap_or(0)))?;
+                t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
             let enc = e.codec.encode(&rec)?;
             t[0].insert(dkey.as_slice(), enc)?;
@@ -283,7 +283,7 @@ pub(crate) fn insert_record_in(
                 t[1].remove(k)?;
             }
             for (k, dim) in claims {
-                t[2].insert(k.as_slice(), &vectors::dim_value(*dim))?;
+                t[2].insert(k.as_slice(), vectors::dim_value(*dim))?;
             }
             for (k, v) in &hist {
                 t[1].insert(k.as_slice(), v.as_slice())?;
@@ -304,11 +304,10 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
     e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history],
         || -> Result<Vec<crate::storage::Bytes>> {
-            Ok(e.t
-                .semantic_history
+            e.t.semantic_history
                 .scan_prefix(&hprefix)
                 .keys()
-                .collect::<Result<_, _>>()?)
+                .collect::<Result<_, _>>()
         },
         |t, hkeys| {
             let old = t[0].remove(dkey.as_slice())?;

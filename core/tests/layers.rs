@@ -411,7 +411,7 @@ fn semantic_store_update_history_query_forget() {
 fn semantic_history_is_bounded() {
     let dir = common::tempdir();
     let mem = Memory::builder()
-        .path(&dir.path())
+        .path(dir.path())
         .limits(Limits {
             semantic_history: 3,
             ..Limits::default()
@@ -432,8 +432,8 @@ fn semantic_history_is_bounded() {
 #[test]
 fn same_path_twice_in_process_shares_engine() {
     let dir = common::tempdir();
-    let a = Memory::open(&dir.path()).unwrap();
-    let b = Memory::open(&dir.path()).unwrap();
+    let a = Memory::open(dir.path()).unwrap();
+    let b = Memory::open(dir.path()).unwrap();
     a.short_term().store("k", json!(1), None).unwrap();
     assert_eq!(b.short_term().retrieve("k").unwrap(), Some(json!(1)));
     b.episodic()
@@ -453,7 +453,7 @@ fn data_survives_reopen() {
     let dir = common::tempdir();
     let id;
     {
-        let mem = Memory::open(&dir.path()).unwrap();
+        let mem = Memory::open(dir.path()).unwrap();
         mem.short_term().store("k", json!({"v": 1}), None).unwrap();
         mem.semantic()
             .store("fact", json!("the sky is blue"))
@@ -463,7 +463,7 @@ fn data_survives_reopen() {
             .record(NewEpisode::new("persisted across reopen"))
             .unwrap();
     }
-    let mem = Memory::open(&dir.path()).unwrap();
+    let mem = Memory::open(dir.path()).unwrap();
     assert_eq!(
         mem.short_term().retrieve("k").unwrap(),
         Some(json!({"v": 1}))

@@ -82,10 +82,7 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
     }
     // Opening again neither fails nor migrates twice.
     let mem = Memory::open(&url).unwrap();
-    assert_eq!(
-        mem.short_term().retrieve("k").unwrap(),
-        Some(json!("v"))
-    );
+    assert_eq!(mem.short_term().retrieve("k").unwrap(), Some(json!("v")));
     let mut c = client();
     let versions: Vec<i32> = c
         .query(
@@ -107,19 +104,28 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
         .get(0);
     assert_eq!(tables, 13, "one (key bytea, value bytea) table per tree");
     // No LOCK file anywhere: a second engine on the same URL opens fine.
-    let other = Memory::builder().path(&url).separate_engine().open().unwrap();
-    assert_eq!(
-        other.short_term().retrieve("k").unwrap(),
-        Some(json!("v"))
-    );
+    let other = Memory::builder()
+        .path(&url)
+        .separate_engine()
+        .open()
+        .unwrap();
+    assert_eq!(other.short_term().retrieve("k").unwrap(), Some(json!("v")));
 }
 
 #[test]
 fn two_instances_writing_concurrently_lose_nothing_and_see_each_other() {
     let dir = pg_dir();
     let url = dir.path();
-    let a = Memory::builder().path(&url).separate_engine().open().unwrap();
-    let b = Memory::builder().path(&url).separate_engine().open().unwrap();
+    let a = Memory::builder()
+        .path(&url)
+        .separate_engine()
+        .open()
+        .unwrap();
+    let b = Memory::builder()
+        .path(&url)
+        .separate_engine()
+        .open()
+        .unwrap();
     let threads_per_instance = 3;
     let per = 40;
     let barrier = Arc::new(Barrier::new(threads_per_instance * 2));
@@ -179,7 +185,11 @@ fn two_instances_writing_concurrently_lose_nothing_and_see_each_other() {
                     1000,
                 )
                 .unwrap();
-            assert_eq!(hits.len(), per, "instance sees {writer}{t}'s episodes in search");
+            assert_eq!(
+                hits.len(),
+                per,
+                "instance sees {writer}{t}'s episodes in search"
+            );
             let one = reader
                 .episodic()
                 .search(&format!("zebra{writer}{t}x7"), &SearchFilters::default(), 5)
@@ -206,7 +216,9 @@ fn two_instances_writing_concurrently_lose_nothing_and_see_each_other() {
 fn a_store_moves_from_sled_to_postgres_and_back_losslessly() {
     let sled_dir = tempfile::tempdir().unwrap();
     let src = Memory::open(sled_dir.path()).unwrap();
-    src.short_term().store("k", json!({"a": [1, 2]}), None).unwrap();
+    src.short_term()
+        .store("k", json!({"a": [1, 2]}), None)
+        .unwrap();
     src.working().focus("writing").unwrap();
     for i in 0..20 {
         src.episodic()

@@ -15,14 +15,14 @@ use serde_json::{Value, json};
 
 fn store() -> (common::TestDir, Memory) {
     let dir = common::tempdir();
-    let mem = Memory::builder().path(&dir.path()).open().unwrap();
+    let mem = Memory::builder().path(dir.path()).open().unwrap();
     (dir, mem)
 }
 
 fn store_with(limits: Limits) -> (common::TestDir, Memory) {
     let dir = common::tempdir();
     let mem = Memory::builder()
-        .path(&dir.path())
+        .path(dir.path())
         .limits(limits)
         .open()
         .unwrap();
@@ -475,7 +475,7 @@ fn approval_steps() -> Vec<Step> {
 fn a_paused_run_survives_reopen_and_resumes() {
     let dir = common::tempdir();
     let run_id = {
-        let mem = Memory::builder().path(&dir.path()).open().unwrap();
+        let mem = Memory::builder().path(dir.path()).open().unwrap();
         let ops = mem.namespace("ops").unwrap();
         ops.procedural().learn("change", approval_steps()).unwrap();
         let run = ops

@@ -41,7 +41,7 @@ fn letters(text: &str) -> Vec<f32> {
 fn dimension_is_fixed_per_context_and_persisted() {
     let dir = common::tempdir();
     {
-        let mem = Memory::open(&dir.path()).unwrap();
+        let mem = Memory::open(dir.path()).unwrap();
         mem.episodic()
             .record(NewEpisode::new("first").embedding(vec![1.0, 0.0, 0.0]))
             .unwrap();
@@ -82,7 +82,7 @@ fn dimension_is_fixed_per_context_and_persisted() {
         assert_eq!(mem.episodic().recent(10).unwrap().len(), 1);
         assert!(mem.semantic().get("k").unwrap().is_none());
     }
-    let mem = Memory::open(&dir.path()).unwrap();
+    let mem = Memory::open(dir.path()).unwrap();
     let (_, reason) = invalid(
         mem.episodic()
             .record(NewEpisode::new("after restart").embedding(vec![1.0; 5]))
@@ -394,7 +394,7 @@ fn vectors_survive_restart_and_follow_forget() {
     let dir = common::tempdir();
     let (a, b);
     {
-        let mem = Memory::open(&dir.path()).unwrap();
+        let mem = Memory::open(dir.path()).unwrap();
         a = mem
             .episodic()
             .record(NewEpisode::new("alpha").embedding(vec![1.0, 0.0]))
@@ -420,7 +420,7 @@ fn vectors_survive_restart_and_follow_forget() {
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].episode.id, b);
     }
-    let mem = Memory::open(&dir.path()).unwrap();
+    let mem = Memory::open(dir.path()).unwrap();
     let hits = mem
         .episodic()
         .search_hybrid("", &any(), 5, &vq(&[1.0, 0.0]))

@@ -203,7 +203,7 @@ impl Store {
         Ok(match self {
             Store::Sled(db) => Serial::Sled(db.clone()),
             #[cfg(feature = "postgres")]
-            Store::Postgres(p) => Serial::Postgres(p.serial()?),
+            Store::Postgres(p) => Serial::Postgres(Box::new(p.serial()?)),
         })
     }
 }
@@ -250,7 +250,7 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
 pub(crate) enum Serial {
     Sled(sled::Db),
     #[cfg(feature = "postgres")]
-    Postgres(pg::SerialTx),
+    Postgres(Box<pg::SerialTx>),
 }
 
 impl std::fmt::Debug for Serial {

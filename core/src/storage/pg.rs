@@ -258,6 +258,10 @@ impl PgStore {
         if config.get_application_name().is_none() {
             config.application_name("memstrata");
         }
+        if config.get_connect_timeout().is_none() {
+            // An unreachable host fails the open instead of hanging on TCP retries.
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
         let sql = Tree::ALL
             .iter()
             .map(|t| (*t, TreeSql::new(&schema, *t)))
@@ -336,10 +340,10 @@ impl PgStore {
 
     /// A connection from the pool (or a new one).
     fn take(&self) -> Result<Conn> {
-        if let Some(c) = self.idle.lock().pop() {
-            if !c.client.is_closed() {
-                return Ok(c);
-            }
+        if let Some(c) = self.idle.lock().pop()
+            && !c.client.is_closed()
+        {
+            return Ok(c);
         }
         Ok(self.connect()?)
     }
