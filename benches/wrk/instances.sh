@@ -36,17 +36,17 @@ mkdir -p "$(dirname "$OUT")"
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-start() { # start STORE LOG -> prints the port
+start() { # start STORE LOG: a server on a free port, appended to PORTS and PIDS
   local p
   p=$(port)
-  "$BIN" --store "$1" --no-audit http --listen "127.0.0.1:$p" 2>"$2" &
+  "$BIN" --store "$1" --no-audit http --listen "127.0.0.1:$p" >/dev/null 2>"$2" &
   PIDS+=($!)
   for _ in $(seq 300); do
     curl -sf -o /dev/null -X POST "http://127.0.0.1:$p/mcp/v1/execute" -H 'Content-Type: application/json' \
       -d '{"jsonrpc":"2.0","id":0,"method":"execute","params":{"tool":"memory_retrieve","parameters":{"key":"x"}}}' && break
     sleep 0.1
   done
-  echo "$p"
+  PORTS+=("$p")
 }
 
 prefill() { # the 300 keys the reads use (not measured)
@@ -99,9 +99,10 @@ PY
 
 : >"$WORK/rows.txt"
 echo "== sled, 1 instance"
-P=$(start "$WORK/sled.mem" "$WORK/sled.log")
-prefill "$P"
-run sled-1 "$P"
+PORTS=()
+start "$WORK/sled.mem" "$WORK/sled.log"
+prefill "${PORTS[0]}"
+run sled-1 "${PORTS[@]}"
 stop_all
 
 for N in 1 2 4; do
@@ -109,7 +110,7 @@ for N in 1 2 4; do
   STORE="$MEMSTRATA_TEST_PG_URL?schema=bench_$N"
   PORTS=()
   for i in $(seq "$N"); do
-    PORTS+=("$(start "$STORE" "$WORK/pg-$N-$i.log")")
+    start "$STORE" "$WORK/pg-$N-$i.log"
   done
   prefill "${PORTS[0]}"
   run "postgres-$N" "${PORTS[@]}"
