@@ -14,6 +14,7 @@ test: lint test-rust test-pg test-python test-mcp test-node test-kotlin
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p memstrata -p memstrata-benches --all-targets --features memstrata/postgres,memstrata-benches/postgres -- -D warnings
 
 ## memstrata-node is tested through Node (test-node): its napi symbols only
 ## resolve inside a Node process, so it stays out of the Rust test binaries.

@@ -141,7 +141,7 @@ impl std::fmt::Debug for Engine {
 /// The error for a key that does not fit the store (`stored`: the store is
 /// encrypted; `given`: a key was passed).
 fn key_mismatch_error(path: &Path, stored: bool, given: bool) -> Error {
-    let p = path.display();
+    let p = storage::display_path(path);
     let reason = match (stored, given) {
         (true, false) => format!(
             "the store at {p} is encrypted: open it with its encryption key (--encryption-key-file / encryption_key)"
@@ -318,7 +318,7 @@ impl Engine {
                 if found > FORMAT_VERSION {
                     return Err(Error::corrupted(format!(
                         "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
-                        path.display()
+                        storage::display_path(&path)
                     )));
                 }
             }
@@ -727,6 +727,18 @@ impl Engine {
         Ok(())
     }
 
+    /// Serialise a read-modify-write of non-indexed records (working memory,
+    /// procedures, sessions, runs, tasks): the engine's mutex, and on a shared
+    /// store also a store-wide lock, so instances in other processes wait too.
+    pub(crate) fn rmw_lock(&self) -> Result<RmwGuard<'_>> {
+        let local = self.rmw.lock();
+        let shared = self.store.shared_lock("rmw")?;
+        Ok(RmwGuard {
+            _shared: shared,
+            _local: local,
+        })
+    }
+
     /// Record that a context holds data.
     pub(crate) fn touch_context(&self, ctx: &str) -> Result<()> {
         if self.known_contexts.lock().contains(ctx) {
@@ -827,6 +839,14 @@ impl Drop for Engine {
         // drop, so a concurrent open waits until sled, the index writer and the
         // store lock are all released.
     }
+}
+
+/// Held while a read-modify-write runs (see [`Engine::rmw_lock`]); the
+/// store-wide lock is released first.
+#[derive(Debug)]
+pub(crate) struct RmwGuard<'a> {
+    _shared: Option<storage::SharedLock>,
+    _local: parking_lot::MutexGuard<'a, ()>,
 }
 
 /// What opening a backend gives the engine.

@@ -1014,7 +1014,7 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
     ap.add(plan.short_term.len() as u64, "short_term", true);
 
     {
-        let _g = e.rmw.lock();
+        let _g = e.rmw_lock()?;
         for (ctx, st) in &plan.working {
             e.touch_context(ctx)?;
             // Key layout of the working tree: `ctx 0x00 "state"` (docs/format.md).

@@ -110,7 +110,7 @@ pub struct Memory {
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
-            .field("path", &self.engine.path)
+            .field("path", &crate::storage::display_path(&self.engine.path))
             .field("active_context", &*self.active.read())
             .finish()
     }

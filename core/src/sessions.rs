@@ -461,7 +461,7 @@ pub(crate) fn materialize_all(e: &Engine, sid: &str) -> Result<Vec<(u64, Version
 
 /// Decoded content of every stored version: (version, saved_at ms, level, content).
 pub(crate) fn export_versions(e: &Engine, sid: &str) -> Result<Vec<(u64, i64, u8, Value)>> {
-    let _g = e.rmw.lock();
+    let _g = e.rmw_lock()?;
     materialize_all(e, sid)?
         .into_iter()
         .map(|(v, h, canon)| Ok((v, h.saved_at, h.level, sc::from_canonical(&canon)?)))
@@ -498,7 +498,7 @@ pub(crate) fn import_session(
         prev = Some((iv.version, enc.header.depth, canon));
     }
     let header = e.codec.encode(rec)?;
-    let _g = e.rmw.lock();
+    let _g = e.rmw_lock()?;
     let old: Vec<Bytes> =
         e.t.session_versions
             .scan_prefix(version_prefix(sid))
@@ -555,7 +555,7 @@ pub(crate) fn prune_and_recompress(
     };
     let mut stats = PruneStats::default();
     for sid in ids {
-        let _g = e.rmw.lock();
+        let _g = e.rmw_lock()?;
         stats.sessions_examined += 1;
         let all = materialize_all(e, &sid)?;
         let sizes: Vec<usize> = version_headers(e, &sid)?
@@ -680,7 +680,7 @@ impl Memory {
             validate::key(&e.opts.limits, "session_id", session_id)?;
             validate::value(&e.opts.limits, "content", &content)?;
             let canon = sc::canonical(&content)?;
-            let _g = e.rmw.lock();
+            let _g = e.rmw_lock()?;
             let mut rec = require_session(e, session_id)?;
             let base = match (compression_level, latest_version(e, session_id)?) {
                 (3, Some(pv)) => match load(e, session_id, pv)? {
@@ -825,7 +825,7 @@ impl Memory {
         let e = &self.engine;
         e.timed("session.delete", || {
             validate::key(&e.opts.limits, "session_id", session_id)?;
-            let _g = e.rmw.lock();
+            let _g = e.rmw_lock()?;
             let keys: Vec<Bytes> =
                 e.t.session_versions
                     .scan_prefix(version_prefix(session_id))

@@ -434,7 +434,7 @@ impl Memory {
             };
             let duration_seconds = (end - rec.start_time) as f64 / 1000.0;
 
-            let _g = e.rmw.lock();
+            let _g = e.rmw_lock()?;
             let mut rec = load_task(e, task_id)?
                 .ok_or_else(|| Error::not_found(format!("task {task_id:?}")))?;
             if rec.end_time.is_some() {

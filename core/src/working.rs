@@ -57,7 +57,7 @@ fn save(e: &Engine, ctx: &str, st: &WorkingState) -> Result<()> {
 
 /// Clear the working memory of `ctx`.
 pub(crate) fn clear_in(e: &Engine, ctx: &str) -> Result<()> {
-    let _g = e.rmw.lock();
+    let _g = e.rmw_lock()?;
     e.t.working.remove(state_key(ctx))?;
     e.after_write()
 }
@@ -65,7 +65,7 @@ pub(crate) fn clear_in(e: &Engine, ctx: &str) -> Result<()> {
 /// Put `item` in focus in `ctx` (used by [`Working::focus`] and the procedure engine).
 pub(crate) fn focus_in(e: &Engine, ctx: &str, item: &str) -> Result<bool> {
     validate::key(&e.opts.limits, "item", item)?;
-    let _g = e.rmw.lock();
+    let _g = e.rmw_lock()?;
     let mut st = load(e, ctx)?;
     if st.focus.iter().any(|f| f == item) {
         return Ok(false);
@@ -84,7 +84,7 @@ pub(crate) fn focus_in(e: &Engine, ctx: &str, item: &str) -> Result<bool> {
 /// and the procedure engine).
 pub(crate) fn add_in(e: &Engine, ctx: &str, value: Value) -> Result<String> {
     validate::value(&e.opts.limits, "value", &value)?;
-    let _g = e.rmw.lock();
+    let _g = e.rmw_lock()?;
     let mut st = load(e, ctx)?;
     let id = uuid::Uuid::now_v7().to_string();
     st.workspace.push(WsRecord {

@@ -73,7 +73,7 @@ impl Procedural {
             let enc = e.codec.encode(&rec)?;
             e.touch_context(&ctx)?;
             {
-                let _g = e.rmw.lock();
+                let _g = e.rmw_lock()?;
                 if e.t.procedures.contains_key(&key)? {
                     return Err(Error::Conflict(format!(
                         "procedure {name:?} already exists in context {ctx:?}; use update to change it"
@@ -96,7 +96,7 @@ impl Procedural {
             let ctx = self.mem.active_ctx();
             let key = codec::ctx_key(&ctx, name);
             let rec = {
-                let _g = e.rmw.lock();
+                let _g = e.rmw_lock()?;
                 let Some(cur) = load_procedure(e, &ctx, name)? else {
                     return Err(Error::not_found(format!(
                         "procedure {name:?} in context {ctx:?}"
@@ -147,7 +147,7 @@ impl Procedural {
         e.timed("procedural.forget", || {
             check::key(&e.opts.limits, "name", name)?;
             let old = {
-                let _g = e.rmw.lock();
+                let _g = e.rmw_lock()?;
                 e.t.procedures
                     .remove(codec::ctx_key(&self.mem.active_ctx(), name))?
             };
@@ -223,7 +223,7 @@ impl Procedural {
             check::value(&e.opts.limits, "output", &output)?;
             check_actions(e, actions)?;
             let (mut ex, idx) = {
-                let _g = e.rmw.lock();
+                let _g = e.rmw_lock()?;
                 let Some(mut rec) = load_run_header(e, run_id)? else {
                     return Err(Error::not_found(format!("run {run_id:?}")));
                 };

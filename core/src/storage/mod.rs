@@ -97,6 +97,24 @@ pub(crate) fn is_postgres_url(path: &std::path::Path) -> bool {
         .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
+/// A store path for messages: a PostgreSQL URL without its password.
+pub(crate) fn display_path(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    if !is_postgres_url(path) {
+        return text;
+    }
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text;
+    };
+    match rest.split_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}")
+        }
+        _ => text,
+    }
+}
+
 /// An open store.
 #[derive(Clone)]
 pub(crate) enum Store {
@@ -195,6 +213,21 @@ impl Store {
         }
     }
 
+    /// Hold the store-wide lock `name` across processes until the returned
+    /// guard drops (sled: `None`, one process owns the store and its own
+    /// mutexes suffice).
+    pub(crate) fn shared_lock(&self, name: &str) -> Result<Option<SharedLock>> {
+        #[cfg(not(feature = "postgres"))]
+        let _ = name;
+        match self {
+            Store::Sled(_) => Ok(None),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => Ok(Some(SharedLock {
+                _held: p.lock(name)?,
+            })),
+        }
+    }
+
     /// Start a serial write section: while it is open no other serial section
     /// of any process commits (sled: one process owns the store and the caller
     /// holds the index writer lock, so this is free). `ids` and the writes made
@@ -243,6 +276,13 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
             TxError::Abort(e) => ConflictableTransactionError::Abort(e),
         })
     })?)
+}
+
+/// A store-wide lock held across processes (see [`Store::shared_lock`]).
+#[derive(Debug)]
+pub(crate) struct SharedLock {
+    #[cfg(feature = "postgres")]
+    _held: pg::HeldLock,
 }
 
 /// A serial write section (see [`Store::serial`]). Dropped without
@@ -525,9 +565,14 @@ impl DoubleEndedIterator for Iter {
 }
 
 impl Iter {
-    /// The keys only.
+    /// The keys only (PostgreSQL then fetches no values).
     pub(crate) fn keys(self) -> impl DoubleEndedIterator<Item = Result<Bytes>> {
-        self.map(|r| r.map(|(k, _)| k))
+        let this = match self {
+            #[cfg(feature = "postgres")]
+            Iter::Postgres(i) => Iter::Postgres(i.keys_only()),
+            other => other,
+        };
+        this.map(|r| r.map(|(k, _)| k))
     }
 }
 

@@ -111,16 +111,7 @@ pub(crate) fn parse_url(url: &str) -> Result<(String, String)> {
 
 /// The URL without its password (for messages).
 pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.split_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or_default();
-            format!("{scheme}://{name}:***@{host}")
-        }
-        _ => url.to_owned(),
-    }
+    super::display_path(std::path::Path::new(url))
 }
 
 /// One connection with its prepared statements.
@@ -196,6 +187,7 @@ impl TreeSql {
         lo: &Bound<Vec<u8>>,
         hi: &Bound<Vec<u8>>,
         descending: bool,
+        keys_only: bool,
     ) -> (String, Vec<Vec<u8>>) {
         let mut conds = Vec::new();
         let mut params = Vec::new();
@@ -218,9 +210,10 @@ impl TreeSql {
             format!(" WHERE {}", conds.join(" AND "))
         };
         let order = if descending { "DESC" } else { "ASC" };
+        let value = if keys_only { "''::bytea" } else { "value" };
         (
             format!(
-                "SELECT key, value FROM {}{filter} ORDER BY key {order} LIMIT {PAGE}",
+                "SELECT key, {value} FROM {}{filter} ORDER BY key {order} LIMIT {PAGE}",
                 self.table
             ),
             params,
@@ -477,6 +470,7 @@ impl PgStore {
             front_done: false,
             back_done: false,
             failed: false,
+            keys_only: false,
         }
     }
 
@@ -560,6 +554,57 @@ impl PgStore {
             store: Arc::clone(self),
             conn: Some(RefCell::new(conn)),
         })
+    }
+}
+
+/// A session-level advisory lock, released when dropped (or by the server if
+/// the connection is lost).
+pub(crate) struct HeldLock {
+    store: Arc<PgStore>,
+    conn: Option<Conn>,
+    name: String,
+}
+
+impl std::fmt::Debug for HeldLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldLock")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Take the advisory lock `name` of this schema (waits for other holders).
+    pub(crate) fn lock(self: &Arc<Self>, name: &str) -> Result<HeldLock> {
+        let mut conn = self.take()?;
+        let name = format!("{name}:{}", self.schema);
+        if let Err(e) = conn.execute(
+            "SELECT pg_advisory_lock($1, hashtext($2))",
+            &[&LOCK_CLASS, &name],
+        ) {
+            self.put(conn);
+            return Err(e.into());
+        }
+        Ok(HeldLock {
+            store: Arc::clone(self),
+            conn: Some(conn),
+            name,
+        })
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            let unlocked = conn.execute(
+                "SELECT pg_advisory_unlock($1, hashtext($2))",
+                &[&LOCK_CLASS, &self.name],
+            );
+            // A connection whose unlock failed may still hold the lock: close it.
+            if unlocked.is_ok() {
+                self.store.put(conn);
+            }
+        }
     }
 }
 
@@ -703,6 +748,8 @@ pub(crate) struct PgIter {
     front_done: bool,
     back_done: bool,
     failed: bool,
+    /// Fetch keys only (values come back empty).
+    keys_only: bool,
 }
 
 fn above(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
@@ -722,11 +769,17 @@ fn below(key: &[u8], hi: &Bound<Vec<u8>>) -> bool {
 }
 
 impl PgIter {
+    /// The same scan without values (before the first item is read).
+    pub(crate) fn keys_only(mut self) -> Self {
+        self.keys_only = true;
+        self
+    }
+
     fn fetch(&mut self, descending: bool) -> Result<Vec<(Bytes, Bytes)>> {
-        let (sql, params) = self
-            .store
-            .sql(self.tree)
-            .page(&self.lo, &self.hi, descending);
+        let (sql, params) =
+            self.store
+                .sql(self.tree)
+                .page(&self.lo, &self.hi, descending, self.keys_only);
         let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = params
             .iter()
             .map(|p| p as &(dyn postgres::types::ToSql + Sync))
