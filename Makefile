@@ -4,10 +4,11 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-rust-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
+.PHONY: test lint test-rust test-pg test-rust-pg test-mcp-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
 
-## Run every suite: Rust (core + MCP adapter), Python binding, MCP interop, Node binding, Kotlin binding.
-test: lint test-rust test-python test-mcp test-node test-kotlin
+## Run every suite: Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP interop,
+## Node binding, Kotlin binding.
+test: lint test-rust test-pg test-python test-mcp test-node test-kotlin
 
 ## Formatting and clippy (warnings are errors) over every crate and target.
 lint:
@@ -19,6 +20,17 @@ lint:
 ## resolve inside a Node process, so it stays out of the Rust test binaries.
 test-rust:
 	cargo test --workspace --exclude memstrata-python --exclude memstrata-benches --exclude memstrata-node
+
+## The PostgreSQL suites, all under one throwaway server (scripts/pg-test.sh starts it on
+## loopback, installing Debian's postgresql package if needed, and fails loudly if it cannot):
+## the core suites on the postgres backend (test-rust-pg), then test-mcp-pg.
+test-pg: venv
+	bash scripts/pg-test.sh $(MAKE) --no-print-directory test-rust-pg test-mcp-pg
+
+## PostgreSQL tests of the MCP adapter and the Python binding (needs MEMSTRATA_TEST_PG_URL:
+## run through test-pg, or `bash scripts/pg-test.sh make test-mcp-pg`).
+test-mcp-pg: venv
+	bash scripts/test-mcp-pg.sh
 
 ## The backend conformance suites of the core on PostgreSQL (each test gets its own schema).
 ## Needs MEMSTRATA_TEST_PG_URL (e.g. postgres://postgres@127.0.0.1:54329/postgres) of a running

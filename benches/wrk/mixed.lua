@@ -5,6 +5,9 @@
 -- Usage: benches/wrk/run.sh (it pre-fills the 300 keys the reads use and
 -- starts the server).
 local mode = os.getenv("WRK_MODE") or "execute"
+-- Written keys are "w<prefix>-<thread>-<n>": several wrk processes against one store
+-- (benches/wrk/instances.sh) each pass their own WRK_KEY_PREFIX.
+local prefix = os.getenv("WRK_KEY_PREFIX") or ""
 local words = {"alpha", "project", "deadline", "budget", "review", "design", "meeting",
   "release", "customer", "invoice", "travel", "python", "rust", "kernel", "garden"}
 local counter = 0
@@ -41,8 +44,8 @@ function request()
   if r <= 20 then
     local w = words[math.random(#words)]
     return call("knowledge_store", string.format(
-      '{"key":"w-%d-%d","knowledge":{"entityType":"fact","observations":["%s notes from the %s review","owner %d"]}}',
-      tid, counter, w, words[math.random(#words)], counter))
+      '{"key":"w%s-%d-%d","knowledge":{"entityType":"fact","observations":["%s notes from the %s review","owner %d"]}}',
+      prefix, tid, counter, w, words[math.random(#words)], counter))
   elseif r <= 80 then
     return call("knowledge_retrieve", string.format('{"key":"pre-%d"}', math.random(300) - 1))
   end

@@ -195,7 +195,7 @@ impl Memory {
         self.h.is_closed()
     }
 
-    /// The store directory.
+    /// The store directory, or the PostgreSQL URL it was opened with.
     #[getter]
     fn path(&self) -> PyResult<PathBuf> {
         Ok(self.core()?.path())
@@ -479,7 +479,7 @@ impl Memory {
         match self.h.get() {
             Ok(m) => format!(
                 "Memory(path={}, active_context={}{})",
-                crate::records::pystr(&m.path().display().to_string()),
+                crate::records::pystr(&common::store::display_store(&m.path())),
                 crate::records::pystr(&m.active_context()),
                 if m.is_temporary() {
                     ", temporary=True"

@@ -46,7 +46,12 @@ pub struct AuditLog {
 impl AuditLog {
     /// Open (create) `<store_dir>/audit.jsonl` for appending.
     pub fn open(store_dir: &Path) -> std::io::Result<AuditLog> {
-        let path = store_dir.join(AUDIT_FILE);
+        AuditLog::open_file(&store_dir.join(AUDIT_FILE))
+    }
+
+    /// Open (create) the audit file `path` for appending (`--audit-file`).
+    pub fn open_file(path: &Path) -> std::io::Result<AuditLog> {
+        let path = path.to_owned();
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
         Ok(AuditLog {
             path,
@@ -94,8 +99,12 @@ fn now(t: DateTime<Utc>) -> String {
 
 /// The last `n` records of `<store_dir>/audit.jsonl` (oldest first); empty when there is no file.
 pub fn tail(store_dir: &Path, n: usize) -> std::io::Result<Vec<AuditEntry>> {
-    let path = store_dir.join(AUDIT_FILE);
-    let file = match File::open(&path) {
+    tail_file(&store_dir.join(AUDIT_FILE), n)
+}
+
+/// The last `n` records of the audit file `path` (oldest first); empty when there is no file.
+pub fn tail_file(path: &Path, n: usize) -> std::io::Result<Vec<AuditEntry>> {
+    let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),

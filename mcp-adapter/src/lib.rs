@@ -8,7 +8,9 @@
 //! - [`ops`]: tool arguments and what each tool does (a thin mapping onto the core);
 //! - [`envelope`]: the plain execute envelope, on every transport;
 //! - [`http`]: the HTTP listener with Host/Origin checks, API keys, size limits;
-//! - [`auth`], [`audit`]: who may do what, and the trail of mutating calls.
+//! - [`auth`], [`audit`]: who may do what, and the trail of mutating calls;
+//! - [`store`], [`pgnotify`]: a `postgres://` store URL, and resource changes across
+//!   the instances sharing one PostgreSQL store.
 
 pub mod audit;
 pub mod auth;
@@ -23,9 +25,11 @@ pub mod limits;
 pub mod oauth;
 pub mod ops;
 mod outbound;
+pub mod pgnotify;
 pub mod prompts;
 pub mod resources;
 pub mod server;
+pub mod store;
 pub mod tls;
 pub mod uri;
 pub mod ws;

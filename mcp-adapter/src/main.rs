@@ -1,10 +1,12 @@
 //! `memstrata-mcp`: the standalone Memstrata MCP server and its admin commands.
 //!
 //! ```text
-//! memstrata-mcp [--store PATH] stdio
-//! memstrata-mcp [--store PATH] http --listen 127.0.0.1:8765 [--api-key KEY]... [--auth-config FILE]
-//! memstrata-mcp [--store PATH] status | export FILE | import FILE [--knowledge-graph] | optimize [--level L]
+//! memstrata-mcp [--store PATH|URL] stdio
+//! memstrata-mcp [--store PATH|URL] http --listen 127.0.0.1:8765 [--api-key KEY]... [--auth-config FILE]
+//! memstrata-mcp [--store PATH|URL] status | export FILE | import FILE [--knowledge-graph] | optimize [--level L]
 //! ```
+//! The store is a directory (embedded sled) or `postgres://user:pass@host:port/db?schema=NAME`
+//! (PostgreSQL: any number of instances share it; see docs/mcp.md).
 //! stdout carries only the MCP protocol (stdio) or command output; logs go to stderr.
 
 use std::io::{BufWriter, Write};
@@ -29,6 +31,7 @@ use memstrata_mcp::drain::DrainOnEof;
 use memstrata_mcp::envelope::Envelope;
 use memstrata_mcp::http::{self, HttpConfig};
 use memstrata_mcp::ops::Level;
+use memstrata_mcp::store::StoreLocation;
 use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
 
 #[derive(Debug, Parser)]
@@ -38,7 +41,8 @@ use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
     about = "Memstrata layered memory as an MCP server"
 )]
 struct Cli {
-    /// Store directory [env: MEMSTRATA_STORE; default: <platform data dir>/memstrata/default.mem]
+    /// Store directory, or PostgreSQL URL postgres://user:pass@host:port/db?schema=NAME
+    /// [env: MEMSTRATA_STORE; default: <platform data dir>/memstrata/default.mem]
     #[arg(long, global = true, env = "MEMSTRATA_STORE", hide_env = true)]
     store: Option<PathBuf>,
     /// Durability: immediate, periodic, periodic:<ms> or manual.
@@ -47,9 +51,19 @@ struct Cli {
     /// Root scanned by llm_punch_out(detect_files=true) (repeatable; default: the working directory).
     #[arg(long = "workspace-root", global = true)]
     workspace_roots: Vec<PathBuf>,
-    /// Do not append mutating calls and refused requests to <store>/audit.jsonl.
-    #[arg(long, global = true)]
+    /// Do not append mutating calls and refused requests to the audit trail.
+    #[arg(long, global = true, conflicts_with = "audit_file")]
     no_audit: bool,
+    /// Audit trail file (JSON Lines) [default: <store>/audit.jsonl for a store directory;
+    /// none for a postgres:// store, whose instances each need their own file].
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "MEMSTRATA_AUDIT_FILE",
+        hide_env = true
+    )]
+    audit_file: Option<PathBuf>,
     /// Also audit read-only tool calls.
     #[arg(long, global = true)]
     audit_reads: bool,
@@ -164,25 +178,74 @@ fn default_store() -> PathBuf {
         .join("default.mem")
 }
 
-fn store_path(cli: &Cli) -> PathBuf {
-    cli.store.clone().unwrap_or_else(default_store)
+fn store_location(cli: &Cli) -> Result<StoreLocation, String> {
+    StoreLocation::parse(&cli.store.clone().unwrap_or_else(default_store))
 }
 
-/// The admin commands that read a store refuse to create an empty one by accident.
+/// The admin commands that read a store refuse to create an empty one by accident
+/// (a directory without a database, or a PostgreSQL schema that does not exist).
 fn require_existing(cli: &Cli) -> Result<(), String> {
-    let path = store_path(cli);
-    if path.join("db").exists() {
-        Ok(())
-    } else {
-        Err(format!(
+    match store_location(cli)? {
+        StoreLocation::Dir(path) if path.join("db").exists() => Ok(()),
+        StoreLocation::Dir(path) => Err(format!(
             "no store at {} (pass --store or set MEMSTRATA_STORE)",
             path.display()
-        ))
+        )),
+        StoreLocation::Postgres(url) => {
+            if runtime()?.block_on(memstrata_mcp::pgnotify::schema_exists(&url))? {
+                Ok(())
+            } else {
+                Err(format!(
+                    "no store at {url}: the database has no schema \"{}\" (check the URL's `schema=`)",
+                    url.schema()
+                ))
+            }
+        }
+    }
+}
+
+/// Where the audit trail goes: `--audit-file`, else `<store>/audit.jsonl` for a store
+/// directory; a PostgreSQL store has no directory, so without `--audit-file` it has none.
+fn audit_file(cli: &Cli) -> Result<Option<PathBuf>, String> {
+    if cli.no_audit {
+        return Ok(None);
+    }
+    if let Some(f) = &cli.audit_file {
+        return Ok(Some(f.clone()));
+    }
+    Ok(match store_location(cli)? {
+        StoreLocation::Dir(p) => Some(
+            std::fs::canonicalize(&p)
+                .unwrap_or(p)
+                .join(audit::AUDIT_FILE),
+        ),
+        StoreLocation::Postgres(_) => None,
+    })
+}
+
+/// The audit log a server appends to (see [`audit_file`]), logging where it goes.
+fn open_audit(cli: &Cli) -> Result<Option<audit::AuditLog>, String> {
+    match audit_file(cli)? {
+        Some(f) => {
+            let log = audit::AuditLog::open_file(&f)
+                .map_err(|e| format!("cannot open the audit file {}: {e}", f.display()))?;
+            tracing::info!(file = %f.display(), "audit trail");
+            Ok(Some(log))
+        }
+        None if cli.no_audit => Ok(None),
+        None => {
+            tracing::info!(
+                "audit trail off: a postgres:// store has no directory for audit.jsonl; \
+                 pass --audit-file FILE (one per instance) to keep one"
+            );
+            Ok(None)
+        }
     }
 }
 
 fn open(cli: &Cli) -> Result<Memory, String> {
-    let path = store_path(cli);
+    let location = store_location(cli)?;
+    let path = location.open_path();
     let durability: Durability = cli
         .durability
         .parse()
@@ -212,7 +275,7 @@ fn open(cli: &Cli) -> Result<Memory, String> {
                 "{e} (another memstrata-mcp or program has it open; stop it or use another --store)"
             )
         }
-        other => format!("cannot open store {}: {other}", path.display()),
+        other => format!("cannot open store {}: {other}", location.display()),
     })?;
     if let (Some(url), Some(model)) = (&cli.embeddings_url, &cli.embeddings_model) {
         let e = memstrata_mcp::embeddings::HttpEmbedder::new(url, model)?;
@@ -270,17 +333,20 @@ fn flush(mem: &Memory) {
 }
 
 fn serve_stdio(cli: &Cli) -> Result<(), String> {
+    let location = store_location(cli)?;
     let mem = open(cli)?;
-    let shared = Shared::with_audit(
+    let shared = Shared::with_audit_log(
         mem.clone(),
         Auth::disabled(),
-        !cli.no_audit,
+        open_audit(cli)?,
         cli.audit_reads,
-    )
-    .map_err(|e| e.to_string())?;
+        memstrata_mcp::limits::Limits::default(),
+    );
     let max_line = mem.options().limits.max_value_bytes.saturating_mul(2) + (1 << 20);
     let rt = runtime()?;
+    let bridge_stop = CancellationToken::new();
     let r = rt.block_on(async {
+        bridge(&shared, &location, &bridge_stop).await;
         let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
         let envelope_server = server.clone();
         let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
@@ -295,7 +361,7 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
             envelope_server,
             Principal::local(),
         ));
-        tracing::info!(store = %mem.path().display(), "memstrata-mcp serving MCP on stdio");
+        tracing::info!(store = %location.display(), "memstrata-mcp serving MCP on stdio");
         let running = match server.serve(transport).await {
             Ok(r) => r,
             // Input ended before any MCP request (a script that only sent execute envelopes).
@@ -316,6 +382,7 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
         }
         Ok::<(), String>(())
     });
+    bridge_stop.cancel();
     // tokio's stdin reader sits in a blocking read(2); do not wait for it.
     rt.shutdown_background();
     r?;
@@ -351,11 +418,12 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
             args.listen
         );
     }
+    let location = store_location(cli)?;
     let mem = open(cli)?;
     let n_keys = auth.len();
     let limits = memstrata_mcp::limits::Limits::new(args.limits.config());
-    let shared = Shared::with_limits(mem.clone(), auth, !cli.no_audit, cli.audit_reads, limits)
-        .map_err(|e| e.to_string())?;
+    let shared =
+        Shared::with_audit_log(mem.clone(), auth, open_audit(cli)?, cli.audit_reads, limits);
     let cfg = HttpConfig {
         listen: args.listen,
         allowed_hosts: args.allowed_hosts.clone(),
@@ -367,9 +435,10 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
             .zip(args.tls_key.clone())
             .map(|(cert, key)| memstrata_mcp::tls::TlsFiles { cert, key }),
     };
-    tracing::info!(store = %mem.path().display(), api_keys = n_keys, "starting HTTP server");
+    tracing::info!(store = %location.display(), api_keys = n_keys, "starting HTTP server");
     runtime()?.block_on(async {
         let shutdown = CancellationToken::new();
+        bridge(&shared, &location, &shutdown).await;
         let server = tokio::spawn(http::serve(shared, cfg, shutdown.clone()));
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -387,6 +456,23 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// On a PostgreSQL store, deliver resource changes across instances (LISTEN/NOTIFY),
+/// waiting briefly for the first LISTEN so subscriptions work from the first request.
+async fn bridge(shared: &Shared, location: &StoreLocation, stop: &CancellationToken) {
+    let Some(url) = location.postgres() else {
+        return;
+    };
+    shared.bridge_postgres(url, stop.clone());
+    if let Some(b) = shared.bridge()
+        && !b.wait_listening(Duration::from_secs(10)).await
+    {
+        tracing::warn!(
+            store = %url,
+            "not yet listening for other instances' changes; subscribers hear of them once connected"
+        );
+    }
+}
+
 fn spinner(msg: &str) -> ProgressBar {
     let pb = ProgressBar::new_spinner();
     pb.set_style(
@@ -400,7 +486,7 @@ fn spinner(msg: &str) -> ProgressBar {
 
 fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
     require_existing(cli)?;
-    let path = store_path(cli);
+    let location = store_location(cli)?;
     let (status, note) = match open(cli) {
         Ok(mem) => (
             Some(mem.status(true, true).map_err(|e| e.to_string())?),
@@ -408,14 +494,21 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
         ),
         Err(e) => (None, Some(e)),
     };
-    let trail = audit::tail(
-        &std::fs::canonicalize(&path).unwrap_or(path.clone()),
-        audit_n,
-    )
-    .map_err(|e| e.to_string())?;
+    let audit_path = audit_file(cli)?;
+    let trail = match &audit_path {
+        Some(f) => audit::tail_file(f, audit_n)
+            .map_err(|e| format!("cannot read the audit file {}: {e}", f.display()))?,
+        None => Vec::new(),
+    };
     let mut out = std::io::stdout().lock();
     if json {
-        let v = serde_json::json!({"store": path, "status": status, "note": note, "audit": trail});
+        let v = serde_json::json!({
+            "store": location.display(),
+            "status": status,
+            "note": note,
+            "audit_file": audit_path,
+            "audit": trail,
+        });
         writeln!(
             out,
             "{}",
@@ -424,7 +517,7 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
         return Ok(());
     }
-    let _ = writeln!(out, "store: {}", path.display());
+    let _ = writeln!(out, "store: {}", location.display());
     match &status {
         Some(s) => {
             let _ = writeln!(
@@ -473,11 +566,25 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
             let _ = writeln!(out, "status: unavailable: {}", note.unwrap_or_default());
         }
     }
-    let _ = writeln!(
-        out,
-        "audit trail ({} most recent mutating calls):",
-        trail.len()
-    );
+    match &audit_path {
+        Some(f) => {
+            let _ = writeln!(
+                out,
+                "audit trail ({} most recent mutating calls in {}):",
+                trail.len(),
+                f.display()
+            );
+        }
+        None if cli.no_audit => {
+            let _ = writeln!(out, "audit trail: off (--no-audit)");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "audit trail: none (a postgres:// store keeps none without --audit-file)"
+            );
+        }
+    }
     for a in &trail {
         let _ = writeln!(
             out,

@@ -55,10 +55,13 @@ pub struct Shared {
     /// Rate limits, call time limit and concurrency bound (off unless configured).
     pub limits: crate::limits::Limits,
     hub: broadcast::Sender<Change>,
+    /// On a PostgreSQL store: the LISTEN/NOTIFY bridge to the other instances.
+    bridge: OnceLock<crate::pgnotify::Bridge>,
 }
 
 impl Shared {
-    /// Shared state over an open engine; `audit` appends to `<store>/audit.jsonl`.
+    /// Shared state over an open engine (a store directory); `audit` appends to
+    /// `<store>/audit.jsonl`.
     pub fn new(mem: Memory, auth: Auth, audit: bool) -> std::io::Result<Arc<Shared>> {
         Shared::with_audit(mem, auth, audit, false)
     }
@@ -92,19 +95,69 @@ impl Shared {
         } else {
             None
         };
+        Ok(Shared::with_audit_log(
+            mem,
+            auth,
+            audit,
+            audit_reads,
+            limits,
+        ))
+    }
+
+    /// Shared state with the audit trail given explicitly (`None`: off): what a
+    /// PostgreSQL store uses, having no directory (`--audit-file`).
+    pub fn with_audit_log(
+        mem: Memory,
+        auth: Auth,
+        audit: Option<AuditLog>,
+        audit_reads: bool,
+        limits: crate::limits::Limits,
+    ) -> Arc<Shared> {
         let (hub, _) = broadcast::channel(1024);
-        Ok(Arc::new(Shared {
+        Arc::new(Shared {
             mem,
             auth,
             audit,
             audit_reads,
             limits,
             hub,
-        }))
+            bridge: OnceLock::new(),
+        })
     }
 
-    fn publish(&self, changes: Vec<Change>) {
+    /// Deliver resource changes across instances over one PostgreSQL store: this
+    /// instance's changes are NOTIFYed on `url`'s channel and the other instances'
+    /// re-published to local subscribers (see [`crate::pgnotify`]). Runs until
+    /// `shutdown`. Returns `false` if a bridge was already started.
+    pub fn bridge_postgres(&self, url: &crate::store::PgUrl, shutdown: CancellationToken) -> bool {
+        self.bridge
+            .set(crate::pgnotify::Bridge::start(
+                url,
+                self.hub.clone(),
+                shutdown,
+            ))
+            .is_ok()
+    }
+
+    /// The running LISTEN/NOTIFY bridge, if any.
+    pub fn bridge(&self) -> Option<&crate::pgnotify::Bridge> {
+        self.bridge.get()
+    }
+
+    /// Subscribe to every resource change this instance sees (its own and, with a
+    /// bridge, the other instances').
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.hub.subscribe()
+    }
+
+    /// Publish the changes a call made: to this instance's subscribers and, on a
+    /// PostgreSQL store, to the other instances.
+    pub fn publish(&self, changes: Vec<Change>) {
+        let bridge = self.bridge.get();
         for c in changes {
+            if let Some(b) = bridge {
+                b.send(c.clone());
+            }
             // No receivers is fine: nobody is listening.
             let _ = self.hub.send(c);
         }

@@ -10,6 +10,18 @@ import org.junit.jupiter.api.io.TempDir
 
 class ErrorsTest {
     @Test
+    fun `a postgres URL is refused clearly (the mobile library embeds sled only)`() {
+        val e = assertFailsWith<MemstrataException.InvalidInput> {
+            Memory("postgres://app:secret@127.0.0.1:5432/memstrata?schema=x")
+        }
+        assertTrue(e.message!!.contains("`path`"), e.message)
+        assertTrue(e.message!!.contains("`postgres` feature"), e.message)
+        assertTrue(!e.message!!.contains("secret"), e.message)
+        // Nothing was created for it in the working directory.
+        assertTrue(!java.io.File("postgres:").exists())
+    }
+
+    @Test
     fun `each kind of failure throws its own case with the core's message`(@TempDir dir: Path) = runBlocking<Unit> {
         val mem = Memory()
 
