@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use crate::codec;
 use crate::config::{Durability, Options};
-use crate::episode_cache::EpisodeCache;
+use crate::decoded_cache::{EpisodeCache, ShortTermCache};
 use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
 use crate::metrics::Metrics;
 use crate::storage::{self, KvTree, Store, Tree, TxResult, TxTree};
@@ -100,8 +100,10 @@ pub(crate) struct Engine {
     pub t: Trees,
     pub index: SearchIndex,
     pub metrics: Metrics,
-    /// Decoded episodes recently recorded or read (see `episode_cache`).
+    /// Decoded episodes recently recorded or read (see `decoded_cache`).
     pub episode_cache: EpisodeCache,
+    /// Decoded short-term records recently read (see `decoded_cache`).
+    pub short_term_cache: ShortTermCache,
     pub started: Instant,
     /// Serialises read-modify-write updates of non-indexed records (working memory, runs, tasks...).
     pub rmw: Mutex<()>,
@@ -356,7 +358,7 @@ impl Engine {
         let cache_bytes = if store.is_shared() {
             0
         } else {
-            crate::episode_cache::EPISODE_CACHE_BYTES
+            crate::decoded_cache::DECODED_CACHE_BYTES
         };
         let engine = Engine {
             opts,
@@ -367,6 +369,7 @@ impl Engine {
             index: search,
             metrics: Metrics::default(),
             episode_cache: EpisodeCache::new(cache_bytes),
+            short_term_cache: ShortTermCache::new(cache_bytes),
             started: Instant::now(),
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),

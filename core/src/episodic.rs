@@ -488,7 +488,7 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
         };
         Ok((old.is_some(), ops))
     });
-    // After the sled write (see `episode_cache`), whatever its outcome.
+    // After the sled write (see `decoded_cache`), whatever its outcome.
     e.episode_cache.invalidate(&key);
     r
 }

@@ -1,23 +1,31 @@
-//! A bounded cache of decoded episodes, keyed by their sled key (`ctx 0x00 id`).
+//! A bounded cache of decoded records, keyed by their storage key (`ctx 0x00 id`).
+//! One generic type serves two layers: decoded episodes ([`EpisodeCache`]) and
+//! decoded short-term records ([`ShortTermCache`]).
 //!
-//! sled stays the source of truth: every path that removes or replaces an
-//! episode in the `episodes` tree calls [`EpisodeCache::invalidate`] after its
-//! sled write, and fills that could race with such a write are refused through
+//! The store stays the source of truth: every path that removes or replaces a
+//! record of the cached tree calls [`DecodedCache::invalidate`] after its
+//! store write, and fills that could race with such a write are refused through
 //! a generation counter:
 //!
-//! 1. a reader takes [`EpisodeCache::generation`] *before* it reads sled;
-//! 2. a writer commits to sled, then invalidates (removing the entry and
+//! 1. a reader takes [`DecodedCache::generation`] *before* it reads the store;
+//! 2. a writer commits to the store, then invalidates (removing the entry and
 //!    bumping the generation under the shard lock);
-//! 3. the reader's [`EpisodeCache::insert`] is refused when the generation moved.
+//! 3. the reader's [`DecodedCache::insert`] is refused when the generation moved.
 //!
-//! If the reader saw the old record, its sled read came before the writer's
+//! If the reader saw the old record, its store read came before the writer's
 //! commit, hence its generation load came before the bump: either its insert
 //! sees the new generation and is refused, or it lands before the
 //! invalidation, which then removes it. The generation is global (one bump
 //! refuses every fill in flight), which only costs a few misses.
 //!
+//! Write-through (inserting what was just written) is only safe when no other
+//! writer can replace the same key concurrently: episodes get fresh ids, so
+//! `record` writes through; short-term keys are overwritten by any caller, so
+//! `store` only invalidates and the next read fills.
+//!
 //! Bounded by an estimate of the decoded size in bytes, CLOCK eviction
-//! (second chance), sharded to keep concurrent searches off one lock.
+//! (second chance), sharded to keep concurrent readers off one lock. Disabled
+//! (budget 0) on a shared PostgreSQL store, whose rows other instances write.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -27,30 +35,50 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::episodic::Episode;
+use crate::short_term::StRecord;
 
-/// Default byte budget of the cache (estimated heap size of the cached episodes).
-pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// Default byte budget of each cache (estimated heap size of the cached records).
+pub(crate) const DECODED_CACHE_BYTES: usize = 8 * 1024 * 1024;
 
-/// Episodes larger than this share of a shard's budget are not cached.
+/// A cached record's estimated heap footprint in bytes.
+pub(crate) trait Weigh {
+    fn approx_size(&self) -> usize;
+}
+
+/// Decoded episodes (`episodes` tree).
+pub(crate) type EpisodeCache = DecodedCache<Episode>;
+/// Decoded short-term records, value and expiry (`short_term` tree).
+pub(crate) type ShortTermCache = DecodedCache<StRecord>;
+
+/// Records larger than this share of a shard's budget are not cached.
 const MAX_ENTRY_SHARE: usize = 4;
 
 const SHARDS: usize = 16;
 
-struct Slot {
-    ep: Arc<Episode>,
+struct Slot<V> {
+    rec: Arc<V>,
     bytes: usize,
     referenced: AtomicBool,
 }
 
-#[derive(Default)]
-struct Shard {
-    map: HashMap<Box<[u8]>, Slot>,
+struct Shard<V> {
+    map: HashMap<Box<[u8]>, Slot<V>>,
     /// CLOCK order; may hold keys already removed from `map` (skipped on eviction).
     order: VecDeque<Box<[u8]>>,
     bytes: usize,
 }
 
-impl Shard {
+impl<V> Default for Shard<V> {
+    fn default() -> Self {
+        Shard {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl<V> Shard<V> {
     fn evict_to(&mut self, budget: usize) {
         while self.bytes > budget {
             let Some(k) = self.order.pop_front() else {
@@ -75,15 +103,15 @@ impl Shard {
 }
 
 /// See the module documentation.
-pub(crate) struct EpisodeCache {
-    shards: Box<[Mutex<Shard>]>,
+pub(crate) struct DecodedCache<V> {
+    shards: Box<[Mutex<Shard<V>>]>,
     shard_budget: usize,
     generation: AtomicU64,
 }
 
-impl std::fmt::Debug for EpisodeCache {
+impl<V> std::fmt::Debug for DecodedCache<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EpisodeCache")
+        f.debug_struct("DecodedCache")
             .field("budget", &(self.shard_budget * SHARDS))
             .finish_non_exhaustive()
     }
@@ -99,40 +127,40 @@ fn shard_of(key: &[u8]) -> usize {
     (h % SHARDS as u64) as usize
 }
 
-impl EpisodeCache {
-    /// A cache holding at most about `budget` bytes of decoded episodes (0 disables it).
+impl<V: Weigh> DecodedCache<V> {
+    /// A cache holding at most about `budget` bytes of decoded records (0 disables it).
     pub(crate) fn new(budget: usize) -> Self {
-        EpisodeCache {
+        DecodedCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             shard_budget: budget / SHARDS,
             generation: AtomicU64::new(0),
         }
     }
 
-    /// Take this before reading sled for a later [`EpisodeCache::insert`].
+    /// Take this before reading sled for a later [`DecodedCache::insert`].
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// The cached episode under `key`.
-    pub(crate) fn get(&self, key: &[u8]) -> Option<Arc<Episode>> {
+    /// The cached record under `key`.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Arc<V>> {
         if self.shard_budget == 0 {
             return None;
         }
         let shard = self.shards[shard_of(key)].lock();
         shard.map.get(key).map(|s| {
             s.referenced.store(true, Ordering::Relaxed);
-            Arc::clone(&s.ep)
+            Arc::clone(&s.rec)
         })
     }
 
-    /// Cache `ep` (read from sled, or just written to it) under `key`, unless an
-    /// invalidation happened since `generation` was taken.
-    pub(crate) fn insert(&self, key: &[u8], ep: Arc<Episode>, generation: u64) {
+    /// Cache `rec` (read from the store, or just written to it) under `key`,
+    /// unless an invalidation happened since `generation` was taken.
+    pub(crate) fn insert(&self, key: &[u8], rec: Arc<V>, generation: u64) {
         if self.shard_budget == 0 {
             return;
         }
-        let bytes = approx_size(&ep) + key.len();
+        let bytes = rec.approx_size() + key.len() + SLOT_OVERHEAD;
         if bytes > self.shard_budget / MAX_ENTRY_SHARE {
             return;
         }
@@ -143,7 +171,7 @@ impl EpisodeCache {
             return;
         }
         let slot = Slot {
-            ep,
+            rec,
             bytes,
             referenced: AtomicBool::new(false),
         };
@@ -156,8 +184,11 @@ impl EpisodeCache {
         shard.evict_to(budget);
     }
 
-    /// Forget `key`; call after every sled write that removes or replaces it.
+    /// Forget `key`; call after every store write that removes or replaces it.
     pub(crate) fn invalidate(&self, key: &[u8]) {
+        if self.shard_budget == 0 {
+            return;
+        }
         let mut shard = self.shards[shard_of(key)].lock();
         // Bumped under the lock, so an `insert` of this key that checks the
         // generation after this point refuses.
@@ -179,8 +210,12 @@ impl EpisodeCache {
         }
     }
 
+    /// The byte budget (0: disabled).
+    pub(crate) fn budget(&self) -> usize {
+        self.shard_budget * SHARDS
+    }
+
     /// Entries and estimated bytes held (for tests and diagnostics).
-    #[allow(dead_code)]
     pub(crate) fn usage(&self) -> (usize, usize) {
         self.shards.iter().fold((0, 0), |(n, b), s| {
             let s = s.lock();
@@ -189,32 +224,46 @@ impl EpisodeCache {
     }
 }
 
-/// Rough heap footprint of a decoded episode.
-fn approx_size(ep: &Episode) -> usize {
+/// Per-entry bookkeeping counted against the budget: the map slot, the boxed
+/// key's CLOCK copy, the `Arc` header.
+const SLOT_OVERHEAD: usize = 96;
+
+/// Rough heap footprint of a JSON value.
+fn value_size(v: &Value) -> usize {
     const NODE: usize = 48;
-    fn value(v: &Value) -> usize {
-        match v {
-            Value::Null | Value::Bool(_) | Value::Number(_) => NODE,
-            Value::String(s) => NODE + s.len(),
-            Value::Array(a) => NODE + a.iter().map(value).sum::<usize>(),
-            Value::Object(m) => {
-                NODE + m
-                    .iter()
-                    .map(|(k, v)| NODE + k.len() + value(v))
-                    .sum::<usize>()
-            }
+    match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => NODE,
+        Value::String(s) => NODE + s.len(),
+        Value::Array(a) => NODE + a.iter().map(value_size).sum::<usize>(),
+        Value::Object(m) => {
+            NODE + m
+                .iter()
+                .map(|(k, v)| NODE + k.len() + value_size(v))
+                .sum::<usize>()
         }
     }
-    std::mem::size_of::<Episode>()
-        + 64
-        + ep.id.len()
-        + ep.summary.len()
-        + value(&ep.content)
-        + ep.participants
-            .iter()
-            .chain(&ep.tags)
-            .map(|s| s.len() + 24)
-            .sum::<usize>()
+}
+
+impl Weigh for Episode {
+    fn approx_size(&self) -> usize {
+        std::mem::size_of::<Episode>()
+            + 64
+            + self.id.len()
+            + self.summary.len()
+            + value_size(&self.content)
+            + self
+                .participants
+                .iter()
+                .chain(&self.tags)
+                .map(|s| s.len() + 24)
+                .sum::<usize>()
+    }
+}
+
+impl Weigh for StRecord {
+    fn approx_size(&self) -> usize {
+        std::mem::size_of::<StRecord>() + value_size(&self.value)
+    }
 }
 
 #[cfg(test)]
