@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 
 use crate::episodic::Episode;
@@ -62,16 +63,19 @@ struct Slot<V> {
 }
 
 struct Shard<V> {
-    map: HashMap<Box<[u8]>, Slot<V>>,
-    /// CLOCK order; may hold keys already removed from `map` (skipped on eviction).
-    order: VecDeque<Box<[u8]>>,
+    /// Fx hashing: keys are short and come from the engine, not from an attacker
+    /// who could aim collisions at one shard (they are also bounded by the budget).
+    map: HashMap<Arc<[u8]>, Slot<V>, FxBuildHasher>,
+    /// CLOCK order (sharing the map's key allocation); may hold keys already
+    /// removed from `map` (skipped on eviction).
+    order: VecDeque<Arc<[u8]>>,
     bytes: usize,
 }
 
 impl<V> Default for Shard<V> {
     fn default() -> Self {
         Shard {
-            map: HashMap::new(),
+            map: HashMap::default(),
             order: VecDeque::new(),
             bytes: 0,
         }
@@ -175,9 +179,13 @@ impl<V: Weigh> DecodedCache<V> {
             bytes,
             referenced: AtomicBool::new(false),
         };
-        match shard.map.insert(key.into(), slot) {
-            Some(old) => shard.bytes -= old.bytes,
-            None => shard.order.push_back(key.into()),
+        if let Some(old) = shard.map.get_mut(key) {
+            let old = std::mem::replace(old, slot);
+            shard.bytes -= old.bytes;
+        } else {
+            let k: Arc<[u8]> = key.into();
+            shard.map.insert(Arc::clone(&k), slot);
+            shard.order.push_back(k);
         }
         shard.bytes += bytes;
         let budget = self.shard_budget;
