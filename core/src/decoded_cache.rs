@@ -38,8 +38,16 @@ use serde_json::Value;
 use crate::episodic::Episode;
 use crate::short_term::StRecord;
 
-/// Default byte budget of each cache (estimated heap size of the cached records).
-pub(crate) const DECODED_CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// Byte budget of the episode cache (estimated heap size of the cached episodes).
+pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Byte budget of the short-term cache. Larger than the episode cache's: the
+/// short-term layer is the one agents re-read most, its records are small
+/// (~1 KB decoded for a 4-field value, so ~16k of them fit), and a miss costs
+/// a store read, a decode and an eviction, which at 8 MiB (~87 % of a 10k
+/// working set) made the average retrieve no faster than without a cache
+/// (docs/benchmarks.md, *Findings*).
+pub(crate) const SHORT_TERM_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// A cached record's estimated heap footprint in bytes.
 pub(crate) trait Weigh {
@@ -56,6 +64,9 @@ const MAX_ENTRY_SHARE: usize = 4;
 
 const SHARDS: usize = 16;
 
+/// Doorkeeper slots per shard (8 bytes each).
+const DOOR_SLOTS: usize = 1024;
+
 struct Slot<V> {
     rec: Arc<V>,
     bytes: usize,
@@ -70,6 +81,11 @@ struct Shard<V> {
     /// removed from `map` (skipped on eviction).
     order: VecDeque<Arc<[u8]>>,
     bytes: usize,
+    /// Admission doorkeeper, used once the shard is full: the hashes of keys
+    /// refused once (direct-mapped). A key is admitted on its second fill, so
+    /// a working set larger than the cache (reads spread over far more keys
+    /// than fit) does not pay an insertion and an eviction on every miss.
+    door: Box<[u64]>,
 }
 
 impl<V> Default for Shard<V> {
@@ -78,6 +94,7 @@ impl<V> Default for Shard<V> {
             map: HashMap::default(),
             order: VecDeque::new(),
             bytes: 0,
+            door: vec![0; DOOR_SLOTS].into_boxed_slice(),
         }
     }
 }
@@ -173,6 +190,17 @@ impl<V: Weigh> DecodedCache<V> {
         // generation before this point (refused here) or runs after (and removes it).
         if self.generation.load(Ordering::Acquire) != generation {
             return;
+        }
+        let replaces = shard.map.contains_key(key);
+        if !replaces && shard.bytes + bytes > self.shard_budget {
+            // Full: admit only a key refused before (see `Shard::door`).
+            let h = std::hash::BuildHasher::hash_one(&FxBuildHasher, key) | 1;
+            let slot = &mut shard.door[(h % DOOR_SLOTS as u64) as usize];
+            if *slot != h {
+                *slot = h;
+                return;
+            }
+            *slot = 0;
         }
         let slot = Slot {
             rec,
@@ -328,6 +356,35 @@ mod tests {
             let s = s.lock();
             assert!(s.order.len() <= 2 * s.map.len() + 64);
         }
+    }
+
+    #[test]
+    fn full_cache_admits_a_key_on_its_second_fill() {
+        let c = EpisodeCache::new(64 * 1024);
+        for i in 0..2_000 {
+            let k = format!("a\0{i}");
+            c.insert(
+                k.as_bytes(),
+                ep(&i.to_string(), &"s".repeat(100)),
+                c.generation(),
+            );
+        }
+        let (n, _) = c.usage();
+        // Every shard is full now; a new key is refused once, then admitted.
+        let mut admitted_second_time = 0;
+        for i in 0..50 {
+            let k = format!("b\0{i}");
+            c.insert(k.as_bytes(), ep("n", "new"), c.generation());
+            let first = c.get(k.as_bytes()).is_some();
+            c.insert(k.as_bytes(), ep("n", "new"), c.generation());
+            let second = c.get(k.as_bytes()).is_some();
+            // Admitted at once while its shard has room, else on the second fill.
+            assert!(second, "b\\0{i}");
+            admitted_second_time += usize::from(!first);
+        }
+        assert!(admitted_second_time > 0, "no shard was full");
+        assert!(c.usage().0 <= n + 50);
+        assert!(c.usage().1 <= 64 * 1024);
     }
 
     #[test]

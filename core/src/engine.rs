@@ -355,11 +355,11 @@ impl Engine {
         let registered = Arc::new(AtomicBool::new(false));
         let reg_path = path.clone();
         // A process-local cache cannot see other instances' writes: none on a shared store.
-        let cache_bytes = if store.is_shared() {
-            0
-        } else {
-            crate::decoded_cache::DECODED_CACHE_BYTES
-        };
+        let cache_bytes = |bytes: usize| if store.is_shared() { 0 } else { bytes };
+        let (episode_cache_bytes, short_term_cache_bytes) = (
+            cache_bytes(crate::decoded_cache::EPISODE_CACHE_BYTES),
+            cache_bytes(crate::decoded_cache::SHORT_TERM_CACHE_BYTES),
+        );
         let engine = Engine {
             opts,
             path,
@@ -368,8 +368,8 @@ impl Engine {
             t,
             index: search,
             metrics: Metrics::default(),
-            episode_cache: EpisodeCache::new(cache_bytes),
-            short_term_cache: ShortTermCache::new(cache_bytes),
+            episode_cache: EpisodeCache::new(episode_cache_bytes),
+            short_term_cache: ShortTermCache::new(short_term_cache_bytes),
             started: Instant::now(),
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),
