@@ -175,6 +175,25 @@ impl<V: Weigh> DecodedCache<V> {
         })
     }
 
+    /// The record under `key`: cached, else `load`ed from the store (decoded) and
+    /// offered to the cache under the generation taken before the load.
+    pub(crate) fn get_or_load(
+        &self,
+        key: &[u8],
+        load: impl FnOnce() -> crate::Result<Option<V>>,
+    ) -> crate::Result<Option<Arc<V>>> {
+        if let Some(rec) = self.get(key) {
+            return Ok(Some(rec));
+        }
+        // Taken before the store read: a fill racing an invalidation is refused.
+        let generation = self.generation();
+        Ok(load()?.map(|rec| {
+            let rec = Arc::new(rec);
+            self.insert(key, Arc::clone(&rec), generation);
+            rec
+        }))
+    }
+
     /// Cache `rec` (read from the store, or just written to it) under `key`,
     /// unless an invalidation happened since `generation` was taken.
     pub(crate) fn insert(&self, key: &[u8], rec: Arc<V>, generation: u64) {

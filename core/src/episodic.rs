@@ -286,17 +286,11 @@ pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>>
 
 /// The episode under sled key `key`, through the episode cache.
 fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
-    if let Some(ep) = e.episode_cache.get(key) {
-        return Ok(Some(ep));
-    }
-    let generation = e.episode_cache.generation();
-    Ok(match e.t.episodes.get(key)? {
-        Some(v) => {
-            let ep = Arc::new(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?));
-            e.episode_cache.insert(key, Arc::clone(&ep), generation);
-            Some(ep)
-        }
-        None => None,
+    e.episode_cache.get_or_load(key, || {
+        e.t.episodes
+            .get(key)?
+            .map(|v| Ok(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?)))
+            .transpose()
     })
 }
 

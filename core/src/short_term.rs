@@ -168,18 +168,11 @@ pub(crate) fn store_in(
 /// The record under storage key `sk`, through the short-term cache.
 /// May be expired: callers check.
 fn get_record(e: &Engine, sk: &[u8]) -> Result<Option<Arc<StRecord>>> {
-    if let Some(rec) = e.short_term_cache.get(sk) {
-        return Ok(Some(rec));
-    }
-    // Taken before the store read: a fill racing an invalidation is refused.
-    let generation = e.short_term_cache.generation();
-    Ok(match e.t.short_term.get(sk)? {
-        Some(v) => {
-            let rec = Arc::new(e.codec.decode::<StRecord>(&v)?);
-            e.short_term_cache.insert(sk, Arc::clone(&rec), generation);
-            Some(rec)
-        }
-        None => None,
+    e.short_term_cache.get_or_load(sk, || {
+        e.t.short_term
+            .get(sk)?
+            .map(|v| e.codec.decode::<StRecord>(&v))
+            .transpose()
     })
 }
 
