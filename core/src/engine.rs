@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use crate::codec;
 use crate::config::{Durability, Options};
-use crate::episode_cache::EpisodeCache;
+use crate::decoded_cache::{EpisodeCache, ShortTermCache};
 use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
 use crate::metrics::Metrics;
 use crate::storage::{self, KvTree, Store, Tree, TxResult, TxTree};
@@ -100,8 +100,10 @@ pub(crate) struct Engine {
     pub t: Trees,
     pub index: SearchIndex,
     pub metrics: Metrics,
-    /// Decoded episodes recently recorded or read (see `episode_cache`).
+    /// Decoded episodes recently recorded or read (see `decoded_cache`).
     pub episode_cache: EpisodeCache,
+    /// Decoded short-term records recently read (see `decoded_cache`).
+    pub short_term_cache: ShortTermCache,
     pub started: Instant,
     /// Serialises read-modify-write updates of non-indexed records (working memory, runs, tasks...).
     pub rmw: Mutex<()>,
@@ -353,11 +355,11 @@ impl Engine {
         let registered = Arc::new(AtomicBool::new(false));
         let reg_path = path.clone();
         // A process-local cache cannot see other instances' writes: none on a shared store.
-        let cache_bytes = if store.is_shared() {
-            0
-        } else {
-            crate::episode_cache::EPISODE_CACHE_BYTES
-        };
+        let cache_bytes = |bytes: usize| if store.is_shared() { 0 } else { bytes };
+        let (episode_cache_bytes, short_term_cache_bytes) = (
+            cache_bytes(crate::decoded_cache::EPISODE_CACHE_BYTES),
+            cache_bytes(crate::decoded_cache::SHORT_TERM_CACHE_BYTES),
+        );
         let engine = Engine {
             opts,
             path,
@@ -366,7 +368,8 @@ impl Engine {
             t,
             index: search,
             metrics: Metrics::default(),
-            episode_cache: EpisodeCache::new(cache_bytes),
+            episode_cache: EpisodeCache::new(episode_cache_bytes),
+            short_term_cache: ShortTermCache::new(short_term_cache_bytes),
             started: Instant::now(),
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),

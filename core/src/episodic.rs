@@ -287,17 +287,11 @@ pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>>
 
 /// The episode under sled key `key`, through the episode cache.
 fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
-    if let Some(ep) = e.episode_cache.get(key) {
-        return Ok(Some(ep));
-    }
-    let generation = e.episode_cache.generation();
-    Ok(match e.t.episodes.get(key)? {
-        Some(v) => {
-            let ep = Arc::new(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?));
-            e.episode_cache.insert(key, Arc::clone(&ep), generation);
-            Some(ep)
-        }
-        None => None,
+    e.episode_cache.get_or_load(key, || {
+        e.t.episodes
+            .get(key)?
+            .map(|v| Ok(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?)))
+            .transpose()
     })
 }
 
@@ -489,7 +483,7 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
         };
         Ok((old.is_some(), ops))
     });
-    // After the sled write (see `episode_cache`), whatever its outcome.
+    // After the sled write (see `decoded_cache`), whatever its outcome.
     e.episode_cache.invalidate(&key);
     r
 }

@@ -1009,7 +1009,12 @@ fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Result<ImportSt
         e.touch_context(ctx)?;
         batch.insert(codec::ctx_key(ctx, key), e.codec.encode(rec)?);
     }
-    e.t.short_term.apply_batch(batch)?;
+    let written = e.t.short_term.apply_batch(batch);
+    // After the store write (see `decoded_cache`), whatever its outcome.
+    for (ctx, key, _) in &plan.short_term {
+        e.short_term_cache.invalidate(&codec::ctx_key(ctx, key));
+    }
+    written?;
     stats.add("short_term", plan.short_term.len() as u64);
     ap.add(plan.short_term.len() as u64, "short_term", true);
 

@@ -1,5 +1,6 @@
 //! Short-term memory: JSON values with an optional TTL, per context.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -66,9 +67,11 @@ impl ShortTerm {
         let e = &self.mem.engine;
         e.timed("short_term.forget", || {
             validate::key(&e.opts.limits, "key", key)?;
-            let old =
-                e.t.short_term
-                    .remove(codec::ctx_key(&self.mem.active_ctx(), key))?;
+            let sk = codec::ctx_key(&self.mem.active_ctx(), key);
+            let old = e.t.short_term.remove(&sk);
+            // After the store write (see `decoded_cache`), whatever its outcome.
+            e.short_term_cache.invalidate(&sk);
+            let old = old?;
             e.after_write()?;
             let now = e.opts.clock.now().timestamp_millis();
             Ok(match old {
@@ -80,6 +83,16 @@ impl ShortTerm {
                 None => false,
             })
         })
+    }
+
+    /// Estimated use of the engine's decoded short-term cache, for tests and
+    /// diagnostics: `(entries, bytes, budget)`; budget 0 means disabled
+    /// (a shared PostgreSQL store).
+    #[doc(hidden)]
+    pub fn cache_usage(&self) -> (usize, usize, usize) {
+        let c = &self.mem.engine.short_term_cache;
+        let (n, bytes) = c.usage();
+        (n, bytes, c.budget())
     }
 
     /// Unexpired keys starting with `prefix` (empty: all), sorted.
@@ -137,7 +150,12 @@ pub(crate) fn store_in(
     };
     let enc = e.codec.encode(&rec)?;
     e.touch_context(ctx)?;
-    e.t.short_term.insert(codec::ctx_key(ctx, key), enc)?;
+    let sk = codec::ctx_key(ctx, key);
+    let written = e.t.short_term.insert(sk.as_slice(), enc);
+    // No write-through: a concurrent `store` of the same key may have committed
+    // after this one; the next read fills from the store (see `decoded_cache`).
+    e.short_term_cache.invalidate(&sk);
+    written?;
     e.after_write()?;
     Ok(ShortTermEntry {
         key: key.to_owned(),
@@ -147,33 +165,53 @@ pub(crate) fn store_in(
     })
 }
 
+/// The record under storage key `sk`, through the short-term cache.
+/// May be expired: callers check.
+fn get_record(e: &Engine, sk: &[u8]) -> Result<Option<Arc<StRecord>>> {
+    e.short_term_cache.get_or_load(sk, || {
+        e.t.short_term
+            .get(sk)?
+            .map(|v| e.codec.decode::<StRecord>(&v))
+            .transpose()
+    })
+}
+
 /// Hot path of `retrieve`: no entry struct, the clock only read for items with a TTL.
+/// The TTL is checked on every call, cached or not: an expired item is never returned.
 pub(crate) fn retrieve_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Value>> {
     validate::key(&e.opts.limits, "key", key)?;
-    let Some(v) = e.t.short_term.get(codec::ctx_key(ctx, key))? else {
+    let Some(rec) = get_record(e, &codec::ctx_key(ctx, key))? else {
         return Ok(None);
     };
-    let rec: StRecord = e.codec.decode(&v)?;
     if rec.expires_at.is_some() && expired(&rec, e.opts.clock.now().timestamp_millis()) {
         return Ok(None);
     }
-    Ok(Some(rec.value))
+    Ok(Some(take_value(rec)))
+}
+
+/// The record's value: moved out when this was the last reference (cache off
+/// or the entry refused), else cloned from the cached record.
+fn take_value(rec: Arc<StRecord>) -> Value {
+    match Arc::try_unwrap(rec) {
+        Ok(r) => r.value,
+        Err(shared) => shared.value.clone(),
+    }
 }
 
 pub(crate) fn entry_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<ShortTermEntry>> {
     validate::key(&e.opts.limits, "key", key)?;
-    let Some(v) = e.t.short_term.get(codec::ctx_key(ctx, key))? else {
+    let Some(rec) = get_record(e, &codec::ctx_key(ctx, key))? else {
         return Ok(None);
     };
-    let rec: StRecord = e.codec.decode(&v)?;
     if expired(&rec, e.opts.clock.now().timestamp_millis()) {
         return Ok(None);
     }
+    let (stored_at, expires_at) = (rec.stored_at, rec.expires_at);
     Ok(Some(ShortTermEntry {
         key: key.to_owned(),
-        value: rec.value,
-        stored_at: millis_to_dt(rec.stored_at),
-        expires_at: rec.expires_at.map(millis_to_dt),
+        value: take_value(rec),
+        stored_at: millis_to_dt(stored_at),
+        expires_at: expires_at.map(millis_to_dt),
     }))
 }
 
@@ -189,11 +227,12 @@ pub(crate) fn sweep_expired(e: &Engine) -> Result<usize> {
         };
         if expired_now {
             // Only remove if unchanged since we read it.
-            if e.t
-                .short_term
-                .compare_and_swap(&k, Some(&v), None as Option<&[u8]>)?
-                .is_ok()
-            {
+            let swapped =
+                e.t.short_term
+                    .compare_and_swap(&k, Some(&v), None as Option<&[u8]>);
+            // After the store write (see `decoded_cache`), whatever its outcome.
+            e.short_term_cache.invalidate(&k);
+            if swapped?.is_ok() {
                 n += 1;
             }
         }
