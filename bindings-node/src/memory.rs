@@ -226,7 +226,8 @@ impl Memory {
     #[napi(getter)]
     pub fn path(&self, env: &Env) -> Result<String> {
         let m = self.h.get().map_err(|e| error::to_napi(env, e))?;
-        Ok(m.path().to_string_lossy().into_owned())
+        // A PostgreSQL URL is shown with its password masked, as in errors and logs.
+        Ok(memstrata_bindings_common::store::display_store(&m.path()))
     }
 
     /// True for a temporary store (`Memory.open()` without a path).

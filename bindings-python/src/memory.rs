@@ -195,10 +195,19 @@ impl Memory {
         self.h.is_closed()
     }
 
-    /// The store directory, or the PostgreSQL URL it was opened with.
+    /// The store directory (a `pathlib.Path`), or for a PostgreSQL store its URL as a
+    /// `str` with any password replaced by `***` (a URL is not a path: `pathlib` would
+    /// fold its `//`).
     #[getter]
-    fn path(&self) -> PyResult<PathBuf> {
-        Ok(self.core()?.path())
+    fn path<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let path = self.core()?.path();
+        if common::store::is_postgres_url(&path.to_string_lossy()) {
+            Ok(common::store::display_store(&path)
+                .into_pyobject(py)?
+                .into_any())
+        } else {
+            Ok(path.into_pyobject(py)?.into_any())
+        }
     }
 
     /// True for a temporary store (`Memory()` / `Memory(None)`).

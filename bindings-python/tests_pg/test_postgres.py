@@ -29,6 +29,9 @@ def test_layers_on_postgres(url: str) -> None:
     with memstrata.Memory(url) as m:
         assert m.is_temporary is False
         assert password not in repr(m) and "***" in repr(m)
+        # A URL store reports its URL as a str (not a pathlib.Path), password hidden.
+        assert isinstance(m.path, str)
+        assert m.path.startswith("postgres://") and "***" in m.path and password not in m.path
         m.short_term.store("k", {"a": 1})
         assert m.short_term.retrieve("k") == {"a": 1}
         eid = m.episodic.record("Deployed the search service to staging", tags=["deploy"])
