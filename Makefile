@@ -35,10 +35,13 @@ test-mcp-pg: venv
 ## The backend conformance suites of the core on PostgreSQL (each test gets its own schema).
 ## Needs MEMSTRATA_TEST_PG_URL (e.g. postgres://postgres@127.0.0.1:54329/postgres) of a running
 ## server; without it the suites fail, they never skip.
-PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors pg_backend
+## pg_backend (PostgreSQL-only tests) is #[ignore]d outside this target, since `cargo test
+## --workspace` builds the core with the postgres feature too.
+PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors
 test-rust-pg:
 	MEMSTRATA_TEST_BACKEND=postgres cargo test -p memstrata --features postgres \
 		$(addprefix --test ,$(PG_CONFORMANCE_SUITES))
+	cargo test -p memstrata --features postgres --test pg_backend -- --include-ignored
 
 ## Python virtualenv with maturin, pytest, mypy and the MCP SDK (created on demand).
 venv:
