@@ -454,21 +454,11 @@ impl Engine {
 
     fn replay_locked(&self, st: &mut crate::index::WriterState, committed: u64) -> Result<()> {
         let mut last = committed;
-        for item in self.t.index_log.range((committed + 1).to_be_bytes()..) {
-            let (k, v) = item?;
-            let seq = u64::from_be_bytes(
-                k.as_ref()
-                    .try_into()
-                    .map_err(|_| Error::corrupted("bad index_log key"))?,
-            );
-            let uids: Vec<String> = self.codec.decode(&v)?;
-            let mut ops = Vec::with_capacity(uids.len());
-            for uid in uids {
-                ops.push(self.current_op(&uid)?);
-            }
-            st.apply(seq, &ops)?;
+        self.for_each_logged(committed, |seq, ops| {
+            st.apply(seq, ops)?;
             last = seq;
-        }
+            Ok(())
+        })?;
         if last > committed {
             self.index.commit_locked(st)?;
         }
@@ -692,7 +682,21 @@ impl Engine {
     /// Shared store: apply the index-log entries other instances committed
     /// since the last one this engine applied (text and vector indexes).
     fn catch_up_locked(&self, st: &mut crate::index::WriterState) -> Result<()> {
-        for item in self.t.index_log.range((st.applied_seq + 1).to_be_bytes()..) {
+        let after = st.applied_seq;
+        self.for_each_logged(after, |seq, ops| {
+            self.vectors.apply(ops);
+            st.apply(seq, ops)
+        })
+    }
+
+    /// Each index-log entry above `after`, in sequence order, as the ops that
+    /// bring its uids in line with the store now.
+    fn for_each_logged(
+        &self,
+        after: u64,
+        mut f: impl FnMut(u64, &[IndexOp]) -> Result<()>,
+    ) -> Result<()> {
+        for item in self.t.index_log.range((after + 1).to_be_bytes()..) {
             let (k, v) = item?;
             let seq = u64::from_be_bytes(
                 k.as_ref()
@@ -700,12 +704,11 @@ impl Engine {
                     .map_err(|_| Error::corrupted("bad index_log key"))?,
             );
             let uids: Vec<String> = self.codec.decode(&v)?;
-            let mut ops = Vec::with_capacity(uids.len());
-            for uid in uids {
-                ops.push(self.current_op(&uid)?);
-            }
-            self.vectors.apply(&ops);
-            st.apply(seq, &ops)?;
+            let ops = uids
+                .iter()
+                .map(|uid| self.current_op(uid))
+                .collect::<Result<Vec<_>>>()?;
+            f(seq, &ops)?;
         }
         Ok(())
     }
