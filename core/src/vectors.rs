@@ -751,6 +751,13 @@ impl VectorIndex {
         filter: &RowFilter<'_>,
         depth: usize,
     ) -> Result<Vec<(String, f32)>> {
+        // PostgreSQL with pgvector: the same exact search, in SQL over `<schema>.vectors`.
+        #[cfg(feature = "postgres")]
+        if let crate::storage::Store::Postgres(p) = &e.store
+            && let Some(hits) = p.vector_search(kind, ctx, q, filter, depth)?
+        {
+            return Ok(hits);
+        }
         let set = self.loaded(e, kind, ctx)?;
         let set = set.read();
         Ok(set.search(q, filter, depth))

@@ -16,19 +16,28 @@
 //!   COMMITTED transaction holding a transaction-level advisory lock of the
 //!   schema: index-log sequences commit in order across processes.
 //!
+//! - Vectors (migration 3, only where the `vector` extension of pgvector is
+//!   installed or can be created): `<schema>.vectors`, one row per embedded
+//!   episode or knowledge entry, written in the serial section with the
+//!   record and searched exactly in SQL (see [`VectorSql`] and
+//!   docs/architecture.md). Without the extension the engine keeps its
+//!   in-process exact scan.
+//!
 //! Connections: a small pool of synchronous `postgres` clients (idle ones are
 //! kept, at most [`MAX_IDLE`]); no TLS (loopback or a private network).
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls, Statement};
 
 use super::{Bytes, CasMismatch, Tree, TxError, TxResult, TxTree};
+use crate::index::{self, IndexOp, Kind};
+use crate::vectors::RowFilter;
 use crate::{Error, Result};
 
 /// Idle connections kept for reuse.
@@ -41,7 +50,13 @@ const MAX_ATTEMPTS: u32 = 64;
 const LOCK_CLASS: i32 = 0x6d65_6d73;
 
 /// The schema version the migrations below bring a store to.
-pub(crate) const SCHEMA_VERSION: i32 = 1;
+pub(crate) const SCHEMA_VERSION: i32 = 3;
+
+/// The migration that adds `<schema>.vectors` (pgvector). Optional: recorded
+/// only once the table exists and holds every stored embedding, so a store
+/// opened without the extension is migrated (and backfilled) by the first open
+/// that has it. See [`SerialTx::migrate_vectors`].
+pub(crate) const VECTORS_MIGRATION: i32 = 3;
 
 impl From<postgres::Error> for Error {
     fn from(e: postgres::Error) -> Self {
@@ -221,12 +236,152 @@ impl TreeSql {
     }
 }
 
+/// The SQL of `<schema>.vectors` (migration 3), with the extension's type and
+/// operator qualified by the extension's schema (it need not be on the search path).
+///
+/// The column is an untyped `vector`: the dimension is fixed per context, not
+/// per store, so one typed column cannot hold every context's rows. Search is
+/// exact: a scan of the (kind, ctx) rows through the `(kind, ctx)` index,
+/// filtered in WHERE, ordered by cosine distance `<=>`. No HNSW or IVFFlat
+/// index: those need a typed column (one dimension), and an approximate index
+/// applies WHERE filters after its candidate list, so a filtered search can
+/// return fewer than `limit` hits or miss the best ones. See
+/// docs/architecture.md for what would change that.
+#[derive(Debug)]
+pub(crate) struct VectorSql {
+    ext: String,
+    table: String,
+    upsert: String,
+    delete: String,
+}
+
+impl VectorSql {
+    fn new(schema: &str, ext: &str) -> Self {
+        let table = format!("\"{schema}\".vectors");
+        VectorSql {
+            upsert: format!(
+                "INSERT INTO {table} (uid, kind, ctx, dim, embedding, participants, tags, ts_ms, importance) \
+                 VALUES ($1, $2, $3, $4, $5::text::\"{ext}\".vector, $6, $7, $8, $9) \
+                 ON CONFLICT (uid) DO UPDATE SET kind = EXCLUDED.kind, ctx = EXCLUDED.ctx, dim = EXCLUDED.dim, \
+                 embedding = EXCLUDED.embedding, participants = EXCLUDED.participants, tags = EXCLUDED.tags, \
+                 ts_ms = EXCLUDED.ts_ms, importance = EXCLUDED.importance"
+            ),
+            delete: format!("DELETE FROM {table} WHERE uid = $1"),
+            ext: ext.to_owned(),
+            table,
+        }
+    }
+
+    /// The DDL of migration 3.
+    fn create(&self) -> String {
+        let (t, ext) = (&self.table, &self.ext);
+        format!(
+            "CREATE TABLE IF NOT EXISTS {t} (
+                 uid text PRIMARY KEY,
+                 kind text NOT NULL,
+                 ctx text NOT NULL,
+                 dim integer NOT NULL,
+                 embedding \"{ext}\".vector NOT NULL,
+                 participants text[] NOT NULL,
+                 tags text[] NOT NULL,
+                 ts_ms bigint NOT NULL,
+                 importance bigint NOT NULL
+             );
+             CREATE INDEX IF NOT EXISTS vectors_kind_ctx ON {t} (kind, ctx);"
+        )
+    }
+
+    /// The search with extra WHERE conditions `conds` (each starting with ` AND `).
+    /// Params: $1 query vector (text), $2 kind, $3 ctx, $4 dim, $5 limit, then the conditions'.
+    fn search(&self, conds: &str) -> String {
+        format!(
+            "SELECT uid, embedding OPERATOR(\"{ext}\".<=>) $1::text::\"{ext}\".vector AS distance \
+             FROM {t} WHERE kind = $2 AND ctx = $3 AND dim = $4{conds} \
+             ORDER BY distance, uid LIMIT $5",
+            ext = self.ext,
+            t = self.table,
+        )
+    }
+}
+
+/// pgvector's text form of a vector: `[x1,x2,...]` (shortest round-trip decimals).
+fn vector_text(v: &[f32]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(v.len() * 12 + 2);
+    s.push('[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{x:?}");
+    }
+    s.push(']');
+    s
+}
+
+/// The schema of the installed `vector` extension.
+fn installed_vector_ext(conn: &mut Conn) -> std::result::Result<Option<String>, postgres::Error> {
+    Ok(conn
+        .client
+        .query_opt(
+            "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
+             WHERE e.extname = 'vector'",
+            &[],
+        )?
+        .map(|r| r.get(0)))
+}
+
+/// Find the `vector` extension, creating it when the server has the package and
+/// this role may (in `public`, else the role's default schema). Any failure
+/// means "no extension": the engine then keeps its in-process vector scan.
+fn vector_extension(conn: &mut Conn) -> Option<String> {
+    if let Ok(Some(ext)) = installed_vector_ext(conn) {
+        return Some(ext);
+    }
+    let available = conn
+        .client
+        .query_opt(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'",
+            &[],
+        )
+        .ok()?
+        .is_some();
+    if !available {
+        return None;
+    }
+    for create in [
+        "CREATE EXTENSION IF NOT EXISTS vector SCHEMA public",
+        "CREATE EXTENSION IF NOT EXISTS vector",
+    ] {
+        // Serialised database-wide: two stores (schemas) opening at once would
+        // otherwise race on pg_extension's unique name.
+        let created = conn.client.transaction().and_then(|mut tx| {
+            tx.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext('extension:vector'))",
+                &[&LOCK_CLASS],
+            )?;
+            tx.batch_execute(create)?;
+            tx.commit()
+        });
+        if created.is_ok() {
+            break;
+        }
+    }
+    installed_vector_ext(conn).ok().flatten()
+}
+
 /// An open PostgreSQL store.
 pub(crate) struct PgStore {
     config: postgres::Config,
     schema: String,
     sql: HashMap<Tree, TreeSql>,
     next_id_sql: String,
+    /// `nextval` plus whether migration 3 is recorded (see [`SerialTx::next_id`]).
+    next_id_probe_sql: String,
+    /// The schema holding the `vector` extension, when it is installed in the database.
+    vector_ext: Option<String>,
+    /// Set once this store's `vectors` table is in use (migration 3 recorded).
+    vectors: OnceLock<VectorSql>,
     idle: Mutex<Vec<Conn>>,
 }
 
@@ -259,11 +414,16 @@ impl PgStore {
             .iter()
             .map(|t| (*t, TreeSql::new(&schema, *t)))
             .collect();
-        let store = PgStore {
+        let mut store = PgStore {
             next_id_sql: format!("SELECT nextval('\"{schema}\".ids')"),
+            next_id_probe_sql: format!(
+                "SELECT nextval('\"{schema}\".ids'), EXISTS (SELECT 1 FROM \"{schema}\".schema_migrations WHERE version = {VECTORS_MIGRATION})"
+            ),
             config,
             schema,
             sql,
+            vector_ext: None,
+            vectors: OnceLock::new(),
             idle: Mutex::new(Vec::new()),
         };
         let mut conn = store.connect().map_err(|e| Error::Storage {
@@ -271,8 +431,91 @@ impl PgStore {
             source: Some(Box::new(e)),
         })?;
         store.migrate(&mut conn)?;
+        store.vector_ext = vector_extension(&mut conn);
         store.put(conn);
         Ok(store)
+    }
+
+    /// The schema of the `vector` extension, if the database has it (installed
+    /// at open when available and this role may create it).
+    pub(crate) fn vector_extension(&self) -> Option<&str> {
+        self.vector_ext.as_deref()
+    }
+
+    /// Whether vector searches of this store run in SQL (pgvector).
+    pub(crate) fn vectors_in_sql(&self) -> bool {
+        self.vectors.get().is_some()
+    }
+
+    /// Use the `vectors` table from now on (migration 3 is committed).
+    pub(crate) fn use_vectors(&self, ext: &str) {
+        let _ = self.vectors.set(VectorSql::new(&self.schema, ext));
+    }
+
+    /// The `depth` rows of (kind, ctx) nearest to `q` by cosine among those
+    /// `filter` accepts, best first, as (key, cosine similarity); `None` when
+    /// this store does not keep vectors in SQL.
+    pub(crate) fn vector_search(
+        &self,
+        kind: Kind,
+        ctx: &str,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+    ) -> Result<Option<Vec<(String, f32)>>> {
+        let Some(vs) = self.vectors.get() else {
+            return Ok(None);
+        };
+        if depth == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        let qtext = vector_text(q);
+        let dim = i32::try_from(q.len()).unwrap_or(i32::MAX);
+        let limit = i64::try_from(depth).unwrap_or(i64::MAX);
+        let min_importance = filter
+            .min_importance
+            .map(|i| i64::try_from(i).unwrap_or(i64::MAX));
+        let tag = kind.tag();
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            vec![&qtext, &tag, &ctx, &dim, &limit];
+        // Filters become WHERE conditions ($6 on, numbered as the params are pushed),
+        // so the LIMIT counts only rows that pass them.
+        let mut conds = String::new();
+        let tags_all = filter.tags_all;
+        let participants_any = filter.participants_any;
+        let optional: [(bool, &(dyn postgres::types::ToSql + Sync), &str); 5] = [
+            (!tags_all.is_empty(), &tags_all, "tags @>"),
+            (
+                !participants_any.is_empty(),
+                &participants_any,
+                "participants &&",
+            ),
+            (filter.since_ms.is_some(), &filter.since_ms, "ts_ms >="),
+            (filter.until_ms.is_some(), &filter.until_ms, "ts_ms <="),
+            (min_importance.is_some(), &min_importance, "importance >="),
+        ];
+        for (on, param, cond) in optional {
+            if on {
+                params.push(param);
+                conds.push_str(&format!(" AND {cond} ${}", params.len()));
+            }
+        }
+        let sql = vs.search(&conds);
+        let rows = self.with(|c| c.query(&sql, &params))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let uid: &str = r.get(0);
+            let distance: Option<f64> = r.get(1);
+            let (_, _, key) = index::parse_uid(uid)?;
+            // Cosine similarity, as the in-process scan reports it (a row pgvector
+            // cannot score, a zero vector, counts 0 there too).
+            let score = distance
+                .map(|d| 1.0 - d)
+                .filter(|s| s.is_finite())
+                .unwrap_or(0.0);
+            out.push((key, (score as f32).clamp(-1.0, 1.0)));
+        }
+        Ok(Some(out))
     }
 
     pub(crate) fn schema(&self) -> &str {
@@ -557,6 +800,42 @@ impl PgStore {
     }
 }
 
+/// Upsert or delete the vector rows of `ops` (an upsert without an embedding deletes).
+fn write_vector_ops(conn: &mut Conn, vs: &VectorSql, ops: &[IndexOp]) -> Result<()> {
+    for op in ops {
+        match op {
+            IndexOp::Upsert(d) => match &d.embedding {
+                Some(v) => {
+                    let dim = i32::try_from(v.len()).unwrap_or(i32::MAX);
+                    let ts_ms = d.ts_ms;
+                    let importance = i64::try_from(d.importance).unwrap_or(i64::MAX);
+                    conn.execute(
+                        &vs.upsert,
+                        &[
+                            &d.uid,
+                            &d.kind.tag(),
+                            &d.ctx,
+                            &dim,
+                            &vector_text(v),
+                            &d.participants,
+                            &d.tags,
+                            &ts_ms,
+                            &importance,
+                        ],
+                    )?;
+                }
+                None => {
+                    conn.execute(&vs.delete, &[&d.uid])?;
+                }
+            },
+            IndexOp::Delete(uid) => {
+                conn.execute(&vs.delete, &[uid])?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A session-level advisory lock, released when dropped (or by the server if
 /// the connection is lost).
 pub(crate) struct HeldLock {
@@ -656,14 +935,80 @@ impl SerialTx {
             .ok_or_else(|| Error::storage("serial write section already ended"))
     }
 
+    /// A fresh id. Until this process uses the `vectors` table, the same
+    /// statement also asks whether another process created it (migration 3,
+    /// e.g. an instance started after pgvector was installed): from then on
+    /// this section and every later one writes vector rows too. It runs after
+    /// the section's lock is held, so it sees every committed migration.
     pub(crate) fn next_id(&mut self) -> Result<u64> {
-        let sql = &self.store.next_id_sql;
-        let rows = self.cell()?.borrow_mut().query(sql, &[])?;
-        let id: i64 = rows
+        let store = &self.store;
+        let probe = store.vectors.get().is_none();
+        let sql = if probe {
+            &store.next_id_probe_sql
+        } else {
+            &store.next_id_sql
+        };
+        let cell = self.cell()?;
+        let rows = cell.borrow_mut().query(sql, &[])?;
+        let row = rows
             .first()
-            .map(|r| r.get(0))
             .ok_or_else(|| Error::storage("nextval returned no row"))?;
+        let id: i64 = row.get(0);
+        if probe && row.get::<_, bool>(1) {
+            let ext = installed_vector_ext(&mut cell.borrow_mut())?.ok_or_else(|| {
+                Error::storage(format!(
+                    "schema {} has a vectors table but the database has no vector extension",
+                    store.schema
+                ))
+            })?;
+            store.use_vectors(&ext);
+        }
         Ok(id as u64)
+    }
+
+    /// Bring `<schema>.vectors` in line with `ops` (inside the section, so in
+    /// the same transaction as the records they come from); a no-op unless the
+    /// store keeps vectors in SQL.
+    pub(crate) fn apply_vector_ops(&mut self, ops: &[IndexOp]) -> Result<()> {
+        let Some(vs) = self.store.vectors.get() else {
+            return Ok(());
+        };
+        write_vector_ops(&mut self.cell()?.borrow_mut(), vs, ops)
+    }
+
+    /// Migration 3: create `<schema>.vectors` with the extension in schema
+    /// `ext`, fill it through `backfill` (called with a sink for batches of
+    /// ops; under the section no indexed write commits, so a scan of the
+    /// records sees exactly what the table must hold) and record the version,
+    /// all in this section's transaction. Does nothing when another process
+    /// did it first. The caller commits, then calls [`PgStore::use_vectors`].
+    pub(crate) fn migrate_vectors(
+        &mut self,
+        ext: &str,
+        backfill: impl FnOnce(&mut dyn FnMut(&[IndexOp]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        let schema = self.store.schema.clone();
+        let vs = VectorSql::new(&schema, ext);
+        let cell = self.cell()?;
+        let done = cell
+            .borrow_mut()
+            .client
+            .query_opt(
+                &format!(
+                    "SELECT 1 FROM \"{schema}\".schema_migrations WHERE version = {VECTORS_MIGRATION}"
+                ),
+                &[],
+            )?
+            .is_some();
+        if done {
+            return Ok(());
+        }
+        cell.borrow_mut().client.batch_execute(&vs.create())?;
+        backfill(&mut |ops| write_vector_ops(&mut cell.borrow_mut(), &vs, ops))?;
+        cell.borrow_mut().client.batch_execute(&format!(
+            "INSERT INTO \"{schema}\".schema_migrations (version) VALUES ({VECTORS_MIGRATION})"
+        ))?;
+        Ok(())
     }
 
     /// Run `f` inside the section (in a savepoint, again on a deadlock).
