@@ -241,7 +241,7 @@ impl TreeSql {
 ///
 /// The column is an untyped `vector`: the dimension is fixed per context, not
 /// per store, so one typed column cannot hold every context's rows. Search is
-/// exact: a scan of the (kind, ctx) rows through the `(kind, ctx)` index,
+/// exact: a scan of the (kind, ctx) rows through the primary key's prefix,
 /// filtered in WHERE, ordered by cosine distance `<=>`. No HNSW or IVFFlat
 /// index: those need a typed column (one dimension), and an approximate index
 /// applies WHERE filters after its candidate list, so a filtered search can
@@ -260,13 +260,13 @@ impl VectorSql {
         let table = format!("\"{schema}\".vectors");
         VectorSql {
             upsert: format!(
-                "INSERT INTO {table} (uid, kind, ctx, dim, embedding, participants, tags, ts_ms, importance) \
+                "INSERT INTO {table} (kind, ctx, key, dim, embedding, participants, tags, ts_ms, importance) \
                  VALUES ($1, $2, $3, $4, $5::text::\"{ext}\".vector, $6, $7, $8, $9) \
-                 ON CONFLICT (uid) DO UPDATE SET kind = EXCLUDED.kind, ctx = EXCLUDED.ctx, dim = EXCLUDED.dim, \
+                 ON CONFLICT (kind, ctx, key) DO UPDATE SET dim = EXCLUDED.dim, \
                  embedding = EXCLUDED.embedding, participants = EXCLUDED.participants, tags = EXCLUDED.tags, \
                  ts_ms = EXCLUDED.ts_ms, importance = EXCLUDED.importance"
             ),
-            delete: format!("DELETE FROM {table} WHERE uid = $1"),
+            delete: format!("DELETE FROM {table} WHERE kind = $1 AND ctx = $2 AND key = $3"),
             ext: ext.to_owned(),
             table,
         }
@@ -277,17 +277,17 @@ impl VectorSql {
         let (t, ext) = (&self.table, &self.ext);
         format!(
             "CREATE TABLE IF NOT EXISTS {t} (
-                 uid text PRIMARY KEY,
                  kind text NOT NULL,
                  ctx text NOT NULL,
+                 key text NOT NULL,
                  dim integer NOT NULL,
                  embedding \"{ext}\".vector NOT NULL,
                  participants text[] NOT NULL,
                  tags text[] NOT NULL,
                  ts_ms bigint NOT NULL,
-                 importance bigint NOT NULL
-             );
-             CREATE INDEX IF NOT EXISTS vectors_kind_ctx ON {t} (kind, ctx);"
+                 importance bigint NOT NULL,
+                 PRIMARY KEY (kind, ctx, key)
+             );"
         )
     }
 
@@ -295,9 +295,9 @@ impl VectorSql {
     /// Params: $1 query vector (text), $2 kind, $3 ctx, $4 dim, $5 limit, then the conditions'.
     fn search(&self, conds: &str) -> String {
         format!(
-            "SELECT uid, embedding OPERATOR(\"{ext}\".<=>) $1::text::\"{ext}\".vector AS distance \
+            "SELECT key, embedding OPERATOR(\"{ext}\".<=>) $1::text::\"{ext}\".vector AS distance \
              FROM {t} WHERE kind = $2 AND ctx = $3 AND dim = $4{conds} \
-             ORDER BY distance, uid LIMIT $5",
+             ORDER BY distance, key LIMIT $5",
             ext = self.ext,
             t = self.table,
         )
@@ -504,9 +504,8 @@ impl PgStore {
         let rows = self.with(|c| c.query(&sql, &params))?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
-            let uid: &str = r.get(0);
+            let key: String = r.get(0);
             let distance: Option<f64> = r.get(1);
-            let (_, _, key) = index::parse_uid(uid)?;
             // Cosine similarity, as the in-process scan reports it (a row pgvector
             // cannot score, a zero vector, counts 0 there too).
             let score = distance
@@ -803,6 +802,9 @@ impl PgStore {
 /// Upsert or delete the vector rows of `ops` (an upsert without an embedding deletes).
 fn write_vector_ops(conn: &mut Conn, vs: &VectorSql, ops: &[IndexOp]) -> Result<()> {
     for op in ops {
+        // Rows are keyed by (kind, ctx, key): the uid's NUL separators cannot be `text`.
+        let (kind, ctx, key) = index::parse_uid(op.uid())?;
+        let kind = kind.tag();
         match op {
             IndexOp::Upsert(d) => match &d.embedding {
                 Some(v) => {
@@ -812,9 +814,9 @@ fn write_vector_ops(conn: &mut Conn, vs: &VectorSql, ops: &[IndexOp]) -> Result<
                     conn.execute(
                         &vs.upsert,
                         &[
-                            &d.uid,
-                            &d.kind.tag(),
-                            &d.ctx,
+                            &kind,
+                            &ctx,
+                            &key,
                             &dim,
                             &vector_text(v),
                             &d.participants,
@@ -825,11 +827,11 @@ fn write_vector_ops(conn: &mut Conn, vs: &VectorSql, ops: &[IndexOp]) -> Result<
                     )?;
                 }
                 None => {
-                    conn.execute(&vs.delete, &[&d.uid])?;
+                    conn.execute(&vs.delete, &[&kind, &ctx, &key])?;
                 }
             },
-            IndexOp::Delete(uid) => {
-                conn.execute(&vs.delete, &[uid])?;
+            IndexOp::Delete(_) => {
+                conn.execute(&vs.delete, &[&kind, &ctx, &key])?;
             }
         }
     }
