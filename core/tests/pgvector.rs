@@ -96,7 +96,10 @@ fn episode(i: usize) -> NewEpisode {
         .tags(tags)
         .participants([format!("p{}", i % 4)])
         .importance(1 + (i % 5) as u8)
-        .timestamp(Utc.timestamp_opt(1_700_000_000 + 3600 * i as i64, 0).unwrap())
+        .timestamp(
+            Utc.timestamp_opt(1_700_000_000 + 3600 * i as i64, 0)
+                .unwrap(),
+        )
         .embedding(embedding(i))
 }
 
@@ -217,9 +220,7 @@ fn sql_search_matches_the_in_process_scan_with_every_filter_before_ranking() {
                             || f.participants.iter().any(|p| ep.participants.contains(p)))
                         && f.since.is_none_or(|s| ep.timestamp.unwrap() >= s)
                         && f.until.is_none_or(|u| ep.timestamp.unwrap() <= u)
-                        && f
-                            .min_importance
-                            .is_none_or(|m| ep.importance.unwrap() >= m)
+                        && f.min_importance.is_none_or(|m| ep.importance.unwrap() >= m)
                 })
                 .collect::<Vec<_>>();
             assert_eq!(a.len(), passing.len().min(limit), "{what}, limit {limit}");
@@ -233,7 +234,10 @@ fn sql_search_matches_the_in_process_scan_with_every_filter_before_ranking() {
             assert_eq!(got, expected, "{what}, limit {limit}");
             for ((name, _, score), i) in a.iter().zip(&passing) {
                 let exact = 1.0 - 0.065 * *i as f32;
-                assert!((score - exact).abs() < 2e-3, "{what}: {name}: {score} vs {exact}");
+                assert!(
+                    (score - exact).abs() < 2e-3,
+                    "{what}: {name}: {score} vs {exact}"
+                );
             }
         }
     }
@@ -269,7 +273,10 @@ fn sql_search_matches_the_in_process_scan_with_every_filter_before_ranking() {
         .episodic()
         .record(NewEpisode::new("elsewhere").embedding(query()))
         .unwrap();
-    assert_eq!(episode_hits(&pg, &SearchFilters::default(), 1)[0].0, "episode 0");
+    assert_eq!(
+        episode_hits(&pg, &SearchFilters::default(), 1)[0].0,
+        "episode 0"
+    );
     assert_eq!(
         episode_hits(&other, &SearchFilters::default(), 5)
             .iter()
@@ -332,10 +339,7 @@ fn vector_rows_follow_writes_forget_replace_and_import() {
         .episodic()
         .search_hybrid("", &SearchFilters::default(), 5, &vq(&[1.0, 0.0]))
         .unwrap();
-    assert_eq!(
-        hits.iter().map(|h| &h.episode.id).collect::<Vec<_>>(),
-        [&b]
-    );
+    assert_eq!(hits.iter().map(|h| &h.episode.id).collect::<Vec<_>>(), [&b]);
     // A plain store replaces the knowledge and its embedding: no row left.
     mem.semantic().store("k", json!("plain")).unwrap();
     assert_eq!(vector_rows(&base, &schema), 1);
@@ -381,7 +385,11 @@ fn a_store_opened_first_without_the_extension_is_backfilled_when_it_gets_it() {
     let base = base_url();
     // A database without the extension and a role that may not create it
     // (pgvector is not a trusted extension): the store falls back to the scan.
-    let tag = format!("{}_{}", std::process::id(), Utc::now().timestamp_subsec_nanos());
+    let tag = format!(
+        "{}_{}",
+        std::process::id(),
+        Utc::now().timestamp_subsec_nanos()
+    );
     let (db, role) = (format!("nv_{tag}"), format!("nv_{tag}"));
     let mut admin = client(&base);
     // One statement per call: CREATE / DROP DATABASE refuse a transaction block.
@@ -465,7 +473,10 @@ fn a_store_opened_first_without_the_extension_is_backfilled_when_it_gets_it() {
             .unwrap()
             .get(0);
         assert_eq!(versions, 1);
-        assert_eq!(episode_hits(&again, &SearchFilters::default(), 50).len(), N + 1);
+        assert_eq!(
+            episode_hits(&again, &SearchFilters::default(), 50).len(),
+            N + 1
+        );
     }));
     cleanup(&mut admin);
     if let Err(p) = result {
@@ -500,5 +511,8 @@ fn an_encrypted_store_keeps_its_vectors_out_of_sql() {
         )
         .unwrap()
         .get(0);
-    assert!(!exists, "an encrypted store must not hold embeddings in the clear");
+    assert!(
+        !exists,
+        "an encrypted store must not hold embeddings in the clear"
+    );
 }
