@@ -463,6 +463,11 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether vector searches run in SQL (pgvector) rather than in process.
+    pub(crate) fn vectors_in_sql(&self) -> bool {
+        self.vector_search_backend() == "pgvector"
+    }
+
     /// Which vector search runs: `"pgvector"` (SQL on a PostgreSQL store with the
     /// extension) or `"in-process"` (the exact int8 scan of `vectors`).
     pub(crate) fn vector_search_backend(&self) -> &'static str {

@@ -987,7 +987,11 @@ pub(crate) fn fused_hits(
         return Ok(ranked(text_list(limit)?, true));
     };
     let depth = depth(limit);
-    e.sync_shared()?;
+    // The in-process sets follow other instances' writes through the index log;
+    // pgvector's table holds every committed write already.
+    if !e.vectors_in_sql() {
+        e.sync_shared()?;
+    }
     let vector_list = match prepare_query(e, ctx, vq, qv)? {
         Some(_) => e.vectors.search(e, kind, ctx, qv, filter, depth)?,
         None => Vec::new(),

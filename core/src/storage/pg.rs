@@ -293,10 +293,15 @@ impl VectorSql {
 
     /// The search with extra WHERE conditions `conds` (each starting with ` AND `).
     /// Params: $1 query vector (text), $2 kind, $3 ctx, $4 dim, $5 limit, then the conditions'.
+    /// The query vector is parsed once in a subquery (`OFFSET 0` keeps the planner
+    /// from folding it back into the select list): a generic plan of the prepared
+    /// statement would otherwise parse the text again for every row it scores
+    /// (measured: 42 ms instead of 5 ms at 10k rows x 384, 1 in 10 passing a filter).
     fn search(&self, conds: &str) -> String {
         format!(
-            "SELECT key, embedding OPERATOR(\"{ext}\".<=>) $1::text::\"{ext}\".vector AS distance \
-             FROM {t} WHERE kind = $2 AND ctx = $3 AND dim = $4{conds} \
+            "SELECT key, embedding OPERATOR(\"{ext}\".<=>) query.q AS distance \
+             FROM {t}, (SELECT $1::text::\"{ext}\".vector AS q OFFSET 0) AS query \
+             WHERE kind = $2 AND ctx = $3 AND dim = $4{conds} \
              ORDER BY distance, key LIMIT $5",
             ext = self.ext,
             t = self.table,
