@@ -86,10 +86,10 @@ fn query() -> Vec<f32> {
 
 fn episode(i: usize) -> NewEpisode {
     let mut tags = Vec::new();
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         tags.push("even");
     }
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         tags.push("three");
     }
     NewEpisode::new(format!("episode {i}"))

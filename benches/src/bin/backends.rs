@@ -110,7 +110,7 @@ fn vector_run(mem: &Memory, n: usize, dim: usize, calls: usize) -> (String, Late
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for i in 0..n {
         let mut ep = NewEpisode::new(format!("vector episode {i}")).embedding(rng.vector(dim));
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             ep = ep.tags(["tenth"]);
         }
         ctx.episodic().record(ep).expect("record with embedding");
