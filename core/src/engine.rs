@@ -427,6 +427,11 @@ impl Engine {
         if self.codec.is_sealed() {
             return Ok(());
         }
+        if p.vectors_migrated()? {
+            // The common case: no need to hold the serial section.
+            p.use_vectors(&ext);
+            return Ok(());
+        }
         let mut serial = p.serial()?;
         serial.migrate_vectors(&ext, |sink| {
             let mut batch = Vec::with_capacity(256);

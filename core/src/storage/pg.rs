@@ -462,6 +462,16 @@ impl PgStore {
         self.vector_ext.as_deref()
     }
 
+    /// Whether migration 3 (the `vectors` table) is recorded.
+    pub(crate) fn vectors_migrated(&self) -> Result<bool> {
+        let sql = format!(
+            "SELECT EXISTS (SELECT 1 FROM \"{}\".schema_migrations WHERE version = {VECTORS_MIGRATION})",
+            self.schema
+        );
+        let rows = self.with(|c| c.query(&sql, &[]))?;
+        Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
+    }
+
     /// Whether vector searches of this store run in SQL (pgvector).
     pub(crate) fn vectors_in_sql(&self) -> bool {
         self.vectors.get().is_some()
