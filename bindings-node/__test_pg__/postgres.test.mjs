@@ -125,7 +125,9 @@ test('a second Node process reads and searches the first one\'s writes, and the 
     await mem.shortTerm.store('from-parent', { pid: process.pid })
     const parentEpisode = await mem.episodic.record('The parent process inspected the lighthouse lamp', { tags: ['parent'] })
     await mem.semantic.store('parent-fact', 'harbour charts live in the north archive')
-    await (await mem.namespace('crew')).semantic.store('roster', ['ana', 'ben'])
+    const crew = await mem.namespace('crew')
+    await crew.semantic.store('roster', ['ana', 'ben'])
+    await crew.close()
 
     const child = await inChildProcess(`
       const { Memory } = require(process.argv[1])
@@ -149,6 +151,8 @@ test('a second Node process reads and searches the first one\'s writes, and the 
         await mem.semantic.store('child-fact', { foghorn: 'repaired' })
         await mem.shortTerm.store('from-child', { pid: process.pid })
         await crew.semantic.update('roster', ['ana', 'ben', 'cy'])
+        // Every handle closed: the engine (and its local index directory) goes with the last.
+        await crew.close()
         await mem.close()
         console.log(JSON.stringify({ pid: process.pid, seen, written }))
       })().catch((e) => { console.error(e.code, e.message); process.exit(1) })
@@ -170,7 +174,9 @@ test('a second Node process reads and searches the first one\'s writes, and the 
     assert.deepEqual((await mem.episodic.search('foghorn')).map((h) => h.episode.id), [child.written.episode])
     assert.deepEqual((await mem.semantic.query('foghorn')).map((h) => h.key), ['child-fact'])
     assert.deepEqual((await mem.sessionRestore(child.written.session)).content, { from: 'child' })
-    const roster = await (await mem.namespace('crew')).semantic.get('roster')
+    const crew2 = await mem.namespace('crew')
+    const roster = await crew2.semantic.get('roster')
+    await crew2.close()
     assert.deepEqual(roster.knowledge, ['ana', 'ben', 'cy'])
     assert.equal(roster.version, 2)
   } finally {
