@@ -236,7 +236,11 @@ fn unpack(got: Got) -> Option<(i64, Option<i64>, Value)> {
         Got::Loaded(r) => Some((r.stored_at, r.expires_at, r.value)),
         Got::Cached(p) => {
             let (stored_at, expires_at) = packed_times(&p)?;
-            Some((stored_at, expires_at, value_tape::decode(&p[PACK_HEADER..])?))
+            Some((
+                stored_at,
+                expires_at,
+                value_tape::decode(&p[PACK_HEADER..])?,
+            ))
         }
     }
 }
