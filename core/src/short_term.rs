@@ -239,7 +239,7 @@ fn unpack(got: Got) -> Option<(i64, Option<i64>, Value)> {
             Some((
                 stored_at,
                 expires_at,
-                value_tape::decode(&p[PACK_HEADER..])?,
+                value_tape::decode(p.get(PACK_HEADER..)?)?,
             ))
         }
     }
