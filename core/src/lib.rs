@@ -47,6 +47,7 @@ mod status;
 mod storage;
 mod timesheet;
 mod validate;
+mod value_tape;
 mod vectors;
 mod working;
 
