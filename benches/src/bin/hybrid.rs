@@ -76,6 +76,24 @@ fn ms(ns: u64) -> String {
 fn simd_note() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
+        // The AVX-512 build needs the whole Ice Lake-class set (`multiversion`'s rule).
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512cd")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512ifma")
+            && std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("avx512vbmi2")
+            && std::is_x86_feature_detected!("avx512vnni")
+            && std::is_x86_feature_detected!("avx512bitalg")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+            && std::is_x86_feature_detected!("gfni")
+            && std::is_x86_feature_detected!("vaes")
+            && std::is_x86_feature_detected!("vpclmulqdq")
+        {
+            return "x86-64 with AVX-512 (the scan runs its AVX-512BW build)";
+        }
         if std::is_x86_feature_detected!("avx2") {
             return "x86-64 with AVX2 (the scan runs its AVX2 build)";
         }
