@@ -157,6 +157,92 @@ fn lock_child_tries_to_open() {
     }
 }
 
+/// The store's `LOCK` file, locked: the engine that held it is fully closed.
+fn wait_closed(dir: &std::path::Path) -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("LOCK"))
+        .unwrap();
+    for _ in 0..5000 {
+        if f.try_lock().is_ok() {
+            return f;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    panic!("the store stayed locked after its last handle was dropped");
+}
+
+/// Segment file names of a closed store's index (a rebuild writes new ones).
+fn segment_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".idx") || n.ends_with(".fast"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn index_of_an_older_schema_version_is_rebuilt_on_open() {
+    // Version 2 stored each document's uid; version 3 reads it from a fast
+    // column. An index stamped with an older version is rebuilt from sled.
+    let dir = tempfile::tempdir().unwrap();
+    let mut want = Vec::new();
+    {
+        let mem = Memory::open(dir.path()).unwrap();
+        for i in 0..30 {
+            want.push(
+                mem.episodic()
+                    .record(NewEpisode::new(format!("schema upgrade note {i}")))
+                    .unwrap(),
+            );
+        }
+        mem.semantic()
+            .store("topic:upgrade", json!("upgrade procedure"))
+            .unwrap();
+    }
+    // The engine may still be closing on its maintenance thread: wait for its
+    // store lock before touching the files.
+    let lock = wait_closed(dir.path());
+    let before = segment_files(dir.path());
+    assert!(!before.is_empty());
+    {
+        let db = sled::open(dir.path().join("db")).unwrap();
+        db.open_tree("meta")
+            .unwrap()
+            .insert("index_schema_version", &2u32.to_be_bytes())
+            .unwrap();
+        db.flush().unwrap();
+    }
+    drop(lock);
+    {
+        let mem = Memory::open(dir.path()).unwrap();
+        let mut ids = search_ids(&mem, "upgrade");
+        ids.sort();
+        want.sort();
+        assert_eq!(ids, want);
+        assert_eq!(
+            mem.semantic().query("procedure", 5).unwrap()[0].key,
+            "topic:upgrade"
+        );
+    }
+    let _lock = wait_closed(dir.path());
+    let after = segment_files(dir.path());
+    assert!(
+        after.iter().all(|f| !before.contains(f)),
+        "the index was reused, not rebuilt: {before:?} / {after:?}"
+    );
+    let db = sled::open(dir.path().join("db")).unwrap();
+    let stamp = db
+        .open_tree("meta")
+        .unwrap()
+        .get("index_schema_version")
+        .unwrap()
+        .unwrap();
+    assert_ne!(stamp.as_ref(), &2u32.to_be_bytes()[..]);
+}
+
 #[test]
 fn newer_format_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();

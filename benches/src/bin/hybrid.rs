@@ -2,7 +2,9 @@
 //!
 //! `cargo run --release -p memstrata-benches --bin hybrid` (part of `make bench`; env `HYBRID_N`,
 //! default 100000; `HYBRID_DIM`, default 384; `HYBRID_QUERIES`, default 500;
-//! `BENCH_DIR` for the scratch stores). Episodes come from the standard
+//! `BENCH_DIR` for the scratch stores; `HYBRID_REUSE=1` keeps the stores a
+//! previous run left in `BENCH_DIR` and skips the ingest, for iterating on
+//! search code). Episodes come from the standard
 //! synthetic corpus; vectors are synthetic (64 cluster centres plus noise,
 //! so neighbourhoods exist), which is enough for cost: an exact scan costs
 //! the same whatever the values. Prints a Markdown report; no assertions.
@@ -74,6 +76,24 @@ fn ms(ns: u64) -> String {
 fn simd_note() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
+        // The AVX-512 build needs the whole Ice Lake-class set (`multiversion`'s rule).
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512cd")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512ifma")
+            && std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("avx512vbmi2")
+            && std::is_x86_feature_detected!("avx512vnni")
+            && std::is_x86_feature_detected!("avx512bitalg")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+            && std::is_x86_feature_detected!("gfni")
+            && std::is_x86_feature_detected!("vaes")
+            && std::is_x86_feature_detected!("vpclmulqdq")
+        {
+            return "x86-64 with AVX-512 (the scan runs its AVX-512BW build)";
+        }
         if std::is_x86_feature_detected!("avx2") {
             return "x86-64 with AVX2 (the scan runs its AVX2 build)";
         }
@@ -96,7 +116,12 @@ fn main() -> memstrata::Result<()> {
         |_| std::env::temp_dir().join("memstrata-hybrid-bench"),
         std::path::PathBuf::from,
     );
-    let _ = std::fs::remove_dir_all(&scratch);
+    let reuse = std::env::var("HYBRID_REUSE").is_ok_and(|v| v == "1")
+        && scratch.join("plain").join("db").exists()
+        && scratch.join("vectors").join("db").exists();
+    if !reuse {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
     std::fs::create_dir_all(&scratch)?;
     let corpus = Corpus::standard();
     let centres = centres(dim);
@@ -107,24 +132,25 @@ fn main() -> memstrata::Result<()> {
             .durability(Durability::Manual)
             .open()
     };
-    let plain = open("plain")?;
-    let vec_store = open("vectors")?;
-    let t = Instant::now();
-    for i in 0..n {
-        plain.episodic().record(new_episode(&corpus.episode(i)))?;
+    let mut ingest = None;
+    if !reuse {
+        let plain = open("plain")?;
+        let vec_store = open("vectors")?;
+        let t = Instant::now();
+        for i in 0..n {
+            plain.episodic().record(new_episode(&corpus.episode(i)))?;
+        }
+        plain.flush()?;
+        let ingest_plain = t.elapsed();
+        let t = Instant::now();
+        for i in 0..n {
+            vec_store
+                .episodic()
+                .record(new_episode(&corpus.episode(i)).embedding(vector(&centres, 1, i)))?;
+        }
+        vec_store.flush()?;
+        ingest = Some((ingest_plain, t.elapsed()));
     }
-    plain.flush()?;
-    let ingest_plain = t.elapsed();
-    let t = Instant::now();
-    for i in 0..n {
-        vec_store
-            .episodic()
-            .record(new_episode(&corpus.episode(i)).embedding(vector(&centres, 1, i)))?;
-    }
-    vec_store.flush()?;
-    let ingest_vec = t.elapsed();
-    drop(plain);
-    drop(vec_store);
     let live_plain = live_bytes(&scratch.join("plain").join("db"))?;
     let live_vec = live_bytes(&scratch.join("vectors").join("db"))?;
     // Reopen both: sizes after a clean close, and the vector matrix built from sled.
@@ -233,15 +259,21 @@ fn main() -> memstrata::Result<()> {
         "{n} episodes of the standard corpus, each with a synthetic {dim}-dimension vector, {nq} question queries with a query vector, limit 10; two stores side by side (with and without vectors), `Durability::Manual`, reopened before searching. CPU: {}.\n",
         simd_note()
     );
-    println!("| search | p50 ms | p95 ms | p95 vs BM25 only |");
-    println!("|---|---|---|---|");
-    let base = rows[1].1.q(0.95) as f64;
+    println!(
+        "| search | p50 ms | p95 ms | p99 ms | p50 vs BM25 only | p95 vs BM25 only | p99 vs BM25 only |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let base = &rows[1].1;
+    let ratio = |lat: &Latency, q: f64| lat.q(q) as f64 / base.q(q) as f64;
     for (name, lat) in &rows {
         println!(
-            "| {name} | {} | {} | {:.2}× |",
+            "| {name} | {} | {} | {} | {:.2}× | {:.2}× | {:.2}× |",
             ms(lat.p50()),
             ms(lat.q(0.95)),
-            lat.q(0.95) as f64 / base
+            ms(lat.q(0.99)),
+            ratio(lat, 0.5),
+            ratio(lat, 0.95),
+            ratio(lat, 0.99),
         );
     }
     println!();
@@ -249,13 +281,16 @@ fn main() -> memstrata::Result<()> {
         "- first vector search after open (builds the int8 matrix from sled): {:.0} ms",
         first_vector_search.as_secs_f64() * 1e3
     );
-    println!(
-        "- ingest: {:.1} s without vectors, {:.1} s with ({:.0} vs {:.0} episodes/s)",
-        ingest_plain.as_secs_f64(),
-        ingest_vec.as_secs_f64(),
-        n as f64 / ingest_plain.as_secs_f64(),
-        n as f64 / ingest_vec.as_secs_f64()
-    );
+    match ingest {
+        Some((ingest_plain, ingest_vec)) => println!(
+            "- ingest: {:.1} s without vectors, {:.1} s with ({:.0} vs {:.0} episodes/s)",
+            ingest_plain.as_secs_f64(),
+            ingest_vec.as_secs_f64(),
+            n as f64 / ingest_plain.as_secs_f64(),
+            n as f64 / ingest_vec.as_secs_f64()
+        ),
+        None => println!("- ingest: not measured (`HYBRID_REUSE=1`: the stores of an earlier run)"),
+    }
     println!(
         "- on disk (sled `db/` after a clean close): {:.1} MiB without vectors, {:.1} MiB with: {per_vector_disk:.0} bytes per vector (raw f32 would be {raw_vector_bytes} bytes; stored as half floats: {} + 6)",
         plain_bytes as f64 / (1 << 20) as f64,
