@@ -157,19 +157,16 @@ fn lock_child_tries_to_open() {
     }
 }
 
-/// The store's `LOCK` file, locked: the engine that held it is fully closed.
-fn wait_closed(dir: &std::path::Path) -> std::fs::File {
+/// The store's `LOCK` file, locked by the test: the engine that held it is
+/// closed (it is released as soon as the last handle is dropped).
+fn lock_closed_store(dir: &std::path::Path) -> std::fs::File {
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open(dir.join("LOCK"))
         .unwrap();
-    for _ in 0..5000 {
-        if f.try_lock().is_ok() {
-            return f;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    panic!("the store stayed locked after its last handle was dropped");
+    f.try_lock()
+        .expect("the store stayed locked after its last handle was dropped");
+    f
 }
 
 /// Segment file names of a closed store's index (a rebuild writes new ones).
@@ -202,9 +199,7 @@ fn index_of_an_older_schema_version_is_rebuilt_on_open() {
             .store("topic:upgrade", json!("upgrade procedure"))
             .unwrap();
     }
-    // The engine may still be closing on its maintenance thread: wait for its
-    // store lock before touching the files.
-    let lock = wait_closed(dir.path());
+    let lock = lock_closed_store(dir.path());
     let before = segment_files(dir.path());
     assert!(!before.is_empty());
     {
@@ -227,7 +222,7 @@ fn index_of_an_older_schema_version_is_rebuilt_on_open() {
             "topic:upgrade"
         );
     }
-    let _lock = wait_closed(dir.path());
+    let _lock = lock_closed_store(dir.path());
     let after = segment_files(dir.path());
     assert!(
         after.iter().all(|f| !before.contains(f)),
