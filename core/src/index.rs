@@ -50,7 +50,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn tag(self) -> &'static str {
+    pub(crate) fn tag(self) -> &'static str {
         match self {
             Kind::Episode => "e",
             Kind::Knowledge => "k",

@@ -98,7 +98,7 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![1]);
+    assert_eq!(versions, vec![1, 2]);
     let tables: i64 = c
         .query_one(
             "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 \
