@@ -830,8 +830,12 @@ impl PgStore {
     /// (what autovacuum does in the background); returns the pages cleaned.
     pub(crate) fn clean_search_index(&self) -> Result<u64> {
         let index = format!("\"{}\".search_docs_tsv", self.schema);
-        let rows =
-            self.with(|c| c.query("SELECT gin_clean_pending_list($1::text::regclass)", &[&index]))?;
+        let rows = self.with(|c| {
+            c.query(
+                "SELECT gin_clean_pending_list($1::text::regclass)",
+                &[&index],
+            )
+        })?;
         let n: i64 = rows.first().map_or(0, |r| r.get(0));
         Ok(u64::try_from(n).unwrap_or(0))
     }
