@@ -866,3 +866,56 @@ fn a_version_1_schema_is_migrated_and_its_search_rows_backfilled() {
         drop(again);
     }
 }
+
+#[test]
+#[ignore = "needs a PostgreSQL server: run by make test-pg"]
+fn vector_search_follows_another_instances_writes_through_the_index_log() {
+    use memstrata::VectorQuery;
+    let dir = pg_dir();
+    let url = dir.path();
+    let open = || {
+        Memory::builder()
+            .path(&url)
+            .separate_engine()
+            .open()
+            .unwrap()
+    };
+    let (a, b) = (open(), open());
+    let vector = |mem: &Memory, ns: &str, v: [f32; 3]| -> Vec<String> {
+        let hits = mem
+            .namespace(ns)
+            .unwrap()
+            .episodic()
+            .search_hybrid(
+                "",
+                &SearchFilters::default(),
+                10,
+                &VectorQuery::embedding(v.to_vec()),
+            )
+            .unwrap();
+        ids(&hits)
+    };
+    let rec = |mem: &Memory, ns: &str, v: [f32; 3]| {
+        mem.namespace(ns)
+            .unwrap()
+            .episodic()
+            .record(NewEpisode::new("point").embedding(v.to_vec()))
+            .unwrap()
+    };
+    let x1 = rec(&b, "x", [1.0, 0.0, 0.0]);
+    // `a` loads context x's vectors from the records.
+    assert_eq!(vector(&a, "x", [1.0, 0.0, 0.0]), vec![x1.clone()]);
+    // `b` writes to x (loaded in `a`) and to y (not loaded in `a`).
+    let x2 = rec(&b, "x", [0.9, 0.1, 0.0]);
+    let y1 = rec(&b, "y", [0.0, 1.0, 0.0]);
+    assert_eq!(
+        vector(&a, "x", [1.0, 0.0, 0.0]),
+        vec![x1.clone(), x2.clone()]
+    );
+    assert_eq!(vector(&a, "y", [0.0, 1.0, 0.0]), vec![y1.clone()]);
+    // A forget on `b` leaves `a`'s loaded sets.
+    assert!(b.namespace("x").unwrap().episodic().forget(&x1).unwrap());
+    let y2 = rec(&b, "y", [0.0, 0.9, 0.1]);
+    assert_eq!(vector(&a, "x", [1.0, 0.0, 0.0]), vec![x2]);
+    assert_eq!(vector(&a, "y", [0.0, 1.0, 0.0]), vec![y1, y2]);
+}
