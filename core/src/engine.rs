@@ -657,9 +657,9 @@ impl Engine {
     /// Rewrite every search row from the records (`force`), or only when the
     /// store's `meta` does not name the current [`storage::SEARCH_DOCS_VERSION`];
     /// in one serial section, so no indexed write of any instance interleaves
-    /// and concurrent opens rebuild once. Also moves the vector index's cursor
-    /// to the end of the index log (the vector sets are loaded from the
-    /// records after this, so they need nothing before it).
+    /// and concurrent opens rebuild once. With no vector set loaded (always at
+    /// open), also moves the vector index's cursor to the end of the index log:
+    /// a set loaded later is read from the records, so it needs nothing before.
     fn rebuild_store_search(&self, force: bool) -> Result<()> {
         let version = storage::SEARCH_DOCS_VERSION.to_be_bytes();
         let mut cursor = self.log_cursor.lock();
@@ -676,7 +676,10 @@ impl Engine {
         // Above every committed index-log entry (the section orders them).
         let seq = serial.generate_id()?;
         serial.commit()?;
-        *cursor = (*cursor).max(seq);
+        if self.vectors.is_empty() {
+            // A loaded vector set must still replay what it has not followed.
+            *cursor = (*cursor).max(seq);
+        }
         Ok(())
     }
 
