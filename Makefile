@@ -4,7 +4,7 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-pg test-rust-pg test-mcp-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
+.PHONY: test lint test-rust test-pg test-rust-pg test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
 
 ## Run every suite: Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP interop,
 ## Node binding, Kotlin binding.
@@ -23,14 +23,20 @@ test-rust:
 
 ## The PostgreSQL suites, all under one throwaway server (scripts/pg-test.sh starts it on
 ## loopback, installing Debian's postgresql package if needed, and fails loudly if it cannot):
-## the core suites on the postgres backend (test-rust-pg), then test-mcp-pg.
+## the core suites on the postgres backend (test-rust-pg), then test-mcp-pg and test-node-pg.
 test-pg: venv
-	bash scripts/pg-test.sh $(MAKE) --no-print-directory test-rust-pg test-mcp-pg
+	bash scripts/pg-test.sh $(MAKE) --no-print-directory test-rust-pg test-mcp-pg test-node-pg
 
 ## PostgreSQL tests of the MCP adapter and the Python binding (needs MEMSTRATA_TEST_PG_URL:
 ## run through test-pg, or `bash scripts/pg-test.sh make test-mcp-pg`).
 test-mcp-pg: venv
 	bash scripts/test-mcp-pg.sh
+
+## The Node binding on a postgres:// store (bindings-node/__test_pg__; needs MEMSTRATA_TEST_PG_URL:
+## run through test-pg, or `bash scripts/pg-test.sh make test-node-pg`). Builds the addon as
+## test-node does (npm install, dev build into target/), so it runs before test-node too.
+test-node-pg:
+	bash scripts/test-node-pg.sh
 
 ## The backend conformance suites of the core on PostgreSQL (each test gets its own schema).
 ## Needs MEMSTRATA_TEST_PG_URL (e.g. postgres://postgres@127.0.0.1:54329/postgres) of a running

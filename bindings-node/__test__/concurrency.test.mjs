@@ -60,8 +60,12 @@ test('a worker thread opens the same path and shares the engine', async (t) => {
       parentPort.postMessage({ seen, status: run.status, out: run.outputs.a })
     })().catch((e) => parentPort.postMessage({ error: String(e), code: e.code }))
   `, { eval: true, workerData: { path, entry: new URL(url).pathname } })
+  // Listen for 'exit' before awaiting the message: a worker that has already finished
+  // delivers its last message and 'exit' in one turn, and a listener added after the
+  // message would miss the exit and leave the test waiting on nothing.
+  const exited = once(worker, 'exit')
   const [msg] = await once(worker, 'message')
-  await once(worker, 'exit')
+  await exited
   assert.deepEqual(msg, { seen: 1, status: 'completed', out: 2 })
   assert.equal((await mem.shortTerm.keys({ prefix: 'w' })).length, 200)
   assert.equal(await mem.shortTerm.retrieve('w199'), 199)

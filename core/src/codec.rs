@@ -182,6 +182,19 @@ pub(crate) fn ctx_key(ctx: &str, key: &str) -> Vec<u8> {
     k
 }
 
+/// A storage key built on the stack when it fits (see [`ctx_key_inline`]).
+pub(crate) type InlineKey = smallvec::SmallVec<[u8; 64]>;
+
+/// [`ctx_key`] without a heap allocation for keys of up to 64 bytes with
+/// their context: for read paths that only look the key up.
+pub(crate) fn ctx_key_inline(ctx: &str, key: &str) -> InlineKey {
+    let mut k = InlineKey::with_capacity(ctx.len() + key.len() + 1);
+    k.extend_from_slice(ctx.as_bytes());
+    k.push(0);
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
 /// Prefix of all keys of a context: `ctx 0x00`.
 pub(crate) fn ctx_prefix(ctx: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(ctx.len() + 1);

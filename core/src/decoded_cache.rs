@@ -34,16 +34,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use crate::episodic::Episode;
-use crate::short_term::StRecord;
 
 /// Byte budget of the episode cache (estimated heap size of the cached episodes).
 pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Byte budget of the short-term cache. Larger than the episode cache's: the
 /// short-term layer is the one agents re-read most, its records are small
-/// (~1 KB decoded for a 4-field value, so ~16k of them fit), and a miss costs
+/// (packed, ~300 bytes for a 4-field value plus ~130 of bookkeeping, so ~39k
+/// of them fit; ~16k when they were cached as decoded `Value`s), and a miss costs
 /// a store read, a decode and an eviction, which at 8 MiB (~87 % of a 10k
 /// working set) made the average retrieve no faster than without a cache
 /// (docs/benchmarks.md, *Findings*).
@@ -56,8 +57,16 @@ pub(crate) trait Weigh {
 
 /// Decoded episodes (`episodes` tree).
 pub(crate) type EpisodeCache = DecodedCache<Episode>;
-/// Decoded short-term records, value and expiry (`short_term` tree).
-pub(crate) type ShortTermCache = DecodedCache<StRecord>;
+/// Short-term records, timestamps and value, packed into one block each
+/// (`short_term::pack`; the value as a `value_tape`) rather than a decoded
+/// `StRecord`: a hit builds the caller's `Value` from one contiguous block.
+pub(crate) type ShortTermCache = DecodedCache<[u8]>;
+
+/// A storage key held inline in the map and the CLOCK queue: a lookup compares
+/// it where the hash table's slot is, with no pointer to follow (`ctx 0x00 key`
+/// of the default context and a key of up to 24 bytes; longer keys spill to
+/// the heap).
+type Key = SmallVec<[u8; 32]>;
 
 /// Records larger than this share of a shard's budget are not cached.
 const MAX_ENTRY_SHARE: usize = 4;
@@ -67,19 +76,19 @@ const SHARDS: usize = 16;
 /// Doorkeeper slots per shard (8 bytes each).
 const DOOR_SLOTS: usize = 1024;
 
-struct Slot<V> {
+struct Slot<V: ?Sized> {
     rec: Arc<V>,
     bytes: usize,
     referenced: AtomicBool,
 }
 
-struct Shard<V> {
+struct Shard<V: ?Sized> {
     /// Fx hashing: keys are short and come from the engine, not from an attacker
     /// who could aim collisions at one shard (they are also bounded by the budget).
-    map: HashMap<Arc<[u8]>, Slot<V>, FxBuildHasher>,
-    /// CLOCK order (sharing the map's key allocation); may hold keys already
+    map: HashMap<Key, Slot<V>, FxBuildHasher>,
+    /// CLOCK order (a copy of the map's key); may hold keys already
     /// removed from `map` (skipped on eviction).
-    order: VecDeque<Arc<[u8]>>,
+    order: VecDeque<Key>,
     bytes: usize,
     /// Admission doorkeeper, used once the shard is full: the hashes of keys
     /// refused once (direct-mapped). A key is admitted on its second fill, so
@@ -88,7 +97,7 @@ struct Shard<V> {
     door: Box<[u64]>,
 }
 
-impl<V> Default for Shard<V> {
+impl<V: ?Sized> Default for Shard<V> {
     fn default() -> Self {
         Shard {
             map: HashMap::default(),
@@ -99,38 +108,38 @@ impl<V> Default for Shard<V> {
     }
 }
 
-impl<V> Shard<V> {
+impl<V: ?Sized> Shard<V> {
     fn evict_to(&mut self, budget: usize) {
         while self.bytes > budget {
             let Some(k) = self.order.pop_front() else {
                 break;
             };
-            let keep = match self.map.get(&k) {
+            let keep = match self.map.get(k.as_slice()) {
                 Some(s) => s.referenced.swap(false, Ordering::Relaxed),
                 None => continue,
             };
             if keep {
                 self.order.push_back(k);
-            } else if let Some(s) = self.map.remove(&k) {
+            } else if let Some(s) = self.map.remove(k.as_slice()) {
                 self.bytes -= s.bytes;
             }
         }
         // Drop stale keys left by invalidations so `order` stays bounded.
         if self.order.len() > 2 * self.map.len() + 64 {
             let map = &self.map;
-            self.order.retain(|k| map.contains_key(k));
+            self.order.retain(|k| map.contains_key(k.as_slice()));
         }
     }
 }
 
 /// See the module documentation.
-pub(crate) struct DecodedCache<V> {
+pub(crate) struct DecodedCache<V: ?Sized> {
     shards: Box<[Mutex<Shard<V>>]>,
     shard_budget: usize,
     generation: AtomicU64,
 }
 
-impl<V> std::fmt::Debug for DecodedCache<V> {
+impl<V: ?Sized> std::fmt::Debug for DecodedCache<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DecodedCache")
             .field("budget", &(self.shard_budget * SHARDS))
@@ -148,7 +157,7 @@ fn shard_of(key: &[u8]) -> usize {
     (h % SHARDS as u64) as usize
 }
 
-impl<V: Weigh> DecodedCache<V> {
+impl<V: Weigh + ?Sized> DecodedCache<V> {
     /// A cache holding at most about `budget` bytes of decoded records (0 disables it).
     pub(crate) fn new(budget: usize) -> Self {
         DecodedCache {
@@ -181,7 +190,10 @@ impl<V: Weigh> DecodedCache<V> {
         &self,
         key: &[u8],
         load: impl FnOnce() -> crate::Result<Option<V>>,
-    ) -> crate::Result<Option<Arc<V>>> {
+    ) -> crate::Result<Option<Arc<V>>>
+    where
+        V: Sized,
+    {
         if let Some(rec) = self.get(key) {
             return Ok(Some(rec));
         }
@@ -197,10 +209,25 @@ impl<V: Weigh> DecodedCache<V> {
     /// Cache `rec` (read from the store, or just written to it) under `key`,
     /// unless an invalidation happened since `generation` was taken.
     pub(crate) fn insert(&self, key: &[u8], rec: Arc<V>, generation: u64) {
+        let size = rec.approx_size();
+        self.insert_with(key, size, generation, || Some(rec));
+    }
+
+    /// [`DecodedCache::insert`] of a record built by `make` only once the cache
+    /// admits it (estimated at `size` bytes): a refused fill (too large, the
+    /// generation moved, refused by the doorkeeper) costs no build. `make`
+    /// runs under the shard lock; `None` from it caches nothing.
+    pub(crate) fn insert_with(
+        &self,
+        key: &[u8],
+        size: usize,
+        generation: u64,
+        make: impl FnOnce() -> Option<Arc<V>>,
+    ) {
         if self.shard_budget == 0 {
             return;
         }
-        let bytes = rec.approx_size() + key.len() + SLOT_OVERHEAD;
+        let bytes = size + key.len() + SLOT_OVERHEAD;
         if bytes > self.shard_budget / MAX_ENTRY_SHARE {
             return;
         }
@@ -221,6 +248,9 @@ impl<V: Weigh> DecodedCache<V> {
             }
             *slot = 0;
         }
+        let Some(rec) = make() else {
+            return;
+        };
         let slot = Slot {
             rec,
             bytes,
@@ -230,8 +260,8 @@ impl<V: Weigh> DecodedCache<V> {
             let old = std::mem::replace(old, slot);
             shard.bytes -= old.bytes;
         } else {
-            let k: Arc<[u8]> = key.into();
-            shard.map.insert(Arc::clone(&k), slot);
+            let k = Key::from_slice(key);
+            shard.map.insert(k.clone(), slot);
             shard.order.push_back(k);
         }
         shard.bytes += bytes;
@@ -279,8 +309,8 @@ impl<V: Weigh> DecodedCache<V> {
     }
 }
 
-/// Per-entry bookkeeping counted against the budget: the map slot, the boxed
-/// key's CLOCK copy, the `Arc` header.
+/// Per-entry bookkeeping counted against the budget: the map slot with its
+/// inline key, the key's CLOCK copy, the `Arc` header.
 const SLOT_OVERHEAD: usize = 96;
 
 /// Rough heap footprint of a JSON value.
@@ -315,9 +345,10 @@ impl Weigh for Episode {
     }
 }
 
-impl Weigh for StRecord {
+/// A packed short-term record: its length.
+impl Weigh for [u8] {
     fn approx_size(&self) -> usize {
-        std::mem::size_of::<StRecord>() + value_size(&self.value)
+        self.len()
     }
 }
 

@@ -203,14 +203,14 @@ fn check_key(t: &Trees, codec: &codec::Codec, path: &Path, is_new: bool) -> Resu
     }
 }
 
-fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Engine>>> {
-    static REG: OnceLock<Mutex<HashMap<PathBuf, Weak<Engine>>>> = OnceLock::new();
+fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<EngineUse>>> {
+    static REG: OnceLock<Mutex<HashMap<PathBuf, Weak<EngineUse>>>> = OnceLock::new();
     REG.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 impl Engine {
     /// Open (or share) the engine for `opts.path`.
-    pub(crate) fn open(opts: Options) -> Result<Arc<Engine>> {
+    pub(crate) fn open(opts: Options) -> Result<Arc<EngineUse>> {
         let (path, tempdir) = match &opts.path {
             Some(p) if storage::is_postgres_url(p) => {
                 if !cfg!(feature = "postgres") {
@@ -266,14 +266,15 @@ impl Engine {
         };
         let engine = Arc::new(Self::open_new(opts, path.clone(), tempdir)?);
         engine.registered.store(true, Ordering::Release);
+        engine.start_background();
+        let engine = Arc::new(EngineUse(engine));
         reg.insert(path, Arc::downgrade(&engine));
         drop(reg);
-        engine.start_background();
         Ok(engine)
     }
 
     /// An engine of its own for a shared store (not in the registry).
-    pub(crate) fn open_separate(opts: Options) -> Result<Arc<Engine>> {
+    pub(crate) fn open_separate(opts: Options) -> Result<Arc<EngineUse>> {
         let path = match &opts.path {
             Some(p) if storage::is_postgres_url(p) => p.clone(),
             _ => {
@@ -285,7 +286,7 @@ impl Engine {
         };
         let engine = Arc::new(Self::open_new(opts, path, None)?);
         engine.start_background();
-        Ok(engine)
+        Ok(Arc::new(EngineUse(engine)))
     }
 
     fn open_new(
@@ -982,8 +983,9 @@ impl Engine {
     }
 }
 
-impl Drop for Engine {
-    fn drop(&mut self) {
+impl Engine {
+    /// Stop the maintenance thread and wait for it (unless called on it).
+    fn stop_background(&self) {
         self.shutdown.store(true, Ordering::Release);
         if let Some(h) = self.bg.lock().take()
             && h.thread().id() != std::thread::current().id()
@@ -991,6 +993,43 @@ impl Drop for Engine {
             h.thread().unpark();
             let _ = h.join();
         }
+    }
+}
+
+/// The handles' share of an engine: every [`crate::Memory`] on it holds this
+/// one value, and the registry points at it. When the last handle goes, its
+/// drop stops the maintenance thread and waits for it *before* releasing the
+/// engine. The maintenance thread holds the engine only during a pass, so
+/// without this the last reference could be the one it holds at that moment,
+/// and the engine (sled, the store's `LOCK`) would close later on that thread:
+/// a binding's `close()` would return before the store is released, and
+/// another process opening it right after would get `StoreLocked`.
+pub(crate) struct EngineUse(Arc<Engine>);
+
+impl std::ops::Deref for EngineUse {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for EngineUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Drop for EngineUse {
+    fn drop(&mut self) {
+        // After this the maintenance thread holds no reference: the `Arc`
+        // dropped next is the last one, and the engine closes on this thread.
+        self.0.stop_background();
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop_background();
         let _ = self.flush();
         if let (Some(cp), Store::Sled(db)) = (&self.checkpoint, &self.store)
             && self.opts.path.is_some()

@@ -398,6 +398,18 @@ pub(crate) enum Opened {
     Fresh,
 }
 
+impl Drop for SearchIndex {
+    /// Dropping a tantivy `IndexWriter` does not stop the merges it started:
+    /// they would go on writing into the index directory after the engine is
+    /// gone, racing the next engine that opens it (orphan removal, a rebuild
+    /// deleting the directory). Wait for them, so a closed store is at rest.
+    fn drop(&mut self) {
+        if let Some(writer) = self.state.get_mut().writer.take() {
+            let _ = writer.wait_merging_threads();
+        }
+    }
+}
+
 impl SearchIndex {
     /// Open the index in `dir`, or create a fresh one if it is missing or unreadable.
     pub(crate) fn open(

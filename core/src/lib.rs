@@ -47,6 +47,7 @@ mod status;
 mod storage;
 mod timesheet;
 mod validate;
+mod value_tape;
 mod vectors;
 mod working;
 
@@ -91,7 +92,7 @@ pub use crate::vectors::{
 };
 pub use crate::working::{Working, WorkspaceItem};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineUse};
 
 /// The context every handle starts in.
 pub const DEFAULT_CONTEXT: &str = "default";
@@ -104,7 +105,7 @@ pub const DEFAULT_CONTEXT: &str = "default";
 /// engine; another process gets [`Error::StoreLocked`].
 #[derive(Clone)]
 pub struct Memory {
-    pub(crate) engine: Arc<Engine>,
+    pub(crate) engine: Arc<EngineUse>,
     active: Arc<RwLock<Arc<str>>>,
 }
 

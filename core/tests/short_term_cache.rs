@@ -60,6 +60,45 @@ fn store_overwrite_forget_then_retrieve() {
     assert_eq!(st.retrieve("k").unwrap(), Some(json!("back")));
 }
 
+/// The cache holds records packed (timestamps and a compact form of the
+/// value); a hit must hand back exactly what the store holds.
+#[test]
+fn a_hit_gives_the_stored_value_and_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::starting_now());
+    let mem = open(dir.path(), &clock);
+    let st = mem.short_term();
+    let value = json!({
+        "text": "héllo \u{1F600} \"quoted\"\n",
+        "big": u64::MAX,
+        "neg": i64::MIN,
+        "float": -2.5,
+        "whole_float": 3.0,
+        "flags": [true, false, null],
+        "nested": {"deep": [[1, {"x": []}], {}], "": "empty key"},
+    });
+    let stored = st
+        .store("k", value.clone(), Some(Duration::from_secs(60)))
+        .unwrap();
+    st.store("plain", json!(7), None).unwrap();
+    // The first read fills the cache, the second is served from it.
+    for _ in 0..2 {
+        let entry = st.entry("k").unwrap().unwrap();
+        assert_eq!(entry, stored);
+        assert!(entry.expires_at.is_some());
+        assert!(entry.value["whole_float"].is_f64());
+        assert!(entry.value["big"].is_u64() && entry.value["neg"].is_i64());
+        assert_eq!(st.retrieve("k").unwrap(), Some(value.clone()));
+        let plain = st.entry("plain").unwrap().unwrap();
+        assert_eq!((plain.value, plain.expires_at), (json!(7), None));
+    }
+    assert!(st.cache_usage().0 >= 2, "both records cached");
+    assert_eq!(
+        mem.context_retrieve("k", None).unwrap().unwrap().value,
+        value
+    );
+}
+
 #[test]
 fn ttl_is_checked_on_every_hit_and_the_sweep_invalidates() {
     let dir = tempfile::tempdir().unwrap();

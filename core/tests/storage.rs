@@ -408,6 +408,41 @@ fn reopen_right_after_drop_never_reports_locked() {
     assert_eq!(search_ids(&mem, "probe").len(), 60);
 }
 
+#[test]
+fn dropping_the_last_handle_releases_the_store_at_once() {
+    // The store's LOCK is free as soon as the last handle is dropped, even when
+    // the maintenance thread is busy at that moment (a commit every
+    // millisecond): what lets another process open the store right after a
+    // binding's close() returned.
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        let mem = Memory::builder()
+            .path(dir.path())
+            .index_commit_interval(std::time::Duration::from_millis(1))
+            .open()
+            .unwrap();
+        let ns = mem.namespace("other").unwrap();
+        mem.episodic()
+            .record(NewEpisode::new(format!("release probe {i}")))
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(i % 4));
+        drop(mem);
+        // Another handle on the engine keeps the store open.
+        let lock = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("LOCK"))
+            .unwrap();
+        assert!(
+            lock.try_lock().is_err(),
+            "round {i}: released while a handle lives"
+        );
+        drop(ns);
+        lock.try_lock()
+            .unwrap_or_else(|e| panic!("round {i}: LOCK still held after the last handle: {e}"));
+        lock.unlock().unwrap();
+    }
+}
+
 /// Inputs found by the fuzz targets (`fuzz/regressions/<target>/`), replayed on every test run.
 #[test]
 fn fuzz_regressions_stay_fixed() {
