@@ -242,7 +242,8 @@ impl Memory {
 
             if level >= OptimizeLevel::Aggressive && e.index.is_none() {
                 // PostgreSQL searches in SQL: the GIN index's pending list is
-                // what corresponds to unmerged segments.
+                // what corresponds to unmerged segments; the table is also
+                // analyzed (the search plan depends on its statistics).
                 progress(Progress::new("merge_index", 0, Some(1), "cleaning the search index's pending list"));
                 let pages = e.store.clean_search_index()?;
                 let (documents, _) = e.index_doc_stats();

@@ -827,14 +827,18 @@ impl PgStore {
     }
 
     /// Move the entries of the GIN index's pending list into the main index
-    /// (what autovacuum does in the background); returns the pages cleaned.
+    /// and refresh the table's planner statistics (both what autovacuum does
+    /// in the background); returns the pending-list pages cleaned.
     pub(crate) fn clean_search_index(&self) -> Result<u64> {
         let index = format!("\"{}\".search_docs_tsv", self.schema);
+        let analyze = format!("ANALYZE {}", self.search.table);
         let rows = self.with(|c| {
-            c.query(
+            let rows = c.query(
                 "SELECT gin_clean_pending_list($1::text::regclass)",
                 &[&index],
-            )
+            )?;
+            c.client.batch_execute(&analyze)?;
+            Ok(rows)
         })?;
         let n: i64 = rows.first().map_or(0, |r| r.get(0));
         Ok(u64::try_from(n).unwrap_or(0))
