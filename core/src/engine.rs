@@ -419,8 +419,81 @@ impl Engine {
                 .meta
                 .insert(META_INDEX_SCHEMA, index::INDEX_SCHEMA_VERSION.to_be_bytes())?;
         }
+        #[cfg(feature = "postgres")]
+        engine.use_pgvector()?;
         engine.store.flush()?;
         Ok(engine)
+    }
+
+    /// PostgreSQL with the `vector` extension: run migration 3 (create and
+    /// backfill `<schema>.vectors`) if no process did, and search vectors in
+    /// SQL from now on. Encrypted stores keep the in-process scan: the table
+    /// would hold their embeddings in the clear.
+    #[cfg(feature = "postgres")]
+    fn use_pgvector(&self) -> Result<()> {
+        let Store::Postgres(p) = &self.store else {
+            return Ok(());
+        };
+        let Some(ext) = p.vector_extension().map(str::to_owned) else {
+            return Ok(());
+        };
+        if self.codec.is_sealed() {
+            return Ok(());
+        }
+        if p.vectors_migrated()? {
+            // The common case: no need to hold the serial section.
+            p.use_vectors(&ext);
+            return Ok(());
+        }
+        let mut serial = p.serial()?;
+        serial.migrate_vectors(&ext, |sink| {
+            let mut batch = Vec::with_capacity(256);
+            for item in self.t.episodes.iter() {
+                let (k, v) = item?;
+                let (ctx, _) = codec::split_ctx_key(&k)?;
+                let rec: crate::episodic::EpisodeRecord = self.codec.decode(&v)?;
+                if rec.embedding.is_some() {
+                    batch.push(IndexOp::Upsert(crate::episodic::index_doc(&ctx, &rec)));
+                }
+                if batch.len() >= 256 {
+                    sink(&batch)?;
+                    batch.clear();
+                }
+            }
+            for item in self.t.semantic.iter() {
+                let (k, v) = item?;
+                let (ctx, key) = codec::split_ctx_key(&k)?;
+                let rec: crate::semantic::KnowledgeRecord = self.codec.decode(&v)?;
+                if rec.embedding.is_some() {
+                    batch.push(IndexOp::Upsert(crate::semantic::index_doc(
+                        &ctx, &key, &rec,
+                    )));
+                }
+                if batch.len() >= 256 {
+                    sink(&batch)?;
+                    batch.clear();
+                }
+            }
+            sink(&batch)
+        })?;
+        serial.commit()?;
+        p.use_vectors(&ext);
+        Ok(())
+    }
+
+    /// Whether vector searches run in SQL (pgvector) rather than in process.
+    pub(crate) fn vectors_in_sql(&self) -> bool {
+        self.vector_search_backend() == "pgvector"
+    }
+
+    /// Which vector search runs: `"pgvector"` (SQL on a PostgreSQL store with the
+    /// extension) or `"in-process"` (the exact int8 scan of `vectors`).
+    pub(crate) fn vector_search_backend(&self) -> &'static str {
+        match &self.store {
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) if p.vectors_in_sql() => "pgvector",
+            _ => "in-process",
+        }
     }
 
     fn start_background(self: &Arc<Self>) {
@@ -764,8 +837,10 @@ impl Engine {
             }
             Ok((r, ops))
         })?;
-        // The store's own search rows (PostgreSQL), in the same transaction.
+        // The store's own search rows (PostgreSQL), in the same transaction;
+        // with pgvector, the vector rows too.
         serial.apply_search_ops(&ops)?;
+        serial.apply_vector_ops(&ops)?;
         serial.commit()?;
         // The vector index follows the store whatever the text index does with the ops.
         self.vectors.apply(&ops);

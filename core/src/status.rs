@@ -148,6 +148,10 @@ pub struct IndexStats {
     pub pending: u64,
     /// Index-log records in sled not yet covered by a durable commit (the replay work after a crash).
     pub log_entries: u64,
+    /// Which vector search runs: `"in-process"` (the exact int8 scan in memory,
+    /// sled and PostgreSQL without pgvector) or `"pgvector"` (exact, in SQL, on
+    /// a PostgreSQL store whose database has the `vector` extension).
+    pub vector_search: String,
 }
 
 /// The `metrics` part of [`Status`].
@@ -226,6 +230,7 @@ pub(crate) fn index_stats(e: &Engine) -> IndexStats {
         pending: pending as u64,
         // A failing store shows in `health` (its format_version read); the count is 0 then.
         log_entries: e.index_log_backlog().unwrap_or(0) as u64,
+        vector_search: e.vector_search_backend().to_owned(),
     }
 }
 

@@ -766,6 +766,13 @@ impl VectorIndex {
         filter: &RowFilter<'_>,
         depth: usize,
     ) -> Result<Vec<(String, f32)>> {
+        // PostgreSQL with pgvector: the same exact search, in SQL over `<schema>.vectors`.
+        #[cfg(feature = "postgres")]
+        if let crate::storage::Store::Postgres(p) = &e.store
+            && let Some(hits) = p.vector_search(kind, ctx, q, filter, depth)?
+        {
+            return Ok(hits);
+        }
         let set = self.loaded(e, kind, ctx)?;
         let set = set.read();
         Ok(set.search(q, filter, depth))
@@ -995,7 +1002,11 @@ pub(crate) fn fused_hits(
         return Ok(ranked(text_list(limit)?, true));
     };
     let depth = depth(limit);
-    e.sync_shared()?;
+    // The in-process sets follow other instances' writes through the index log;
+    // pgvector's table holds every committed write already.
+    if !e.vectors_in_sql() {
+        e.sync_shared()?;
+    }
     let vector_list = match prepare_query(e, ctx, vq, qv)? {
         Some(_) => e.vectors.search(e, kind, ctx, qv, filter, depth)?,
         None => Vec::new(),

@@ -387,6 +387,19 @@ impl Serial {
         }
     }
 
+    /// Keep a PostgreSQL store's `vectors` table (pgvector, where in use) in
+    /// line with `ops`, in the section's transaction (sled: nothing to do, its
+    /// vector index is in memory).
+    pub(crate) fn apply_vector_ops(&mut self, ops: &[crate::index::IndexOp]) -> Result<()> {
+        #[cfg(not(feature = "postgres"))]
+        let _ = ops;
+        match self {
+            Serial::Sled(_) => Ok(()),
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.apply_vector_ops(ops),
+        }
+    }
+
     /// Commit the section.
     pub(crate) fn commit(self) -> Result<()> {
         match self {
