@@ -151,7 +151,7 @@ test('a second Node process reads and searches the first one\'s writes, and the 
         await mem.semantic.store('child-fact', { foghorn: 'repaired' })
         await mem.shortTerm.store('from-child', { pid: process.pid })
         await crew.semantic.update('roster', ['ana', 'ben', 'cy'])
-        // Every handle closed: the engine (and its local index directory) goes with the last.
+        // Every handle closed: the engine goes with the last.
         await crew.close()
         await mem.close()
         console.log(JSON.stringify({ pid: process.pid, seen, written }))

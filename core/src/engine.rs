@@ -1,6 +1,7 @@
-//! The shared engine behind every [`crate::Memory`] handle: sled trees, the
-//! tantivy index, the background maintenance thread and the per-process
-//! registry that makes one engine per store path.
+//! The shared engine behind every [`crate::Memory`] handle: the store's trees,
+//! the text index (tantivy on sled, SQL inside a PostgreSQL store), the
+//! background maintenance thread and the per-process registry that makes one
+//! engine per store path.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -10,12 +11,12 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::codec;
 use crate::config::{Durability, Options};
 use crate::decoded_cache::{EpisodeCache, ShortTermCache};
-use crate::index::{self, IndexOp, Kind, Opened, SearchIndex};
+use crate::index::{self, IndexOp, Kind, Opened, SearchIndex, WriterState};
 use crate::metrics::Metrics;
 use crate::storage::{self, KvTree, Store, Tree, TxResult, TxTree};
 use crate::{Error, Result};
@@ -98,7 +99,13 @@ pub(crate) struct Engine {
     /// The backend (sled or PostgreSQL) holding the trees.
     pub store: Store,
     pub t: Trees,
-    pub index: SearchIndex,
+    /// The tantivy index (sled). `None` on PostgreSQL, which searches in SQL
+    /// (`search_docs`, written with the records; see `storage::pg`).
+    pub index: Option<SearchIndex>,
+    /// PostgreSQL: the last index-log sequence the vector index followed,
+    /// locked across every indexed write (on sled, the tantivy writer lock
+    /// plays this role). See [`Engine::index_lock`].
+    log_cursor: Mutex<u64>,
     pub metrics: Metrics,
     /// Decoded episodes recently recorded or read (see `decoded_cache`).
     pub episode_cache: EpisodeCache,
@@ -126,8 +133,6 @@ pub(crate) struct Engine {
     _lock: Option<File>,
     // Dropped after everything above: removes a temporary store.
     _tempdir: Option<tempfile::TempDir>,
-    // The local index directory of a PostgreSQL store (a derived copy).
-    _index_tempdir: Option<tempfile::TempDir>,
     // Dropped last of all.
     _registration: Registration,
 }
@@ -301,7 +306,6 @@ impl Engine {
             checkpoint,
             key_check_file,
             index_dir,
-            index_tempdir,
         } = opened;
         let t = Trees::open(&store)?;
 
@@ -347,11 +351,17 @@ impl Engine {
                 }
             }
         }
-        let schema_ok = t
-            .meta
-            .get(META_INDEX_SCHEMA)?
-            .is_some_and(|v| v.as_ref() == index::INDEX_SCHEMA_VERSION.to_be_bytes());
-        let (search, opened) = SearchIndex::open(&index_dir, opts.index_writer_bytes, schema_ok)?;
+        let (search, opened) = match &index_dir {
+            Some(dir) => {
+                let schema_ok = t
+                    .meta
+                    .get(META_INDEX_SCHEMA)?
+                    .is_some_and(|v| v.as_ref() == index::INDEX_SCHEMA_VERSION.to_be_bytes());
+                let (s, o) = SearchIndex::open(dir, opts.index_writer_bytes, schema_ok)?;
+                (Some(s), Some(o))
+            }
+            None => (None, None),
+        };
 
         let registered = Arc::new(AtomicBool::new(false));
         let reg_path = path.clone();
@@ -368,6 +378,7 @@ impl Engine {
             store,
             t,
             index: search,
+            log_cursor: Mutex::new(0),
             metrics: Metrics::default(),
             episode_cache: EpisodeCache::new(episode_cache_bytes),
             short_term_cache: ShortTermCache::new(short_term_cache_bytes),
@@ -384,7 +395,6 @@ impl Engine {
             checkpoint,
             _lock: lock,
             _tempdir: tempdir,
-            _index_tempdir: index_tempdir,
             _registration: Registration {
                 path: reg_path,
                 registered,
@@ -396,11 +406,13 @@ impl Engine {
             write_key_check_file(&f, &engine.codec)?;
         }
         match opened {
-            Opened::Existing(seq) => engine.replay_index(seq)?,
-            Opened::Fresh => engine.rebuild_index()?,
+            Some(Opened::Existing(seq)) => engine.replay_index(seq)?,
+            Some(Opened::Fresh) => engine.rebuild_index()?,
+            None => engine.open_store_search()?,
         }
-        if engine.t.meta.get(META_INDEX_SCHEMA)?.as_deref()
-            != Some(&index::INDEX_SCHEMA_VERSION.to_be_bytes()[..])
+        if engine.index.is_some()
+            && engine.t.meta.get(META_INDEX_SCHEMA)?.as_deref()
+                != Some(&index::INDEX_SCHEMA_VERSION.to_be_bytes()[..])
         {
             engine
                 .t
@@ -499,12 +511,14 @@ impl Engine {
                     if engine.shutdown.load(Ordering::Acquire) {
                         break;
                     }
-                    let due = engine.index.commit_if_due(commit_every);
-                    if due.is_err() {
-                        let _ = engine.commit_index();
-                    }
-                    if let Ok(true) = due {
-                        let _ = engine.prune_index_log();
+                    if let Some(index) = &engine.index {
+                        let due = index.commit_if_due(commit_every);
+                        if due.is_err() {
+                            let _ = engine.commit_index();
+                        }
+                        if let Ok(true) = due {
+                            let _ = engine.prune_index_log();
+                        }
                     }
                     if last_sweep.elapsed() >= sweep_every {
                         last_sweep = Instant::now();
@@ -517,24 +531,49 @@ impl Engine {
         }
     }
 
+    /// The tantivy index (sled stores only).
+    fn tantivy(&self) -> Result<&SearchIndex> {
+        self.index
+            .as_ref()
+            .ok_or_else(|| Error::storage("this store searches in SQL: it has no tantivy index"))
+    }
+
+    /// Lock the indexed writes of this engine (see [`IndexLock`]).
+    pub(crate) fn index_lock(&self) -> IndexLock<'_> {
+        match &self.index {
+            Some(index) => IndexLock::Tantivy(index.lock()),
+            None => IndexLock::Store(self.log_cursor.lock()),
+        }
+    }
+
     /// Replay index-log records after `committed` (crash recovery).
     fn replay_index(&self, committed: u64) -> Result<()> {
-        let mut st = self.index.lock();
-        self.replay_locked(&mut st, committed)?;
+        let index = self.tantivy()?;
+        let mut st = index.lock();
+        self.replay_locked(index, &mut st, committed)?;
         drop(st);
         self.prune_index_log()?;
         Ok(())
     }
 
-    fn replay_locked(&self, st: &mut crate::index::WriterState, committed: u64) -> Result<()> {
+    fn replay_locked(
+        &self,
+        index: &SearchIndex,
+        st: &mut WriterState,
+        committed: u64,
+    ) -> Result<()> {
         let mut last = committed;
-        self.for_each_logged(committed, |seq, ops| {
-            st.apply(seq, ops)?;
-            last = seq;
-            Ok(())
-        })?;
+        self.for_each_logged(
+            committed,
+            |_| true,
+            |seq, ops| {
+                st.apply(seq, ops)?;
+                last = seq;
+                Ok(())
+            },
+        )?;
         if last > committed {
-            self.index.commit_locked(st)?;
+            index.commit_locked(st)?;
         }
         Ok(())
     }
@@ -542,14 +581,11 @@ impl Engine {
     /// A writer operation failed: replace the writer and replay the log from
     /// the last durable commit. sled already holds the data, so the caller's
     /// write stands either way; a failure here is reported by `status`.
-    fn recover_index_locked(
-        &self,
-        st: &mut crate::index::WriterState,
-        cause: &Error,
-    ) -> Result<()> {
-        let r = self.index.reset_writer(st).and_then(|()| {
+    fn recover_index_locked(&self, st: &mut WriterState, cause: &Error) -> Result<()> {
+        let index = self.tantivy()?;
+        let r = index.reset_writer(st).and_then(|()| {
             let committed = st.committed_seq;
-            self.replay_locked(st, committed)
+            self.replay_locked(index, st, committed)
         });
         *self.index_error.lock() = match &r {
             Ok(()) => None,
@@ -562,20 +598,26 @@ impl Engine {
 
     /// Make every acknowledged index change visible (a soft commit if needed,
     /// repairing a failed writer), then run `q`.
+    ///
+    /// On PostgreSQL the query runs in SQL over `search_docs`, which every
+    /// instance's writes commit into: nothing to catch up, no local index.
     pub(crate) fn search_index(
         &self,
         q: &crate::index::IndexQuery<'_>,
     ) -> Result<Vec<(String, f32)>> {
+        let Some(index) = &self.index else {
+            return self.store.search(q);
+        };
         self.sync_shared()?;
-        if let Err(e) = self.index.refresh_for_search() {
-            let mut st = self.index.lock();
+        if let Err(e) = index.refresh_for_search() {
+            let mut st = index.lock();
             self.recover_index_locked(&mut st, &e)?;
-            self.index.commit_locked(&mut st)?;
+            index.commit_locked(&mut st)?;
         }
         // tantivy can panic (not just fail) on some damaged segment files; treat a
         // panic like any index failure instead of unwinding into the caller.
         let guarded = || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.index.search(q)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| index.search(q)))
                 .unwrap_or_else(|_| {
                     Err(Error::index("index search panicked (damaged index files?)"))
                 })
@@ -592,13 +634,17 @@ impl Engine {
     }
 
     /// Commit pending index changes, repairing a failed writer if needed.
+    /// (No-op without a tantivy index: PostgreSQL's search rows commit with the records.)
     pub(crate) fn commit_index(&self) -> Result<bool> {
-        match self.index.commit_pending() {
+        let Some(index) = &self.index else {
+            return Ok(false);
+        };
+        match index.commit_pending() {
             Ok(c) => Ok(c),
             Err(e) => {
-                let mut st = self.index.lock();
+                let mut st = index.lock();
                 self.recover_index_locked(&mut st, &e)?;
-                self.index.commit_locked(&mut st)?;
+                index.commit_locked(&mut st)?;
                 Ok(true)
             }
         }
@@ -611,27 +657,41 @@ impl Engine {
 
     /// Re-add every episode and knowledge entry from sled into an empty index.
     fn rebuild_index(&self) -> Result<()> {
-        let mut st = self.index.lock();
-        self.rebuild_locked(&mut st)?;
+        let index = self.tantivy()?;
+        let mut st = index.lock();
+        self.rebuild_locked(index, &mut st)?;
         drop(st);
         self.prune_index_log()
     }
 
-    /// Replace a corrupt index by a fresh one built from sled.
+    /// Replace a corrupt index by a fresh one built from sled (PostgreSQL:
+    /// rewrite every `search_docs` row from the records).
     pub(crate) fn rebuild_index_in_place(&self) -> Result<()> {
-        let mut st = self.index.lock();
-        self.index.recreate(&mut st)?;
-        self.rebuild_locked(&mut st)?;
+        let Some(index) = &self.index else {
+            return self.rebuild_store_search(true);
+        };
+        let mut st = index.lock();
+        index.recreate(&mut st)?;
+        self.rebuild_locked(index, &mut st)?;
         drop(st);
         *self.index_error.lock() = None;
         self.prune_index_log()
     }
 
-    fn rebuild_locked(&self, st: &mut crate::index::WriterState) -> Result<()> {
+    fn rebuild_locked(&self, index: &SearchIndex, st: &mut WriterState) -> Result<()> {
         // Under the serial section no indexed write commits during the scan, so
         // `seq` (above every committed log entry) marks exactly what it covers.
         let serial = self.store.serial()?;
         let seq = self.store.generate_id()?;
+        self.for_each_indexed_batch(|batch| st.apply(seq, batch))?;
+        drop(serial);
+        index.commit_locked(st)?;
+        Ok(())
+    }
+
+    /// The index op (an upsert) of every episode and knowledge entry in the
+    /// store, in batches of up to 1024.
+    fn for_each_indexed_batch(&self, mut f: impl FnMut(&[IndexOp]) -> Result<()>) -> Result<()> {
         let mut batch = Vec::with_capacity(1024);
         for item in self.t.episodes.iter() {
             let (k, v) = item?;
@@ -641,7 +701,7 @@ impl Engine {
                 &self.codec.decode(&v)?,
             )));
             if batch.len() >= 1024 {
-                st.apply(seq, &batch)?;
+                f(&batch)?;
                 batch.clear();
             }
         }
@@ -654,13 +714,46 @@ impl Engine {
                 &self.codec.decode(&v)?,
             )));
             if batch.len() >= 1024 {
-                st.apply(seq, &batch)?;
+                f(&batch)?;
                 batch.clear();
             }
         }
-        st.apply(seq, &batch)?;
-        drop(serial);
-        self.index.commit_locked(st)?;
+        f(&batch)
+    }
+
+    /// Open the search of a store that searches in SQL (PostgreSQL): build the
+    /// search rows if the store has none of this version yet (a store created
+    /// before they existed), and start following the index log at its end.
+    fn open_store_search(&self) -> Result<()> {
+        self.rebuild_store_search(false)
+    }
+
+    /// Rewrite every search row from the records (`force`), or only when the
+    /// store's `meta` does not name the current [`storage::SEARCH_DOCS_VERSION`];
+    /// in one serial section, so no indexed write of any instance interleaves
+    /// and concurrent opens rebuild once. With no vector set loaded (always at
+    /// open), also moves the vector index's cursor to the end of the index log:
+    /// a set loaded later is read from the records, so it needs nothing before.
+    fn rebuild_store_search(&self, force: bool) -> Result<()> {
+        let version = storage::SEARCH_DOCS_VERSION.to_be_bytes();
+        let mut cursor = self.log_cursor.lock();
+        let mut serial = self.store.serial()?;
+        let current = self.t.meta.get(storage::META_SEARCH_DOCS)?;
+        if force || current.as_deref() != Some(&version[..]) {
+            serial.clear_search_docs()?;
+            self.for_each_indexed_batch(|batch| serial.apply_search_ops(batch))?;
+            serial.transaction(&[&self.t.meta], |m| {
+                m[0].insert(storage::META_SEARCH_DOCS, version)?;
+                Ok(())
+            })?;
+        }
+        // Above every committed index-log entry (the section orders them).
+        let seq = serial.generate_id()?;
+        serial.commit()?;
+        if self.vectors.is_empty() {
+            // A loaded vector set must still replay what it has not followed.
+            *cursor = (*cursor).max(seq);
+        }
         Ok(())
     }
 
@@ -682,10 +775,13 @@ impl Engine {
     /// A shared store keeps its log: other instances replay it (see
     /// docs/architecture.md, "Storage backends").
     pub(crate) fn prune_index_log(&self) -> Result<()> {
+        let Some(index) = &self.index else {
+            return Ok(());
+        };
         if self.store.is_shared() {
             return Ok(());
         }
-        let (_, committed, _) = self.index.lag();
+        let (_, committed, _) = index.lag();
         let mut batch = storage::Batch::default();
         let mut n = 0;
         for k in self.t.index_log.range(..=committed.to_be_bytes()).keys() {
@@ -723,7 +819,7 @@ impl Engine {
     ) -> Result<R> {
         let mut all: Vec<&KvTree> = trees.to_vec();
         all.push(&self.t.index_log);
-        let mut st = self.index.lock();
+        let mut st = self.index_lock();
         let mut serial = self.store.serial()?;
         if self.store.is_shared() {
             // Writes of other instances first, so that sequences stay in order.
@@ -741,14 +837,21 @@ impl Engine {
             }
             Ok((r, ops))
         })?;
-        // PostgreSQL with pgvector: the vector rows commit with the records.
+        // The store's own search rows (PostgreSQL), in the same transaction;
+        // with pgvector, the vector rows too.
+        serial.apply_search_ops(&ops)?;
         serial.apply_vector_ops(&ops)?;
         serial.commit()?;
         // The vector index follows the store whatever the text index does with the ops.
         self.vectors.apply(&ops);
-        if let Err(e) = st.apply(seq, &ops) {
-            // The data and its log record are committed; rebuild the writer state from the log.
-            self.recover_index_locked(&mut st, &e)?;
+        match &mut st {
+            IndexLock::Tantivy(w) => {
+                if let Err(e) = w.apply(seq, &ops) {
+                    // The data and its log record are committed; rebuild the writer state from the log.
+                    self.recover_index_locked(w, &e)?;
+                }
+            }
+            IndexLock::Store(cursor) => **cursor = (**cursor).max(seq),
         }
         drop(st);
         self.after_write()?;
@@ -756,32 +859,60 @@ impl Engine {
     }
 
     /// Shared store: apply the index-log entries other instances committed
-    /// since the last one this engine applied (text and vector indexes).
-    fn catch_up_locked(&self, st: &mut crate::index::WriterState) -> Result<()> {
-        let after = st.applied_seq;
-        self.for_each_logged(after, |seq, ops| {
-            self.vectors.apply(ops);
-            st.apply(seq, ops)
-        })
+    /// since the last one this engine applied (text and vector indexes on
+    /// tantivy; the vector index alone when the store searches in SQL).
+    fn catch_up_locked(&self, st: &mut IndexLock<'_>) -> Result<()> {
+        match st {
+            IndexLock::Tantivy(w) => {
+                let after = w.applied_seq;
+                self.for_each_logged(
+                    after,
+                    |_| true,
+                    |seq, ops| {
+                        self.vectors.apply(ops);
+                        w.apply(seq, ops)
+                    },
+                )
+            }
+            IndexLock::Store(cursor) => {
+                if self.vectors.is_empty() {
+                    // Nothing follows the log here: skip to its end (a vector set
+                    // loaded later is read from the records, under this lock).
+                    if let Some(k) = self.t.index_log.iter().keys().next_back() {
+                        **cursor = (**cursor).max(log_seq(&k?)?);
+                    }
+                    return Ok(());
+                }
+                let after = **cursor;
+                // Only the records of loaded vector sets are read.
+                self.for_each_logged(
+                    after,
+                    |uid| self.vectors.follows(uid),
+                    |seq, ops| {
+                        self.vectors.apply(ops);
+                        **cursor = (**cursor).max(seq);
+                        Ok(())
+                    },
+                )
+            }
+        }
     }
 
     /// Each index-log entry above `after`, in sequence order, as the ops that
-    /// bring its uids in line with the store now.
+    /// bring its uids that `wanted` accepts in line with the store now.
     fn for_each_logged(
         &self,
         after: u64,
+        wanted: impl Fn(&str) -> bool,
         mut f: impl FnMut(u64, &[IndexOp]) -> Result<()>,
     ) -> Result<()> {
         for item in self.t.index_log.range((after + 1).to_be_bytes()..) {
             let (k, v) = item?;
-            let seq = u64::from_be_bytes(
-                k.as_ref()
-                    .try_into()
-                    .map_err(|_| Error::corrupted("bad index_log key"))?,
-            );
+            let seq = log_seq(&k)?;
             let uids: Vec<String> = self.codec.decode(&v)?;
             let ops = uids
                 .iter()
+                .filter(|uid| wanted(uid))
                 .map(|uid| self.current_op(uid))
                 .collect::<Result<Vec<_>>>()?;
             f(seq, &ops)?;
@@ -793,9 +924,12 @@ impl Engine {
     /// this call searchable here (a no-op on sled: this engine made them all).
     pub(crate) fn sync_shared(&self) -> Result<()> {
         if self.store.is_shared() {
-            let mut st = self.index.lock();
+            let mut st = self.index_lock();
             if let Err(e) = self.catch_up_locked(&mut st) {
-                self.recover_index_locked(&mut st, &e)?;
+                match &mut st {
+                    IndexLock::Tantivy(w) => self.recover_index_locked(w, &e)?,
+                    IndexLock::Store(_) => return Err(e),
+                }
             }
         }
         Ok(())
@@ -868,14 +1002,39 @@ impl Engine {
 
     /// Index-log entries not yet covered by this engine's durable index commit
     /// (sled prunes the rest; a shared store keeps the log for other instances).
+    /// Without a tantivy index (PostgreSQL): the entries this engine's vector
+    /// index has not followed yet (none while it holds no vector set).
     pub(crate) fn index_log_backlog(&self) -> Result<usize> {
-        if self.store.is_shared() {
-            let (_, committed, _) = self.index.lag();
+        let (_, committed, _) = self.index_lag();
+        if self.index.is_none() && self.vectors.is_empty() {
+            Ok(0)
+        } else if self.store.is_shared() {
             self.t
                 .index_log
                 .count_from((committed.saturating_add(1)).to_be_bytes())
         } else {
             self.t.index_log.len()
+        }
+    }
+
+    /// (applied, committed, pending) sequences of the text index; without a
+    /// tantivy index, the vector index's log cursor (nothing to commit).
+    pub(crate) fn index_lag(&self) -> (u64, u64, usize) {
+        match &self.index {
+            Some(index) => index.lag(),
+            None => {
+                let c = *self.log_cursor.lock();
+                (c, c, 0)
+            }
+        }
+    }
+
+    /// Searchable documents and index segments (PostgreSQL: `search_docs`
+    /// rows, no segments).
+    pub(crate) fn index_doc_stats(&self) -> (u64, usize) {
+        match &self.index {
+            Some(index) => index.doc_stats(),
+            None => (self.store.search_docs_count().unwrap_or(0), 0),
         }
     }
 
@@ -961,6 +1120,22 @@ impl Drop for Engine {
     }
 }
 
+/// The lock every indexed write holds from its sequence to its index update:
+/// the tantivy writer state (sled), or the vector index's index-log cursor
+/// (PostgreSQL, where the search rows are written in the store's transaction).
+pub(crate) enum IndexLock<'a> {
+    Tantivy(MutexGuard<'a, WriterState>),
+    Store(MutexGuard<'a, u64>),
+}
+
+/// The sequence of an index-log key.
+fn log_seq(k: &[u8]) -> Result<u64> {
+    Ok(u64::from_be_bytes(
+        k.try_into()
+            .map_err(|_| Error::corrupted("bad index_log key"))?,
+    ))
+}
+
 /// Held while a read-modify-write runs (see [`Engine::rmw_lock`]); the
 /// store-wide lock is released first.
 #[derive(Debug)]
@@ -977,10 +1152,8 @@ struct OpenedStore {
     checkpoint: Option<LogCheckpoint>,
     /// `KEYCHECK` to write after opening (a sled store that has none yet).
     key_check_file: Option<PathBuf>,
-    /// Where the tantivy index lives.
-    index_dir: PathBuf,
-    /// A local temporary index directory (PostgreSQL).
-    index_tempdir: Option<tempfile::TempDir>,
+    /// Where the tantivy index lives (sled; a PostgreSQL store searches in SQL).
+    index_dir: Option<PathBuf>,
 }
 
 /// Open the sled store in the directory `path`: take `<store>/LOCK`, check the
@@ -1038,27 +1211,21 @@ fn open_sled_store(opts: &Options, path: &Path, codec: &codec::Codec) -> Result<
         lock: Some(lock),
         checkpoint: Some(checkpoint),
         key_check_file: (!check_file_ok).then_some(check_file),
-        index_dir: path.join("index"),
-        index_tempdir: None,
+        index_dir: Some(path.join("index")),
     })
 }
 
-/// Open the PostgreSQL store at the URL `path`; its search index is a derived
-/// copy in a local temporary directory.
+/// Open the PostgreSQL store at the URL `path` (it searches in SQL: no local index).
 #[cfg(feature = "postgres")]
 fn open_postgres(_opts: &Options, path: &Path) -> Result<OpenedStore> {
     let url = path.to_str().unwrap_or_default();
     let pg = storage::pg::PgStore::open(url)?;
-    let td = tempfile::Builder::new()
-        .prefix("memstrata-pgindex-")
-        .tempdir()?;
     Ok(OpenedStore {
         store: Store::Postgres(Arc::new(pg)),
         lock: None,
         checkpoint: None,
         key_check_file: None,
-        index_dir: td.path().join("index"),
-        index_tempdir: Some(td),
+        index_dir: None,
     })
 }
 

@@ -71,10 +71,10 @@ pub struct OptimizeReport {
 /// Merge every index segment into one. tantivy's background merge policy may merge some
 /// of the same segments concurrently, which makes an explicit merge fail with "segments …
 /// could not be found"; the segment list is then re-read and the merge retried.
-fn merge_index(e: &crate::engine::Engine) -> Result<()> {
+fn merge_index(index: &crate::index::SearchIndex) -> Result<()> {
     let mut attempt = 0u64;
     loop {
-        match e.index.merge_all() {
+        match index.merge_all() {
             Ok(()) => return Ok(()),
             Err(Error::Index { .. }) if attempt < 20 => {
                 attempt += 1;
@@ -240,14 +240,34 @@ impl Memory {
                 });
             }
 
-            if level >= OptimizeLevel::Aggressive {
+            if level >= OptimizeLevel::Aggressive && e.index.is_none() {
+                // PostgreSQL searches in SQL: the GIN index's pending list is
+                // what corresponds to unmerged segments; the table is also
+                // analyzed (the search plan depends on its statistics).
+                progress(Progress::new("merge_index", 0, Some(1), "cleaning the search index's pending list"));
+                let pages = e.store.clean_search_index()?;
+                let (documents, _) = e.index_doc_stats();
+                progress(Progress::new(
+                    "merge_index",
+                    1,
+                    Some(1),
+                    format!("{pages} pending-list pages moved into the search index"),
+                ));
+                details["index"] = json!({
+                    "backend": "postgresql",
+                    "pending_pages_cleaned": pages,
+                    "documents": documents,
+                    "log_entries": e.index_log_backlog()?,
+                });
+            } else if level >= OptimizeLevel::Aggressive {
                 progress(Progress::new("merge_index", 0, Some(1), "merging index segments"));
                 e.commit_index()?;
-                let segments_before = e.index.committed_segments()?;
-                merge_index(e)?;
+                let index = e.index.as_ref().ok_or_else(|| Error::storage("no tantivy index"))?;
+                let segments_before = index.committed_segments()?;
+                merge_index(index)?;
                 e.prune_index_log()?;
-                let segments_after = e.index.committed_segments()?;
-                let (documents, _) = e.index.doc_stats();
+                let segments_after = index.committed_segments()?;
+                let (documents, _) = e.index_doc_stats();
                 progress(Progress::new(
                     "merge_index",
                     1,

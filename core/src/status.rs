@@ -220,8 +220,8 @@ fn count_items(e: &Engine) -> Result<ItemCounts> {
 }
 
 pub(crate) fn index_stats(e: &Engine) -> IndexStats {
-    let (applied, committed, pending) = e.index.lag();
-    let (documents, segments) = e.index.doc_stats();
+    let (applied, committed, pending) = e.index_lag();
+    let (documents, segments) = e.index_doc_stats();
     IndexStats {
         documents,
         segments: segments as u64,

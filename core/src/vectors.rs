@@ -712,6 +712,21 @@ impl VectorIndex {
         }
     }
 
+    /// Whether no set is loaded (nothing to keep up to date).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sets.read().is_empty()
+    }
+
+    /// Whether the set of `uid`'s (kind, context) is loaded, i.e. whether
+    /// [`VectorIndex::apply`] would use an op on `uid`.
+    pub(crate) fn follows(&self, uid: &str) -> bool {
+        // The scope is the uid up to and including its second NUL.
+        let Some(end) = uid.match_indices('\0').nth(1).map(|(i, _)| i + 1) else {
+            return false;
+        };
+        self.sets.read().contains_key(&uid[..end])
+    }
+
     /// The set of (kind, ctx), built from sled on first use.
     fn loaded(&self, e: &Engine, kind: Kind, ctx: &str) -> Result<Arc<RwLock<VectorSet>>> {
         let sc = scope(kind, ctx);
@@ -719,7 +734,7 @@ impl VectorIndex {
             return Ok(Arc::clone(s));
         }
         // Under the writer lock no indexed write runs: the scan and the ops applied later line up.
-        let _writer = e.index.lock();
+        let _writer = e.index_lock();
         if let Some(s) = self.sets.read().get(&sc) {
             return Ok(Arc::clone(s));
         }

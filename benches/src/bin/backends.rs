@@ -7,8 +7,8 @@
 //! per operation, default 2000). Each backend gets a fresh store (sled: a
 //! temporary directory with the default `Periodic(500)` durability;
 //! PostgreSQL: a fresh schema, dropped at the end). One thread, one call at a
-//! time: this is per-call latency, not throughput. Prints a Markdown table;
-//! no assertions.
+//! time: this is per-call latency, not throughput. Prints a Markdown table
+//! (p50, p95, p99 per backend); no assertions.
 //!
 //! Then vector search: `BACKENDS_VECTORS` episodes (default 10000) with random
 //! `BACKENDS_DIM`-dimension embeddings (default 384) in a context of their own
@@ -188,16 +188,21 @@ fn main() {
     }
 
     println!("{n} episodes pre-filled, {calls} calls per operation, one thread\n");
-    println!("| call | sled p50 | sled p99 | PostgreSQL p50 | PostgreSQL p99 | p50 ratio |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| call | sled p50 | sled p95 | sled p99 | PostgreSQL p50 | PostgreSQL p95 | PostgreSQL p99 | p50 ratio | p95 ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for ((name, s), (_, p)) in sled.ops.iter().zip(pg.ops.iter()) {
         println!(
-            "| `{name}` | {} | {} | {} | {} | {:.1}x |",
+            "| `{name}` | {} | {} | {} | {} | {} | {} | {:.1}x | {:.1}x |",
             fmt_ns(s.p50() as f64),
+            fmt_ns(s.q(0.95) as f64),
             fmt_ns(s.q(0.99) as f64),
             fmt_ns(p.p50() as f64),
+            fmt_ns(p.q(0.95) as f64),
             fmt_ns(p.q(0.99) as f64),
-            p.p50() as f64 / s.p50().max(1) as f64
+            p.p50() as f64 / s.p50().max(1) as f64,
+            p.q(0.95) as f64 / s.q(0.95).max(1) as f64
         );
     }
     if let (Some((sw, sa, sf)), Some((pw, pa, pf))) = (sled_vectors, pg_vectors) {

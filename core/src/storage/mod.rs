@@ -31,6 +31,15 @@ use crate::{Error, Result};
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 
+/// The `meta` record naming the version of a PostgreSQL store's `search_docs`
+/// rows (the mapping from records to rows). Migration 2 removes it, and the
+/// engine (re)builds every row from the records when it is missing or differs
+/// from [`SEARCH_DOCS_VERSION`]: a store created before migration 2 is
+/// backfilled on its first open by a build that has it.
+pub(crate) const META_SEARCH_DOCS: &[u8] = b"pg_search_docs_version";
+/// Bumped whenever the rows written for a record change (see [`META_SEARCH_DOCS`]).
+pub(crate) const SEARCH_DOCS_VERSION: u32 = 1;
+
 /// A stored key or value (cheap to clone; derefs to `[u8]`).
 pub(crate) type Bytes = sled::IVec;
 
@@ -213,6 +222,38 @@ impl Store {
         }
     }
 
+    /// Text search in the store's own search table (PostgreSQL, see
+    /// [`pg::PgStore::search`]). sled has none: its engine searches tantivy.
+    pub(crate) fn search(&self, q: &crate::index::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
+        match self {
+            Store::Sled(_) => {
+                let _ = q;
+                Err(Error::storage("a sled store has no search table"))
+            }
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => p.search(q),
+        }
+    }
+
+    /// Rows of the store's search table (sled: none, see [`Store::search`]).
+    pub(crate) fn search_docs_count(&self) -> Result<u64> {
+        match self {
+            Store::Sled(_) => Ok(0),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => p.search_docs_count(),
+        }
+    }
+
+    /// Fold pending search-index entries into the index (PostgreSQL: the GIN
+    /// index's pending list; returns the pages cleaned). sled: nothing.
+    pub(crate) fn clean_search_index(&self) -> Result<u64> {
+        match self {
+            Store::Sled(_) => Ok(0),
+            #[cfg(feature = "postgres")]
+            Store::Postgres(p) => p.clean_search_index(),
+        }
+    }
+
     /// Hold the store-wide lock `name` across processes until the returned
     /// guard drops (sled: `None`, one process owns the store and its own
     /// mutexes suffice).
@@ -319,6 +360,30 @@ impl Serial {
             Serial::Sled(_) => sled_transaction(trees, f),
             #[cfg(feature = "postgres")]
             Serial::Postgres(s) => s.transaction(&tree_names(trees)?, f),
+        }
+    }
+
+    /// Bring the store's own search rows in line with `ops`, inside the
+    /// section (PostgreSQL: `search_docs`, see [`pg::SerialTx::apply_search_ops`]).
+    /// sled keeps no search rows: its tantivy index follows the index log.
+    pub(crate) fn apply_search_ops(&mut self, ops: &[crate::index::IndexOp]) -> Result<()> {
+        match self {
+            Serial::Sled(_) => {
+                let _ = ops;
+                Ok(())
+            }
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.apply_search_ops(ops),
+        }
+    }
+
+    /// Remove every search row of the store (PostgreSQL; sled keeps none), to
+    /// be written again through [`Serial::apply_search_ops`] before the commit.
+    pub(crate) fn clear_search_docs(&mut self) -> Result<()> {
+        match self {
+            Serial::Sled(_) => Ok(()),
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.clear_search_docs(),
         }
     }
 
