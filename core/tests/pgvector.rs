@@ -264,7 +264,7 @@ fn sql_search_matches_the_in_process_scan_with_every_filter_before_ranking() {
             .map(|h| (h.episode.summary, h.vector_rank))
             .collect()
     };
-    // The text lists differ (BM25 on sled, `ts_rank_cd` in SQL: every episode
+    // The text lists differ (BM25 on sled, `ts_rank` in SQL: every episode
     // holds the word, so their text ranks are the rankings' own tie-breaks);
     // the vector list is the same. So: the exact fused order on sled, and on
     // PostgreSQL the vector ranks the fusion carries and the best vector hit.

@@ -69,11 +69,11 @@ const TS_CONFIG: &str = "english";
 const TSV_SUMMARY_CHARS: u32 = 16_384;
 const TSV_BODY_CHARS: u32 = 131_072;
 const TSV_LIST_CHARS: u32 = 8_192;
-/// `ts_rank_cd`'s weights for {D, C, B, A}: summary A, tags B, body and
+/// `ts_rank`'s weights for {D, C, B, A}: summary A, tags B, body and
 /// participants C, in the ratios of the tantivy path's field boosts
 /// (summary 1.5, tags 1.2, body and participants 1.0). D is unused.
 const RANK_WEIGHTS: &str = "{0.1, 0.6667, 0.8, 1.0}";
-/// `ts_rank_cd`'s normalisation: 1 divides the rank by 1 + log(document
+/// `ts_rank`'s normalisation: 1 divides the rank by 1 + log(document
 /// length), so a long document does not win on its many matches alone (BM25's
 /// length normalisation plays this role on sled).
 const RANK_NORMALIZATION: i32 = 1;
@@ -389,7 +389,7 @@ impl SearchSql {
         let sql = match text_param {
             Some(t) => format!(
                 "WITH q AS ({tsq}) \
-                 SELECT uid, ts_rank_cd('{RANK_WEIGHTS}'::real[], tsv, (SELECT tsq FROM q), {RANK_NORMALIZATION}) AS score \
+                 SELECT uid, ts_rank('{RANK_WEIGHTS}'::real[], tsv, (SELECT tsq FROM q), {RANK_NORMALIZATION}) AS score \
                  FROM {table} WHERE tsv @@ (SELECT tsq FROM q) AND {conds} \
                  ORDER BY score DESC, ts_ms DESC, uid COLLATE \"C\" LIMIT {limit}",
                 tsq = tsquery_select(&t),
@@ -1070,7 +1070,7 @@ impl PgStore {
     /// Text search over `search_docs` (see docs/architecture.md, "Search on
     /// PostgreSQL"): (index uid, score), best first. Every filter of `q` is a
     /// condition of the query. A text with lexemes matches rows holding any of
-    /// them, ranked by `ts_rank_cd`, ties newest first, then by uid; a text
+    /// them, ranked by `ts_rank`, ties newest first, then by uid; a text
     /// without any (empty, punctuation, stop words only) searches by the
     /// filters alone, newest first, score 0 (as the tantivy path does for a
     /// text without words).
