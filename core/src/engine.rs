@@ -235,9 +235,9 @@ impl Engine {
                 (td.path().to_owned(), Some(td))
             }
         };
-        // An engine for this path whose last handle was just dropped may still be
-        // closing on another thread (e.g. the maintenance thread held the last
-        // reference): wait for it to release the store instead of failing.
+        // An engine for this path whose last handle was just dropped on another
+        // thread may still be closing there (see `EngineUse`): wait for it to
+        // release the store instead of failing.
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut reg = loop {
             let mut reg = registry().lock();

@@ -34,15 +34,6 @@ fn client() -> postgres::Client {
     postgres::Client::connect(&base_url(), postgres::NoTls).expect("connect")
 }
 
-fn schema_of(url: &std::path::Path) -> String {
-    url.to_str()
-        .unwrap()
-        .split("schema=")
-        .nth(1)
-        .unwrap()
-        .to_owned()
-}
-
 #[test]
 #[ignore = "needs a PostgreSQL server: run by make test-pg"]
 fn bad_urls_are_invalid_input_naming_path() {
@@ -79,7 +70,7 @@ fn bad_urls_are_invalid_input_naming_path() {
 fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
     let dir = pg_dir();
     let url = dir.path();
-    let schema = schema_of(&url);
+    let schema = common::schema_of(&url);
     {
         let mem = Memory::open(&url).unwrap();
         mem.short_term().store("k", json!("v"), None).unwrap();
@@ -89,15 +80,7 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
     let mem = Memory::open(&url).unwrap();
     assert_eq!(mem.short_term().retrieve("k").unwrap(), Some(json!("v")));
     let mut c = client();
-    let versions: Vec<i32> = c
-        .query(
-            &format!("SELECT version FROM \"{schema}\".schema_migrations ORDER BY version"),
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let versions = common::migration_versions(&mut c, &schema);
     // Migration 3 (the pgvector `vectors` table) only where the extension exists.
     let pgvector = std::env::var("MEMSTRATA_TEST_PGVECTOR").as_deref() == Ok("1");
     assert_eq!(versions, if pgvector { vec![1, 2, 3] } else { vec![1, 2] });
@@ -324,7 +307,7 @@ fn an_encrypted_store_on_postgres_needs_its_key() {
         other => panic!("{other:?}"),
     }
     // The stored bytes are sealed: the plaintext is nowhere in the table.
-    let schema = schema_of(&url);
+    let schema = common::schema_of(&url);
     let rows = client()
         .query(&format!("SELECT value FROM \"{schema}\".semantic"), &[])
         .unwrap();
@@ -697,7 +680,7 @@ fn every_search_filter_is_applied_in_sql() {
 fn query_text_that_looks_like_sql_or_tsquery_is_searched_as_words() {
     let dir = pg_dir();
     let url = dir.path();
-    let schema = schema_of(&url);
+    let schema = common::schema_of(&url);
     let mem = Memory::open(&url).unwrap();
     let ep = mem.episodic();
     let robert = ep
@@ -745,7 +728,7 @@ fn query_text_that_looks_like_sql_or_tsquery_is_searched_as_words() {
 fn forgetting_removes_the_search_row() {
     let dir = pg_dir();
     let url = dir.path();
-    let schema = schema_of(&url);
+    let schema = common::schema_of(&url);
     let mem = Memory::open(&url).unwrap();
     let id = mem
         .episodic()
@@ -791,7 +774,7 @@ fn a_version_1_schema_is_migrated_and_its_search_rows_backfilled() {
     for key in [None, Some(memstrata::EncryptionKey::new([3; 32]))] {
         let dir = pg_dir();
         let url = dir.path();
-        let schema = schema_of(&url);
+        let schema = common::schema_of(&url);
         let open = || {
             let b = Memory::builder().path(&url);
             match &key {
@@ -824,15 +807,7 @@ fn a_version_1_schema_is_migrated_and_its_search_rows_backfilled() {
             ))
             .unwrap();
         let mem = open();
-        let versions: Vec<i32> = client()
-            .query(
-                &format!("SELECT version FROM \"{schema}\".schema_migrations ORDER BY version"),
-                &[],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let versions = common::migration_versions(&mut client(), &schema);
         assert!(versions.starts_with(&[1, 2]), "{versions:?}");
         assert_eq!(search_docs_rows(&schema, "true"), 31);
         let f = SearchFilters {

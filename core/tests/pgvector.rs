@@ -35,15 +35,6 @@ fn client(url: &str) -> postgres::Client {
     postgres::Client::connect(url, postgres::NoTls).expect("connect")
 }
 
-fn schema_of(url: &std::path::Path) -> String {
-    url.to_str()
-        .unwrap()
-        .split("schema=")
-        .nth(1)
-        .unwrap()
-        .to_owned()
-}
-
 fn vector_search(mem: &Memory) -> String {
     mem.status(false, true)
         .unwrap()
@@ -313,17 +304,9 @@ fn vector_rows_follow_writes_forget_replace_and_import() {
     let base = base_url();
     let dir = common::pg_tempdir();
     let url = dir.path();
-    let schema = schema_of(&url);
+    let schema = common::schema_of(&url);
     let mem = Memory::open(&url).unwrap();
-    let versions: Vec<i32> = client(&base)
-        .query(
-            &format!("SELECT version FROM \"{schema}\".schema_migrations ORDER BY version"),
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let versions = common::migration_versions(&mut client(&base), &schema);
     assert!(versions.contains(&3), "{versions:?}");
     assert_eq!(vector_rows(&base, &schema), 0);
 
@@ -382,7 +365,7 @@ fn vector_rows_follow_writes_forget_replace_and_import() {
     let dst = Memory::open(dst_dir.path()).unwrap();
     dst.import(&mut out.as_slice()).unwrap();
     assert_eq!(
-        vector_rows(&base, &schema_of(&dst_dir.path())),
+        vector_rows(&base, &common::schema_of(&dst_dir.path())),
         (N + 10) as i64
     );
     assert_same_hits(
@@ -528,7 +511,7 @@ fn an_encrypted_store_keeps_its_vectors_out_of_sql() {
     let exists: bool = client(&base)
         .query_one(
             "SELECT to_regclass($1) IS NOT NULL",
-            &[&format!("\"{}\".vectors", schema_of(&url))],
+            &[&format!("\"{}\".vectors", common::schema_of(&url))],
         )
         .unwrap()
         .get(0);

@@ -471,8 +471,9 @@ mod decode_robustness {
 
 #[test]
 fn reopen_right_after_drop_never_reports_locked() {
-    // The maintenance thread may hold the last reference for a moment; a
-    // reopen must wait for that engine to close, not fail with StoreLocked.
+    // Reopening right after the last handle dropped, while the maintenance
+    // thread commits every millisecond, never fails with StoreLocked and
+    // loses nothing.
     let dir = tempfile::tempdir().unwrap();
     for i in 0..60 {
         let mem = Memory::builder()

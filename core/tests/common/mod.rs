@@ -187,3 +187,26 @@ pub fn temporary() -> memstrata::Result<TempMemory> {
         _dir: dir,
     })
 }
+
+/// The schema named by a `postgres://...?schema=NAME` store URL.
+pub fn schema_of(url: &Path) -> String {
+    url.to_str()
+        .unwrap()
+        .split("schema=")
+        .nth(1)
+        .unwrap()
+        .to_owned()
+}
+
+/// The migration versions recorded in `schema`, ascending.
+pub fn migration_versions(client: &mut postgres::Client, schema: &str) -> Vec<i32> {
+    client
+        .query(
+            &format!("SELECT version FROM \"{schema}\".schema_migrations ORDER BY version"),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
