@@ -20,6 +20,8 @@ done
 
 echo "test-kotlin: building memstrata-ffi and checking the generated bindings"
 bash bindings-swift/scripts/generate.sh --check
+echo "test-kotlin: the generated Kotlin sources against the API manifest (bindings-common/api.toml)"
+python3 scripts/api.py kotlin
 
 libdir="$CARGO_TARGET_DIR/debug"
 pom=bindings-swift/kotlin/pom.xml

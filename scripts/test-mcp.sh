@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 
+echo "== test-mcp: tools that mirror a method against the API manifest (bindings-common/api.toml)"
+# tests/golden/tools.json is the server's tool list (checked by the in_process test).
+python3 scripts/api.py mcp
+
 echo "== test-mcp: building memstrata-mcp"
 cargo build -p memstrata-mcp --bin memstrata-mcp
 export MEMSTRATA_MCP_BIN=$CARGO_TARGET_DIR/debug/memstrata-mcp

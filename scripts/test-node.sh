@@ -23,7 +23,20 @@ echo "== test-node: npm install (from package-lock.json)"
 # locked versions all the same.
 npm install --no-save --loglevel=error
 echo "== test-node: building the native module (dev profile)"
+# build-dev.mjs regenerates index.d.ts and index.mjs from the crates' napi declarations:
+# the committed copies must be what it writes (like uniffi's generate.sh --check).
+committed=$(mktemp -d)
+trap 'rm -rf "$committed"' EXIT
+cp index.d.ts index.mjs "$committed/"
 node scripts/build-dev.mjs
+for f in index.d.ts index.mjs; do
+  if ! diff -u "$committed/$f" "$f"; then
+    echo "test-node: bindings-node/$f is stale: the build regenerated it (above); review and commit it" >&2
+    exit 1
+  fi
+done
+echo "== test-node: index.d.ts against the API manifest (bindings-common/api.toml)"
+python3 "$REPO/scripts/api.py" node
 echo "== test-node: tsc --strict --noEmit"
 npx tsc -p tsconfig.json
 

@@ -2,6 +2,8 @@
 # Python binding suite: build and install bindings-python into .venv the way a
 # user does (`pip install ./bindings-python`, maturin as the PEP 517 backend),
 # then check the .pyi stubs against the module (mypy.stubtest) and run pytest.
+# The .pyi is generated from bindings-common/api.toml (scripts/api.py pyi); pytest's
+# test_api_manifest.py checks the module's names and docstrings against the manifest.
 #
 # The build uses the workspace target dir and the dev profile, so the core and
 # tantivy compiled by `cargo build` / `cargo test` are reused, not rebuilt.
@@ -18,6 +20,8 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # Extra arguments maturin's PEP 517 backend passes to `cargo build`.
 export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:---profile dev}"
 
+echo "test-python: _memstrata.pyi is what bindings-common/api.toml generates"
+python scripts/api.py pyi --check
 echo "test-python: building and installing ./bindings-python (maturin, ${MATURIN_PEP517_ARGS})"
 # maturin is in .venv (scripts/venv.sh), so no isolated build env has to be fetched.
 python -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings-python
