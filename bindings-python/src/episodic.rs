@@ -74,13 +74,10 @@ impl Episodic {
     /// Filters: `tags` (all), `participants` (any), `since` / `until` (aware datetimes,
     /// inclusive), `min_importance`.
     ///
-    /// With `embedding`, the BM25 list and the vector list (each filtered, fetched at
-    /// depth max(limit*5, 50)) are fused: `fusion="adaptive"` (default: each list's
-    /// scores as (score - min) / σ, the BM25 list's weight scaled by how far its best
-    /// hit stands out of the fetched list; weights 0.5/0.5), `"linear"` (`bm25_weight` *
-    /// max-normalised BM25 + `vector_weight` * cosine) or `"rrf"`
-    /// (`w / (rrf_k + rank)` per list, `rrf_k` 60); with an empty query, pure vector
-    /// search (score = cosine). Hits carry `bm25_rank` / `vector_rank`.
+    /// With `embedding`, the BM25 list and the vector list are fused by `fusion`
+    /// (`"adaptive"`, the default, `"linear"` or `"rrf"`, with `bm25_weight`,
+    /// `vector_weight` and `rrf_k`: docs/api.md, "Embeddings and hybrid search");
+    /// with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
     #[pyo3(
         signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None),
         text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None)"

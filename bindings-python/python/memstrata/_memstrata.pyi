@@ -530,13 +530,10 @@ class Episodic:
         Filters: `tags` (all), `participants` (any), `since` / `until` (aware datetimes,
         inclusive), `min_importance`.
 
-        With `embedding`, the BM25 list and the vector list (each filtered, fetched at
-        depth max(limit*5, 50)) are fused: `fusion="adaptive"` (default: each list's
-        scores as (score - min) / σ, the BM25 list's weight scaled by how far its best
-        hit stands out of the fetched list; weights 0.5/0.5), `"linear"` (`bm25_weight` *
-        max-normalised BM25 + `vector_weight` * cosine) or `"rrf"`
-        (`w / (rrf_k + rank)` per list, `rrf_k` 60); with an empty query, pure vector
-        search (score = cosine). Hits carry `bm25_rank` / `vector_rank`.
+        With `embedding`, the BM25 list and the vector list are fused by `fusion`
+        (`"adaptive"`, the default, `"linear"` or `"rrf"`, with `bm25_weight`,
+        `vector_weight` and `rrf_k`: docs/api.md, "Embeddings and hybrid search");
+        with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
         """
         ...
     def recent(self, limit: Optional[int] = None) -> list[Episode]:

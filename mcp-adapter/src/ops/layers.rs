@@ -601,7 +601,7 @@ pub struct KnowledgeQuery {
     /// empty query, pure vector search. Omit it to use the server's embeddings endpoint, if configured.
     #[serde(default)]
     pub embedding: Option<Vec<f64>>,
-    /// How the two lists are fused: `adaptive` (default: each list scaled by its own spread, the BM25 list weighted by how far its best hit stands out), `linear` (weighted max-normalised BM25 plus cosine) or `rrf`.
+    /// How the two lists are fused, as in `episode_search`: `adaptive` (default), `linear` or `rrf`.
     #[serde(default)]
     #[schemars(extend("enum" = ["adaptive", "linear", "rrf", null]))]
     pub fusion: Option<String>,
