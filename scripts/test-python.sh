@@ -20,8 +20,9 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # Extra arguments maturin's PEP 517 backend passes to `cargo build`.
 export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:---profile dev}"
 
-echo "test-python: _memstrata.pyi is what bindings-common/api.toml generates"
+echo "test-python: the .pyi stubs and docs/reference/api.md are what bindings-common/api.toml generates"
 python scripts/api.py pyi --check
+python scripts/api.py reference --check
 echo "test-python: building and installing ./bindings-python (maturin, ${MATURIN_PEP517_ARGS})"
 # maturin is in .venv (scripts/venv.sh), so no isolated build env has to be fetched.
 python -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings-python
