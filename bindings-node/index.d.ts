@@ -680,12 +680,10 @@ export declare class Episodic {
    * an empty query lists by recency), filtered; `limit` default 10.
    *
    * With `embedding` (or a registered embedder and a non-empty query) the BM25 list
-   * and the vector list, each filtered and fetched at depth max(limit * 5, 50), are
-   * fused: `fusion: 'adaptive'` (default: each list scaled by its own spread, the
-   * BM25 list weighted by how far its best hit stands out; weights 0.5 / 0.5),
-   * `'linear'` (`bm25Weight` * max-normalised BM25 + `vectorWeight` * cosine) or
-   * `'rrf'` (weight / (`rrfK` + rank) per list, `rrfK` 60). An embedding with an empty query is a pure vector search
-   * (score = cosine). Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
+   * and the vector list are fused by `fusion` (`'adaptive'`, the default, `'linear'`
+   * or `'rrf'`, with `bm25Weight`, `vectorWeight` and `rrfK`: docs/api.md, "Embeddings
+   * and hybrid search"); an embedding with an empty query is a pure vector search.
+   * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
    */
   search(query?: string | undefined | null, options?: SearchOptions | undefined | null): Promise<Array<EpisodeHit>>
   /** The newest episodes, newest first; `limit` default 10. */
