@@ -25,13 +25,21 @@ _Embedder: TypeAlias = Callable[[list[str]], Sequence[Sequence[float]]]
 _Action: TypeAlias = Callable[[Any], _JSON]
 
 __version__: str
+"""The version of this binding (and of the engine it embeds)."""
 DEFAULT_CONTEXT: str
+"""The context a store starts in (`"default"`)."""
 FORMAT_VERSION: int
+"""On-disk format version of the store."""
 EXPORT_FORMAT_VERSION: int
+"""Version of the JSON Lines export format."""
 MAX_COMPRESSION_LEVEL: int
+"""Highest `compression_level` of `session_save` (0: none, 1: lz4, 2: lz4 high, 3: + delta)."""
 SUMMARY_MAX_CHARS: int
+"""Longest episode summary, in characters."""
 ACTIVE_SESSIONS_LIMIT: int
+"""Most sessions `status().active_sessions` lists."""
 BUILTIN_ACTIONS: tuple[str, ...]
+"""The built-in procedure actions (reserved names: `register_action` refuses them)."""
 
 __all__ = [
     "__version__",
