@@ -1157,13 +1157,10 @@ public protocol EpisodicProtocol: AnyObject, Sendable {
      * Full-text (BM25) search; an empty query lists by recency. `options`
      * holds the limit (default 10), the tag, participant, time and
      * importance filters, and the vector side: with `embedding` (or a
-     * registered embedder and a non-empty query) the BM25 and vector lists,
-     * each filtered and fetched at depth max(limit * 5, 50), are fused
-     * (`fusion` "adaptive", the default: each list scaled by its own spread,
-     * the BM25 list weighted by how far its best hit stands out, `bm25Weight`
-     * / `vectorWeight` 0.5 / 0.5; "linear": `bm25Weight` * max-normalised
-     * BM25 + `vectorWeight` * cosine; or "rrf": weight / (`rrfK` + rank),
-     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * registered embedder and a non-empty query) the BM25 and vector lists
+     * are fused by `fusion` ("adaptive", the default, "linear" or "rrf", with
+     * `bm25Weight`, `vectorWeight` and `rrfK`: docs/api.md, "Embeddings and
+     * hybrid search"); an embedding with an empty query is a pure vector search.
      * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
     func search(query: String, options: SearchOptions?) async throws  -> [EpisodeHit]
@@ -1314,13 +1311,10 @@ open func record(summary: String, options: RecordOptions? = nil)async throws  ->
      * Full-text (BM25) search; an empty query lists by recency. `options`
      * holds the limit (default 10), the tag, participant, time and
      * importance filters, and the vector side: with `embedding` (or a
-     * registered embedder and a non-empty query) the BM25 and vector lists,
-     * each filtered and fetched at depth max(limit * 5, 50), are fused
-     * (`fusion` "adaptive", the default: each list scaled by its own spread,
-     * the BM25 list weighted by how far its best hit stands out, `bm25Weight`
-     * / `vectorWeight` 0.5 / 0.5; "linear": `bm25Weight` * max-normalised
-     * BM25 + `vectorWeight` * cosine; or "rrf": weight / (`rrfK` + rank),
-     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * registered embedder and a non-empty query) the BM25 and vector lists
+     * are fused by `fusion` ("adaptive", the default, "linear" or "rrf", with
+     * `bm25Weight`, `vectorWeight` and `rrfK`: docs/api.md, "Embeddings and
+     * hybrid search"); an embedding with an empty query is a pure vector search.
      * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
 open func search(query: String = "", options: SearchOptions? = nil)async throws  -> [EpisodeHit]  {
@@ -5352,7 +5346,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 39249) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 41446) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 145) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_summarize() != 8978) {

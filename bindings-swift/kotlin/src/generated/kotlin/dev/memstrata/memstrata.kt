@@ -1400,7 +1400,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 39249) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 41446) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 145) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_summarize() and 0xFFFF) != 8978) {
@@ -2892,13 +2892,10 @@ public interface EpisodicInterface {
      * Full-text (BM25) search; an empty query lists by recency. `options`
      * holds the limit (default 10), the tag, participant, time and
      * importance filters, and the vector side: with `embedding` (or a
-     * registered embedder and a non-empty query) the BM25 and vector lists,
-     * each filtered and fetched at depth max(limit * 5, 50), are fused
-     * (`fusion` "adaptive", the default: each list scaled by its own spread,
-     * the BM25 list weighted by how far its best hit stands out, `bm25Weight`
-     * / `vectorWeight` 0.5 / 0.5; "linear": `bm25Weight` * max-normalised
-     * BM25 + `vectorWeight` * cosine; or "rrf": weight / (`rrfK` + rank),
-     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * registered embedder and a non-empty query) the BM25 and vector lists
+     * are fused by `fusion` ("adaptive", the default, "linear" or "rrf", with
+     * `bm25Weight`, `vectorWeight` and `rrfK`: docs/api.md, "Embeddings and
+     * hybrid search"); an embedding with an empty query is a pure vector search.
      * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
     suspend fun `search`(`query`: kotlin.String = "", `options`: SearchOptions? = null): List<EpisodeHit>
@@ -3125,13 +3122,10 @@ open class Episodic: Disposable, AutoCloseable, EpisodicInterface
      * Full-text (BM25) search; an empty query lists by recency. `options`
      * holds the limit (default 10), the tag, participant, time and
      * importance filters, and the vector side: with `embedding` (or a
-     * registered embedder and a non-empty query) the BM25 and vector lists,
-     * each filtered and fetched at depth max(limit * 5, 50), are fused
-     * (`fusion` "adaptive", the default: each list scaled by its own spread,
-     * the BM25 list weighted by how far its best hit stands out, `bm25Weight`
-     * / `vectorWeight` 0.5 / 0.5; "linear": `bm25Weight` * max-normalised
-     * BM25 + `vectorWeight` * cosine; or "rrf": weight / (`rrfK` + rank),
-     * `rrfK` 60); an embedding with an empty query is a pure vector search.
+     * registered embedder and a non-empty query) the BM25 and vector lists
+     * are fused by `fusion` ("adaptive", the default, "linear" or "rrf", with
+     * `bm25Weight`, `vectorWeight` and `rrfK`: docs/api.md, "Embeddings and
+     * hybrid search"); an embedding with an empty query is a pure vector search.
      * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
      */
     @Throws(MemstrataException::class)
