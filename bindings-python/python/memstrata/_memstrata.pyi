@@ -108,16 +108,36 @@ class MemstrataError(Exception):
     code: Optional[str]
     field: Optional[str]
 
-class NotFoundError(MemstrataError): ...
-class InvalidInputError(MemstrataError, ValueError): ...
-class LimitExceededError(MemstrataError): ...
-class StoreLockedError(MemstrataError): ...
-class CorruptedError(MemstrataError): ...
-class IoError(MemstrataError, OSError): ...
-class StorageError(MemstrataError): ...
-class MemstrataIndexError(MemstrataError): ...
-class ProcedureError(MemstrataError): ...
-class ConflictError(MemstrataError): ...
+class NotFoundError(MemstrataError):
+    """The core's `NotFound` (code `NOT_FOUND`)."""
+
+class InvalidInputError(MemstrataError, ValueError):
+    """The core's `InvalidInput` (code `INVALID_INPUT`); `field` names the argument."""
+
+class LimitExceededError(MemstrataError):
+    """The core's `LimitExceeded` (code `LIMIT_EXCEEDED`); `field` names the argument."""
+
+class StoreLockedError(MemstrataError):
+    """The store is open in another process (code `STORE_LOCKED`)."""
+
+class CorruptedError(MemstrataError):
+    """The core's `Corrupted` (code `CORRUPTED`)."""
+
+class IoError(MemstrataError, OSError):
+    """The core's `Io` (code `IO`); `errno` / `filename` set when known."""
+
+class StorageError(MemstrataError):
+    """The core's `Storage` (code `STORAGE`)."""
+
+class MemstrataIndexError(MemstrataError):
+    """The core's `Index` (code `INDEX`; does not shadow the builtin `IndexError`)."""
+
+class ProcedureError(MemstrataError):
+    """The core's `Procedure` (code `PROCEDURE`)."""
+
+class ConflictError(MemstrataError):
+    """The core's `Conflict` (code `CONFLICT`)."""
+
 
 def _panic_for_tests() -> None: ...
 
