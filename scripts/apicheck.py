@@ -116,6 +116,16 @@ def _inline_fields(t: str, interfaces: dict) -> set[str] | None:
     return names
 
 
+def unknown_members(api: dict, lang: str, oname: str, o: dict, have) -> list[str]:
+    """Members of a binding's class that no manifest property or method maps to."""
+    names = set(o.get(f"{lang}_only", []))
+    for kind in ("property", "method"):
+        for n, v in o.get(kind, {}).items():
+            if v.get(lang) is not False:
+                names.add(v.get(lang) or camel(n))
+    return [f"{oname}.{n}: in the {lang} binding, not in api.toml" for n in sorted(set(have) - names)]
+
+
 def node(api: dict) -> list[str]:
     classes, interfaces = parse_dts((ROOT / "bindings-node" / "index.d.ts").read_text())
     problems = []
@@ -126,6 +136,7 @@ def node(api: dict) -> list[str]:
         if cls is None:
             problems.append(f"class {oname} is missing from index.d.ts")
             continue
+        problems += unknown_members(api, "node", oname, o, cls)
         for pname, p in o.get("property", {}).items():
             if p.get("node") is False:
                 continue
@@ -222,7 +233,7 @@ def parse_kotlin() -> tuple[dict, dict]:
             funs["constructor"] = params(c.group(1))
         comp = m.group(2).split("\n    companion object", 1)
         if len(comp) == 2:
-            for f in re.finditer(r"fun `(\w+)`\((.*?)\)", comp[1]):
+            for f in re.finditer(r"fun `(\w+)`\((.*?)\)", comp[1].split("\n    }", 1)[0]):
                 funs.setdefault(f.group(1), params(f.group(2)))
     records: dict = {}
     for m in re.finditer(r"data class (\w+) \((.*?)\n\)", text, re.S):
@@ -240,6 +251,7 @@ def kotlin(api: dict) -> list[str]:
         if funs is None:
             problems.append(f"class {oname} is missing from the Kotlin sources")
             continue
+        problems += unknown_members(api, "kotlin", oname, o, funs)
         for pname, p in o.get("property", {}).items():
             if p.get("kotlin") is False:
                 continue
