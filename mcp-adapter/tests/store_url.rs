@@ -55,7 +55,7 @@ fn bad_urls_are_refused_by_part_without_creating_anything() {
         ),
         (
             "postgres://u:hunter2@127.0.0.1:99999/db",
-            "--store URL postgres://u:***@127.0.0.1:99999/db",
+            "--store: store URL postgres://u:***@127.0.0.1:99999/db",
         ),
     ];
     for (url, want) in cases {
