@@ -325,12 +325,13 @@ fn check_schema(name: &str) -> std::result::Result<(), String> {
 /// The client's own parser (host, port, options), and a host.
 #[cfg(feature = "postgres")]
 fn check_client(connect: &str) -> std::result::Result<(), String> {
-    let cfg: postgres::Config = connect.parse().map_err(|e: postgres::Error| {
-        match std::error::Error::source(&e) {
-            Some(cause) => format!("{e}: {cause}"),
-            None => e.to_string(),
-        }
-    })?;
+    let cfg: postgres::Config =
+        connect
+            .parse()
+            .map_err(|e: postgres::Error| match std::error::Error::source(&e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            })?;
     if cfg.get_hosts().is_empty() {
         return Err("no host".into());
     }
