@@ -31,6 +31,7 @@ from quick_report import fmt_ns  # noqa: E402
 Row = list[str]  # target, size, measured, goal, status, page
 
 PAGES = [
+    ("method.md", "How the benchmarks are run", "corpus, machine, profiles, targets outside this table, caveats"),
     ("short-term.md", "Short-term layer vs raw sled", "`store` / `retrieve` against raw sled, the packed cache"),
     ("search.md", "Episode search", "vs raw tantivy and SQLite FTS5; why the tantivy ratio is missed"),
     ("ingest-footprint.md", "Ingest, footprint, open", "record throughput, stalls, disk vs FTS5, open time, RSS"),
@@ -88,7 +89,10 @@ def goal_status_rows(md: str, page: str, label: str) -> list[Row]:
     column named like a ratio (`speed-up (p50)`, `÷`), else the one before `goal`."""
     rows: list[Row] = []
     header: list[str] | None = None
+    heading = ""
     for line in md.splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
         if not line.startswith("|"):
             header = None
             continue
@@ -99,7 +103,8 @@ def goal_status_rows(md: str, page: str, label: str) -> list[Row]:
         if line.startswith("|---") or len(c) != len(header):
             continue
         pick = next((i for i, h in enumerate(header) if "speed-up (p50)" in h or "÷" in h), len(header) - 3)
-        rows.append([f"{label}: {header[pick]}", c[0], c[pick].replace("**", ""), c[-2], c[-1], page])
+        rows.append([f"{label}, {heading or header[pick]} ({header[pick]})", c[0], c[pick].replace("**", ""),
+                     c[-2], c[-1], page])
     return rows
 
 

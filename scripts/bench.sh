@@ -81,7 +81,7 @@ cargo build --release -p memstrata-benches --bin compare
 COMPARE=$CARGO_TARGET_DIR/release/compare
 
 # Unpatched sled 0.34.7 could deadlock under sustained writes (fixed in
-# vendor/sled; docs/benchmarks.md, Findings). `compare` still exits 75 when
+# vendor/sled; docs/benchmarks/ingest-footprint.md). `compare` still exits 75 when
 # nothing progresses for 3 minutes, and the run is retried once; a retry is
 # written into the document.
 attempt=1
@@ -93,7 +93,7 @@ while :; do
   set -e
   if [ $rc -eq 0 ]; then break; fi
   if [ $rc -eq 75 ] && [ $attempt -lt 2 ]; then
-    echo "- Attempt $attempt of this run stalled (no progress for 3 minutes; see *The sled 0.34.7 deadlock* under *Findings*; backtrace in \`target/bench/stall-backtrace.txt\`) and was restarted from scratch." >> "$OUT/notes.md"
+    echo "- Attempt $attempt of this run stalled (no progress for 3 minutes; see *The sled 0.34.7 deadlock* in docs/benchmarks/ingest-footprint.md; backtrace in \`target/bench/stall-backtrace.txt\`) and was restarted from scratch." >> "$OUT/notes.md"
     attempt=$((attempt + 1))
     rm -rf "${SCRATCH:?}"/memstrata-bench-*
     continue
