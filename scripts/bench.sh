@@ -19,7 +19,9 @@
 #   5. retrieval quality (benches/retrieval/run.sh): recall@1/5/10 and MRR of
 #      BM25, SQLite FTS5, vector-only and hybrid fusions on the convmem set,
 #      all-MiniLM-L6-v2 (int8 ONNX from PyPI) embeddings cached on disk;
-#   6. assemble docs/benchmarks.md (results + benches/analysis.md).
+#   6. write docs/benchmarks.md, the one-page summary (benches/summary.py): every
+#      target with measured / goal / status, machine, commit and date, links to the
+#      per-topic pages docs/benchmarks/*.md (method and findings, kept by hand).
 #
 # Environment: BENCH_FULL=1 (add the 1M tier, ~25 more minutes),
 # BENCH_SIZES=10000,30000 (override the tiers), BENCH_CRITERION=1 (also run
@@ -48,43 +50,14 @@ RETRIEVAL_MD=$OUT/retrieval.md
 mkdir -p "$OUT" "$SCRATCH"
 
 assemble() {
-  # shellcheck disable=SC1091
-  . "$OUT/run.env"
-  {
-    echo "# Benchmarks"
-    echo
-    echo "Memstrata measured against the floor it is built on (raw sled, raw tantivy)"
-    echo "and against what a developer would pick instead (SQLite FTS5, the MCP"
-    echo "reference memory server), side by side in one run on this machine. Every"
-    echo "number below comes from \`make bench\` (\`scripts/bench.sh\`; the 1M tier with"
-    echo "\`BENCH_FULL=1\`) on a deterministic synthetic agent history (seeded Zipf"
-    echo "vocabulary, varied-length episodes, tags, participants: \`benches/src/corpus.rs\`)."
-    echo "Ratios compare engines interleaved in the same process, so machine noise"
-    echo "hits both sides; absolute times on a shared 2-core VM move from run to run."
-    echo "The harness is \`benches/\` (crate \`memstrata-benches\`: one small trait per kind"
-    echo "of engine, the rival engines as its dependencies only)."
-    echo
-    echo "This run: ${RUN_DATE}, ${RUN_ELAPSED} s, tiers ${RUN_SIZES} episodes."
-    echo
-    if [ -s "$OUT/notes.md" ]; then
-      cat "$OUT/notes.md"
-      echo
-    fi
-    cat "$OUT/compare.md"
-    if [ -f "$ENC_MD" ]; then cat "$ENC_MD"; fi
-    if [ -f "$HYBRID_MD" ]; then cat "$HYBRID_MD"; fi
-    cat "$PYTHON_MD"
-    cat "$MCP_MD"
-    if [ -f "$MCP_LOAD_MD" ]; then cat "$MCP_LOAD_MD"; fi
-    if [ -f "$MCP_CONC_MD" ]; then cat "$MCP_CONC_MD"; fi
-    if [ -f "$NODE_MD" ]; then cat "$NODE_MD"; fi
-    if [ -f "$RETRIEVAL_MD" ]; then
-      cat "$RETRIEVAL_MD"
-      cat benches/retrieval/analysis.md
-    fi
-    cat benches/analysis.md
-  } > "$DOC"
-  echo "== bench: wrote $DOC"
+  # The one-page summary (targets, measured, met or missed, machine, commit, date);
+  # the method and the findings live in docs/benchmarks/*.md, this run's full tables
+  # stay in target/bench/*.md.
+  python3 benches/summary.py "$OUT" "$DOC"
+  if [ -s "$OUT/notes.md" ]; then
+    echo "== bench: notes on this run (not in the summary):"
+    cat "$OUT/notes.md"
+  fi
 }
 
 if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
@@ -101,13 +74,14 @@ else
   SIZES=10000,100000
 fi
 started=$(date +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "== bench: building the harness (release)"
 cargo build --release -p memstrata-benches --bin compare
 COMPARE=$CARGO_TARGET_DIR/release/compare
 
 # Unpatched sled 0.34.7 could deadlock under sustained writes (fixed in
-# vendor/sled; docs/benchmarks.md, Findings). `compare` still exits 75 when
+# vendor/sled; docs/benchmarks/ingest-footprint.md). `compare` still exits 75 when
 # nothing progresses for 3 minutes, and the run is retried once; a retry is
 # written into the document.
 attempt=1
@@ -119,7 +93,7 @@ while :; do
   set -e
   if [ $rc -eq 0 ]; then break; fi
   if [ $rc -eq 75 ] && [ $attempt -lt 2 ]; then
-    echo "- Attempt $attempt of this run stalled (no progress for 3 minutes; see *The sled 0.34.7 deadlock* under *Findings*; backtrace in \`target/bench/stall-backtrace.txt\`) and was restarted from scratch." >> "$OUT/notes.md"
+    echo "- Attempt $attempt of this run stalled (no progress for 3 minutes; see *The sled 0.34.7 deadlock* in docs/benchmarks/ingest-footprint.md; backtrace in \`target/bench/stall-backtrace.txt\`) and was restarted from scratch." >> "$OUT/notes.md"
     attempt=$((attempt + 1))
     rm -rf "${SCRATCH:?}"/memstrata-bench-*
     continue
@@ -256,5 +230,8 @@ fi
   echo "RUN_DATE='$(date -u +%Y-%m-%dT%H:%MZ)'"
   echo "RUN_ELAPSED='$(($(date +%s) - started))'"
   echo "RUN_SIZES='$SIZES'"
+  echo "RUN_COMMIT='$(git rev-parse --short HEAD 2>/dev/null || echo unknown)'"
+  echo "RUN_LOAD_BEFORE='$load_before'"
+  echo "RUN_LOAD_AFTER='$(cut -d' ' -f1-3 /proc/loadavg)'"
 } > "$OUT/run.env"
 assemble

@@ -4,7 +4,7 @@
 //! measures Memstrata side by side with the floor it is built on (raw sled,
 //! raw tantivy) and with what a developer would pick instead (SQLite FTS5),
 //! on a deterministic synthetic agent history ([`corpus`]), and prints the
-//! markdown that becomes `docs/benchmarks.md`. Each engine implements one
+//! markdown under `target/bench/` (summarised into `docs/benchmarks.md` by `benches/summary.py`). Each engine implements one
 //! small trait ([`engines::KvEngine`], [`engines::SearchEngine`]); the rival
 //! engines are dependencies of this crate only.
 //!

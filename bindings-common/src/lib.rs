@@ -25,7 +25,6 @@ pub mod files;
 pub mod handle;
 pub mod options;
 pub mod records;
-pub mod store;
 pub mod types;
 
 pub use callbacks::{JsonAction, ProgressEvent, ProgressStage, actions, progress_sink};

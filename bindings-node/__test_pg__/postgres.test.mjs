@@ -8,6 +8,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { inspect } from 'node:util'
 
 import { Memory, MemstrataError } from '../index.mjs'
 import { rejectsWith } from '../__test__/helpers.mjs'
@@ -243,6 +244,7 @@ test('mem.path is the URL with its password masked, however the password is give
   try {
     assert.equal(again.path, `postgres://${base.username}@${base.host}${base.pathname}?schema=${schema}&password=***`)
     assert.ok(!again.path.includes(password))
+    assert.ok(!inspect(again).includes(password) && !String(again).includes(password))
     assert.equal(await again.shortTerm.retrieve('k'), 'v')
   } finally {
     await again.close()

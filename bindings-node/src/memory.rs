@@ -227,7 +227,7 @@ impl Memory {
     pub fn path(&self, env: &Env) -> Result<String> {
         let m = self.h.get().map_err(|e| error::to_napi(env, e))?;
         // A PostgreSQL URL is shown with its password masked, as in errors and logs.
-        Ok(memstrata_bindings_common::store::display_store(&m.path()))
+        Ok(memstrata::store_url::mask(&m.path().to_string_lossy()))
     }
 
     /// True for a temporary store (`Memory.open()` without a path).

@@ -201,8 +201,8 @@ impl Memory {
     #[getter]
     fn path<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let path = self.core()?.path();
-        if common::store::is_postgres_url(&path.to_string_lossy()) {
-            Ok(common::store::display_store(&path)
+        if memstrata::store_url::is_postgres_url(&path.to_string_lossy()) {
+            Ok(memstrata::store_url::mask(&path.to_string_lossy())
                 .into_pyobject(py)?
                 .into_any())
         } else {
@@ -488,7 +488,7 @@ impl Memory {
         match self.h.get() {
             Ok(m) => format!(
                 "Memory(path={}, active_context={}{})",
-                crate::records::pystr(&common::store::display_store(&m.path())),
+                crate::records::pystr(&memstrata::store_url::mask(&m.path().to_string_lossy())),
                 crate::records::pystr(&m.active_context()),
                 if m.is_temporary() {
                     ", temporary=True"

@@ -75,3 +75,15 @@ def test_an_unreachable_server_is_an_error_without_the_password() -> None:
     with pytest.raises(memstrata.MemstrataError) as e:
         memstrata.Memory("postgres://bob:hunter2@127.0.0.1:1/mem?schema=x")
     assert "hunter2" not in str(e.value)
+
+
+def test_a_password_parameter_never_shows(url: str) -> None:
+    # The test URL's password moves to a `password=` parameter.
+    scheme, rest = url.split("://", 1)
+    user, host = rest.split("@", 1)
+    user, password = user.split(":", 1)
+    with memstrata.Memory(f"{scheme}://{user}@{host}&password={password}") as m:
+        assert "password=***" in repr(m) and password not in repr(m)
+        assert "password=***" in m.path and password not in m.path
+        assert password not in str(m.status(include_metrics=True))
+

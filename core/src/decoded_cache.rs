@@ -47,7 +47,7 @@ pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;
 /// of them fit; ~16k when they were cached as decoded `Value`s), and a miss costs
 /// a store read, a decode and an eviction, which at 8 MiB (~87 % of a 10k
 /// working set) made the average retrieve no faster than without a cache
-/// (docs/benchmarks.md, *Findings*).
+/// (docs/benchmarks/short-term.md, *Findings*).
 pub(crate) const SHORT_TERM_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// A cached record's estimated heap footprint in bytes.

@@ -140,7 +140,7 @@ pub(crate) struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("path", &self.path)
+            .field("path", &storage::url::mask_path(&self.path))
             .finish_non_exhaustive()
     }
 }
@@ -148,7 +148,7 @@ impl std::fmt::Debug for Engine {
 /// The error for a key that does not fit the store (`stored`: the store is
 /// encrypted; `given`: a key was passed).
 fn key_mismatch_error(path: &Path, stored: bool, given: bool) -> Error {
-    let p = storage::display_path(path);
+    let p = storage::url::mask_path(path);
     let reason = match (stored, given) {
         (true, false) => format!(
             "the store at {p} is encrypted: open it with its encryption key (--encryption-key-file / encryption_key)"
@@ -212,13 +212,15 @@ impl Engine {
     /// Open (or share) the engine for `opts.path`.
     pub(crate) fn open(opts: Options) -> Result<Arc<EngineUse>> {
         let (path, tempdir) = match &opts.path {
-            Some(p) if storage::is_postgres_url(p) => {
+            Some(p) if storage::url::is_postgres_path(p) => {
                 if !cfg!(feature = "postgres") {
                     return Err(Error::invalid(
                         "path",
                         "a postgres:// store needs memstrata built with the `postgres` feature",
                     ));
                 }
+                // Checked before anything is shared or connected.
+                storage::url::StoreLocation::parse(p)?;
                 (p.clone(), None)
             }
             Some(p) => {
@@ -276,7 +278,7 @@ impl Engine {
     /// An engine of its own for a shared store (not in the registry).
     pub(crate) fn open_separate(opts: Options) -> Result<Arc<EngineUse>> {
         let path = match &opts.path {
-            Some(p) if storage::is_postgres_url(p) => p.clone(),
+            Some(p) if storage::url::is_postgres_path(p) => p.clone(),
             _ => {
                 return Err(Error::invalid(
                     "path",
@@ -295,7 +297,7 @@ impl Engine {
         tempdir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
         let codec = codec::Codec::new(opts.encryption_key.as_ref());
-        let opened = if storage::is_postgres_url(&path) {
+        let opened = if storage::url::is_postgres_path(&path) {
             open_postgres(&opts, &path)?
         } else {
             open_sled_store(&opts, &path, &codec)?
@@ -325,7 +327,7 @@ impl Engine {
                 if found > FORMAT_VERSION {
                     return Err(Error::corrupted(format!(
                         "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
-                        storage::display_path(&path)
+                        storage::url::mask_path(&path)
                     )));
                 }
             }
@@ -1218,8 +1220,8 @@ fn open_sled_store(opts: &Options, path: &Path, codec: &codec::Codec) -> Result<
 /// Open the PostgreSQL store at the URL `path` (it searches in SQL: no local index).
 #[cfg(feature = "postgres")]
 fn open_postgres(_opts: &Options, path: &Path) -> Result<OpenedStore> {
-    let url = path.to_str().unwrap_or_default();
-    let pg = storage::pg::PgStore::open(url)?;
+    let url = storage::url::PgUrl::parse(path.to_str().unwrap_or_default())?;
+    let pg = storage::pg::PgStore::open(&url)?;
     Ok(OpenedStore {
         store: Store::Postgres(Arc::new(pg)),
         lock: None,

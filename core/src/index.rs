@@ -192,7 +192,7 @@ pub const QUERY_STOP_WORDS: &[&str] = &[
 /// them outright lost recall@10 on the retrieval harness (a turn that shares
 /// only "what did I ..." with a question is still a better guess than
 /// nothing); 0.5 was the best of 0, 0.05, 0.1, 0.25, 0.5 and 1 there
-/// (docs/benchmarks.md, *Retrieval quality*).
+/// (docs/benchmarks/retrieval.md).
 pub const STOP_WORD_WEIGHT: f32 = 0.5;
 
 /// The index analyzer (tantivy's `en_stem`: simple tokenizer, long tokens

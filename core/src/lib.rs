@@ -81,6 +81,8 @@ pub use crate::status::{
     ACTIVE_SESSIONS_LIMIT, ActiveSession, DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts,
     Status, StatusMetrics,
 };
+/// Store locations (a directory or a PostgreSQL URL): parse, validate, and mask for display.
+pub use crate::storage::url as store_url;
 pub use crate::timesheet::{
     EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
     TaskStatusFilter, TimesheetReport,
@@ -112,7 +114,7 @@ pub struct Memory {
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
-            .field("path", &crate::storage::display_path(&self.engine.path))
+            .field("path", &crate::storage::url::mask_path(&self.engine.path))
             .field("active_context", &*self.active.read())
             .finish()
     }
@@ -258,7 +260,8 @@ impl Memory {
         self.engine.embedder.read().clone()
     }
 
-    /// The store directory.
+    /// The store directory, or the PostgreSQL URL as given, *with* its password:
+    /// show it with [`store_url::mask`] (as `Debug` and every error do).
     pub fn path(&self) -> PathBuf {
         self.engine.path().to_owned()
     }

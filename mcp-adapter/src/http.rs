@@ -481,7 +481,7 @@ pub async fn serve(
         "memstrata-mcp listening on http://{local}/mcp (WebSocket ws://{local}/mcp/ws, envelope POST /mcp/v1/execute)"
     );
     // Small frames (a response after a notification) must not wait for Nagle +
-    // delayed ACK (~40 ms per WebSocket write before this; docs/benchmarks.md).
+    // delayed ACK (~40 ms per WebSocket write before this; docs/benchmarks/mcp.md).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY: {e}");

@@ -179,7 +179,7 @@ fn default_store() -> PathBuf {
 }
 
 fn store_location(cli: &Cli) -> Result<StoreLocation, String> {
-    StoreLocation::parse(&cli.store.clone().unwrap_or_else(default_store))
+    memstrata_mcp::store::parse(&cli.store.clone().unwrap_or_else(default_store))
 }
 
 /// The admin commands that read a store refuse to create an empty one by accident
@@ -275,7 +275,7 @@ fn open(cli: &Cli) -> Result<Memory, String> {
                 "{e} (another memstrata-mcp or program has it open; stop it or use another --store)"
             )
         }
-        other => format!("cannot open store {}: {other}", location.display()),
+        other => format!("cannot open store {}: {other}", location.masked()),
     })?;
     if let (Some(url), Some(model)) = (&cli.embeddings_url, &cli.embeddings_model) {
         let e = memstrata_mcp::embeddings::HttpEmbedder::new(url, model)?;
@@ -361,7 +361,7 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
             envelope_server,
             Principal::local(),
         ));
-        tracing::info!(store = %location.display(), "memstrata-mcp serving MCP on stdio");
+        tracing::info!(store = %location.masked(), "memstrata-mcp serving MCP on stdio");
         let running = match server.serve(transport).await {
             Ok(r) => r,
             // Input ended before any MCP request (a script that only sent execute envelopes).
@@ -435,7 +435,7 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
             .zip(args.tls_key.clone())
             .map(|(cert, key)| memstrata_mcp::tls::TlsFiles { cert, key }),
     };
-    tracing::info!(store = %location.display(), api_keys = n_keys, "starting HTTP server");
+    tracing::info!(store = %location.masked(), api_keys = n_keys, "starting HTTP server");
     runtime()?.block_on(async {
         let shutdown = CancellationToken::new();
         bridge(&shared, &location, &shutdown).await;
@@ -503,7 +503,7 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     if json {
         let v = serde_json::json!({
-            "store": location.display(),
+            "store": location.masked(),
             "status": status,
             "note": note,
             "audit_file": audit_path,
@@ -517,7 +517,7 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
         return Ok(());
     }
-    let _ = writeln!(out, "store: {}", location.display());
+    let _ = writeln!(out, "store: {}", location.masked());
     match &status {
         Some(s) => {
             let _ = writeln!(

@@ -39,7 +39,7 @@ fn assert_empty(dir: &std::path::Path) {
 fn bad_urls_are_refused_by_part_without_creating_anything() {
     let cwd = tempfile::tempdir().unwrap();
     let long = format!("postgres://u@127.0.0.1/db?schema={}", "s".repeat(64));
-    let cases: [(&str, &str); 5] = [
+    let cases: [(&str, &str); 7] = [
         (
             "postgres://u@127.0.0.1/db?schema=Team-A",
             "`schema` \"Team-A\": use 1-63 characters a-z",
@@ -55,7 +55,16 @@ fn bad_urls_are_refused_by_part_without_creating_anything() {
         ),
         (
             "postgres://u:hunter2@127.0.0.1:99999/db",
-            "--store URL postgres://u:***@127.0.0.1:99999/db",
+            "--store: store URL postgres://u:***@127.0.0.1:99999/db",
+        ),
+        // The client knows `password` only in lower case, and not `sslpassword`.
+        (
+            "postgres://u@127.0.0.1/db?PASSWORD=hunter2",
+            "store URL postgres://u@127.0.0.1/db?PASSWORD=***: invalid connection string: unknown option `PASSWORD`",
+        ),
+        (
+            "postgres://u@127.0.0.1/db?sslpassword=hunter2",
+            "unknown option `sslpassword`",
         ),
     ];
     for (url, want) in cases {
@@ -88,7 +97,26 @@ fn bad_urls_are_refused_by_part_without_creating_anything() {
 fn an_unreachable_server_is_reported_without_the_password() {
     let cwd = tempfile::tempdir().unwrap();
     // Port 1 on loopback: nothing listens there.
-    let url = "postgres://bob:hunter2@127.0.0.1:1/mem?schema=team";
+    for (url, shown) in [
+        (
+            "postgres://bob:hunter2@127.0.0.1:1/mem?schema=team",
+            "postgres://bob:***@127.0.0.1:1/mem?schema=team",
+        ),
+        (
+            "postgres://bob@127.0.0.1:1/mem?password=hunter2&schema=team",
+            "postgres://bob@127.0.0.1:1/mem?password=***&schema=team",
+        ),
+        (
+            "POSTGRESQL://bob:hunter2@127.0.0.1:1/mem?schema=team",
+            "POSTGRESQL://bob:***@127.0.0.1:1/mem?schema=team",
+        ),
+    ] {
+        unreachable_without_the_password(cwd.path(), url, shown);
+    }
+    assert_empty(cwd.path());
+}
+
+fn unreachable_without_the_password(cwd: &std::path::Path, url: &str, shown: &str) {
     for cmd in [
         &["status"][..],
         &["status", "--json"],
@@ -97,11 +125,11 @@ fn an_unreachable_server_is_reported_without_the_password() {
     ] {
         let mut args = vec!["--store", url];
         args.extend_from_slice(cmd);
-        let o = run(cwd.path(), &args, &[]);
+        let o = run(cwd, &args, &[]);
         let err = stderr(&o);
         assert!(!o.status.success(), "{args:?} succeeded");
         assert!(
-            err.contains("cannot connect to postgres://bob:***@127.0.0.1:1/mem?schema=team"),
+            err.contains(&format!("cannot connect to {shown}")),
             "{args:?}: {err}"
         );
         assert!(!err.contains("hunter2"), "{err}");
@@ -111,7 +139,6 @@ fn an_unreachable_server_is_reported_without_the_password() {
             String::from_utf8_lossy(&o.stdout)
         );
     }
-    assert_empty(cwd.path());
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Per-call latency of the same calls on the sled and the PostgreSQL backend,
-//! in one run (docs/benchmarks.md, "Storage backends").
+//! in one run (docs/benchmarks/postgres.md).
 //!
 //! `MEMSTRATA_BENCH_PG_URL=postgres://postgres@127.0.0.1:54329/postgres \
 //!  cargo run --release -p memstrata-benches --features postgres --bin backends`

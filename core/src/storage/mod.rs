@@ -30,6 +30,7 @@ use crate::{Error, Result};
 
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
+pub mod url;
 
 /// The `meta` record naming the version of a PostgreSQL store's `search_docs`
 /// rows (the mapping from records to rows). Migration 2 removes it, and the
@@ -97,30 +98,6 @@ impl Tree {
             Tree::Tasks => "tasks",
             Tree::IndexLog => "index_log",
         }
-    }
-}
-
-/// Whether `path` names a PostgreSQL store (`postgres://` or `postgresql://`).
-pub(crate) fn is_postgres_url(path: &std::path::Path) -> bool {
-    path.to_str()
-        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-}
-
-/// A store path for messages: a PostgreSQL URL without its password.
-pub(crate) fn display_path(path: &std::path::Path) -> String {
-    let text = path.display().to_string();
-    if !is_postgres_url(path) {
-        return text;
-    }
-    let Some((scheme, rest)) = text.split_once("://") else {
-        return text;
-    };
-    match rest.split_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or_default();
-            format!("{scheme}://{name}:***@{host}")
-        }
-        _ => text,
     }
 }
 

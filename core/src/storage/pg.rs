@@ -39,6 +39,7 @@ use parking_lot::Mutex;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls, Statement};
 
+use super::url::PgUrl;
 use super::{Bytes, CasMismatch, META_SEARCH_DOCS, Tree, TxError, TxResult, TxTree};
 use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
 use crate::vectors::RowFilter;
@@ -110,49 +111,6 @@ fn tx_err(e: postgres::Error) -> TxError {
     } else {
         TxError::Abort(e.into())
     }
-}
-
-/// Split the `schema` parameter off a store URL: (URL for the client, schema).
-pub(crate) fn parse_url(url: &str) -> Result<(String, String)> {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, q),
-        None => (url, ""),
-    };
-    let mut schema = None;
-    let mut rest = Vec::new();
-    for part in query.split('&').filter(|p| !p.is_empty()) {
-        match part.split_once('=') {
-            Some(("schema", v)) => schema = Some(v.to_owned()),
-            _ => rest.push(part),
-        }
-    }
-    let schema = schema.unwrap_or_else(|| "memstrata".to_owned());
-    let valid = !schema.is_empty()
-        && schema.len() <= 63
-        && schema
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        && !schema.as_bytes()[0].is_ascii_digit()
-        && !schema.starts_with("pg_");
-    if !valid {
-        return Err(Error::invalid(
-            "path",
-            format!(
-                "schema {schema:?} in the store URL: use 1-63 characters a-z, 0-9 and _, not starting with a digit or pg_"
-            ),
-        ));
-    }
-    let client_url = if rest.is_empty() {
-        base.to_owned()
-    } else {
-        format!("{base}?{}", rest.join("&"))
-    };
-    Ok((client_url, schema))
-}
-
-/// The URL without its password (for messages).
-pub(crate) fn redact(url: &str) -> String {
-    super::display_path(std::path::Path::new(url))
 }
 
 /// One connection with its prepared statements.
@@ -660,13 +618,11 @@ impl std::fmt::Debug for PgStore {
 
 impl PgStore {
     /// Connect to `url`, create the schema if missing and run the migrations.
-    pub(crate) fn open(url: &str) -> Result<PgStore> {
-        let (client_url, schema) = parse_url(url)?;
-        let mut config: postgres::Config = client_url.parse().map_err(|e| {
-            Error::invalid(
-                "path",
-                format!("not a valid PostgreSQL URL ({}): {e}", redact(url)),
-            )
+    pub(crate) fn open(url: &PgUrl) -> Result<PgStore> {
+        let schema = url.schema().to_owned();
+        // Checked by `PgUrl::parse` already; the client's messages name an option, never its value.
+        let mut config: postgres::Config = url.connect_str().parse().map_err(|e| {
+            Error::invalid("path", format!("not a valid PostgreSQL URL ({url}): {e}"))
         })?;
         if config.get_application_name().is_none() {
             config.application_name("memstrata");
@@ -693,7 +649,7 @@ impl PgStore {
             idle: Mutex::new(Vec::new()),
         };
         let mut conn = store.connect().map_err(|e| Error::Storage {
-            message: format!("cannot connect to PostgreSQL at {}: {e}", redact(url)),
+            message: format!("cannot connect to PostgreSQL at {url}: {e}"),
             source: Some(Box::new(e)),
         })?;
         store.migrate(&mut conn)?;

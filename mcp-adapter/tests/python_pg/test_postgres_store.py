@@ -141,3 +141,30 @@ def test_store_from_environment(binary: str, store: str, tmp_path: Path) -> None
     assert r.returncode == 0, r.stderr
     assert '"key":"from-env"' in r.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_password_parameter_never_shows_in_logs_or_the_audit_trail(
+    binary: str, store: str, tmp_path: Path
+) -> None:
+    # The test URL's password moves to a `password=` parameter.
+    scheme, rest = store.split("://", 1)
+    user, host = rest.split("@", 1)
+    user, password = user.split(":", 1)
+    url = f"{scheme}://{user}@{host}&password={password}"
+    audit = tmp_path / "audit.jsonl"
+    server = start_http(binary, url, tmp_path / "server.log", "--audit-file", str(audit), cwd=tmp_path)
+    try:
+        async with connect(server.url) as c:
+            await ok(c, "knowledge_store", {"key": "db", "knowledge": {"engine": "postgres"}})
+            await ok(c, "episode_record", {"summary": "audited write"})
+    finally:
+        assert stop(server) == 0, server.stderr()
+    log = server.stderr()
+    assert "password=***" in log, log
+    trail = audit.read_text()
+    assert "knowledge_store" in trail, trail
+    r = run_cli(binary, "--store", url, "--audit-file", str(audit), "status", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["audit"], r.stdout
+    for text in (log, trail, r.stdout, r.stderr):
+        assert password not in text, "the database password was printed"

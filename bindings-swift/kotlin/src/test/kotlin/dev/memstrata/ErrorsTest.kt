@@ -22,6 +22,25 @@ class ErrorsTest {
     }
 
     @Test
+    fun `a store URL's password never shows, however the URL is written`() {
+        // The scheme in any case is a URL (never a directory named after it), and a
+        // password in the user info or a password= parameter stays out of every message.
+        for (url in listOf(
+            "POSTGRES://app:hunter2@127.0.0.1:1/memstrata",
+            "PostgreSQL://app@127.0.0.1:1/memstrata?password=hunter2",
+            "postgres://app@127.0.0.1:1/memstrata?schema=x&PassWord=hunter2",
+            "postgres://app@127.0.0.1:1/memstrata?sslpassword=hunter2",
+        )) {
+            val e = assertFailsWith<MemstrataException.InvalidInput> { Memory(url) }
+            val shown = "${e.message} $e ${e.stackTraceToString()}"
+            assertTrue(e.message!!.contains("`postgres` feature"), shown)
+            assertTrue(!shown.contains("hunter2"), shown)
+        }
+        assertTrue(!java.io.File("POSTGRES:").exists())
+        assertTrue(!java.io.File("PostgreSQL:").exists())
+    }
+
+    @Test
     fun `each kind of failure throws its own case with the core's message`(@TempDir dir: Path) = runBlocking<Unit> {
         val mem = Memory()
 
