@@ -170,6 +170,16 @@ mod tests {
     }
 
     #[test]
+    fn a_handle_used_after_fork_is_the_forked_case() {
+        let e = MemstrataError::from(memstrata::Error::Forked {
+            opened_in: 10,
+            current: 11,
+        });
+        assert!(matches!(e, MemstrataError::Forked(_)), "{e:?}");
+        assert!(e.message().contains("process 10"), "{e}");
+    }
+
+    #[test]
     fn core_errors_keep_their_field_in_the_message() {
         let e = MemstrataError::from(memstrata::Error::invalid("key", "must not be empty"));
         assert!(matches!(e, MemstrataError::InvalidInput(_)));
