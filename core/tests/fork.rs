@@ -79,10 +79,13 @@ fn is_forked(r: Result<impl Sized, Error>) -> bool {
     matches!(r, Err(Error::Forked { .. }))
 }
 
+/// One call on an inherited handle: true when it failed with `Forked`.
+type Call = Box<dyn Fn(&Memory) -> bool>;
+
 /// Every call a child could make on an inherited handle; bit `i` of the
 /// result is set when call `i` failed with `Forked`.
 fn calls_in_child(mem: Memory) -> u32 {
-    let calls: Vec<Box<dyn Fn(&Memory) -> bool>> = vec![
+    let calls: Vec<Call> = vec![
         Box::new(|m| is_forked(m.short_term().store("child", json!(1), None))),
         Box::new(|m| is_forked(m.short_term().retrieve("parent"))),
         Box::new(|m| is_forked(m.episodic().record(NewEpisode::new("child episode")))),

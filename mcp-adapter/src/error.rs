@@ -148,7 +148,12 @@ mod tests {
             current: 11,
         });
         assert_eq!(e.code(), "FORKED");
-        assert!(e.message().starts_with("FORKED: this Memory was opened in process 10"), "{}", e.message());
+        assert!(
+            e.message()
+                .starts_with("FORKED: this Memory was opened in process 10"),
+            "{}",
+            e.message()
+        );
         let r = e.into_call_result();
         assert_eq!(r.is_error, Some(true));
     }
