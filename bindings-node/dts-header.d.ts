@@ -20,6 +20,7 @@ export type MemstrataErrorCode =
   | 'INDEX'
   | 'PROCEDURE'
   | 'CONFLICT'
+  | 'FORKED'
   | 'CLOSED'
   | 'INTERNAL'
 

@@ -11,7 +11,7 @@ const native = require('./binding.js')
 
 const CODES = new Set([
   'NOT_FOUND', 'INVALID_INPUT', 'LIMIT_EXCEEDED', 'STORE_LOCKED', 'CORRUPTED', 'IO',
-  'STORAGE', 'INDEX', 'PROCEDURE', 'CONFLICT', 'CLOSED', 'INTERNAL',
+  'STORAGE', 'INDEX', 'PROCEDURE', 'CONFLICT', 'FORKED', 'CLOSED', 'INTERNAL',
 ])
 
 // Statuses napi-rs reports when an argument cannot be converted to its Rust type.

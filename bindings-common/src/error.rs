@@ -37,6 +37,9 @@ pub enum ErrorCode {
     Procedure,
     /// A conflicting state (a run not awaiting an action, a task already closed).
     Conflict,
+    /// The handle was opened in another process and carried across `fork()`
+    /// (or a sled store was opened in a child whose parent had started sled).
+    Forked,
     /// The handle was closed.
     Closed,
     /// A bug: a panic was caught at the language boundary, or an unexpected state.
@@ -45,7 +48,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::NotFound,
         ErrorCode::InvalidInput,
         ErrorCode::LimitExceeded,
@@ -56,6 +59,7 @@ impl ErrorCode {
         ErrorCode::Index,
         ErrorCode::Procedure,
         ErrorCode::Conflict,
+        ErrorCode::Forked,
         ErrorCode::Closed,
         ErrorCode::Internal,
     ];
@@ -73,6 +77,7 @@ impl ErrorCode {
             ErrorCode::Index => "INDEX",
             ErrorCode::Procedure => "PROCEDURE",
             ErrorCode::Conflict => "CONFLICT",
+            ErrorCode::Forked => "FORKED",
             ErrorCode::Closed => "CLOSED",
             ErrorCode::Internal => "INTERNAL",
         }
@@ -248,6 +253,13 @@ mod tests {
             (
                 memstrata::Error::Procedure("p".into()),
                 ErrorCode::Procedure,
+            ),
+            (
+                memstrata::Error::Forked {
+                    opened_in: 1,
+                    current: 2,
+                },
+                ErrorCode::Forked,
             ),
         ];
         for (e, code) in cases {

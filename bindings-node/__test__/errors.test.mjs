@@ -83,3 +83,19 @@ test('MemstrataError can be constructed and caught by class', () => {
   assert.equal(e.cause, 'c')
   assert.ok(e instanceof Error)
 })
+
+test('FORKED is a code of index.js and of the MemstrataErrorCode type', async () => {
+  // A Node process never carries a live engine across fork() (child_process.fork
+  // starts a new program), so the code is checked where it is declared: the
+  // native side maps the shared ErrorCode::Forked to it (bindings-common).
+  const { readFileSync } = await import('node:fs')
+  const js = readFileSync(new URL('../index.js', import.meta.url), 'utf8')
+  const dts = readFileSync(new URL('../index.d.ts', import.meta.url), 'utf8')
+  const codes = js.match(/const CODES = new Set\(\[([^\]]*)\]/)[1].match(/'[A-Z_]+'/g)
+  const union = dts.match(/export type MemstrataErrorCode =([^\n]*\n(?:\s*\|[^\n]*\n)*)/)[1].match(/'[A-Z_]+'/g)
+  assert.ok(codes.includes("'FORKED'"))
+  assert.deepEqual([...codes].sort(), [...union].sort())
+  const e = new MemstrataError('this Memory was opened in process 1', 'FORKED')
+  assert.equal(e.code, 'FORKED')
+  assert.ok(e instanceof Error)
+})

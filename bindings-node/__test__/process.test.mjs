@@ -70,3 +70,29 @@ test('SIGKILL during durability "immediate" writes loses nothing acknowledged', 
   for (const i of acked.filter((i) => i % 3 === 0)) assert.ok(recorded.has(`event ${i}`), `event ${i}`)
   await mem.close()
 })
+
+test('child_process.fork starts a new process: it opens its own store and gets STORE_LOCKED while the parent holds it', async (t) => {
+  const { fork } = await import('node:child_process')
+  const dir = tempDir(t)
+  const path = join(dir, 'forked.mem')
+  const mem = await Memory.open(path)
+  await mem.shortTerm.store('parent', 1)
+  const script = join(dir, 'child.cjs')
+  const { writeFileSync } = await import('node:fs')
+  writeFileSync(script, `
+    const { Memory } = require(${JSON.stringify(entry)})
+    Memory.open(process.argv[2]).then(
+      (m) => m.close().then(() => process.send({ opened: true })),
+      (e) => process.send({ code: e.code }),
+    )
+  `)
+  const run = () => new Promise((resolve, reject) => {
+    const proc = fork(script, [path], { stdio: 'inherit' })
+    proc.once('message', resolve)
+    proc.once('error', reject)
+  })
+  // Not a copy of the parent's engine (that would be FORKED): a fresh process and the store's lock.
+  assert.deepEqual(await run(), { code: 'STORE_LOCKED' })
+  await mem.close()
+  assert.deepEqual(await run(), { opened: true })
+})

@@ -65,6 +65,12 @@ pyo3::create_exception!(
     MemstrataError,
     "A conflicting state (e.g. resuming a run that is not awaiting an action, a task already closed)."
 );
+pyo3::create_exception!(
+    memstrata,
+    ForkedError,
+    MemstrataError,
+    "This Memory was opened in another process and carried across fork() (multiprocessing's fork start method, a prefork server, os.fork()); nothing was read or written. Open the store in each process after it forks, or share one store through PostgreSQL or memstrata-mcp."
+);
 
 /// `InvalidInputError(MemstrataError, ValueError)` and `IoError(MemstrataError, OSError)`
 /// have two bases, which `create_exception!` cannot express: they are made with `type()`.
@@ -131,6 +137,7 @@ fn class_of(py: Python<'_>, code: ErrorCode) -> Option<(&'static str, Bound<'_, 
         ErrorCode::Index => ("MemstrataIndexError", py.get_type::<MemstrataIndexError>()),
         ErrorCode::Procedure => ("ProcedureError", py.get_type::<ProcedureError>()),
         ErrorCode::Conflict => ("ConflictError", py.get_type::<ConflictError>()),
+        ErrorCode::Forked => ("ForkedError", py.get_type::<ForkedError>()),
         ErrorCode::Closed | ErrorCode::Internal => return None,
     })
 }

@@ -17,6 +17,7 @@ SUBCLASSES = {
     "MemstrataIndexError": "INDEX",
     "ProcedureError": "PROCEDURE",
     "ConflictError": "CONFLICT",
+    "ForkedError": "FORKED",
 }
 
 

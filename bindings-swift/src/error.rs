@@ -30,6 +30,9 @@ pub enum MemstrataError {
     Procedure(String),
     /// A conflicting state (a run not awaiting an action, a task already closed).
     Conflict(String),
+    /// The `Memory` was opened in another process and carried across `fork()`
+    /// (not something an app does on Android or iOS; see docs/multiprocess.md).
+    Forked(String),
     /// The `Memory` handle (or the layer object taken from it) was closed.
     Closed(String),
     /// A bug: a panic caught at the boundary, or an unexpected state.
@@ -50,6 +53,7 @@ impl MemstrataError {
             | MemstrataError::Index(m)
             | MemstrataError::Procedure(m)
             | MemstrataError::Conflict(m)
+            | MemstrataError::Forked(m)
             | MemstrataError::Closed(m)
             | MemstrataError::Internal(m) => m,
         }
@@ -78,6 +82,7 @@ impl From<BindingError> for MemstrataError {
             ErrorCode::Index => MemstrataError::Index(m),
             ErrorCode::Procedure => MemstrataError::Procedure(m),
             ErrorCode::Conflict => MemstrataError::Conflict(m),
+            ErrorCode::Forked => MemstrataError::Forked(m),
             ErrorCode::Closed => MemstrataError::Closed(m),
             ErrorCode::Internal => MemstrataError::Internal(m),
         }
@@ -162,6 +167,16 @@ mod tests {
         for (c, e) in ErrorCode::ALL.iter().zip(&cases) {
             assert_eq!(e.message(), c.as_str());
         }
+    }
+
+    #[test]
+    fn a_handle_used_after_fork_is_the_forked_case() {
+        let e = MemstrataError::from(memstrata::Error::Forked {
+            opened_in: 10,
+            current: 11,
+        });
+        assert!(matches!(e, MemstrataError::Forked(_)), "{e:?}");
+        assert!(e.message().contains("process 10"), "{e}");
     }
 
     #[test]

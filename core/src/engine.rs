@@ -92,6 +92,8 @@ where
 
 /// The engine. One per store path per process.
 pub(crate) struct Engine {
+    /// The process that opened it: every handle call checks it first (see `fork`).
+    origin: crate::fork::Origin,
     pub opts: Options,
     pub path: PathBuf,
     /// Encodes every record value (sealed when the store is encrypted).
@@ -203,14 +205,24 @@ fn check_key(t: &Trees, codec: &codec::Codec, path: &Path, is_new: bool) -> Resu
     }
 }
 
-fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<EngineUse>>> {
-    static REG: OnceLock<Mutex<HashMap<PathBuf, Weak<EngineUse>>>> = OnceLock::new();
+/// Open engines of this process by path, with the process each was opened in.
+type Registry = HashMap<PathBuf, (Weak<EngineUse>, crate::fork::Origin)>;
+
+fn registry() -> &'static Mutex<Registry> {
+    static REG: OnceLock<Mutex<Registry>> = OnceLock::new();
     REG.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 impl Engine {
     /// Open (or share) the engine for `opts.path`.
     pub(crate) fn open(opts: Options) -> Result<Arc<EngineUse>> {
+        if !opts
+            .path
+            .as_ref()
+            .is_some_and(|p| storage::is_postgres_url(p))
+        {
+            crate::fork::check_sled_usable()?;
+        }
         let (path, tempdir) = match &opts.path {
             Some(p) if storage::url::is_postgres_path(p) => {
                 if !cfg!(feature = "postgres") {
@@ -244,7 +256,13 @@ impl Engine {
         let mut reg = loop {
             let mut reg = registry().lock();
             match reg.get(&path) {
-                Some(w) => {
+                // Inherited through fork(): this child must neither use nor close
+                // that copy (see `EngineUse`'s drop); it opens an engine of its own.
+                Some((_, origin)) if !origin.is_here() => {
+                    reg.remove(&path);
+                    break reg;
+                }
+                Some((w, _)) => {
                     if let Some(existing) = w.upgrade() {
                         // Sharing the open engine must not bypass the key check.
                         if existing.opts.encryption_key != opts.encryption_key {
@@ -270,7 +288,7 @@ impl Engine {
         engine.registered.store(true, Ordering::Release);
         engine.start_background();
         let engine = Arc::new(EngineUse(engine));
-        reg.insert(path, Arc::downgrade(&engine));
+        reg.insert(path, (Arc::downgrade(&engine), engine.origin));
         drop(reg);
         Ok(engine)
     }
@@ -296,6 +314,7 @@ impl Engine {
         path: PathBuf,
         tempdir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
+        let origin = crate::fork::Origin::here();
         let codec = codec::Codec::new(opts.encryption_key.as_ref());
         let opened = if storage::url::is_postgres_path(&path) {
             open_postgres(&opts, &path)?
@@ -374,6 +393,7 @@ impl Engine {
             cache_bytes(crate::decoded_cache::SHORT_TERM_CACHE_BYTES),
         );
         let engine = Engine {
+            origin,
             opts,
             path,
             codec,
@@ -984,8 +1004,22 @@ impl Engine {
         Ok(false)
     }
 
-    /// Time a call and record it under `op`.
+    /// `Error::Forked` when called in another process than the one that
+    /// opened the engine (a `fork()` child), before any lock or file access.
+    #[inline]
+    pub(crate) fn check_process(&self) -> Result<()> {
+        self.origin.check()
+    }
+
+    /// Whether this engine was inherited through `fork()` (see [`Engine::check_process`]).
+    pub(crate) fn is_forked(&self) -> bool {
+        !self.origin.is_here()
+    }
+
+    /// Time a call and record it under `op` (after the process check: every
+    /// layer operation goes through here).
     pub(crate) fn timed<T>(&self, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_process()?;
         let started = Instant::now();
         let r = f();
         self.metrics.record(op, started, r.is_ok());
@@ -1098,6 +1132,17 @@ impl std::fmt::Debug for EngineUse {
 
 impl Drop for EngineUse {
     fn drop(&mut self) {
+        if self.0.is_forked() {
+            // A copy inherited through fork(): its maintenance thread does not
+            // exist here (joining it could hang), locks held by the parent's
+            // threads stay held, and its files, lock and connections are the
+            // parent's. Flushing, committing the index, removing a temporary
+            // store or closing sled would act on the parent's store. So it is
+            // leaked: one more strong reference that is never released keeps
+            // `Engine::drop` and every field's drop from running in this process.
+            std::mem::forget(Arc::clone(&self.0));
+            return;
+        }
         // After this the maintenance thread holds no reference: the `Arc`
         // dropped next is the last one, and the engine closes on this thread.
         self.0.stop_background();
@@ -1203,6 +1248,7 @@ fn open_sled_store(opts: &Options, path: &Path, codec: &codec::Codec) -> Result<
         }
         Err(other) => return Err(Error::from(other)),
     };
+    crate::fork::sled_started();
     let checkpoint = LogCheckpoint {
         cfg: sled_cfg.clone().flush_every_ms(None),
         size_at_open: db.size_on_disk().unwrap_or(0),
@@ -1305,7 +1351,10 @@ impl Drop for Registration {
         // `open` (whose caller holds the registry lock) must not take it.
         if self.registered.load(Ordering::Acquire) {
             let mut reg = registry().lock();
-            if reg.get(&self.path).is_some_and(|w| w.strong_count() == 0) {
+            if reg
+                .get(&self.path)
+                .is_some_and(|(w, _)| w.strong_count() == 0)
+            {
                 reg.remove(&self.path);
             }
         }

@@ -101,6 +101,19 @@ pub enum Error {
     /// A conflicting state (e.g. a run that is not awaiting an action, a task already closed).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A call from a `fork()` child on a handle its parent opened, or a sled
+    /// store opened in a child whose parent had started sled. Nothing was read
+    /// or written: a forked child must not inherit a store; see
+    /// `docs/multiprocess.md`.
+    #[error(
+        "this Memory was opened in process {opened_in}, and this is process {current}, a fork() child: neither a Memory nor the sled engine survives fork(). Open stores only in processes that had none open before they forked (e.g. in each worker after the fork, not in the parent), or share one store through a PostgreSQL store or the memstrata-mcp server"
+    )]
+    Forked {
+        /// The process that opened the engine (or first started sled).
+        opened_in: u32,
+        /// The process that made the call.
+        current: u32,
+    },
 }
 
 impl Error {
@@ -196,6 +209,7 @@ impl Error {
             Error::Index { .. } => "INDEX",
             Error::Procedure(_) => "PROCEDURE",
             Error::Conflict(_) => "CONFLICT",
+            Error::Forked { .. } => "FORKED",
         }
     }
 }

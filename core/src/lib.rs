@@ -33,6 +33,7 @@ mod engine;
 mod episodic;
 mod error;
 mod export;
+mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
@@ -167,6 +168,7 @@ impl Memory {
 
     /// A new handle on the same engine whose active context is `name`.
     pub fn namespace(&self, name: &str) -> Result<Memory> {
+        self.engine.check_process()?;
         validate::context_name("name", name)?;
         Ok(Memory {
             engine: Arc::clone(&self.engine),
@@ -207,6 +209,7 @@ impl Memory {
 
     /// Contexts that hold (or held) data, sorted; always includes `"default"`.
     pub fn contexts(&self) -> Result<Vec<String>> {
+        self.engine.check_process()?;
         let mut out = vec![DEFAULT_CONTEXT.to_owned()];
         for k in self.engine.t.contexts.iter().keys() {
             let k = k?;
@@ -242,6 +245,7 @@ impl Memory {
 
     /// Commit the index and fsync everything now (what `Durability::Manual` users call).
     pub fn flush(&self) -> Result<()> {
+        self.engine.check_process()?;
         self.engine.flush()
     }
 

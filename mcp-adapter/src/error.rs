@@ -134,3 +134,27 @@ impl std::error::Error for ToolError {}
 
 /// Result alias for tool implementations.
 pub type ToolResult<T> = Result<T, ToolError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forked_engine_is_a_forked_tool_error() {
+        // The server never forks; a library embedding the adapter in a forked
+        // child would still get a clear tool error rather than a hang.
+        let e = ToolError::from(memstrata::Error::Forked {
+            opened_in: 10,
+            current: 11,
+        });
+        assert_eq!(e.code(), "FORKED");
+        assert!(
+            e.message()
+                .starts_with("FORKED: this Memory was opened in process 10"),
+            "{}",
+            e.message()
+        );
+        let r = e.into_call_result();
+        assert_eq!(r.is_error, Some(true));
+    }
+}

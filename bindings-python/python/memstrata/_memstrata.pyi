@@ -61,6 +61,7 @@ __all__ = [
     "MemstrataIndexError",
     "ProcedureError",
     "ConflictError",
+    "ForkedError",
     "_panic_for_tests",
     "Memory",
     "SwitchResult",
@@ -137,6 +138,9 @@ class ProcedureError(MemstrataError):
 
 class ConflictError(MemstrataError):
     """The core's `Conflict` (code `CONFLICT`)."""
+
+class ForkedError(MemstrataError):
+    """A handle used in a `fork()` child, or a sled store opened in one (code `FORKED`): open stores only after the fork, or share one through PostgreSQL or memstrata-mcp."""
 
 
 def _panic_for_tests() -> None: ...

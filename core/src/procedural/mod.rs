@@ -284,6 +284,7 @@ impl Procedural {
     /// any previous handler of that name. Built-in names are refused.
     pub fn register_action(&self, name: &str, handler: Arc<dyn ActionHandler>) -> Result<()> {
         let e = &self.mem.engine;
+        e.check_process()?;
         check::key(&e.opts.limits, "name", name)?;
         if is_builtin(name) {
             return Err(Error::invalid(

@@ -4226,6 +4226,12 @@ enum MemstrataError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError
     case Conflict(message: String)
     
     /**
+     * The `Memory` was opened in another process and carried across `fork()`
+     * (not something an app does on Android or iOS; see docs/multiprocess.md).
+     */
+    case Forked(message: String)
+    
+    /**
      * The `Memory` handle (or the layer object taken from it) was closed.
      */
     case Closed(message: String)
@@ -4304,11 +4310,15 @@ public struct FfiConverterTypeMemstrataError: FfiConverterRustBuffer {
             message: try FfiConverterString.read(from: &buf)
         )
         
-        case 11: return .Closed(
+        case 11: return .Forked(
             message: try FfiConverterString.read(from: &buf)
         )
         
-        case 12: return .Internal(
+        case 12: return .Closed(
+            message: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 13: return .Internal(
             message: try FfiConverterString.read(from: &buf)
         )
         
@@ -4343,10 +4353,12 @@ public struct FfiConverterTypeMemstrataError: FfiConverterRustBuffer {
             writeInt(&buf, Int32(9))
         case .Conflict(_ /* message is ignored*/):
             writeInt(&buf, Int32(10))
-        case .Closed(_ /* message is ignored*/):
+        case .Forked(_ /* message is ignored*/):
             writeInt(&buf, Int32(11))
-        case .Internal(_ /* message is ignored*/):
+        case .Closed(_ /* message is ignored*/):
             writeInt(&buf, Int32(12))
+        case .Internal(_ /* message is ignored*/):
+            writeInt(&buf, Int32(13))
 
         
         }

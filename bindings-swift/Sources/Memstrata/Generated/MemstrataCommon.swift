@@ -4737,6 +4737,11 @@ public enum ErrorCode: Equatable, Hashable {
      */
     case conflict
     /**
+     * The handle was opened in another process and carried across `fork()`
+     * (or a sled store was opened in a child whose parent had started sled).
+     */
+    case forked
+    /**
      * The handle was closed.
      */
     case closed
@@ -4785,9 +4790,11 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         
         case 10: return .conflict
         
-        case 11: return .closed
+        case 11: return .forked
         
-        case 12: return .`internal`
+        case 12: return .closed
+        
+        case 13: return .`internal`
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -4837,12 +4844,16 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
             writeInt(&buf, Int32(10))
         
         
-        case .closed:
+        case .forked:
             writeInt(&buf, Int32(11))
         
         
-        case .`internal`:
+        case .closed:
             writeInt(&buf, Int32(12))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(13))
         
         }
     }

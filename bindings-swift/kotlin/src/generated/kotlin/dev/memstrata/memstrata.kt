@@ -7295,6 +7295,12 @@ sealed class MemstrataException(message: String): kotlin.Exception(message) {
         class Conflict(message: String) : MemstrataException(message)
         
     /**
+     * The `Memory` was opened in another process and carried across `fork()`
+     * (not something an app does on Android or iOS; see docs/multiprocess.md).
+     */
+        class Forked(message: String) : MemstrataException(message)
+        
+    /**
      * The `Memory` handle (or the layer object taken from it) was closed.
      */
         class Closed(message: String) : MemstrataException(message)
@@ -7327,8 +7333,9 @@ public object FfiConverterTypeMemstrataError : FfiConverterRustBuffer<MemstrataE
             8 -> MemstrataException.Index(FfiConverterString.read(buf))
             9 -> MemstrataException.Procedure(FfiConverterString.read(buf))
             10 -> MemstrataException.Conflict(FfiConverterString.read(buf))
-            11 -> MemstrataException.Closed(FfiConverterString.read(buf))
-            12 -> MemstrataException.Internal(FfiConverterString.read(buf))
+            11 -> MemstrataException.Forked(FfiConverterString.read(buf))
+            12 -> MemstrataException.Closed(FfiConverterString.read(buf))
+            13 -> MemstrataException.Internal(FfiConverterString.read(buf))
             else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
         }
         
@@ -7380,12 +7387,16 @@ public object FfiConverterTypeMemstrataError : FfiConverterRustBuffer<MemstrataE
                 buf.putInt(10)
                 Unit
             }
-            is MemstrataException.Closed -> {
+            is MemstrataException.Forked -> {
                 buf.putInt(11)
                 Unit
             }
-            is MemstrataException.Internal -> {
+            is MemstrataException.Closed -> {
                 buf.putInt(12)
+                Unit
+            }
+            is MemstrataException.Internal -> {
+                buf.putInt(13)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }

@@ -108,4 +108,13 @@ class ErrorsTest {
         assertTrue(e is MemstrataException.NotFound, "$e")
         mem.shutdown()
     }
+
+    @Test
+    fun `a handle used after fork() is its own case, Forked`() {
+        // A JVM does not fork a live engine; the case is checked to exist and to be
+        // a MemstrataException carrying the core's message (docs/multiprocess.md).
+        val e: MemstrataException = MemstrataException.Forked("this Memory was opened in process 1, and this is process 2")
+        assertTrue(e is MemstrataException.Forked, "$e")
+        assertTrue(e.message!!.contains("process 1"), e.message)
+    }
 }

@@ -4069,6 +4069,11 @@ enum class ErrorCode {
      */
     CONFLICT,
     /**
+     * The handle was opened in another process and carried across `fork()`
+     * (or a sled store was opened in a child whose parent had started sled).
+     */
+    FORKED,
+    /**
      * The handle was closed.
      */
     CLOSED,
