@@ -38,13 +38,12 @@ if [[ " ${DIST_MATURIN_ARGS:-} " == *" --zig "* ]]; then
   "$PY" -m pip install --quiet "ziglang>=0.13"   # maturin links with zig (older glibc)
 fi
 
-crates=()
-has python && crates+=(-p memstrata-python)
-has mcp && crates+=(-p memstrata-mcp)
-has npm && crates+=(-p memstrata-node)
-has jar && crates+=(-p memstrata-ffi)
-step "cargo build --release ${crates[*]}"
-cargo build --release "${crates[@]}"
+# Each crate is built by the tool that packages it (maturin, build-dev.mjs, cargo for the
+# JAR), one after the other: the core and its dependencies are compiled once for all of
+# them (feature-union/), while each binding's own crates keep the feature set their tool
+# asks for, so nothing is built twice. (One joint `cargo build -p A -p B ...` first would
+# build memstrata-bindings-common with the union of the bindings' features, and every
+# tool would then rebuild it and the binding above it.)
 
 if has python; then
   step "Python wheel (maturin, abi3) and sdist"
@@ -75,6 +74,7 @@ fi
 
 if has jar; then
   step "Kotlin/JVM JAR with the native library inside"
+  cargo build --release -p memstrata-ffi
   native=$CARGO_TARGET_DIR/dist-native
   rm -rf "$native"
   case "$(uname -s)-$(uname -m)" in

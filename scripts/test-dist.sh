@@ -73,7 +73,6 @@ PYTHONS=(${TEST_DIST_PYTHONS:-3.9 3.13})
 vbin() { if [ -d "$1/Scripts" ]; then echo "$1/Scripts"; else echo "$1/bin"; fi; }
 if has python || has mcp; then
   WHEEL=$(one "$DIST"/memstrata-*-abi3-*.whl)
-  MCP_WHEEL=$(one "$DIST"/memstrata_mcp-*.whl)
   for ver in "${PYTHONS[@]}"; do
     override_var=PYTHON${ver/./}
     py=$(find_python "$ver" "${!override_var:-}")
@@ -89,6 +88,7 @@ fi
 
 # --- 2. MCP server wheel ----------------------------------------------------------------
 if has mcp; then
+  MCP_WHEEL=$(one "$DIST"/memstrata_mcp-*.whl)
   last=${PYTHONS[${#PYTHONS[@]}-1]}
   vb=$(vbin "$WORK/venv-$last")
   step "memstrata-mcp: pip install $(basename "$MCP_WHEEL") + the MCP SDK (Python $last)"
