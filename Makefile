@@ -37,8 +37,13 @@ test-dist:
 
 ## memstrata-node is tested through Node (test-node): its napi symbols only
 ## resolve inside a Node process, so it stays out of the Rust test binaries.
+## memstrata-ffi's Rust tests run in test-kotlin, with the crate's own feature set: in this
+## invocation it would turn on memstrata-bindings-common's `uniffi` feature, and the MCP
+## adapter built here would then differ from the one test-mcp and test-mcp-pg run (built
+## by `cargo test -p memstrata-mcp --no-run`: the same units as here, so not rebuilt).
 test-rust:
-	cargo test --workspace --exclude memstrata-python --exclude memstrata-benches --exclude memstrata-node
+	cargo test --workspace --exclude memstrata-python --exclude memstrata-benches --exclude memstrata-node \
+		--exclude memstrata-ffi --exclude memstrata-uniffi-bindgen
 
 ## The PostgreSQL suites, all under one throwaway server (scripts/pg-test.sh starts it on
 ## loopback, installing Debian's postgresql package if needed, and fails loudly if it cannot):

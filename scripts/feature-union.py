@@ -18,15 +18,17 @@ import sys
 
 INVOCATIONS = {
     "test-rust": ["test", "--workspace", "--exclude", "memstrata-python", "--exclude", "memstrata-benches",
-                  "--exclude", "memstrata-node", "--no-run"],
+                  "--exclude", "memstrata-node", "--exclude", "memstrata-ffi", "--exclude", "memstrata-uniffi-bindgen",
+                  "--no-run"],
     "test-rust-pg": ["test", "-p", "memstrata", "--features", "postgres", "--no-run"],
     "test-mcp-pg": ["test", "-p", "memstrata-mcp", "--test", "postgres", "--no-run"],
-    "memstrata-mcp": ["build", "-p", "memstrata-mcp", "--bin", "memstrata-mcp"],
+    "test-mcp": ["test", "-p", "memstrata-mcp", "--no-run"],
     "maturin (dev)": ["build", "-p", "memstrata-python", "--lib"],
     "build-dev.mjs": ["build", "-p", "memstrata-node"],
-    "test-kotlin": ["build", "-p", "memstrata-ffi", "-p", "memstrata-uniffi-bindgen"],
-    "dist": ["build", "--release", "-p", "memstrata-python", "-p", "memstrata-mcp", "-p", "memstrata-node",
-             "-p", "memstrata-ffi"],
+    "test-kotlin": ["test", "-p", "memstrata-ffi", "-p", "memstrata-uniffi-bindgen", "--no-run"],
+    "generate.sh": ["build", "-p", "memstrata-ffi", "-p", "memstrata-uniffi-bindgen"],
+    "dist (npm)": ["build", "--release", "-p", "memstrata-node"],
+    "dist (jar)": ["build", "--release", "-p", "memstrata-ffi"],
     "maturin (release)": ["build", "--release", "-p", "memstrata-python", "--lib"],
     "maturin bin (release)": ["build", "--release", "-p", "memstrata-mcp", "--bin", "memstrata-mcp"],
 }

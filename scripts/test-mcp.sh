@@ -10,7 +10,9 @@ export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 
 echo "== test-mcp: building memstrata-mcp"
-cargo build -p memstrata-mcp --bin memstrata-mcp
+# `cargo test --no-run` builds the binary with the units `make test-rust` built (a plain
+# `cargo build` would resolve the adapter's dev-dependency features differently and rebuild it).
+cargo test -p memstrata-mcp --no-run
 export MEMSTRATA_MCP_BIN=$CARGO_TARGET_DIR/debug/memstrata-mcp
 
 echo "== test-mcp: Python MCP SDK (stdio + HTTP)"
