@@ -28,16 +28,21 @@ def fail(what: str) -> None:
 
 async def call(s: ClientSession, name: str, args: dict[str, Any]) -> dict[str, Any]:
     r = await s.call_tool(name, args)
-    if r.isError or not isinstance(r.structuredContent, dict):
+    # The SDK's field names: snake_case from mcp 2, camelCase before.
+    is_error = getattr(r, "is_error", None) if hasattr(r, "is_error") else getattr(r, "isError", None)
+    structured = getattr(r, "structured_content", None) if hasattr(r, "structured_content") \
+        else getattr(r, "structuredContent", None)
+    if is_error or not isinstance(structured, dict):
         fail(f"{name}: {r.content}")
-    return r.structuredContent  # type: ignore[return-value]
+    return structured
 
 
 async def workflow(params: StdioServerParameters) -> int:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         info = await s.initialize()
-        if info.serverInfo.name != "memstrata-mcp":
-            fail(f"server name {info.serverInfo.name!r}")
+        server = getattr(info, "server_info", None) or getattr(info, "serverInfo", None)
+        if server is None or server.name != "memstrata-mcp":
+            fail(f"server info {server!r}")
         tools = {t.name for t in (await s.list_tools()).tools}
         for needed in ("knowledge_store", "episode_record", "episode_search", "session_create", "system_status"):
             if needed not in tools:
