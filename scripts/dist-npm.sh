@@ -10,7 +10,8 @@
 #
 # Both are staged under target/dist-npm/ (the checkout is left alone, except index.d.ts,
 # binding.js and index.mjs, which the release build regenerates as the dev build does),
-# laid out with `napi create-npm-dirs` and `napi artifacts`, and packed with `npm pack`.
+# laid out with `napi create-npm-dirs` (and the .node copied in, as `napi artifacts` would),
+# and packed with `npm pack`.
 # The release workflow packs the other platforms' packages the same way on their runners.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +48,15 @@ pkg.files = pkg.files.filter((f) => !f.endsWith('.node'))
 fs.writeFileSync('package.json', JSON.stringify(pkg, null, 2) + '\n')
 EOF
 "$NAPI" create-npm-dirs --npm-dir npm >/dev/null
-"$NAPI" artifacts --output-dir . --npm-dir npm >/dev/null
+# What `napi artifacts` does, for the platforms built here only (napi artifacts insists on
+# every configured target; the release workflow packs each platform on its own runner):
+# memstrata.<platform>.node into npm/<platform>/.
+for f in ./*.node; do
+  plat=${f#./memstrata.}
+  plat=${plat%.node}
+  [ -d "npm/$plat" ] || { echo "dist-npm: no npm/$plat for $f (add its triple to napi.targets)" >&2; exit 1; }
+  cp "$f" "npm/$plat/"
+done
 # optionalDependencies: every platform package, at this version (what `napi pre-publish`
 # writes before it publishes them; here nothing is published).
 node - <<'EOF'
