@@ -95,7 +95,7 @@ if has jar; then
   cp bindings-swift/kotlin/target/memstrata-kotlin-*.jar "$DIST/"
   ver=$(basename "$DIST"/memstrata-kotlin-*.jar .jar)
   cp bindings-swift/kotlin/pom.xml "$DIST/$ver.pom"
-  unzip -l "$DIST/$ver.jar" | grep -q "$res/$lib" || { echo "dist: $res/$lib is not in the JAR" >&2; exit 1; }
+  unzip -l "$DIST/$ver.jar" | grep -c "$res/$lib" > /dev/null || { echo "dist: $res/$lib is not in the JAR" >&2; exit 1; }
 fi
 
 (cd "$DIST" && sha256sum -- *.whl *.tar.gz *.tgz *.jar 2>/dev/null > SHA256SUMS) || true
