@@ -1,8 +1,4 @@
-import dev.memstrata.Memory
-import dev.memstrata.OpenOptions
-import dev.memstrata.RecordOptions
-import dev.memstrata.SearchOptions
-import dev.memstrata.actionHandler
+import dev.memstrata.*   // the classes and the Kotlin extensions (shortTerm, episodic, ...)
 import java.nio.file.Path
 import kotlin.test.assertEquals
 import kotlin.test.assertFailsWith
