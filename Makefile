@@ -4,22 +4,46 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
+.PHONY: test lint actionlint dist test-dist xcframework android-libs test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
 
 ## Run every suite: Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP interop,
 ## Node binding, Kotlin binding.
 test: lint test-rust test-pg test-python test-mcp test-node test-kotlin
 
-## Formatting and clippy (warnings are errors) over every crate and target.
-lint:
+## Formatting and clippy (warnings are errors) over every crate and target, in one pass
+## (the benches' postgres feature included: one feature set, so the core is checked once),
+## then actionlint over .github/workflows/.
+lint: actionlint
 	cargo fmt --all --check
-	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p memstrata -p memstrata-benches --all-targets --features memstrata/postgres,memstrata-benches/postgres -- -D warnings
+	cargo clippy --workspace --all-targets --features memstrata-benches/postgres -- -D warnings
+
+## actionlint (Go module, installed on first use into .tools/) over the GitHub workflows.
+actionlint:
+	bash scripts/actionlint.sh
+
+## Build what users install into dist/: the abi3 Python wheel and sdist, the memstrata-mcp
+## wheel (`uvx memstrata-mcp`), the npm packages (main + this platform's, `npm pack`), the
+## Kotlin/JVM JAR with the native library inside. One release build of the core.
+dist:
+	bash scripts/dist.sh
+
+## dist/ tested as installed, with no Rust toolchain on PATH: Python 3.9 and 3.13 venvs,
+## the MCP server through the official Python MCP client (console script, uvx, pipx),
+## a fresh npm project (README example, ESM + CJS), a Maven project on the JAR.
+## Run by .ci/run after `make test`; TEST_DIST_SKIP_BUILD=1 tests an existing dist/.
+test-dist:
+	@if [ "$${TEST_DIST_SKIP_BUILD:-0}" != 1 ]; then $(MAKE) --no-print-directory dist; fi
+	bash scripts/test-dist.sh
 
 ## memstrata-node is tested through Node (test-node): its napi symbols only
 ## resolve inside a Node process, so it stays out of the Rust test binaries.
+## memstrata-ffi's Rust tests run in test-kotlin, with the crate's own feature set: in this
+## invocation it would turn on memstrata-bindings-common's `uniffi` feature, and the MCP
+## adapter built here would then differ from the one test-mcp and test-mcp-pg run (built
+## by `cargo test -p memstrata-mcp --no-run`: the same units as here, so not rebuilt).
 test-rust:
-	cargo test --workspace --exclude memstrata-python --exclude memstrata-benches --exclude memstrata-node
+	cargo test --workspace --exclude memstrata-python --exclude memstrata-benches --exclude memstrata-node \
+		--exclude memstrata-ffi --exclude memstrata-uniffi-bindgen
 
 ## The PostgreSQL suites, all under one throwaway server (scripts/pg-test.sh starts it on
 ## loopback, installing Debian's postgresql package if needed, and fails loudly if it cannot):
@@ -81,6 +105,15 @@ test-node:
 ## committed Swift/Kotlin sources are current, runs the JUnit suite.
 test-kotlin:
 	bash scripts/test-kotlin.sh
+
+## The iOS/macOS XCFramework (macOS with Xcode only; bindings-swift/scripts/build-xcframework.sh).
+xcframework:
+	bash bindings-swift/scripts/build-xcframework.sh
+
+## The Android libraries (jniLibs per ABI) with cargo-ndk, as docs/bindings.md describes
+## (needs the Android NDK; ANDROID_NDK_HOME). Output: target/android/jniLibs/<abi>/.
+android-libs:
+	cargo ndk -t arm64-v8a -t armeabi-v7a -t x86_64 -t x86 -o target/android/jniLibs build --release -p memstrata-ffi
 
 ## Regenerate the Swift and Kotlin sources of bindings-swift/ (uniffi library mode).
 swift-bindings:

@@ -18,6 +18,9 @@ for tool in java mvn; do
   command -v "$tool" >/dev/null || { echo "test-kotlin: '$tool' not found (JDK 17 and Maven are required)" >&2; exit 1; }
 done
 
+echo "test-kotlin: memstrata-ffi's Rust tests (not in test-rust: see the Makefile)"
+cargo test -p memstrata-ffi -p memstrata-uniffi-bindgen
+
 echo "test-kotlin: building memstrata-ffi and checking the generated bindings"
 bash bindings-swift/scripts/generate.sh --check
 echo "test-kotlin: the generated Kotlin sources against the API manifest (bindings-common/api.toml)"

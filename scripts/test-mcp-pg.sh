@@ -21,7 +21,9 @@ echo "== test-mcp-pg: adapter Rust tests against PostgreSQL"
 cargo test -p memstrata-mcp --test postgres -- --include-ignored
 
 echo "== test-mcp-pg: building memstrata-mcp"
-cargo build -p memstrata-mcp --bin memstrata-mcp
+# `cargo test --no-run` builds the binary with the units `make test-rust` built (a plain
+# `cargo build` would resolve the adapter's dev-dependency features differently and rebuild it).
+cargo test -p memstrata-mcp --no-run
 export MEMSTRATA_MCP_BIN=$CARGO_TARGET_DIR/debug/memstrata-mcp
 
 echo "== test-mcp-pg: Python MCP SDK over postgres:// (one and two instances)"

@@ -14,7 +14,9 @@ echo "== test-mcp: tools that mirror a method against the API manifest (bindings
 python3 scripts/api.py mcp
 
 echo "== test-mcp: building memstrata-mcp"
-cargo build -p memstrata-mcp --bin memstrata-mcp
+# `cargo test --no-run` builds the binary with the units `make test-rust` built (a plain
+# `cargo build` would resolve the adapter's dev-dependency features differently and rebuild it).
+cargo test -p memstrata-mcp --no-run
 export MEMSTRATA_MCP_BIN=$CARGO_TARGET_DIR/debug/memstrata-mcp
 
 echo "== test-mcp: Python MCP SDK (stdio + HTTP)"

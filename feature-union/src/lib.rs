@@ -1,0 +1,1 @@
+//! Empty on purpose: this crate only carries dependency features (see Cargo.toml).

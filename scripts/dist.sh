@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `make dist`: build what users install, into dist/ (replaced whole):
+#
+#   memstrata-<v>-cp39-abi3-manylinux_*.whl   the Python package (one wheel for CPython >= 3.9)
+#   memstrata-<v>.tar.gz                       its sdist (builds from source: needs Rust)
+#   memstrata_mcp-<v>-py3-none-manylinux_*.whl the MCP server as a Python package (`uvx memstrata-mcp`)
+#   memstrata-<v>.tgz                          the npm package (JS, types; no native code)
+#   memstrata-linux-x64-gnu-<v>.tgz            its platform package (the .node for this platform)
+#   memstrata-kotlin-<v>.jar, .pom             the Kotlin/JVM artifact with libmemstrata_ffi inside
+#   SHA256SUMS, manylinux.txt                  checksums; the manylinux policy auditwheel reports
+#
+# Everything is built in the release profile from one `cargo build --release` of the four
+# crates (the workspace's feature union makes the core compile once for all of them), then
+# each tool packages what cargo built. DIST_PARTS=python,mcp,npm,jar builds a subset.
+# The iOS XCFramework (bindings-swift/scripts/build-xcframework.sh, macOS only) and the
+# Android libraries (cargo-ndk, docs/bindings.md) are built by their own scripts, unchanged;
+# the release workflow (.github/workflows/release.yml) runs them on their platforms.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+DIST=${DIST_DIR:-$REPO/dist}
+PARTS=${DIST_PARTS:-python,mcp,npm,jar}
+has() { [[ ",$PARTS," == *",$1,"* ]]; }
+step() { echo "== dist: $*"; }
+
+rm -rf "$DIST"
+mkdir -p "$DIST"
+bash scripts/venv.sh
+bin=bin
+[ -d "$REPO/.venv/Scripts" ] && bin=Scripts   # Windows
+PY=$REPO/.venv/$bin/python
+MATURIN=$REPO/.venv/$bin/maturin
+
+if [[ " ${DIST_MATURIN_ARGS:-} " == *" --zig "* ]]; then
+  "$PY" -m pip install --quiet "ziglang>=0.13"   # maturin links with zig (older glibc)
+fi
+
+# Each crate is built by the tool that packages it (maturin, build-dev.mjs, cargo for the
+# JAR), one after the other: the core and its dependencies are compiled once for all of
+# them (feature-union/), while each binding's own crates keep the feature set their tool
+# asks for, so nothing is built twice. (One joint `cargo build -p A -p B ...` first would
+# build memstrata-bindings-common with the union of the bindings' features, and every
+# tool would then rebuild it and the binding above it.)
+
+if has python; then
+  step "Python wheel (maturin, abi3) and sdist"
+  # DIST_MATURIN_ARGS: e.g. `--zig --compatibility manylinux_2_28` in the release workflow.
+  # shellcheck disable=SC2086
+  "$MATURIN" build --release -m bindings-python/Cargo.toml -i "$PY" -o "$DIST" ${DIST_MATURIN_ARGS:-}
+  "$MATURIN" sdist -m bindings-python/Cargo.toml -o "$DIST"
+fi
+if has mcp; then
+  step "memstrata-mcp wheel (maturin bindings = \"bin\")"
+  # shellcheck disable=SC2086
+  "$MATURIN" build --release -m mcp-adapter/Cargo.toml -o "$DIST" ${DIST_MATURIN_ARGS:-}
+fi
+if { has python || has mcp; } && [ "$(uname -s)" = Linux ]; then
+  # The policy each wheel meets, as auditwheel reads it from the symbols it links.
+  [ -x "$REPO/.venv/bin/auditwheel" ] || "$PY" -m pip install --quiet "auditwheel>=6"
+  for whl in "$DIST"/*.whl; do
+    "$REPO/.venv/bin/auditwheel" show "$whl" | tr '\n' ' ' | sed 's/  */ /g' | sed "s|^|$(basename "$whl"): |"
+    echo
+  done > "$DIST/manylinux.txt"
+  cat "$DIST/manylinux.txt"
+fi
+
+if has npm; then
+  step "npm packages (napi-rs layout: memstrata + memstrata-<platform>)"
+  bash scripts/dist-npm.sh "$DIST"
+fi
+
+if has jar; then
+  step "Kotlin/JVM JAR with the native library inside"
+  cargo build --release -p memstrata-ffi
+  native=$CARGO_TARGET_DIR/dist-native
+  rm -rf "$native"
+  case "$(uname -s)-$(uname -m)" in
+    Linux-x86_64) res=linux-x86-64 lib=libmemstrata_ffi.so ;;
+    Linux-aarch64) res=linux-aarch64 lib=libmemstrata_ffi.so ;;
+    Darwin-x86_64) res=darwin-x86-64 lib=libmemstrata_ffi.dylib ;;
+    Darwin-arm64) res=darwin-aarch64 lib=libmemstrata_ffi.dylib ;;
+    MINGW*-x86_64 | MSYS*-x86_64) res=win32-x86-64 lib=memstrata_ffi.dll ;;
+    *) echo "dist: no JNA resource prefix known for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
+  esac
+  mkdir -p "$native/$res"
+  cp "$CARGO_TARGET_DIR/release/$lib" "$native/$res/"
+  # Extra native libraries built elsewhere (other platforms, from the release workflow)
+  # can be added as DIST_JAR_NATIVE=<dir with linux-x86-64/, darwin-aarch64/, ...>.
+  if [ -n "${DIST_JAR_NATIVE:-}" ]; then cp -r "$DIST_JAR_NATIVE"/. "$native/"; fi
+  mvn -q -B -Dstyle.color=never -f bindings-swift/kotlin/pom.xml clean package -DskipTests \
+    -Dmemstrata.native.dir="$native"
+  cp bindings-swift/kotlin/target/memstrata-kotlin-*.jar "$DIST/"
+  ver=$(basename "$DIST"/memstrata-kotlin-*.jar .jar)
+  cp bindings-swift/kotlin/pom.xml "$DIST/$ver.pom"
+  unzip -l "$DIST/$ver.jar" | grep -c "$res/$lib" > /dev/null || { echo "dist: $res/$lib is not in the JAR" >&2; exit 1; }
+fi
+
+(cd "$DIST" && sha256sum -- *.whl *.tar.gz *.tgz *.jar 2>/dev/null > SHA256SUMS) || true
+step "done"
+ls -l "$DIST"
