@@ -2,7 +2,7 @@
 
 Every candidate is computed harness-side, from the engine's BM25 list (with its
 scores, 50 deep) and exact numpy cosine (50 deep), for every set available
-(``datasets.py``) and both embedders (``embed.py``), and reported as recall@10
+(``evalsets.py``) and both embedders (``embed.py``), and reported as recall@10
 next to BM25 alone, vectors alone and max(BM25, vectors). No constant is fitted
 per set: each candidate is one formula with fixed constants, and the question is
 whether it stays at or above the better list everywhere.
@@ -23,7 +23,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import datasets  # noqa: E402
+import evalsets  # noqa: E402
 import embed  # noqa: E402
 import lists  # noqa: E402
 
@@ -111,8 +111,28 @@ def zsum(bm: list[Pair], vec: list[Pair], bg: Any, lo: int = 10, hi: int = 50) -
     return order(s)
 
 
-def bg_vec(vec: list[Pair], bg: tuple[float, float]) -> dict[str, float]:
-    mu, sd = bg
+def chance_z(n: float) -> float:
+    return float(np.sqrt(2 * np.log(n))) if n > 1 else 0.0
+
+
+def adaptive(bm: list[Pair], vec: list[Pair], bg: Any, wb: float = 0.5, wv: float = 0.5) -> list[str]:
+    """The engine's default since issue #27 (core/src/vectors.rs, FusionMethod::Adaptive):
+    each list's z against its own tail (ranks 11..50, missing slots 0), less the z
+    its best hit reaches by chance among its candidates, floored at 0, weighted sum."""
+    zb = tail_z_pad(bm, 10, 50)
+    zv = tail_z_pad(vec, 10, 50)
+    cb = chance_z(1 + min(len(bm), 50) / 10)
+    cv = chance_z(max(bg[2], len(vec)) / 50)
+    s: dict[str, float] = {}
+    for t, x in zb.items():
+        s[t] = s.get(t, 0.0) + wb * max(0.0, x - cb)
+    for t, x in zv.items():
+        s[t] = s.get(t, 0.0) + wv * max(0.0, x - cv)
+    return order(s)
+
+
+def bg_vec(vec: list[Pair], bg: tuple[float, float, int]) -> dict[str, float]:
+    mu, sd = bg[0], bg[1]
     return {t: (x - mu) / max(sd, 1e-6) for t, x in vec}
 
 
@@ -170,6 +190,7 @@ def main() -> None:
     args = ap.parse_args()
     target = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent.parent / "target"))
     cands: dict[str, Callable[..., list[str]]] = {
+        "**adaptive (default since #27)**": adaptive,
         "rrf k60": lambda b, v, g: rrf(b, v),
         "rrf k10": lambda b, v, g: rrf(b, v, k=10),
         "rrf k30": lambda b, v, g: rrf(b, v, k=30),
@@ -179,6 +200,7 @@ def main() -> None:
         "tail-z sum (5..50)": lambda b, v, g: zsum(b, v, g, 5, 50),
         "tail-z pad sum (10..50)": zsum_pad,
         "tail-z pad sum (20..50)": lambda b, v, g: zsum_pad(b, v, g, 20, 50),
+        "tail-z pad, BM25 ×1, vectors ×0.8": lambda b, v, g: zsum_pad(b, v, g, 10, 50, 1.25),
         "bg-z vec + tail-z pad bm": lambda b, v, g: order(_add(tail_z_pad(b, 10, 50), {t: max(0.0, x) for t, x in bg_vec(v, g).items()})),
         "gap-weighted rrf k60": conf_rrf,
         "gap-weighted rrf k20": lambda b, v, g: conf_rrf(b, v, g, 20),
@@ -187,8 +209,8 @@ def main() -> None:
            "|---|---|---:|---:|---:|" + "---:|" * len(cands)]
     for sname in args.sets.split(","):
         try:
-            data = datasets.load(sname)
-        except datasets.Absent as e:
+            data = evalsets.load(sname)
+        except evalsets.Absent as e:
             print(e)
             continue
         for m in args.models.split(","):

@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import calibration_study  # noqa: E402
-import datasets  # noqa: E402
+import evalsets  # noqa: E402
 import generate  # noqa: E402
 import lists as lists_mod  # noqa: E402
 import run  # noqa: E402
@@ -170,7 +170,7 @@ def main() -> None:
     qs = data["questions"]
     target = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent.parent / "target"))
     embedder = embed.Embedder(cache_dir=args.cache or target / "bench" / "embcache")
-    cm = datasets.load("convmem")
+    cm = evalsets.load("convmem")
     st = lists_mod.Store(cm, embedder.embed_array([d["text"] for d in cm["docs"]]))
     mat = embedder.embed_array([q["text"] for q in cm["questions"]])
     lists: dict[str, Lists] = {}

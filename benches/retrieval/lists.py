@@ -1,13 +1,13 @@
 """The engine side of the harness: one set recorded into a Memory, its lists per question.
 
-``Store(set, doc_vecs)`` records every memory of a set (``datasets.py``) as one
+``Store(set, doc_vecs)`` records every memory of a set (``evalsets.py``) as one
 episode (summary = text, participants = speakers, timestamp when the set has
 one, ``embedding=`` when vectors are given) in its namespace. ``bm25(q)`` is
 the engine's BM25 list with scores, ``cosine(q, qv)`` exact numpy cosine over
 the question's namespace (both ``depth`` deep, best first), ``engine(q, qv,
 **fusion)`` the engine's own fused top 10 (or vector-only with ``text=""``),
 ``background(q, qv)`` the mean and σ of the question's cosine over every
-memory of its namespace.
+memory of its namespace and their number.
 """
 
 from __future__ import annotations
@@ -69,9 +69,10 @@ class Store:
         ids = self.ids[q["ns"]]
         return [(ids[i], float(sims[i])) for i in order]
 
-    def background(self, q: dict[str, Any], qv: np.ndarray) -> tuple[float, float]:
+    def background(self, q: dict[str, Any], qv: np.ndarray) -> tuple[float, float, int]:
+        """Mean and σ of the question's cosine over its namespace, and how many vectors it holds."""
         sims = self.vecs[q["ns"]] @ qv
-        return float(sims.mean()), float(sims.std())
+        return float(sims.mean()), float(sims.std()), len(sims)
 
     def engine(self, q: dict[str, Any], qv: np.ndarray, text: Optional[str] = None, **kw: Any) -> list[str]:
         hits = self.ns[q["ns"]].episodic.search(q["text"] if text is None else text, embedding=qv.tolist(),

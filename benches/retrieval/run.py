@@ -1,6 +1,6 @@
 """Retrieval-quality harness: recall@1/5/10, MRR and latency, per set and embedder.
 
-Sets (``datasets.py``): the generated ``convmem``, and the public ``friendsqa``
+Sets (``evalsets.py``): the generated ``convmem``, and the public ``friendsqa``
 and ``molweni`` read from the local cache (a set whose files are absent is
 reported as absent, with how to install it). Embedders (``embed.py``):
 all-MiniLM-L6-v2 int8 (``minilm``) and paraphrase-MiniLM-L3-v2 (``l3``).
@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import calibration_study  # noqa: E402
-import datasets  # noqa: E402
+import evalsets  # noqa: E402
 import lists  # noqa: E402
 import peers  # noqa: E402
 
@@ -130,8 +130,8 @@ def main() -> None:
                "|---|---|---:|---:|---:|---:|:-:|---:|:-:|"]
     for sname in args.sets.split(","):
         try:
-            data = datasets.load(sname)
-        except datasets.Absent as e:
+            data = evalsets.load(sname)
+        except evalsets.Absent as e:
             print(f"== {e}", file=sys.stderr)
             absent.append(str(e))
             continue

@@ -20,7 +20,7 @@ import pytest
 import memstrata
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches" / "retrieval"))
-import datasets  # noqa: E402
+import evalsets  # noqa: E402
 import embed  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def recall_mrr(ranked, gold):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    data = datasets.load("friendsqa-mini")
+    data = evalsets.load("friendsqa-mini")
     assert len(data["docs"]) > 500 and len(data["questions"]) > 300
     model = embed.Embedder()
     dv = model.embed_array([d["text"] for d in data["docs"]])

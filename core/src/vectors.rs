@@ -851,7 +851,7 @@ impl TailZ {
         };
         let slots = slots.max(from + 1);
         let (mu, mut sigma) = stats(from..slots);
-        if !(sigma > 1e-9) {
+        if sigma.is_nan() || sigma <= 1e-9 {
             sigma = stats(0..slots).1;
         }
         TailZ {

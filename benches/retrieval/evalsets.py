@@ -29,8 +29,8 @@ The public sets are not committed and cannot be downloaded by a script here:
 their files live in the sets' GitHub repositories. Put them in the cache
 directory (default ``$CARGO_TARGET_DIR/bench/data``) once:
 
-    python benches/retrieval/datasets.py install friendsqa PATH   # a clone of emorynlp/FriendsQA
-    python benches/retrieval/datasets.py install molweni PATH     # a clone of HIT-SCIR/Molweni
+    python benches/retrieval/evalsets.py install friendsqa PATH   # a clone of emorynlp/FriendsQA
+    python benches/retrieval/evalsets.py install molweni PATH     # a clone of HIT-SCIR/Molweni
 
 (PATH may be a work tree or a bare git directory.) ``load(name)`` raises
 ``Absent`` with those instructions when a set's files are missing.
@@ -76,7 +76,7 @@ def _read(name: str, fname: str) -> Any:
     if not p.exists():
         raise Absent(
             f"set {name!r} is absent: {p} not found. Clone {SOURCES[name]} and run "
-            f"`python benches/retrieval/datasets.py install {name} PATH_TO_CLONE` (see benches/retrieval/datasets.py)"
+            f"`python benches/retrieval/evalsets.py install {name} PATH_TO_CLONE` (see benches/retrieval/evalsets.py)"
         )
     return json.loads(p.read_text(encoding="utf-8"))
 
@@ -209,4 +209,4 @@ if __name__ == "__main__":
         s = load(sys.argv[1])
         print(s["name"], len(s["docs"]), "docs", len(s["questions"]), "questions")
     else:
-        sys.exit("usage: datasets.py install {friendsqa|molweni} PATH | datasets.py SET")
+        sys.exit("usage: evalsets.py install {friendsqa|molweni} PATH | datasets.py SET")
