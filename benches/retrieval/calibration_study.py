@@ -118,16 +118,36 @@ def chance_z(n: float) -> float:
 def adaptive(bm: list[Pair], vec: list[Pair], bg: Any, wb: float = 0.5, wv: float = 0.5) -> list[str]:
     """The engine's default since issue #27 (core/src/vectors.rs, FusionMethod::Adaptive):
     each list's z against its own tail (ranks 11..50, missing slots 0), less the z
-    its best hit reaches by chance among its candidates, floored at 0, weighted sum."""
+    its best hit reaches by chance among its candidates, floored at 0; the list whose
+    best z is lower scaled by the ratio of the two best z; weighted sum."""
     zb = tail_z_pad(bm, 10, 50)
     zv = tail_z_pad(vec, 10, 50)
     cb = chance_z(1 + min(len(bm), 50) / 10)
     cv = chance_z(max(bg[2], len(vec)) / 50)
+    zb = {t: max(0.0, x - cb) for t, x in zb.items()}
+    zv = {t: max(0.0, x - cv) for t, x in zv.items()}
+    # The list whose best hit stands out less is scaled by the ratio of the best z.
+    mb, mv = max(zb.values(), default=0.0), max(zv.values(), default=0.0)
+    if mb >= mv and mb > 0:
+        wv *= mv / mb
+    elif mv > mb:
+        wb *= mb / mv
     s: dict[str, float] = {}
     for t, x in zb.items():
-        s[t] = s.get(t, 0.0) + wb * max(0.0, x - cb)
+        s[t] = s.get(t, 0.0) + wb * x
     for t, x in zv.items():
-        s[t] = s.get(t, 0.0) + wv * max(0.0, x - cv)
+        s[t] = s.get(t, 0.0) + wv * x
+    return order(s)
+
+
+def adaptive_no_ratio(bm: list[Pair], vec: list[Pair], bg: Any) -> list[str]:
+    cb = chance_z(1 + min(len(bm), 50) / 10)
+    cv = chance_z(max(bg[2], len(vec)) / 50)
+    s: dict[str, float] = {}
+    for t, x in tail_z_pad(bm, 10, 50).items():
+        s[t] = s.get(t, 0.0) + max(0.0, x - cb)
+    for t, x in tail_z_pad(vec, 10, 50).items():
+        s[t] = s.get(t, 0.0) + max(0.0, x - cv)
     return order(s)
 
 
@@ -200,6 +220,7 @@ def main() -> None:
         "tail-z sum (5..50)": lambda b, v, g: zsum(b, v, g, 5, 50),
         "tail-z pad sum (10..50)": zsum_pad,
         "tail-z pad sum (20..50)": lambda b, v, g: zsum_pad(b, v, g, 20, 50),
+        "tail-z pad + chance allowance, no ratio": lambda b, v, g: adaptive_no_ratio(b, v, g),
         "tail-z pad, BM25 ×1, vectors ×0.8": lambda b, v, g: zsum_pad(b, v, g, 10, 50, 1.25),
         "bg-z vec + tail-z pad bm": lambda b, v, g: order(_add(tail_z_pad(b, 10, 50), {t: max(0.0, x) for t, x in bg_vec(v, g).items()})),
         "gap-weighted rrf k60": conf_rrf,

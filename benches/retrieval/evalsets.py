@@ -22,8 +22,10 @@ Sets:
   dev and test dialogues (about 1,000 more chats from the same channel) as
   distractors, one namespace; gold = the utterance that contains the answer
   span (answerable questions only).
-- ``friendsqa-mini``: the small FriendsQA subset shipped in
-  ``benches/retrieval/data/`` for the tests (licence and attribution beside it).
+- ``friendsqa-mini``, ``molweni-mini``: small subsets shipped in
+  ``benches/retrieval/data/`` for the tests (licences and attribution beside
+  them): FriendsQA's first 40 test scenes; Molweni's first 50 MRC test chats
+  with their first 8 answerable questions each (no distractors).
 
 The public sets are not committed and cannot be downloaded by a script here:
 their files live in the sets' GitHub repositories. Put them in the cache
@@ -47,6 +49,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 MINI = HERE / "data" / "friendsqa_mini.json"
+MINI_MOLWENI = HERE / "data" / "molweni_mini.json"
 
 FILES = {
     "friendsqa": {"friendsqa_dev.json": "dat/friendsqa_dev.json", "friendsqa_tst.json": "dat/friendsqa_tst.json"},
@@ -148,16 +151,20 @@ def _edu_of(dialogue: dict[str, Any], start: int, text: str) -> int | None:
     return None
 
 
-def molweni() -> dict[str, Any]:
-    mrc = _read("molweni", "mrc_test.json")["data"]["dialogues"]
+def molweni_from(mrc: list[dict[str, Any]], distractors: list[list[dict[str, Any]]], name: str,
+                 about: str) -> dict[str, Any]:
     docs: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
+
+    def add(prefix: str, edus: list[dict[str, Any]]) -> None:
+        for k, e in enumerate(edus):
+            docs.append(dict(id=f"{prefix}#{k}", ns="ubuntu", text=e["text"] or "...",
+                             speakers=[e["speaker"]] if e["speaker"].strip() else []))
+
     for di, d in enumerate(mrc):
-        key = tuple(e["text"] for e in d["edus"])
-        seen.add(key)
-        for k, e in enumerate(d["edus"]):
-            docs.append(dict(id=f"m{di}#{k}", ns="ubuntu", text=e["text"] or "...", speakers=[e["speaker"]] if e["speaker"].strip() else []))
+        seen.add(tuple(e["text"] for e in d["edus"]))
+        add(f"m{di}", d["edus"])
         for qa in d["qas"]:
             if qa.get("is_impossible") or not qa["answers"]:
                 continue
@@ -171,16 +178,28 @@ def molweni() -> dict[str, Any]:
             word = qa["question"].split()[0].lower() if qa["question"].split() else "?"
             questions.append(dict(id=qa["id"], ns="ubuntu", text=qa["question"], gold=sorted(gold), kind="answerable",
                                   style=word if word in ("what", "who", "where", "when", "why", "how") else "other"))
-    for split in ("dp_dev.json", "dp_test.json"):
-        for di, d in enumerate(_read("molweni", split)):
+    for si, split in enumerate(distractors):
+        for di, d in enumerate(split):
             key = tuple(e["text"] for e in d["edus"])
             if key in seen:
                 continue
             seen.add(key)
-            for k, e in enumerate(d["edus"]):
-                docs.append(dict(id=f"{split[:-5]}{di}#{k}", ns="ubuntu", text=e["text"] or "...", speakers=[e["speaker"]] if e["speaker"].strip() else []))
-    return dict(name="molweni", about="Molweni MRC test (Apache-2.0): Ubuntu IRC chats, one memory per utterance, "
-                "with the DP dev/test chats as distractors", docs=docs, questions=questions)
+            add(f"d{si}.{di}", d["edus"])
+    return dict(name=name, about=about, docs=docs, questions=questions)
+
+
+def molweni() -> dict[str, Any]:
+    return molweni_from(
+        _read("molweni", "mrc_test.json")["data"]["dialogues"],
+        [_read("molweni", "dp_dev.json"), _read("molweni", "dp_test.json")],
+        "molweni", "Molweni MRC test (Apache-2.0): Ubuntu IRC chats, one memory per utterance, "
+        "with the discourse-parsing dev/test chats as distractors")
+
+
+def molweni_mini() -> dict[str, Any]:
+    d = json.loads(MINI_MOLWENI.read_text(encoding="utf-8"))
+    return molweni_from(d["data"], [], "molweni-mini",
+                        "Molweni subset shipped in benches/retrieval/data (Apache-2.0)")
 
 
 def convmem() -> dict[str, Any]:
@@ -194,7 +213,8 @@ def convmem() -> dict[str, Any]:
     return dict(name="convmem", about=f"generated conversational memory (seed {g['seed']})", docs=docs, questions=qs)
 
 
-LOADERS = {"convmem": convmem, "friendsqa": friendsqa, "molweni": molweni, "friendsqa-mini": friendsqa_mini}
+LOADERS = {"convmem": convmem, "friendsqa": friendsqa, "molweni": molweni, "friendsqa-mini": friendsqa_mini,
+           "molweni-mini": molweni_mini}
 
 
 def load(name: str) -> dict[str, Any]:

@@ -67,7 +67,9 @@ pub enum FusionMethod {
     /// for the vector list, the top of the context's N vectors (0 when N ≤ the
     /// depth), `√(2 ln(1 + n / ADAPTIVE_TAIL_FROM))` for a BM25 list of n ≤
     /// `ADAPTIVE_PEAK_DEPTH` hits measured against its ranks past
-    /// `ADAPTIVE_TAIL_FROM`; z below the allowance counts 0. A list whose best hits stand far above its own
+    /// `ADAPTIVE_TAIL_FROM`; z below the allowance counts 0. Last, the list
+    /// whose best hit has the lower z is scaled by the ratio of the two best z
+    /// (the more confident list keeps its full weight). A list whose best hits stand far above its own
     /// near misses (a rare word, a close paraphrase) gets large z and leads; a
     /// list that is flat, as a weak embedder's or a question-words-only BM25
     /// list is, gives every hit a small z and defers to the other. Nothing is
@@ -876,6 +878,18 @@ impl TailZ {
     }
 }
 
+/// Scales for two lists whose best hits have z `b` and `v`: the list that
+/// stands out more keeps its weight, the other is scaled by `min / max`.
+fn relative_confidence(b: f32, v: f32) -> (f32, f32) {
+    if b >= v && b > 0.0 {
+        (1.0, v / b)
+    } else if v > b {
+        (b / v, 1.0)
+    } else {
+        (1.0, 1.0)
+    }
+}
+
 /// About the largest z that the best of `n` unrelated candidates reaches by
 /// chance: `√(2 ln n)`, 0 for `n ≤ 1`.
 fn chance_z(n: f64) -> f32 {
@@ -910,6 +924,14 @@ pub(crate) fn fuse(
         }
         _ => (TailZ::default(), TailZ::default()),
     };
+    // Adaptive: the list whose best hit stands out less is scaled by the ratio
+    // of the two best z (each list's best hit has its largest z).
+    let (bm25_scale, vector_scale) = if fusion.method == FusionMethod::Adaptive {
+        let top = |l: &[(String, f32)], n: &TailZ| l.first().map_or(0.0, |(_, s)| n.apply(*s));
+        relative_confidence(top(bm25, &bm25_norm), top(vector, &vector_norm))
+    } else {
+        (1.0, 1.0)
+    };
     // Per key: (rank, score) in the BM25 list and in the vector list.
     type Ranked = Option<(u32, f32)>;
     let mut all: HashMap<&str, (Ranked, Ranked)> = HashMap::new();
@@ -935,12 +957,12 @@ pub(crate) fn fuse(
                         |(_, s)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
                     );
                     let vs = v.map_or(0.0, |(_, s)| s.max(0.0));
-                    fusion.bm25_weight * bs + fusion.vector_weight * vs
+                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
                 }
                 FusionMethod::Adaptive => {
                     let bs = b.map_or(0.0, |(_, s)| bm25_norm.apply(s));
                     let vs = v.map_or(0.0, |(_, s)| vector_norm.apply(s));
-                    fusion.bm25_weight * bs + fusion.vector_weight * vs
+                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
                 }
                 FusionMethod::Rrf => {
                     let r = |x: Option<(u32, f32)>, w: f32| {
@@ -1247,6 +1269,9 @@ mod tests {
         assert!((chance_z(100.0) - (2.0 * 100f64.ln()).sqrt() as f32).abs() < 1e-6);
         assert_eq!(chance_z(1.0), 0.0);
         assert_eq!(chance_z(0.5), 0.0);
+        assert_eq!(relative_confidence(4.0, 2.0), (1.0, 0.5));
+        assert_eq!(relative_confidence(2.0, 8.0), (0.25, 1.0));
+        assert_eq!(relative_confidence(0.0, 0.0), (1.0, 1.0));
     }
 
     #[test]
@@ -1325,21 +1350,23 @@ mod tests {
         };
         assert_eq!(fuse(&flat, &vector, vector.len(), &linear, 1)[0].key, "k00");
 
-        // Both stand out: the memory both lists rank high (k00: BM25 first,
-        // vectors second) comes before the one only the vectors like.
+        // Both stand out, BM25 far more (its top is ~780 σ above its tail, the
+        // vectors' ~11 σ): the memory both rank high (k00: BM25 first, vectors
+        // second) leads, and the vectors, scaled by the ratio, only break ties:
+        // BM25's order follows.
         let (_, bm25, vector) = scenario(n, 10.0, 0.5);
         let top = fuse(&bm25, &vector, vector.len(), &adaptive, 2);
         assert_eq!(top[0].key, "k00", "{top:?}");
-        assert_eq!(top[1].key, keys[n - 1]);
+        assert_eq!(top[1].key, "k01", "{top:?}");
 
         // A rare word shared equally by a dozen memories the vectors rank low
         // is still a lexical signal: a short list stands out of the zeros
-        // below it, and all twelve come right after the vectors' clear favourite.
-        let (_, _, vector) = scenario(n, 1.0, 0.9);
+        // below it. Against flat vectors all twelve make the top 14.
+        let (_, _, vector) = scenario(n, 1.0, 0.415);
         let tied: Vec<(String, f32)> = keys[40..52].iter().map(|k| (k.clone(), 3.0)).collect();
-        let top = fuse(&tied, &vector, vector.len(), &adaptive, 13);
-        assert_eq!(top[0].key, keys[n - 1]);
-        assert!(top[1..].iter().all(|f| f.bm25_rank.is_some()), "{top:?}");
+        let top = fuse(&tied, &vector, vector.len(), &adaptive, 14);
+        let lexical = top.iter().filter(|f| f.bm25_rank.is_some()).count();
+        assert_eq!(lexical, 12, "{top:?}");
     }
 
     #[test]
