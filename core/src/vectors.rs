@@ -1285,12 +1285,10 @@ mod tests {
         assert!(score(&large, "k59") < score(&small, "k59"), "{large:?}");
     }
 
+    type ScoredList = Vec<(String, f32)>;
+
     /// `n` keys; a BM25 list over all but the last, a vector list over all.
-    fn scenario(
-        n: usize,
-        bm25_top: f32,
-        vec_top: f32,
-    ) -> (Vec<String>, Vec<(String, f32)>, Vec<(String, f32)>) {
+    fn scenario(n: usize, bm25_top: f32, vec_top: f32) -> (Vec<String>, ScoredList, ScoredList) {
         let keys: Vec<String> = (0..n).map(|i| format!("k{i:02}")).collect();
         let fav = keys[n - 1].clone();
         // The vectors' first choice is the last key (no word in common with
