@@ -111,6 +111,23 @@ def run_set(data: dict[str, Any], model: str, cache: Path, with_peers: bool) -> 
     return rows, meta
 
 
+def write(args: argparse.Namespace, started: float, lines: list[str], summary: list[str], absent: list[str],
+          results: list[dict[str, Any]], final: bool) -> None:
+    head = [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+            f"whole harness {time.perf_counter() - started:.0f} s" + ("." if final else " so far (unfinished)."), "",
+            "Summary (recall@10):", "", *summary, ""]
+    if absent:
+        head += ["Absent (not measured):", "", *[f"- {a}" for a in absent], ""]
+    text = "\n".join(lines[:2] + head + lines[2:]) + "\n"
+    if final:
+        print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+    if args.json:
+        Path(args.json).write_text(json.dumps(dict(results=results, absent=absent), indent=1), encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", help="markdown section to write")
@@ -159,18 +176,8 @@ def main() -> None:
             lines.append("")
             results.append(dict(set=sname, model=model, meta=meta, rows=[dict(method=m, where=w, **x) for m, w, x in rows]))
             print("\n".join(summary), flush=True)
-    head = [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-            f"whole harness {time.perf_counter() - started:.0f} s.", "",
-            "Summary (recall@10):", "", *summary, ""]
-    if absent:
-        head += ["Absent (not measured):", "", *[f"- {a}" for a in absent], ""]
-    text = "\n".join(lines[:2] + head + lines[2:]) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
-    if args.json:
-        Path(args.json).write_text(json.dumps(dict(results=results, absent=absent), indent=1), encoding="utf-8")
+            write(args, started, lines, summary, absent, results, False)
+    write(args, started, lines, summary, absent, results, True)
 
 
 if __name__ == "__main__":
