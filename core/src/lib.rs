@@ -89,7 +89,7 @@ pub use crate::timesheet::{
     TaskStatusFilter, TimesheetReport,
 };
 pub use crate::vectors::{
-    ADAPTIVE_PEAK_DEPTH, ADAPTIVE_PEAK_GAIN, DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K,
+    ADAPTIVE_PEAK_DEPTH, ADAPTIVE_TAIL_FROM, DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K,
     DEFAULT_VECTOR_WEIGHT, Embedder, FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH, Fusion, FusionMethod,
     MAX_EMBEDDING_DIM, VectorQuery, embedding_from_f64,
 };

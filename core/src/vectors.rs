@@ -29,14 +29,15 @@ pub const MAX_EMBEDDING_DIM: usize = 4096;
 /// Default reciprocal-rank-fusion constant `k`.
 pub const DEFAULT_RRF_K: f32 = 60.0;
 
-/// Adaptive fusion: the BM25 list's peakedness is measured over its first
-/// `ADAPTIVE_PEAK_DEPTH` scores (see [`FusionMethod::Adaptive`]); the
-/// [`FUSION_MIN_DEPTH`] a list is fetched at, so a rare word that a few dozen
-/// memories share equally still counts as peaked.
+/// Adaptive fusion: each list's background is its ranks `ADAPTIVE_TAIL_FROM + 1`
+/// to `ADAPTIVE_PEAK_DEPTH` (see [`FusionMethod::Adaptive`]), slots past the end
+/// of a shorter list counting 0; the [`FUSION_MIN_DEPTH`] a list is fetched at.
 pub const ADAPTIVE_PEAK_DEPTH: usize = 50;
 
-/// Adaptive fusion: the BM25 list's weight is scaled by `min(1, ADAPTIVE_PEAK_GAIN * peak)`.
-pub const ADAPTIVE_PEAK_GAIN: f32 = 1.0;
+/// Adaptive fusion: the background starts after this many hits (the result
+/// window of a default search), so the hits competing for the top 10 are
+/// measured against the near misses below them.
+pub const ADAPTIVE_TAIL_FROM: usize = 10;
 
 /// Default weight of the BM25 list in fusion.
 pub const DEFAULT_BM25_WEIGHT: f32 = 0.5;
@@ -54,18 +55,26 @@ pub const FUSION_MIN_DEPTH: usize = 50;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FusionMethod {
-    /// The default. Each list's scores are put on a common scale,
-    /// `(score - min) / σ` over that list (so its last hit, like a hit absent
-    /// from it, counts 0; a list shorter than [`ADAPTIVE_PEAK_DEPTH`] is padded
-    /// with zeros to that length first), and the BM25 list's weight is scaled per query by
-    /// how much its best hit stands out: `confidence = min(1,
-    /// ADAPTIVE_PEAK_GAIN * (1 - mean(top ADAPTIVE_PEAK_DEPTH bm25) / top bm25))`
-    /// (slots past the end of a short list count 0). Score:
-    /// `bm25_weight * confidence * bm25_norm + vector_weight * cosine_norm`.
-    /// A query whose words single out a few memories keeps its lexical
-    /// ranking; one whose words match everything about equally (a paraphrase:
-    /// only "what did I ..." matches) is ranked mostly by the vectors. A list
-    /// whose scores are all equal normalises to 1.
+    /// The default. Each list's scores are calibrated against that list's own
+    /// background, the near misses at ranks `ADAPTIVE_TAIL_FROM + 1 ..=
+    /// ADAPTIVE_PEAK_DEPTH` (slots past the end of a shorter list count 0, the
+    /// score of a memory that matched no word): `z = max(0, (score - μ_tail) /
+    /// σ_tail)` (σ of the whole padded list when the tail is flat). Score:
+    /// `bm25_weight * z_bm25 + vector_weight * z_vector`, a hit absent from a
+    /// list adding 0 for it, where each list's z is first reduced by the z its
+    /// best hit reaches by chance among its candidates (√(2 ln n) is about the
+    /// largest of n unrelated normal scores): `√(2 ln(N / ADAPTIVE_PEAK_DEPTH))`
+    /// for the vector list, the top of the context's N vectors (0 when N ≤ the
+    /// depth), `√(2 ln(1 + n / ADAPTIVE_TAIL_FROM))` for a BM25 list of n ≤
+    /// `ADAPTIVE_PEAK_DEPTH` hits measured against its ranks past
+    /// `ADAPTIVE_TAIL_FROM`; z below the allowance counts 0. Last, the list
+    /// whose best hit has the lower z is scaled by the ratio of the two best z
+    /// (the more confident list keeps its full weight). A list whose best hits stand far above its own
+    /// near misses (a rare word, a close paraphrase) gets large z and leads; a
+    /// list that is flat, as a weak embedder's or a question-words-only BM25
+    /// list is, gives every hit a small z and defers to the other. Nothing is
+    /// tuned to a data set or an embedder: each query's two lists carry the
+    /// evidence.
     #[default]
     Adaptive,
     /// `bm25_weight * bm25 / max_bm25 + vector_weight * max(cosine, 0)`; a hit
@@ -802,6 +811,11 @@ impl VectorIndex {
         Ok(set.search(q, filter, depth))
     }
 
+    /// Vectors held for (kind, ctx).
+    pub(crate) fn rows_in(&self, e: &Engine, kind: Kind, ctx: &str) -> Result<usize> {
+        Ok(self.loaded(e, kind, ctx)?.read().keys.len())
+    }
+
     /// Rows and bytes held (for status and benchmarks).
     #[allow(dead_code)]
     pub(crate) fn rows(&self) -> usize {
@@ -818,77 +832,105 @@ pub(crate) struct Fused {
     pub vector_rank: Option<u32>,
 }
 
-/// `(score - min) / σ` over one list (population σ) of at least `slots`
-/// entries, slots past the end of a shorter list counting 0 (as in [`peak`]:
-/// three hits that alone matched a rare word stand far above the rest of the
-/// store, which is what the zeros stand for); 1 for every entry when σ is 0.
+/// A list's background for [`FusionMethod::Adaptive`]: mean and population σ
+/// of its scores at 0-based ranks `from..slots`, slots past the end counting 0;
+/// when those are all equal, σ of the whole padded list (`slots` entries).
 #[derive(Debug, Clone, Copy, Default)]
-struct MinSigma {
-    min: f32,
+struct TailZ {
+    mu: f32,
     sigma: f32,
+    allowance: f32,
 }
 
-impl MinSigma {
-    fn of(list: &[(String, f32)], slots: usize) -> Self {
-        if list.is_empty() {
-            return MinSigma::default();
+impl TailZ {
+    fn of(list: &[(String, f32)], from: usize, slots: usize) -> Self {
+        let at = |i: usize| list.get(i).map_or(0.0, |(_, s)| f64::from(*s));
+        let stats = |r: std::ops::Range<usize>| {
+            let n = r.len().max(1) as f64;
+            let mean = r.clone().map(at).sum::<f64>() / n;
+            let var = r.map(|i| (at(i) - mean).powi(2)).sum::<f64>() / n;
+            (mean, var.sqrt())
+        };
+        let slots = slots.max(from + 1);
+        let (mu, mut sigma) = stats(from..slots);
+        if sigma.is_nan() || sigma <= 1e-9 {
+            sigma = stats(0..slots).1;
         }
-        let pad = slots.saturating_sub(list.len());
-        let n = (list.len() + pad) as f64;
-        let mean = list.iter().map(|(_, s)| f64::from(*s)).sum::<f64>() / n;
-        let var = (list
-            .iter()
-            .map(|(_, s)| (f64::from(*s) - mean).powi(2))
-            .sum::<f64>()
-            + pad as f64 * mean * mean)
-            / n;
-        let mut min = list.iter().map(|(_, s)| *s).fold(f32::INFINITY, f32::min);
-        if pad > 0 {
-            min = min.min(0.0);
-        }
-        MinSigma {
-            min,
-            sigma: var.sqrt() as f32,
+        TailZ {
+            mu: mu as f32,
+            sigma: sigma as f32,
+            allowance: 0.0,
         }
     }
 
     fn apply(&self, s: f32) -> f32 {
         if self.sigma > 0.0 && self.sigma.is_finite() {
-            (s - self.min) / self.sigma
+            ((s - self.mu) / self.sigma - self.allowance).max(0.0)
         } else {
-            1.0
+            // Every slot equal: no hit stands out of the list.
+            0.0
         }
     }
-}
 
-/// How far a list's best score stands above its first `n` (best first):
-/// `1 - mean(top n) / top`, slots past the end counting 0; in `[0, 1 - 1/n]`.
-fn peak(list: &[(String, f32)], n: usize) -> f32 {
-    let Some(&(_, top)) = list.first() else {
-        return 0.0;
-    };
-    if top <= 0.0 || n == 0 {
-        return 0.0;
+    /// The same, less `allowance` (see [`chance_z`]).
+    fn less(self, allowance: f32) -> Self {
+        TailZ { allowance, ..self }
     }
-    let sum: f32 = list.iter().take(n).map(|(_, s)| *s).sum();
-    (1.0 - sum / (n as f32 * top)).max(0.0)
 }
 
-/// Fuse a BM25 list and a vector list (each best first) into at most `limit` entries.
+/// Scales for two lists whose best hits have z `b` and `v`: the list that
+/// stands out more keeps its weight, the other is scaled by `min / max`.
+fn relative_confidence(b: f32, v: f32) -> (f32, f32) {
+    if b >= v && b > 0.0 {
+        (1.0, v / b)
+    } else if v > b {
+        (b / v, 1.0)
+    } else {
+        (1.0, 1.0)
+    }
+}
+
+/// About the largest z that the best of `n` unrelated candidates reaches by
+/// chance: `√(2 ln n)`, 0 for `n ≤ 1`.
+fn chance_z(n: f64) -> f32 {
+    if n > 1.0 {
+        (2.0 * n.ln()).sqrt() as f32
+    } else {
+        0.0
+    }
+}
+
+/// Fuse a BM25 list and a vector list (each best first) into at most `limit`
+/// entries; `vector_rows` is how many vectors the vector list was drawn from.
 pub(crate) fn fuse(
     bm25: &[(String, f32)],
     vector: &[(String, f32)],
+    vector_rows: usize,
     fusion: &Fusion,
     limit: usize,
 ) -> Vec<Fused> {
     let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
-    let (bm25_norm, vector_norm, confidence) = match fusion.method {
-        FusionMethod::Adaptive => (
-            MinSigma::of(bm25, ADAPTIVE_PEAK_DEPTH),
-            MinSigma::of(vector, ADAPTIVE_PEAK_DEPTH),
-            (ADAPTIVE_PEAK_GAIN * peak(bm25, ADAPTIVE_PEAK_DEPTH)).min(1.0),
-        ),
-        _ => (MinSigma::default(), MinSigma::default(), 1.0),
+    let (bm25_norm, vector_norm) = match fusion.method {
+        FusionMethod::Adaptive => {
+            let (depth, tail) = (ADAPTIVE_PEAK_DEPTH as f64, ADAPTIVE_TAIL_FROM as f64);
+            let n_bm25 = bm25.len().min(ADAPTIVE_PEAK_DEPTH) as f64;
+            let rows = vector_rows.max(vector.len()) as f64;
+            (
+                TailZ::of(bm25, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
+                    .less(chance_z(1.0 + n_bm25 / tail)),
+                TailZ::of(vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
+                    .less(chance_z(rows / depth)),
+            )
+        }
+        _ => (TailZ::default(), TailZ::default()),
+    };
+    // Adaptive: the list whose best hit stands out less is scaled by the ratio
+    // of the two best z (each list's best hit has its largest z).
+    let (bm25_scale, vector_scale) = if fusion.method == FusionMethod::Adaptive {
+        let top = |l: &[(String, f32)], n: &TailZ| l.first().map_or(0.0, |(_, s)| n.apply(*s));
+        relative_confidence(top(bm25, &bm25_norm), top(vector, &vector_norm))
+    } else {
+        (1.0, 1.0)
     };
     // Per key: (rank, score) in the BM25 list and in the vector list.
     type Ranked = Option<(u32, f32)>;
@@ -915,12 +957,12 @@ pub(crate) fn fuse(
                         |(_, s)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
                     );
                     let vs = v.map_or(0.0, |(_, s)| s.max(0.0));
-                    fusion.bm25_weight * bs + fusion.vector_weight * vs
+                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
                 }
                 FusionMethod::Adaptive => {
                     let bs = b.map_or(0.0, |(_, s)| bm25_norm.apply(s));
                     let vs = v.map_or(0.0, |(_, s)| vector_norm.apply(s));
-                    fusion.bm25_weight * confidence * bs + fusion.vector_weight * vs
+                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
                 }
                 FusionMethod::Rrf => {
                     let r = |x: Option<(u32, f32)>, w: f32| {
@@ -1041,7 +1083,14 @@ pub(crate) fn fused_hits(
     // Hits with no matching word (score 0, by recency) are not a text match.
     let mut bm25 = text_list(depth)?;
     bm25.retain(|(_, s)| *s > 0.0);
-    Ok(fuse(&bm25, &vector_list, &vq.fusion, limit))
+    // How many vectors the list was drawn from (the context's, filters aside);
+    // pgvector's list does not say, so its own length stands in.
+    let rows = if e.vectors_in_sql() {
+        vector_list.len()
+    } else {
+        e.vectors.rows_in(e, kind, ctx)?
+    };
+    Ok(fuse(&bm25, &vector_list, rows, &vq.fusion, limit))
 }
 
 #[cfg(test)]
@@ -1196,93 +1245,138 @@ mod tests {
     }
 
     #[test]
-    fn peak_and_min_sigma_follow_their_formulas() {
-        // 1 - (4 + 2 + 2) / (4 * 4): the fourth slot is past the end and counts 0.
+    fn tail_z_follows_its_formula() {
+        // Tail = ranks 1..4 of [4, 2, 2, (0)]: mean 4/3, σ = sqrt(8/9).
         let l = list(&[("a", 4.0), ("b", 2.0), ("c", 2.0)]);
-        assert!((peak(&l, 4) - 0.5).abs() < 1e-6);
-        assert_eq!(peak(&[], 4), 0.0);
-        assert_eq!(peak(&list(&[("a", 0.0)]), 4), 0.0);
-        // mean 8/3, population σ = sqrt(8/9); (4 - 2) / σ.
-        let n = MinSigma::of(&l, 0);
-        assert!((n.apply(4.0) - 2.0 / (8.0f32 / 9.0).sqrt()).abs() < 1e-5);
-        assert_eq!(n.apply(2.0), 0.0);
-        // All equal: every entry normalises to 1.
+        let z = TailZ::of(&l, 1, 4);
+        let sd = (8.0f32 / 9.0).sqrt();
+        assert!((z.apply(4.0) - (4.0 - 4.0 / 3.0) / sd).abs() < 1e-5);
+        assert!((z.apply(2.0) - (2.0 - 4.0 / 3.0) / sd).abs() < 1e-5);
+        // Below the tail's mean: floored at 0, like a hit absent from the list.
+        assert_eq!(z.apply(0.5), 0.0);
+        // A flat tail [1, 1]: σ of the whole list [3, 1, 1] (mean 5/3, σ sqrt(8/9)).
+        let flat = TailZ::of(&list(&[("a", 3.0), ("b", 1.0), ("c", 1.0)]), 1, 3);
+        assert!((flat.apply(3.0) - (3.0 - 1.0) / sd).abs() < 1e-5);
+        // Every slot equal: nothing stands out.
         assert_eq!(
-            MinSigma::of(&list(&[("a", 3.0), ("b", 3.0)]), 2).apply(3.0),
-            1.0
+            TailZ::of(&list(&[("a", 3.0), ("b", 3.0)]), 0, 2).apply(3.0),
+            0.0
         );
-        // Padded to 4 slots: scores 4, 0, 0, 0 → mean 1, σ = sqrt(3), min 0.
-        let one = MinSigma::of(&list(&[("a", 4.0)]), 4);
-        assert!((one.apply(4.0) - 4.0 / 3f32.sqrt()).abs() < 1e-5);
+        assert_eq!(TailZ::of(&[], 10, 50).apply(1.0), 0.0);
+        // The chance allowance is subtracted, and a z below it counts 0.
+        assert!((z.less(1.0).apply(4.0) - ((4.0 - 4.0 / 3.0) / sd - 1.0)).abs() < 1e-5);
+        assert_eq!(z.less(10.0).apply(4.0), 0.0);
+        assert!((chance_z(100.0) - (2.0 * 100f64.ln()).sqrt() as f32).abs() < 1e-6);
+        assert_eq!(chance_z(1.0), 0.0);
+        assert_eq!(chance_z(0.5), 0.0);
+        assert_eq!(relative_confidence(4.0, 2.0), (1.0, 0.5));
+        assert_eq!(relative_confidence(2.0, 8.0), (0.25, 1.0));
+        assert_eq!(relative_confidence(0.0, 0.0), (1.0, 1.0));
     }
 
     #[test]
-    fn adaptive_fusion_keeps_a_peaked_bm25_list_and_defers_to_vectors_on_a_flat_one() {
-        let n = ADAPTIVE_PEAK_DEPTH + 10;
+    fn a_larger_context_asks_more_of_the_vector_list() {
+        // The same vector list counts for less when it is the top 50 of
+        // 100,000 vectors than of 60: its head is likelier to be chance.
+        let (_, bm25, vector) = scenario(ADAPTIVE_PEAK_DEPTH + 10, 1.2, 0.5);
+        let small = fuse(&bm25, &vector, 60, &Fusion::default(), 60);
+        let large = fuse(&bm25, &vector, 100_000, &Fusion::default(), 60);
+        let score = |l: &[Fused], k: &str| l.iter().find(|f| f.key == k).map_or(0.0, |f| f.score);
+        assert!(score(&large, "k59") < score(&small, "k59"), "{large:?}");
+    }
+
+    type ScoredList = Vec<(String, f32)>;
+
+    /// `n` keys; a BM25 list over all but the last, a vector list over all.
+    fn scenario(n: usize, bm25_top: f32, vec_top: f32) -> (Vec<String>, ScoredList, ScoredList) {
         let keys: Vec<String> = (0..n).map(|i| format!("k{i:02}")).collect();
         let fav = keys[n - 1].clone();
-        // The vectors prefer the last key by far; k00 is their second choice.
-        let mut vector: Vec<(String, f32)> = vec![(fav.clone(), 0.9), (keys[0].clone(), 0.5)];
+        // The vectors' first choice is the last key (no word in common with
+        // the query); k00 is their second; the rest decline slowly.
+        let mut vector: Vec<(String, f32)> = vec![(fav, vec_top), (keys[0].clone(), 0.41)];
         for (i, k) in keys.iter().enumerate().take(n - 1).skip(1) {
-            vector.push((k.clone(), 0.4 - i as f32 * 0.001));
+            vector.push((k.clone(), 0.40 - i as f32 * 0.001));
         }
+        // BM25 ranks k00 first; every other key matched only question words.
+        let bm25 = keys
+            .iter()
+            .take(n - 1)
+            .enumerate()
+            .map(|(i, k)| {
+                (
+                    k.clone(),
+                    if i == 0 {
+                        bm25_top
+                    } else {
+                        1.0 - i as f32 * 0.001
+                    },
+                )
+            })
+            .collect();
+        (keys, bm25, vector)
+    }
+
+    #[test]
+    fn adaptive_fusion_follows_the_list_whose_best_hit_stands_out() {
+        let n = ADAPTIVE_PEAK_DEPTH + 10;
         let adaptive = Fusion::default();
         assert_eq!(adaptive.method, FusionMethod::Adaptive);
+
+        // A rare word matched one memory (BM25 10 against ~1); the vectors are
+        // flat noise (their favourite only just above the rest): BM25 leads.
+        let (keys, bm25, vector) = scenario(n, 10.0, 0.415);
+        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 3);
+        assert_eq!(top[0].key, "k00", "{top:?}");
+        assert_eq!(top[0].bm25_rank, Some(1));
+        assert_eq!(top[0].vector_rank, Some(2));
+
+        // Only question words matched (BM25 flat: 1.005 against ~1); the
+        // vectors single out their favourite (0.9 against ~0.4): it leads.
+        let (_, flat, vector) = scenario(n, 1.005, 0.9);
+        let top = fuse(&flat, &vector, vector.len(), &adaptive, 3);
+        assert_eq!(top[0].key, keys[n - 1], "{top:?}");
+        assert_eq!(top[0].bm25_rank, None);
+        // Its score is the vector side alone (absent from the BM25 list: 0).
+        let vz = TailZ::of(&vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
+            .less(chance_z(n as f64 / ADAPTIVE_PEAK_DEPTH as f64));
+        assert!((top[0].score - 0.5 * vz.apply(0.9)).abs() < 1e-4);
+        // The max-normalised linear blend cannot tell a flat BM25 list from a
+        // peaked one: its top still gets the full BM25 weight.
         let linear = Fusion {
             method: FusionMethod::Linear,
             ..Fusion::default()
         };
-        // The BM25 lists hold every key but the vectors' favourite, which
-        // shares no word with the query.
-        let bm25 = |top: f32| -> Vec<(String, f32)> {
-            keys.iter()
-                .take(n - 1)
-                .enumerate()
-                .map(|(i, k)| (k.clone(), if i == 0 { top } else { 1.0 }))
-                .collect()
-        };
+        assert_eq!(fuse(&flat, &vector, vector.len(), &linear, 1)[0].key, "k00");
 
-        // Peaked: k00 scores 10, the rest 1 (one rare word matched one memory).
-        let top = fuse(&bm25(10.0), &vector, &adaptive, 3);
+        // Both stand out, BM25 far more (its top is ~780 σ above its tail, the
+        // vectors' ~11 σ): the memory both rank high (k00: BM25 first, vectors
+        // second) leads, and the vectors, scaled by the ratio, only break ties:
+        // BM25's order follows.
+        let (_, bm25, vector) = scenario(n, 10.0, 0.5);
+        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 2);
         assert_eq!(top[0].key, "k00", "{top:?}");
-        assert_eq!(top[0].bm25_rank, Some(1));
-        assert_eq!(top[0].vector_rank, Some(2));
-        assert_eq!(top[1].key, fav);
-
-        // Flat: k00 scores 1.05, the rest 1.0 (only question words matched).
-        let flat = bm25(1.05);
-        let top = fuse(&flat, &vector, &adaptive, 3);
-        assert_eq!(top[0].key, fav, "{top:?}");
-        assert_eq!(top[1].key, "k00");
-        // The max-normalised linear blend cannot tell the two cases apart: the
-        // top of a flat list still gets the full BM25 weight.
-        assert_eq!(fuse(&flat, &vector, &linear, 1)[0].key, "k00");
-
-        // Exact score of the flat case's winner: only the vector list counts
-        // for it (absent from the BM25 list: 0, like the list's minimum).
-        let vn = MinSigma::of(&vector, ADAPTIVE_PEAK_DEPTH);
-        assert!((top[0].score - 0.5 * vn.apply(0.9)).abs() < 1e-5);
+        assert_eq!(top[1].key, "k01", "{top:?}");
 
         // A rare word shared equally by a dozen memories the vectors rank low
-        // is still a lexical signal: the short list counts as peaked, and all
-        // twelve come right after the vectors' two clear favourites.
+        // is still a lexical signal: a short list stands out of the zeros
+        // below it. Against flat vectors all twelve make the top 14.
+        let (_, _, vector) = scenario(n, 1.0, 0.415);
         let tied: Vec<(String, f32)> = keys[40..52].iter().map(|k| (k.clone(), 3.0)).collect();
-        let top = fuse(&tied, &vector, &adaptive, 14);
-        assert_eq!(top[0].key, fav);
-        assert_eq!(top[1].key, "k00");
-        assert!(top[2..].iter().all(|f| f.bm25_rank.is_some()), "{top:?}");
+        let top = fuse(&tied, &vector, vector.len(), &adaptive, 14);
+        let lexical = top.iter().filter(|f| f.bm25_rank.is_some()).count();
+        assert_eq!(lexical, 12, "{top:?}");
     }
 
     #[test]
     fn adaptive_fusion_with_one_list_keeps_its_order() {
         let bm = list(&[("a", 3.0), ("b", 2.0), ("c", 1.0)]);
-        let keys: Vec<String> = fuse(&bm, &[], &Fusion::default(), 10)
+        let keys: Vec<String> = fuse(&bm, &[], 0, &Fusion::default(), 10)
             .into_iter()
             .map(|f| f.key)
             .collect();
         assert_eq!(keys, ["a", "b", "c"]);
         let vec = list(&[("x", 0.9), ("y", -0.2)]);
-        let keys: Vec<String> = fuse(&[], &vec, &Fusion::default(), 10)
+        let keys: Vec<String> = fuse(&[], &vec, vec.len(), &Fusion::default(), 10)
             .into_iter()
             .map(|f| f.key)
             .collect();

@@ -1,0 +1,265 @@
+"""Which fusion never loses to its parts, across sets and embedders.
+
+Every candidate is computed harness-side, from the engine's BM25 list (with its
+scores, 50 deep) and exact numpy cosine (50 deep), for every set available
+(``evalsets.py``) and both embedders (``embed.py``), and reported as recall@10
+next to BM25 alone, vectors alone and max(BM25, vectors). No constant is fitted
+per set: each candidate is one formula with fixed constants, and the question is
+whether it stays at or above the better list everywhere.
+
+    PYTHONPATH=<memstrata binding> python calibration_study.py [--out FILE.md] [--sets a,b] [--models minilm,l3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import evalsets  # noqa: E402
+import embed  # noqa: E402
+import lists  # noqa: E402
+
+Pair = tuple[str, float]
+
+
+def order(scores: dict[str, float]) -> list[str]:
+    return [t for t, _ in sorted(scores.items(), key=lambda kv: -kv[1])]
+
+
+def rrf(bm: list[Pair], vec: list[Pair], wb: float = 1.0, wv: float = 1.0, k: float = 60.0) -> list[str]:
+    s: dict[str, float] = {}
+    for r, (t, _) in enumerate(bm, 1):
+        s[t] = s.get(t, 0.0) + wb / (k + r)
+    for r, (t, _) in enumerate(vec, 1):
+        s[t] = s.get(t, 0.0) + wv / (k + r)
+    return order(s)
+
+
+def padded(lst: list[Pair], n: int = 50) -> np.ndarray:
+    return np.array([x for _, x in lst] + [0.0] * max(0, n - len(lst)), dtype=np.float64)
+
+
+def peak(lst: list[Pair], n: int = 50) -> float:
+    if not lst or lst[0][1] <= 0:
+        return 0.0
+    return max(0.0, 1.0 - float(padded(lst, n)[:n].sum()) / (n * lst[0][1]))
+
+
+def old_adaptive(bm: list[Pair], vec: list[Pair], bg: Any) -> list[str]:
+    def norm(lst: list[Pair]) -> dict[str, float]:
+        if not lst:
+            return {}
+        a = padded(lst)
+        sd = a.std()
+        return {t: ((x - a.min()) / sd if sd > 0 else 1.0) for t, x in lst}
+    conf = min(1.0, peak(bm))
+    s: dict[str, float] = {}
+    for t, x in norm(bm).items():
+        s[t] = s.get(t, 0.0) + 0.5 * conf * x
+    for t, x in norm(vec).items():
+        s[t] = s.get(t, 0.0) + 0.5 * x
+    return order(s)
+
+
+def tail_z(lst: list[Pair], lo: int, hi: int) -> dict[str, float]:
+    """z-score of each hit against the list's own tail (ranks lo..hi), floored at 0."""
+    if not lst:
+        return {}
+    a = np.array([x for _, x in lst], dtype=np.float64)
+    tail = a[lo:hi] if len(a) > lo + 2 else a[-3:]
+    mu, sd = float(tail.mean()), float(tail.std())
+    sd = max(sd, 1e-6 * max(abs(mu), 1.0))
+    return {t: max(0.0, (x - mu) / sd) for t, x in lst}
+
+
+def tail_z_pad(lst: list[Pair], lo: int, hi: int, n: int = 50) -> dict[str, float]:
+    """As tail_z, the list padded with zeros to n entries first (a memory absent from a
+    BM25 list matched no word: its score is 0)."""
+    if not lst:
+        return {}
+    a = padded(lst, n)
+    tail = a[lo:hi]
+    mu, sd = float(tail.mean()), float(tail.std())
+    if sd <= 0:
+        sd = max(float(a.std()), 1e-6)
+    return {t: max(0.0, (x - mu) / sd) for t, x in lst}
+
+
+def zsum_pad(bm: list[Pair], vec: list[Pair], bg: Any, lo: int = 10, hi: int = 50, wb: float = 1.0) -> list[str]:
+    s: dict[str, float] = {}
+    for t, x in tail_z_pad(bm, lo, hi).items():
+        s[t] = s.get(t, 0.0) + wb * x
+    for t, x in tail_z_pad(vec, lo, hi).items():
+        s[t] = s.get(t, 0.0) + x
+    return order(s)
+
+
+def zsum(bm: list[Pair], vec: list[Pair], bg: Any, lo: int = 10, hi: int = 50) -> list[str]:
+    s: dict[str, float] = {}
+    for t, x in tail_z(bm, lo, hi).items():
+        s[t] = s.get(t, 0.0) + x
+    for t, x in tail_z(vec, lo, hi).items():
+        s[t] = s.get(t, 0.0) + x
+    return order(s)
+
+
+def chance_z(n: float) -> float:
+    return float(np.sqrt(2 * np.log(n))) if n > 1 else 0.0
+
+
+def adaptive(bm: list[Pair], vec: list[Pair], bg: Any, wb: float = 0.5, wv: float = 0.5) -> list[str]:
+    """The engine's default since issue #27 (core/src/vectors.rs, FusionMethod::Adaptive):
+    each list's z against its own tail (ranks 11..50, missing slots 0), less the z
+    its best hit reaches by chance among its candidates, floored at 0; the list whose
+    best z is lower scaled by the ratio of the two best z; weighted sum."""
+    zb = tail_z_pad(bm, 10, 50)
+    zv = tail_z_pad(vec, 10, 50)
+    cb = chance_z(1 + min(len(bm), 50) / 10)
+    cv = chance_z(max(bg[2], len(vec)) / 50)
+    zb = {t: max(0.0, x - cb) for t, x in zb.items()}
+    zv = {t: max(0.0, x - cv) for t, x in zv.items()}
+    # The list whose best hit stands out less is scaled by the ratio of the best z.
+    mb, mv = max(zb.values(), default=0.0), max(zv.values(), default=0.0)
+    if mb >= mv and mb > 0:
+        wv *= mv / mb
+    elif mv > mb:
+        wb *= mb / mv
+    s: dict[str, float] = {}
+    for t, x in zb.items():
+        s[t] = s.get(t, 0.0) + wb * x
+    for t, x in zv.items():
+        s[t] = s.get(t, 0.0) + wv * x
+    return order(s)
+
+
+def adaptive_no_ratio(bm: list[Pair], vec: list[Pair], bg: Any) -> list[str]:
+    cb = chance_z(1 + min(len(bm), 50) / 10)
+    cv = chance_z(max(bg[2], len(vec)) / 50)
+    s: dict[str, float] = {}
+    for t, x in tail_z_pad(bm, 10, 50).items():
+        s[t] = s.get(t, 0.0) + max(0.0, x - cb)
+    for t, x in tail_z_pad(vec, 10, 50).items():
+        s[t] = s.get(t, 0.0) + max(0.0, x - cv)
+    return order(s)
+
+
+def bg_vec(vec: list[Pair], bg: tuple[float, float, int]) -> dict[str, float]:
+    mu, sd = bg[0], bg[1]
+    return {t: (x - mu) / max(sd, 1e-6) for t, x in vec}
+
+
+def conf_rrf(bm: list[Pair], vec: list[Pair], bg: Any, k: float = 60.0, how: str = "gap") -> list[str]:
+    """RRF with each list weighted by how far its head stands above its tail."""
+    def gap(lst: list[Pair]) -> float:
+        if len(lst) < 2:
+            return 0.0
+        a = np.array([x for _, x in lst], dtype=np.float64)
+        top = a[:1].mean()
+        tail = a[10:50] if len(a) > 12 else a[-3:]
+        sd = a.std() if a.std() > 0 else 1.0
+        return max(0.0, (top - tail.mean()) / sd)
+    cb, cv = gap(bm), gap(vec)
+    if cb + cv == 0:
+        return rrf(bm, vec, 1, 1, k)
+    return rrf(bm, vec, cb / (cb + cv), cv / (cb + cv), k)
+
+
+def agree_rrf(bm: list[Pair], vec: list[Pair], bg: Any, k: float = 60.0, n: int = 10) -> list[str]:
+    return rrf(bm, vec, 1.0, 1.0, k)
+
+
+def calibrated(bm: list[Pair], vec: list[Pair], bg: Any, lo: int = 10, hi: int = 50, cap: float = 0.0) -> list[str]:
+    """Each list's hits as z-scores against its own tail; a list whose head does not
+    stand out of its tail (max z small) is scaled down."""
+    zb, zv = tail_z(bm, lo, hi), tail_z(vec, lo, hi)
+    s: dict[str, float] = {}
+    for t, x in zb.items():
+        s[t] = s.get(t, 0.0) + x
+    for t, x in zv.items():
+        s[t] = s.get(t, 0.0) + x
+    return order(s)
+
+
+def _add(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    out = dict(a)
+    for t, x in b.items():
+        out[t] = out.get(t, 0.0) + x
+    return out
+
+
+def score(ranked: list[str], gold: list[str]) -> tuple[float, float]:
+    g = set(gold)
+    r10 = len(g.intersection(ranked[:10])) / len(g)
+    rr = next((1.0 / i for i, t in enumerate(ranked[:10], 1) if t in g), 0.0)
+    return r10, rr
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sets", default="convmem,friendsqa,molweni")
+    ap.add_argument("--models", default="minilm,l3")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    target = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent.parent / "target"))
+    cands: dict[str, Callable[..., list[str]]] = {
+        "**adaptive (default since #27)**": adaptive,
+        "rrf k60": lambda b, v, g: rrf(b, v),
+        "rrf k10": lambda b, v, g: rrf(b, v, k=10),
+        "rrf k30": lambda b, v, g: rrf(b, v, k=30),
+        "old adaptive": old_adaptive,
+        "tail-z sum (10..50)": zsum,
+        "tail-z sum (20..50)": lambda b, v, g: zsum(b, v, g, 20, 50),
+        "tail-z sum (5..50)": lambda b, v, g: zsum(b, v, g, 5, 50),
+        "tail-z pad sum (10..50)": zsum_pad,
+        "tail-z pad sum (20..50)": lambda b, v, g: zsum_pad(b, v, g, 20, 50),
+        "tail-z pad + chance allowance, no ratio": lambda b, v, g: adaptive_no_ratio(b, v, g),
+        "tail-z pad, BM25 ×1, vectors ×0.8": lambda b, v, g: zsum_pad(b, v, g, 10, 50, 1.25),
+        "bg-z vec + tail-z pad bm": lambda b, v, g: order(_add(tail_z_pad(b, 10, 50), {t: max(0.0, x) for t, x in bg_vec(v, g).items()})),
+        "gap-weighted rrf k60": conf_rrf,
+        "gap-weighted rrf k20": lambda b, v, g: conf_rrf(b, v, g, 20),
+    }
+    out = ["| set | model | BM25 | vectors | max | " + " | ".join(cands) + " |",
+           "|---|---|---:|---:|---:|" + "---:|" * len(cands)]
+    for sname in args.sets.split(","):
+        try:
+            data = evalsets.load(sname)
+        except evalsets.Absent as e:
+            print(e)
+            continue
+        for m in args.models.split(","):
+            emb = embed.Embedder(cache_dir=target / "bench" / "embcache", model=m)
+            dv = emb.embed_array([d["text"] for d in data["docs"]])
+            qv = emb.embed_array([q["text"] for q in data["questions"]])
+            st = lists.Store(data, dv)
+            res: dict[str, list[float]] = {k: [] for k in ["BM25", "vectors", *cands]}
+            for i, q in enumerate(data["questions"]):
+                b = st.bm25(q)
+                v = st.cosine(q, qv[i])
+                g = st.background(q, qv[i])
+                res["BM25"].append(score([t for t, _ in b], q["gold"])[0])
+                res["vectors"].append(score([t for t, _ in v], q["gold"])[0])
+                for name, f in cands.items():
+                    res[name].append(score(f(b, v, g), q["gold"])[0])
+            st.close()
+            mean = {k: float(np.mean(x)) for k, x in res.items()}
+            best = max(mean["BM25"], mean["vectors"])
+            row = f"| {sname} | {m} | {mean['BM25']:.3f} | {mean['vectors']:.3f} | {best:.3f} | " + " | ".join(
+                f"{mean[c]:.3f}" + ("" if mean[c] >= best else " ✗") for c in cands) + " |"
+            print(row, flush=True)
+            out.append(row)
+    text = "\n".join(out) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
