@@ -379,7 +379,7 @@ pub struct EpisodeSearch {
     /// empty query, pure vector search. Omit it to use the server's embeddings endpoint, if configured.
     #[serde(default)]
     pub embedding: Option<Vec<f64>>,
-    /// How the two lists are fused: `adaptive` (default: each list scaled by its own spread, the BM25 list weighted by how far its best hit stands out), `linear` (weighted max-normalised BM25 plus cosine) or `rrf`.
+    /// How the two lists are fused: `adaptive` (default: each list calibrated against its own near misses, so a list that looks like noise for the query defers to the other), `linear` (weighted max-normalised BM25 plus cosine) or `rrf`.
     #[serde(default)]
     #[schemars(extend("enum" = ["adaptive", "linear", "rrf", null]))]
     pub fusion: Option<String>,
