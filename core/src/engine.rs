@@ -219,7 +219,7 @@ impl Engine {
         if !opts
             .path
             .as_ref()
-            .is_some_and(|p| storage::is_postgres_url(p))
+            .is_some_and(|p| storage::url::is_postgres_path(p))
         {
             crate::fork::check_sled_usable()?;
         }
