@@ -42,9 +42,11 @@ TARGETS=${FUZZ_TARGETS:-$(cargo fuzz list)}
 mkdir -p "$OUT"
 
 echo "fuzz: building ${TARGETS//$'\n'/ } (stable + RUSTC_BOOTSTRAP=1, no sanitizer)"
-# shellcheck disable=SC2086
-cargo fuzz build -s none $TARGETS >"$OUT/build.log" 2>&1 \
-  || { tail -n 40 "$OUT/build.log" >&2; die "cargo fuzz build failed (log above)"; }
+: >"$OUT/build.log"
+for t in $TARGETS; do
+  cargo fuzz build -s none "$t" >>"$OUT/build.log" 2>&1 \
+    || { tail -n 40 "$OUT/build.log" >&2; die "cargo fuzz build $t failed (log above)"; }
+done
 
 rows=()
 failed=0
