@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make soak` (not CI): scripts/soak.py against memstrata-mcp for SOAK_SECONDS (default 120)
 # per backend: first a store directory (sled), then a postgres:// store on the throwaway
-# server of scripts/pg-test.sh. SOAK_BACKENDS="sled postgres" (default) picks the backends.
+# server of scripts/pg-test.sh. SOAK_BACKENDS="sled postgres" (default) picks the backends;
+# MEMSTRATA_MCP_BIN uses that binary instead of a debug build.
 # Reports (markdown) and server logs in target/soak/; exits non-zero if any acknowledged
 # write was lost, an error had no kill to explain it, or the fd count grew without bound.
 set -euo pipefail
@@ -19,9 +20,13 @@ case "$SECONDS_EACH" in
 esac
 
 [ -x .venv/bin/python ] || bash scripts/venv.sh
-echo "== soak: building memstrata-mcp"
-cargo build -p memstrata-mcp --bin memstrata-mcp
-BIN=$CARGO_TARGET_DIR/debug/memstrata-mcp
+if [ -n "${MEMSTRATA_MCP_BIN:-}" ]; then
+  BIN=$MEMSTRATA_MCP_BIN # a binary built beforehand (e.g. a release build)
+else
+  echo "== soak: building memstrata-mcp"
+  cargo build -p memstrata-mcp --bin memstrata-mcp
+  BIN=$CARGO_TARGET_DIR/debug/memstrata-mcp
+fi
 
 status=0
 for b in $BACKENDS; do
