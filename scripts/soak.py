@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import random
 import signal
@@ -410,6 +411,9 @@ async def main() -> int:
     ap.add_argument("--seed", type=int, default=int(time.time()))
     args = ap.parse_args()
     random.seed(args.seed)
+    # The SDK logs the dead connection of every killed server (and rmcp's 202 to its session
+    # DELETE); the soak classifies every call's failure itself.
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)
     args.logdir.mkdir(parents=True, exist_ok=True)
     led, stats = Ledger(), Stats()
     t0 = time.monotonic()
