@@ -41,12 +41,8 @@ TARGETS=${FUZZ_TARGETS:-$(cargo fuzz list)}
 [ -n "$TARGETS" ] || die "no fuzz targets found in fuzz/"
 mkdir -p "$OUT"
 
-echo "fuzz: building ${TARGETS//$'\n'/ } (stable + RUSTC_BOOTSTRAP=1, no sanitizer)"
+echo "fuzz: ${TARGETS//$'\n'/ }: ${SECONDS_EACH}s each (stable + RUSTC_BOOTSTRAP=1, no sanitizer)"
 : >"$OUT/build.log"
-for t in $TARGETS; do
-  cargo fuzz build -s none "$t" >>"$OUT/build.log" 2>&1 \
-    || { tail -n 40 "$OUT/build.log" >&2; die "cargo fuzz build $t failed (log above)"; }
-done
 
 rows=()
 failed=0
@@ -59,6 +55,10 @@ for t in $TARGETS; do
   extra=()
   [ -f "dicts/$t.dict" ] && extra+=("-dict=dicts/$t.dict")
   log=$OUT/$t.log
+  # Built one at a time, just before its run: the first build compiles the shared crates.
+  echo "fuzz: building $t"
+  cargo fuzz build -s none "$t" >>"$OUT/build.log" 2>&1 \
+    || { tail -n 40 "$OUT/build.log" >&2; die "cargo fuzz build $t failed (log above)"; }
   echo "fuzz: $t for ${SECONDS_EACH}s (log: $log)"
   if cargo fuzz run -s none "$t" "$corpus" -- -max_total_time="$SECONDS_EACH" \
     -rss_limit_mb=4096 -detect_leaks=0 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then
