@@ -4,7 +4,7 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint actionlint dist test-dist xcframework android-libs test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv
+.PHONY: test lint actionlint dist test-dist xcframework android-libs test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv test-stress soak fuzz
 
 ## Run every suite: Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP interop,
 ## Node binding, Kotlin binding.
@@ -134,6 +134,23 @@ bench-retrieval:
 ## (10k tier, in-process mixed load, MCP bounded load). Reports; never fails on a missed target.
 bench-quick:
 	bash scripts/bench-quick.sh
+
+## `make test` (STRESS_TARGETS) STRESS_RUNS times (default 3) while stress-ng saturates the
+## machine (STRESS_NG_ARGS, default --cpu 2 --io 1; Debian's stress-ng installed if missing).
+## Logs in target/stress/; no retries: a failed run is a bug to fix. See docs/reliability.md.
+test-stress:
+	bash scripts/test-stress.sh
+
+## Not in CI. A bounded soak of the MCP server (SOAK_SECONDS per backend, default 120): mixed
+## workload over HTTP and stdio, SIGKILL and restart at random moments, on sled and on a
+## throwaway PostgreSQL; checks acknowledged writes, RSS and fd counts. See docs/reliability.md.
+soak: venv
+	bash scripts/soak.sh
+
+## Not in CI. Every cargo-fuzz target in fuzz/ for FUZZ_SECONDS each (default 60; FUZZ_TARGETS
+## to pick some); installs cargo-fuzz if missing; stable toolchain with RUSTC_BOOTSTRAP=1.
+fuzz:
+	bash scripts/fuzz.sh
 
 clean-venv:
 	rm -rf .venv

@@ -296,25 +296,59 @@ fn init_logging() {
         .init();
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGINT and SIGTERM, handled from the moment a command that writes starts: created
+/// before the store opens, so a signal that arrives while it opens, while MCP initialises
+/// or while requests are answered is kept until [`Signals::recv`] sees it, instead of
+/// taking the default action (death without the flush).
+struct Signals {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers now (inside `rt`, whose driver delivers them).
+    fn listen(rt: &tokio::runtime::Runtime) -> Result<Self, String> {
+        let _guard = rt.enter();
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let term = signal(SignalKind::terminate())
+                .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+            let int = signal(SignalKind::interrupt())
+                .map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+            tracing::info!(pid = std::process::id(), "handling SIGINT and SIGTERM");
+            Ok(Self { term, int })
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Resolves on the next SIGINT or SIGTERM (at once for one received earlier).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {},
+            _ = self.int.recv() => {},
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+
+    /// For an admin command that writes (import, optimize): a signal lets the work in
+    /// progress finish and be flushed (the command then exits 0); a second one ends the
+    /// process at once with status 130 (the store stays consistent, as after a crash).
+    fn defer(mut self, rt: &tokio::runtime::Runtime, what: &'static str) {
+        rt.spawn(async move {
+            self.recv().await;
+            tracing::warn!(
+                "signal received: finishing the {what} and flushing before exiting (signal again to stop at once)"
+            );
+            self.recv().await;
+            tracing::warn!("second signal: exiting without finishing the {what}");
+            std::process::exit(130);
+        });
     }
 }
 
@@ -333,6 +367,8 @@ fn flush(mem: &Memory) {
 }
 
 fn serve_stdio(cli: &Cli) -> Result<(), String> {
+    let rt = runtime()?;
+    let mut signals = Signals::listen(&rt)?;
     let location = store_location(cli)?;
     let mem = open(cli)?;
     let shared = Shared::with_audit_log(
@@ -343,11 +379,9 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
         memstrata_mcp::limits::Limits::default(),
     );
     let max_line = mem.options().limits.max_value_bytes.saturating_mul(2) + (1 << 20);
-    let rt = runtime()?;
     let bridge_stop = CancellationToken::new();
     let r = rt.block_on(async {
-        bridge(&shared, &location, &bridge_stop).await;
-        let server = MemoryServer::new(shared, "stdio", Caller::Fixed(Principal::local()));
+        let server = MemoryServer::new(shared.clone(), "stdio", Caller::Fixed(Principal::local()));
         let envelope_server = server.clone();
         let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
             tokio::io::stdin(),
@@ -361,12 +395,22 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
             envelope_server,
             Principal::local(),
         ));
-        tracing::info!(store = %location.masked(), "memstrata-mcp serving MCP on stdio");
-        let running = match server.serve(transport).await {
-            Ok(r) => r,
-            // Input ended before any MCP request (a script that only sent execute envelopes).
-            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-            Err(e) => return Err(format!("MCP initialization failed: {e}")),
+        let start = async {
+            bridge(&shared, &location, &bridge_stop).await;
+            tracing::info!(store = %location.masked(), "memstrata-mcp serving MCP on stdio");
+            server.serve(transport).await
+        };
+        let running = tokio::select! {
+            r = start => match r {
+                Ok(r) => r,
+                // Input ended before any MCP request (a script that only sent execute envelopes).
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+                Err(e) => return Err(format!("MCP initialization failed: {e}")),
+            },
+            () = signals.recv() => {
+                tracing::info!("signal received before MCP initialization finished, shutting down");
+                return Ok(());
+            }
         };
         let ct = running.cancellation_token();
         tokio::select! {
@@ -375,7 +419,7 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
                     tracing::warn!("MCP session ended with an error: {e}");
                 }
             }
-            () = shutdown_signal() => {
+            () = signals.recv() => {
                 tracing::info!("signal received, shutting down");
                 ct.cancel();
             }
@@ -391,6 +435,8 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
 }
 
 fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
+    let rt = runtime()?;
+    let mut signals = Signals::listen(&rt)?;
     // clap takes the keys from --api-key when given, else from MEMSTRATA_API_KEYS.
     let from_flag = std::env::args().any(|a| a == "--api-key" || a.starts_with("--api-key="));
     let source = if from_flag {
@@ -403,7 +449,7 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
         auth = auth.load_file(p)?;
     }
     if let Some(c) = args.oauth.config()? {
-        auth = auth.with_oauth(runtime()?.block_on(memstrata_mcp::oauth::OAuth::load(c))?);
+        auth = auth.with_oauth(rt.block_on(memstrata_mcp::oauth::OAuth::load(c))?);
     }
     if !args.listen.ip().is_loopback() && !auth.enabled() && !args.allow_unauthenticated_remote {
         return Err(format!(
@@ -436,16 +482,19 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
             .map(|(cert, key)| memstrata_mcp::tls::TlsFiles { cert, key }),
     };
     tracing::info!(store = %location.masked(), api_keys = n_keys, "starting HTTP server");
-    runtime()?.block_on(async {
+    rt.block_on(async {
         let shutdown = CancellationToken::new();
-        bridge(&shared, &location, &shutdown).await;
-        let server = tokio::spawn(http::serve(shared, cfg, shutdown.clone()));
         let stop = shutdown.clone();
         tokio::spawn(async move {
-            shutdown_signal().await;
+            signals.recv().await;
             tracing::info!("signal received, shutting down");
             stop.cancel();
         });
+        tokio::select! {
+            () = bridge(&shared, &location, &shutdown) => {},
+            () = shutdown.cancelled() => return Ok(()),
+        }
+        let server = tokio::spawn(http::serve(shared, cfg, shutdown.clone()));
         match server.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(format!("HTTP server on {}: {e}", args.listen)),
@@ -658,7 +707,10 @@ fn export(cli: &Cli, file: &Path) -> Result<(), String> {
 /// `import FILE`: through the bindings' `import_from_path` (or
 /// `import_knowledge_graph_from_path` into `context`).
 fn import(cli: &Cli, file: &Path, knowledge_graph: bool, context: &str) -> Result<(), String> {
+    let rt = runtime()?;
+    Signals::listen(&rt)?.defer(&rt, "import");
     let mem = open(cli)?;
+    tracing::info!(file = %file.display(), "importing");
     let pb = spinner(&format!("importing {}", file.display()));
     let stats = if knowledge_graph {
         let ns = mem.namespace(context).map_err(|e| e.to_string())?;
@@ -703,8 +755,11 @@ fn counts(c: &std::collections::HashMap<String, i64>) -> String {
 }
 
 fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String> {
+    let rt = runtime()?;
+    Signals::listen(&rt)?.defer(&rt, "optimization");
     require_existing(cli)?;
     let mem = open(cli)?;
+    tracing::info!(level = level.as_str(), "optimizing");
     let lvl = optimize_level(Some(level.as_str())).map_err(|e| e.to_string())?;
     let pb = spinner(&format!("optimizing ({})", lvl.as_str()));
     let report = mem

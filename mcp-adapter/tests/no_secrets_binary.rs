@@ -14,7 +14,6 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
-use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use security_support::{envelope, http};
@@ -104,15 +103,14 @@ async fn server_logs_audit_and_admin_output_hold_no_secret() {
     let signing = EncodingKey::from_ec_der(&ec.serialize_der());
     let forged_key = EncodingKey::from_ec_der(&rogue.serialize_der());
 
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = probe.local_addr().unwrap();
-    drop(probe);
+    // Port 0: the kernel picks a free port and the server logs it (a port probed and
+    // released here could be taken by another process before the server binds it).
     let mut child = Command::new(BIN)
         .arg("--store")
         .arg(&store)
         .arg("--encryption-key-file")
         .arg(&key_file)
-        .args(["http", "--listen", &addr.to_string(), "--api-key", API_KEY])
+        .args(["http", "--listen", "127.0.0.1:0", "--api-key", API_KEY])
         .args(["--oauth-issuer", ISSUER, "--oauth-resource", RESOURCE])
         .arg("--jwks-file")
         .arg(&jwks_file)
@@ -123,21 +121,34 @@ async fn server_logs_audit_and_admin_output_hold_no_secret() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (listening_tx, listening) = tokio::sync::oneshot::channel::<String>();
     let log_reader = tokio::spawn(async move {
-        let mut buf = Vec::new();
-        let _ = stderr.read_to_end(&mut buf).await;
-        String::from_utf8_lossy(&buf).into_owned()
-    });
-    let mut up = false;
-    for _ in 0..600 {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            up = true;
-            break;
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let mut all = String::new();
+        let mut tx = Some(listening_tx);
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.contains("listening on http://")
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(l.clone());
+            }
+            all.push_str(&l);
+            all.push('\n');
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "memstrata-mcp did not start listening on {addr}");
+        all
+    });
+    // Resolves when the server logs where it listens (or fails if it exits first).
+    let line = listening
+        .await
+        .expect("memstrata-mcp exited before listening");
+    let addr: std::net::SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
 
     let valid = mint(&signing, "ec-1", now() + 600);
     let expired = mint(&signing, "ec-1", now() - 3600);

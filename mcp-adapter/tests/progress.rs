@@ -92,7 +92,18 @@ async fn rmcp_client_receives_progress_for_its_token() {
         .expect("a progress notification")
         .expect("client alive");
     let mut got = vec![first];
-    while let Ok(Some(p)) = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {
+    // Every notification was sent before the result; wait for the one of each stage (the
+    // last is `flush`) instead of for a quiet moment, which a loaded machine can stretch.
+    let stages = ["sweep", "prune_sessions", "merge_index", "flush"];
+    let seen = |got: &[ProgressNotificationParam], stage: &str| {
+        got.iter()
+            .any(|p| p.message.as_deref().is_some_and(|m| m.starts_with(stage)))
+    };
+    while !stages.iter().all(|s| seen(&got, s)) {
+        let p = tokio::time::timeout(Duration::from_secs(60), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("a progress notification is missing: {got:#?}"))
+            .expect("client alive");
         got.push(p);
     }
     assert!(got.iter().all(|p| p.progress_token == want), "{got:#?}");

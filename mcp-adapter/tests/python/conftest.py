@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import time
@@ -43,34 +44,38 @@ class HttpServer:
     port: int
     store: Path
     proc: subprocess.Popen[bytes]
+    # The stderr lines read while waiting for the listening line.
+    head: str = ""
 
     def stderr(self) -> str:
-        return self.proc.stderr.read().decode() if self.proc.stderr else ""
+        return self.head + (self.proc.stderr.read().decode() if self.proc.stderr else "")
 
 
 def start_http(binary: str, store: Path, *extra: str, env: dict[str, str] | None = None) -> HttpServer:
-    """Start `memstrata-mcp http` on a free loopback port and wait until it accepts connections."""
-    port = free_port()
+    """Start `memstrata-mcp http` on a loopback port the kernel picks (`--listen 127.0.0.1:0`: no
+    port probed then released, which another process could take first) and wait for the line
+    where it says which port it listens on."""
     proc = subprocess.Popen(
-        [binary, "--store", str(store), "http", "--listen", f"127.0.0.1:{port}", *extra],
+        [binary, "--store", str(store), "http", "--listen", "127.0.0.1:0", *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, **(env or {})},
     )
-    deadline = time.monotonic() + 60  # readiness wait, not a performance assertion
+    assert proc.stderr is not None
+    head = []
     while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("server did not start listening")
-            time.sleep(0.05)
-    return HttpServer(url=f"http://127.0.0.1:{port}", port=port, store=store, proc=proc)
+        # Blocks until the server prints a line or exits (EOF): no deadline to tune to the machine.
+        line = proc.stderr.readline().decode(errors="replace")
+        if not line:
+            proc.wait()
+            raise RuntimeError(f"server exited before listening: {''.join(head)}")
+        head.append(line)
+        m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", line)
+        if m:
+            port = int(m.group(1))
+            break
+    return HttpServer(url=f"http://127.0.0.1:{port}", port=port, store=store, proc=proc, head="".join(head))
 
 
 def stop(server: HttpServer) -> int:

@@ -7,8 +7,8 @@ MEMSTRATA_TEST_PG_URL every test fails: the PostgreSQL suites never skip."""
 from __future__ import annotations
 
 import os
+import re
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -56,12 +56,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Instance:
     url: str
@@ -74,28 +68,26 @@ class Instance:
 
 
 def start_http(binary: str, store: str, log: Path, *extra: str, cwd: Path | None = None) -> Instance:
-    """Start `memstrata-mcp http` on `store` at a free loopback port; wait until it accepts connections."""
-    port = free_port()
+    """Start `memstrata-mcp http` on `store` at a loopback port the kernel picks (`--listen
+    127.0.0.1:0`: no port probed then released, which another process could take first) and
+    wait until its log says where it listens."""
     out = log.open("wb")
     proc = subprocess.Popen(
-        [binary, "--store", store, "http", "--listen", f"127.0.0.1:{port}", *extra],
+        [binary, "--store", store, "http", "--listen", "127.0.0.1:0", *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=out,
         cwd=cwd,
     )
-    deadline = time.monotonic() + 60  # readiness wait, not a performance assertion
     while True:
+        # The server either prints its listening line or exits: no deadline to tune to the machine.
+        m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", log.read_text(errors="replace"))
+        if m:
+            port = int(m.group(1))
+            break
         if proc.poll() is not None:
             raise RuntimeError(f"server exited early: {log.read_text(errors='replace')}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("server did not start listening")
-            time.sleep(0.05)
+        time.sleep(0.05)  # polling the log file for the line, not waiting for time to pass
     return Instance(url=f"http://127.0.0.1:{port}", port=port, proc=proc, log=log)
 
 

@@ -97,7 +97,9 @@ pub async fn serve(shared: Arc<Shared>, mut cfg: HttpConfig) -> (SocketAddr, Can
     cfg.listen = addr;
     let stop = CancellationToken::new();
     tokio::spawn(memstrata_mcp::http::serve(shared, cfg, stop.clone()));
-    for _ in 0..200 {
+    // A readiness bound generous enough for a saturated machine (the server task binds on
+    // its first poll, which the awaits below give it), not a performance check.
+    for _ in 0..6000 {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
             return (addr, stop);
         }
