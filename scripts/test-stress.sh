@@ -80,13 +80,14 @@ for n in $(seq 1 "$RUNS"); do
   echo "test-stress: run $n/$RUNS: make $TARGETS (log: $log), load: $(cut -d' ' -f1-3 /proc/loadavg)"
   start=$(date +%s)
   # shellcheck disable=SC2086
-  if make --no-print-directory $TARGETS >"$log" 2>&1; then
+  # Each log line carries its elapsed time ([mm:ss], scripts/stamp.sh).
+  if make --no-print-directory $TARGETS 2>&1 | bash scripts/stamp.sh >"$log"; then
     status=pass
   else
     status=FAIL
     failed=$((failed + 1))
     echo "test-stress: run $n FAILED; the failing tests:" >&2
-    grep -E "^(test .* FAILED|---- .* stdout ----|FAILED |failures:|make(\[[0-9]+\])?: \*\*\*)|panicked at|(^| )(FAIL|not ok) " "$log" | head -n 40 >&2 || true
+    grep -E "^(\[[0-9]+:[0-9]+\] )?(test .* FAILED|---- .* stdout ----|FAILED |failures:|make(\[[0-9]+\])?: \*\*\*)|panicked at|(^| )(FAIL|not ok) " "$log" | head -n 40 >&2 || true
   fi
   secs=$(($(date +%s) - start))
   line="run $n: $status in $((secs / 60))m$((secs % 60))s"
