@@ -449,19 +449,49 @@ pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken
         .with_state(app)
 }
 
-/// Bind and serve until `shutdown` is cancelled (over TLS when `cfg.tls` is set).
+/// Bind `cfg.listen` and serve until `shutdown` is cancelled (over TLS when `cfg.tls` is
+/// set). The certificate is loaded before binding, so a bad file fails at start.
 pub async fn serve(
     shared: Arc<Shared>,
     cfg: HttpConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    // Load the certificate before binding, so a bad file fails at start.
-    let tls = match &cfg.tls {
-        Some(files) => Some(crate::tls::Tls::new(files.clone()).map_err(std::io::Error::other)?),
-        None => None,
-    };
+    let tls = load_tls(&cfg)?;
     let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
+    serve_with(listener, tls, shared, cfg, shutdown).await
+}
+
+/// Serve on a listener the caller has already bound (for example to port 0, reading the
+/// port from [`tokio::net::TcpListener::local_addr`] before any connection), until
+/// `shutdown` is cancelled; `cfg.listen` is replaced by the listener's own address (the
+/// Host check follows it). No port is ever probed then released, so another process
+/// cannot take it in between.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    cfg: HttpConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let tls = load_tls(&cfg)?;
+    serve_with(listener, tls, shared, cfg, shutdown).await
+}
+
+fn load_tls(cfg: &HttpConfig) -> std::io::Result<Option<Arc<crate::tls::Tls>>> {
+    cfg.tls
+        .as_ref()
+        .map(|files| crate::tls::Tls::new(files.clone()).map_err(std::io::Error::other))
+        .transpose()
+}
+
+async fn serve_with(
+    listener: tokio::net::TcpListener,
+    tls: Option<Arc<crate::tls::Tls>>,
+    shared: Arc<Shared>,
+    mut cfg: HttpConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let local = listener.local_addr()?;
+    cfg.listen = local;
     if let Some(o) = shared.auth.oauth() {
         o.spawn_refresh(shutdown.child_token());
     }
