@@ -27,12 +27,13 @@ use memstrata_bindings_common::files::{
     export_to_path, import_from_path, import_knowledge_graph_from_path,
 };
 use memstrata_bindings_common::options::optimize_level;
-use memstrata_mcp::drain::DrainOnEof;
-use memstrata_mcp::envelope::Envelope;
-use memstrata_mcp::http::{self, HttpConfig};
+use memstrata_mcp::backend::store::StoreLocation;
 use memstrata_mcp::ops::Level;
-use memstrata_mcp::store::StoreLocation;
-use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared, audit};
+use memstrata_mcp::protocol::envelope::Envelope;
+use memstrata_mcp::security::audit;
+use memstrata_mcp::transport::drain::DrainOnEof;
+use memstrata_mcp::transport::http::{self, HttpConfig};
+use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -160,7 +161,7 @@ struct HttpArgs {
     #[arg(long, default_value_t = http::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
     #[command(flatten)]
-    limits: memstrata_mcp::limits::LimitArgs,
+    limits: memstrata_mcp::security::limits::LimitArgs,
     /// PEM certificate chain: serve HTTPS and WSS (needs --tls-key; reloaded on SIGHUP).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -168,7 +169,7 @@ struct HttpArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     #[command(flatten)]
-    oauth: memstrata_mcp::oauth::OAuthArgs,
+    oauth: memstrata_mcp::security::oauth::OAuthArgs,
 }
 
 fn default_store() -> PathBuf {
@@ -179,7 +180,7 @@ fn default_store() -> PathBuf {
 }
 
 fn store_location(cli: &Cli) -> Result<StoreLocation, String> {
-    memstrata_mcp::store::parse(&cli.store.clone().unwrap_or_else(default_store))
+    memstrata_mcp::backend::store::parse(&cli.store.clone().unwrap_or_else(default_store))
 }
 
 /// The admin commands that read a store refuse to create an empty one by accident
@@ -192,7 +193,7 @@ fn require_existing(cli: &Cli) -> Result<(), String> {
             path.display()
         )),
         StoreLocation::Postgres(url) => {
-            if runtime()?.block_on(memstrata_mcp::pgnotify::schema_exists(&url))? {
+            if runtime()?.block_on(memstrata_mcp::backend::pgnotify::schema_exists(&url))? {
                 Ok(())
             } else {
                 Err(format!(
@@ -278,7 +279,7 @@ fn open(cli: &Cli) -> Result<Memory, String> {
         other => format!("cannot open store {}: {other}", location.masked()),
     })?;
     if let (Some(url), Some(model)) = (&cli.embeddings_url, &cli.embeddings_model) {
-        let e = memstrata_mcp::embeddings::HttpEmbedder::new(url, model)?;
+        let e = memstrata_mcp::backend::embeddings::HttpEmbedder::new(url, model)?;
         tracing::info!(url = %url, model = %model, "embedding with an OpenAI-compatible endpoint");
         mem.set_embedder(Some(std::sync::Arc::new(e)));
     }
@@ -376,7 +377,7 @@ fn serve_stdio(cli: &Cli) -> Result<(), String> {
         Auth::disabled(),
         open_audit(cli)?,
         cli.audit_reads,
-        memstrata_mcp::limits::Limits::default(),
+        memstrata_mcp::security::limits::Limits::default(),
     );
     let max_line = mem.options().limits.max_value_bytes.saturating_mul(2) + (1 << 20);
     let bridge_stop = CancellationToken::new();
@@ -449,7 +450,7 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
         auth = auth.load_file(p)?;
     }
     if let Some(c) = args.oauth.config()? {
-        auth = auth.with_oauth(rt.block_on(memstrata_mcp::oauth::OAuth::load(c))?);
+        auth = auth.with_oauth(rt.block_on(memstrata_mcp::security::oauth::OAuth::load(c))?);
     }
     if !args.listen.ip().is_loopback() && !auth.enabled() && !args.allow_unauthenticated_remote {
         return Err(format!(
@@ -467,7 +468,7 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
     let location = store_location(cli)?;
     let mem = open(cli)?;
     let n_keys = auth.len();
-    let limits = memstrata_mcp::limits::Limits::new(args.limits.config());
+    let limits = memstrata_mcp::security::limits::Limits::new(args.limits.config());
     let shared =
         Shared::with_audit_log(mem.clone(), auth, open_audit(cli)?, cli.audit_reads, limits);
     let cfg = HttpConfig {
@@ -479,7 +480,7 @@ fn serve_http(cli: &Cli, args: &HttpArgs) -> Result<(), String> {
             .tls_cert
             .clone()
             .zip(args.tls_key.clone())
-            .map(|(cert, key)| memstrata_mcp::tls::TlsFiles { cert, key }),
+            .map(|(cert, key)| memstrata_mcp::transport::tls::TlsFiles { cert, key }),
     };
     tracing::info!(store = %location.masked(), api_keys = n_keys, "starting HTTP server");
     rt.block_on(async {

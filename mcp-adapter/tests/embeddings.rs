@@ -183,7 +183,7 @@ async fn an_unreachable_endpoint_is_a_clear_tool_error() {
     held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let port = held.local_addr().unwrap().port();
     let mem = memstrata::Memory::temporary().unwrap();
-    let e = memstrata_mcp::embeddings::HttpEmbedder::with_key(
+    let e = memstrata_mcp::backend::HttpEmbedder::with_key(
         &format!("http://127.0.0.1:{port}/v1/embeddings"),
         "m",
         Some("sk-never-shown".into()),

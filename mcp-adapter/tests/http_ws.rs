@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use memstrata::Memory;
-use memstrata_mcp::http::{HttpConfig, router};
+use memstrata_mcp::transport::{HttpConfig, router};
 use memstrata_mcp::{Access, Auth, Principal, Shared};
 
 fn shared(auth: Auth) -> Arc<Shared> {
@@ -190,7 +190,7 @@ async fn refused_requests_are_audited_and_reads_on_request() {
         for (key, tool, params, status) in calls {
             assert_eq!(send(&app, req(key, tool, params)).await.0, status, "{tool}");
         }
-        let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 20).unwrap();
+        let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 20).unwrap();
         let seen: Vec<(String, String, String, Option<String>)> = trail
             .iter()
             .map(|a| {
@@ -388,7 +388,7 @@ async fn mcp_over_websocket() {
     client.cancel().await.unwrap();
     stop.cancel();
     server.await.unwrap().unwrap();
-    let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
+    let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 10).unwrap();
     assert!(
         trail
             .iter()
@@ -486,7 +486,7 @@ async fn execute_envelope_over_websocket() {
     ws.close(None).await.unwrap();
     stop.cancel();
     server.await.unwrap().unwrap();
-    let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
+    let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 10).unwrap();
     assert!(
         trail
             .iter()

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use memstrata::Memory;
 
-use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
+use crate::security::auth::{Access, Target};
 
 mod continuity;
 mod layers;

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use memstrata_mcp::Shared;
-use memstrata_mcp::http::HttpConfig;
+use memstrata_mcp::transport::HttpConfig;
 
 /// A response: status, headers (lower-cased names) and the body as JSON (Null if not JSON).
 #[derive(Debug)]
@@ -97,7 +97,7 @@ pub async fn serve(shared: Arc<Shared>, cfg: HttpConfig) -> (SocketAddr, Cancell
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
-    tokio::spawn(memstrata_mcp::http::serve_on(
+    tokio::spawn(memstrata_mcp::transport::serve_on(
         listener,
         shared,
         cfg,

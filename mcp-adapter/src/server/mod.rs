@@ -34,12 +34,12 @@ use memstrata::Memory;
 use memstrata_bindings_common::defaults::{page, parse_cursor};
 use memstrata_bindings_common::{self as common, ErrorCode};
 
-use crate::audit::AuditLog;
-use crate::auth::{Access, Auth, Principal, Target};
 use crate::error::{ToolError, ToolResult};
 use crate::ops::{self, Change, Cx, Tool};
-use crate::uri::ResourceRef;
-use crate::{prompts, resources};
+use crate::protocol::uri::ResourceRef;
+use crate::protocol::{prompts, resources};
+use crate::security::audit::AuditLog;
+use crate::security::auth::{Access, Auth, Principal, Target};
 
 /// Engine-wide state shared by every connection of one server process.
 #[derive(Debug)]
@@ -53,10 +53,10 @@ pub struct Shared {
     /// Also audit successful read-only calls.
     pub audit_reads: bool,
     /// Rate limits, call time limit and concurrency bound (off unless configured).
-    pub limits: crate::limits::Limits,
+    pub limits: crate::security::limits::Limits,
     hub: broadcast::Sender<Change>,
     /// On a PostgreSQL store: the LISTEN/NOTIFY bridge to the other instances.
-    bridge: OnceLock<crate::pgnotify::Bridge>,
+    bridge: OnceLock<crate::backend::pgnotify::Bridge>,
 }
 
 impl Shared {
@@ -78,7 +78,7 @@ impl Shared {
             auth,
             audit,
             audit_reads,
-            crate::limits::Limits::default(),
+            crate::security::limits::Limits::default(),
         )
     }
 
@@ -88,7 +88,7 @@ impl Shared {
         auth: Auth,
         audit: bool,
         audit_reads: bool,
-        limits: crate::limits::Limits,
+        limits: crate::security::limits::Limits,
     ) -> std::io::Result<Arc<Shared>> {
         let audit = if audit {
             Some(AuditLog::open(&mem.path())?)
@@ -111,7 +111,7 @@ impl Shared {
         auth: Auth,
         audit: Option<AuditLog>,
         audit_reads: bool,
-        limits: crate::limits::Limits,
+        limits: crate::security::limits::Limits,
     ) -> Arc<Shared> {
         let (hub, _) = broadcast::channel(1024);
         Arc::new(Shared {
@@ -127,11 +127,15 @@ impl Shared {
 
     /// Deliver resource changes across instances over one PostgreSQL store: this
     /// instance's changes are NOTIFYed on `url`'s channel and the other instances'
-    /// re-published to local subscribers (see [`crate::pgnotify`]). Runs until
+    /// re-published to local subscribers (see [`crate::backend::pgnotify`]). Runs until
     /// `shutdown`. Returns `false` if a bridge was already started.
-    pub fn bridge_postgres(&self, url: &crate::store::PgUrl, shutdown: CancellationToken) -> bool {
+    pub fn bridge_postgres(
+        &self,
+        url: &crate::backend::store::PgUrl,
+        shutdown: CancellationToken,
+    ) -> bool {
         self.bridge
-            .set(crate::pgnotify::Bridge::start(
+            .set(crate::backend::pgnotify::Bridge::start(
                 url,
                 self.hub.clone(),
                 shutdown,
@@ -140,7 +144,7 @@ impl Shared {
     }
 
     /// The running LISTEN/NOTIFY bridge, if any.
-    pub fn bridge(&self) -> Option<&crate::pgnotify::Bridge> {
+    pub fn bridge(&self) -> Option<&crate::backend::pgnotify::Bridge> {
         self.bridge.get()
     }
 

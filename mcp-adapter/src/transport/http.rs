@@ -5,13 +5,13 @@
 //!    loopback names, the bound address and `--allowed-host` names; a
 //!    browser `Origin` must name one of those hosts or be listed with
 //!    `--allowed-origin`. Refused with 403.
-//! 2. API keys and OAuth bearer JWTs ([`crate::oauth`]): with either configured,
+//! 2. API keys and OAuth bearer JWTs ([`crate::security::oauth`]): with either configured,
 //!    `Authorization: Bearer <key or JWT>` is required (401 otherwise, with
 //!    `resource_metadata` in `WWW-Authenticate` when OAuth is on; a JWT without a
 //!    `memstrata:` scope is 403 `insufficient_scope`); the [`Principal`] travels with
 //!    the request and every tool checks the contexts it touches.
 //!    `/.well-known/oauth-protected-resource` (RFC 9728) needs no credentials.
-//! 3. Rate limit (when configured, [`crate::limits`]): one token per request and per
+//! 3. Rate limit (when configured, [`crate::security::limits`]): one token per request and per
 //!    principal; `429 Too Many Requests` with `Retry-After` when the bucket is empty.
 //!    Over WebSocket each JSON-RPC request takes a token too.
 //! 4. Size limits: request bodies and WebSocket messages are capped
@@ -35,7 +35,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{AuthFailure, Principal};
+use crate::security::auth::{AuthFailure, Principal};
 use crate::server::{Caller, MemoryServer, Shared};
 
 /// Default request-size cap: a maximal 16 MiB value plus JSON escaping and envelope headroom.
@@ -53,7 +53,7 @@ pub struct HttpConfig {
     /// Largest request body / WebSocket message in bytes.
     pub max_body_bytes: usize,
     /// Serve HTTPS/WSS with this certificate and key (reloaded on SIGHUP).
-    pub tls: Option<crate::tls::TlsFiles>,
+    pub tls: Option<crate::transport::tls::TlsFiles>,
 }
 
 impl HttpConfig {
@@ -174,7 +174,7 @@ fn too_many(principal: &str, wait: std::time::Duration) -> Response {
     let mut r = (
         StatusCode::TOO_MANY_REQUESTS,
         axum::Json(json!({
-            "error": crate::limits::Limits::rate_error(principal, wait).message(),
+            "error": crate::security::limits::Limits::rate_error(principal, wait).message(),
             "retry_after_ms": wait.as_millis().max(1) as u64,
         })),
     )
@@ -291,9 +291,9 @@ async fn ws(
         .max_frame_size(app.max_body)
         .on_upgrade(move |socket| async move {
             let server = MemoryServer::new(shared, "ws", Caller::Fixed(principal.clone()));
-            let (sink, stream) = crate::ws::transport(socket);
+            let (sink, stream) = crate::transport::ws::transport(socket);
             // Execute envelopes are answered beside MCP on the same socket.
-            let transport = crate::envelope::Envelope::new(
+            let transport = crate::protocol::envelope::Envelope::new(
                 SinkStreamTransport::new(sink, stream),
                 server.clone(),
                 principal,
@@ -375,7 +375,7 @@ async fn execute(
         "execute",
         Caller::Fixed(principal.clone()),
     );
-    match crate::envelope::dispatch(&server, msg.get("params"), &principal).await {
+    match crate::protocol::envelope::dispatch(&server, msg.get("params"), &principal).await {
         Ok(result) => (
             StatusCode::OK,
             axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})),
@@ -476,16 +476,16 @@ pub async fn serve_on(
     serve_with(listener, tls, shared, cfg, shutdown).await
 }
 
-fn load_tls(cfg: &HttpConfig) -> std::io::Result<Option<Arc<crate::tls::Tls>>> {
+fn load_tls(cfg: &HttpConfig) -> std::io::Result<Option<Arc<crate::transport::tls::Tls>>> {
     cfg.tls
         .as_ref()
-        .map(|files| crate::tls::Tls::new(files.clone()).map_err(std::io::Error::other))
+        .map(|files| crate::transport::tls::Tls::new(files.clone()).map_err(std::io::Error::other))
         .transpose()
 }
 
 async fn serve_with(
     listener: tokio::net::TcpListener,
-    tls: Option<Arc<crate::tls::Tls>>,
+    tls: Option<Arc<crate::transport::tls::Tls>>,
     shared: Arc<Shared>,
     mut cfg: HttpConfig,
     shutdown: CancellationToken,
@@ -502,7 +502,8 @@ async fn serve_with(
             "memstrata-mcp listening on https://{local}/mcp (WebSocket wss://{local}/mcp/ws, envelope POST /mcp/v1/execute)"
         );
         tls.reload_on_sighup(shutdown.clone());
-        let listener = crate::tls::TlsListener::new(listener, tls, shutdown.child_token())?;
+        let listener =
+            crate::transport::tls::TlsListener::new(listener, tls, shutdown.child_token())?;
         return axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await;
