@@ -15,6 +15,7 @@
 //!   one PostgreSQL store, and the embeddings endpoint.
 
 pub mod backend;
+pub mod cli;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
