@@ -16,16 +16,16 @@
 
 pub mod backend;
 pub mod cli;
-pub mod error;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod ops;
-pub mod protocol;
+mod ops;
+mod protocol;
 pub mod security;
-pub mod server;
+mod server;
 pub mod transport;
 
 pub use crate::error::ToolError;
 pub use crate::ops::Change;
-pub use crate::security::auth::{Access, Auth, Principal};
+pub use crate::security::{Access, Auth, Principal};
 pub use crate::server::{Caller, MemoryServer, Shared};

@@ -2,9 +2,9 @@
 //! PostgreSQL URL), resource changes across instances on one PostgreSQL store
 //! (`LISTEN`/`NOTIFY`), and an OpenAI-compatible embeddings endpoint.
 
-pub mod embeddings;
-pub mod pgnotify;
-pub mod store;
+pub(crate) mod embeddings;
+pub(crate) mod pgnotify;
+pub(crate) mod store;
 
 pub use embeddings::HttpEmbedder;
 pub use pgnotify::APPLICATION_NAME;

@@ -16,10 +16,12 @@ use crate::security::auth::{Access, Target};
 
 mod continuity;
 mod layers;
+mod long_term;
 mod procedures;
 
 pub use continuity::*;
 pub use layers::*;
+pub use long_term::*;
 pub use procedures::*;
 
 /// Where a tool sends progress reports (the MCP handler turns them into

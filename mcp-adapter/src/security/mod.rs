@@ -2,11 +2,11 @@
 //! bearer tokens, rate and concurrency limits, the audit trail, and the one check
 //! for the endpoints the server itself calls.
 
-pub mod audit;
-pub mod auth;
-pub mod limits;
-pub mod oauth;
-pub mod outbound;
+pub(crate) mod audit;
+pub(crate) mod auth;
+pub(crate) mod limits;
+pub(crate) mod oauth;
+pub(crate) mod outbound;
 
 pub use audit::{AuditEntry, tail as audit_tail};
 pub use auth::{Access, Auth, Principal};

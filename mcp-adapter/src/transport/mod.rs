@@ -2,10 +2,10 @@
 //! WebSocket, the execute envelope), built-in TLS, and the drain that keeps a stdio
 //! session answering after its input ends.
 
-pub mod drain;
-pub mod http;
-pub mod tls;
-pub mod ws;
+pub(crate) mod drain;
+pub(crate) mod http;
+pub(crate) mod tls;
+pub(crate) mod ws;
 
 pub use http::{DEFAULT_MAX_BODY_BYTES, HttpConfig, router, serve, serve_on};
 pub use tls::{Tls, TlsFiles};
