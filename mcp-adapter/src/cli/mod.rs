@@ -10,7 +10,7 @@
 //! (PostgreSQL: any number of instances share it; see docs/mcp.md).
 //! stdout carries only the MCP protocol (stdio) or command output; logs go to stderr.
 //! Every command that writes handles SIGINT and SIGTERM before it opens the store
-//! ([`signals`]).
+//! (`signals.rs`).
 
 mod admin;
 mod error;
