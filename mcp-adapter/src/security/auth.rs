@@ -108,7 +108,7 @@ impl Principal {
         }
     }
 
-    /// A principal from pattern lists (OAuth scopes, [`crate::security::oauth`]).
+    /// A principal from pattern lists (OAuth scopes, `security::oauth`).
     pub fn from_patterns(
         id: impl Into<String>,
         read: Vec<String>,
@@ -264,7 +264,7 @@ impl Auth {
         self
     }
 
-    /// [`Auth::with_full_keys`], refusing keys shorter than [`MIN_KEY_LEN`] characters; the
+    /// [`Auth::with_full_keys`], refusing keys shorter than `MIN_KEY_LEN` characters; the
     /// error names `source` (e.g. `--api-key`) and the key's position, never the key.
     pub fn try_with_full_keys<I: IntoIterator<Item = S>, S: Into<String>>(
         self,

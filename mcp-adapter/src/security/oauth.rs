@@ -296,7 +296,7 @@ impl OAuth {
         })
     }
 
-    /// With `--jwks-url`: fetch the key set every [`JWKS_REFRESH`] and when a token names
+    /// With `--jwks-url`: fetch the key set every `JWKS_REFRESH` and when a token names
     /// an unknown `kid`, until `stop`. A failed fetch keeps the previous keys.
     pub fn spawn_refresh(self: &std::sync::Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         let JwksSource::Url(url) = self.cfg.jwks.clone() else {

@@ -97,7 +97,7 @@ impl Shared {
 
     /// Deliver resource changes across instances over one PostgreSQL store: this
     /// instance's changes are NOTIFYed on `url`'s channel and the other instances'
-    /// re-published to local subscribers (see [`crate::backend::pgnotify`]). Runs until
+    /// re-published to local subscribers (see `backend::pgnotify`). Runs until
     /// `shutdown`. Returns `false` if a bridge was already started.
     pub fn bridge_postgres(
         &self,
