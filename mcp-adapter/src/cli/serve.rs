@@ -4,16 +4,13 @@
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{CliError, CliResult};
 use super::signals::Signals;
 use super::{Cli, HttpArgs, flush, runtime, store};
 use crate::backend::store::StoreLocation;
-use crate::protocol::envelope::Envelope;
 use crate::security::oauth::OAuth;
-use crate::transport::drain::DrainOnEof;
 use crate::transport::http::{self, HttpConfig};
 use crate::transport::tls::TlsFiles;
 use crate::{Auth, Caller, MemoryServer, Principal, Shared};
@@ -35,19 +32,7 @@ pub(super) fn stdio(cli: &Cli) -> CliResult<()> {
     let bridge_stop = CancellationToken::new();
     let r = rt.block_on(async {
         let server = MemoryServer::new(shared.clone(), "stdio", Caller::Fixed(Principal::local()));
-        let envelope_server = server.clone();
-        let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-        )
-        .with_max_line_length(max_line);
-        // Execute envelopes are answered beside MCP; at EOF, answer every request already
-        // received before letting rmcp wind down.
-        let transport = DrainOnEof::new(Envelope::new(
-            transport,
-            envelope_server,
-            Principal::local(),
-        ));
+        let transport = crate::transport::stdio::transport(&server, max_line);
         let start = async {
             bridge(&shared, &location, &bridge_stop).await;
             tracing::info!(store = %location.masked(), "memstrata-mcp serving MCP on stdio");

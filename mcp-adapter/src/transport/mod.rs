@@ -1,9 +1,10 @@
-//! How clients reach a [`crate::MemoryServer`]: the HTTP listener (streamable HTTP,
-//! WebSocket, the execute envelope), built-in TLS, and the drain that keeps a stdio
-//! session answering after its input ends.
+//! How clients reach a [`crate::MemoryServer`]: stdio (with the drain that keeps a
+//! session answering after its input ends), the HTTP listener (streamable HTTP,
+//! WebSocket, the execute envelope), and built-in TLS.
 
 pub(crate) mod drain;
 pub(crate) mod http;
+pub(crate) mod stdio;
 pub(crate) mod tls;
 pub(crate) mod ws;
 
