@@ -184,8 +184,42 @@ fn too_many(principal: &str, wait: std::time::Duration) -> Response {
     r
 }
 
-/// Host/Origin validation, then bearer authentication and the rate limit; the principal goes into the request.
-async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+/// Host/Origin validation, then bearer authentication and the rate limit; the principal
+/// goes into the request.
+///
+/// A refusal is answered without reading the request body. hyper then closes the
+/// connection instead of reusing it (unless the body happened to be buffered already), so
+/// a refusal of a request with a body says `Connection: close`: a client that kept the
+/// connection for its next request would otherwise, depending on timing, see it closed
+/// without an answer.
+async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let unread_body = has_body(req.headers());
+    match admit(&app, req) {
+        Ok(req) => next.run(req).await,
+        Err(mut refusal) => {
+            if unread_body {
+                refusal
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            refusal
+        }
+    }
+}
+
+/// Whether a request carries a body (a non-zero `Content-Length`, or chunked).
+fn has_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
+}
+
+/// The checks of [`guard`]: the request to serve (with its principal), or the refusal.
+#[allow(clippy::result_large_err)] // a refusal is a whole response, built once per request
+fn admit(app: &App, mut req: Request) -> Result<Request, Response> {
     let headers = req.headers();
     let host = headers
         .get(header::HOST)
@@ -196,20 +230,20 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
         Some(h) if app.host_ok(&h) => {}
         Some(h) => {
             tracing::warn!(host = %h, "refused a request for a Host that is not allowed (DNS rebinding protection)");
-            return refuse(StatusCode::FORBIDDEN, "Host not allowed");
+            return Err(refuse(StatusCode::FORBIDDEN, "Host not allowed"));
         }
-        None => return refuse(StatusCode::BAD_REQUEST, "missing Host header"),
+        None => return Err(refuse(StatusCode::BAD_REQUEST, "missing Host header")),
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let ok = origin.to_str().is_ok_and(|o| app.origin_ok(o));
         if !ok {
             tracing::warn!(origin = ?origin, "refused a request from an Origin that is not allowed");
-            return refuse(StatusCode::FORBIDDEN, "Origin not allowed");
+            return Err(refuse(StatusCode::FORBIDDEN, "Origin not allowed"));
         }
     }
     if req.uri().path().starts_with("/.well-known/") {
         // Public metadata (RFC 9728): no credentials needed to discover how to get them.
-        return next.run(req).await;
+        return Ok(req);
     }
     let authz = headers
         .get(header::AUTHORIZATION)
@@ -217,55 +251,55 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
     match app.shared.auth.authenticate(authz) {
         Ok(p) => {
             if let Err(wait) = app.shared.limits.check_rate(&p.id) {
-                return too_many(&p.id, wait);
+                return Err(too_many(&p.id, wait));
             }
             req.extensions_mut().insert(p);
-            next.run(req).await
+            Ok(req)
         }
         Err(AuthFailure::Missing) => {
             if let Some(a) = &app.shared.audit {
                 a.record("anonymous", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::UNAUTHORIZED,
                 None,
                 "missing bearer token (Authorization: Bearer <key>)",
-            )
+            ))
         }
         Err(AuthFailure::Invalid) => {
             if let Some(a) = &app.shared.audit {
                 a.record("invalid-key", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::UNAUTHORIZED,
                 Some("invalid_token"),
                 "invalid API key",
-            )
+            ))
         }
         Err(AuthFailure::InvalidToken(why)) => {
             tracing::info!(reason = %why, "refused a bearer token");
             if let Some(a) = &app.shared.audit {
                 a.record("invalid-token", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::UNAUTHORIZED,
                 Some("invalid_token"),
                 &format!("invalid bearer token: {why}"),
-            )
+            ))
         }
         Err(AuthFailure::InsufficientScope) => {
             if let Some(a) = &app.shared.audit {
                 a.record("token-without-scope", "http", "-", "-", Some("FORBIDDEN"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::FORBIDDEN,
                 Some("insufficient_scope"),
                 "the bearer token carries no memstrata: scope",
-            )
+            ))
         }
     }
 }
