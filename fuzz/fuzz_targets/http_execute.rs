@@ -1,6 +1,6 @@
 #![no_main]
 //! The HTTP execute envelope with authentication on: any request to `POST
-//! /mcp/v1/execute` goes through the real axum router (`memstrata_mcp::http::router`:
+//! /mcp/v1/execute` goes through the real axum router (`memstrata_mcp::transport::router`:
 //! the Host/Origin/auth guard, the body limit, the envelope decoding and the
 //! dispatcher), in-process through `tower::ServiceExt::oneshot`.
 //!
@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 use axum::body::Body;
 use axum::http::{Request, header};
 use memstrata::Memory;
-use memstrata_mcp::http::{HttpConfig, router};
+use memstrata_mcp::transport::{HttpConfig, router};
 use memstrata_mcp::{Access, Auth, Principal, Shared};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

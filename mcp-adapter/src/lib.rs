@@ -4,36 +4,31 @@
 //! HTTP at `/mcp`, WebSocket at `/mcp/ws`, and the plain `POST /mcp/v1/execute`
 //! envelope. See `docs/mcp.md`.
 //!
-//! - [`server::MemoryServer`]: the service, one per connection;
-//! - [`ops`]: tool arguments and what each tool does (a thin mapping onto the core);
-//! - [`envelope`]: the plain execute envelope, on every transport;
-//! - [`http`]: the HTTP listener with Host/Origin checks, API keys, size limits;
-//! - [`auth`], [`audit`]: who may do what, and the trail of mutating calls;
-//! - [`store`], [`pgnotify`]: a `postgres://` store URL, and resource changes across
-//!   the instances sharing one PostgreSQL store.
+//! - [`cli`]: the `memstrata-mcp` command line (the binary's `main` is one call);
+//! - `server`: [`MemoryServer`], the service (one per connection), its [`Shared`]
+//!   state and the tool table;
+//! - `ops`: tool arguments and what each tool does (a thin mapping onto the core);
+//! - `protocol`: resources, prompts, `memstrata://` URIs and the execute envelope;
+//! - [`transport`]: the HTTP listener (Host/Origin checks, size limits), WebSocket,
+//!   TLS, and the stdio drain;
+//! - [`security`]: API keys, OAuth, limits, the audit trail, outbound endpoints;
+//! - [`backend`]: the store location, resource changes across the instances sharing
+//!   one PostgreSQL store, and the embeddings endpoint.
+//!
+//! Only what the binary, the integration tests and the fuzz targets use is public.
 
-pub mod audit;
-pub mod auth;
-pub mod drain;
-pub mod embeddings;
-pub mod envelope;
-pub mod error;
+pub mod backend;
+pub mod cli;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http;
-pub mod limits;
-pub mod oauth;
-pub mod ops;
-mod outbound;
-pub mod pgnotify;
-pub mod prompts;
-pub mod resources;
-pub mod server;
-pub mod store;
-pub mod tls;
-pub mod uri;
-pub mod ws;
+mod ops;
+mod protocol;
+pub mod security;
+mod server;
+pub mod transport;
 
-pub use crate::auth::{Access, Auth, Principal};
 pub use crate::error::ToolError;
+pub use crate::ops::Change;
+pub use crate::security::{Access, Auth, Principal};
 pub use crate::server::{Caller, MemoryServer, Shared};

@@ -26,7 +26,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_util::sync::CancellationToken;
 
 use memstrata::Memory;
-use memstrata_mcp::http::{HttpConfig, router};
+use memstrata_mcp::transport::{HttpConfig, router};
 use memstrata_mcp::{Auth, Shared};
 
 const CLIENTS: usize = 50;
@@ -267,7 +267,7 @@ async fn run(addr: SocketAddr, shared: Arc<Shared>) {
     }
 
     // The audit trail holds every mutating call, each ok, from both transports.
-    let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10 * CLIENTS * N).unwrap();
+    let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 10 * CLIENTS * N).unwrap();
     for tool in ["memory_store", "episode_record"] {
         let calls: Vec<_> = trail.iter().filter(|a| a.tool == tool).collect();
         assert_eq!(calls.len(), CLIENTS * N, "{tool} audit entries");

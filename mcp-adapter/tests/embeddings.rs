@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use axum::Json;
@@ -12,12 +11,9 @@ use axum::http::HeaderMap;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use tokio::process::Command;
 
 use common::{connect, shared_temp};
 use memstrata_mcp::Principal;
-
-const BIN: &str = env!("CARGO_BIN_EXE_memstrata-mcp");
 
 /// Deterministic vectors: letter counts a..p, so texts sharing letters are close.
 fn letters(text: &str) -> Vec<f64> {
@@ -100,17 +96,16 @@ fn ok(r: rmcp::model::CallToolResult) -> Value {
 async fn server_embeds_through_the_endpoint_without_vectors_in_calls() {
     let (url, seen) = stub().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .arg("--store")
-        .arg(dir.path().join("s.mem"))
-        .args(["--embeddings-url", &url, "--embeddings-model", "stub-mini"])
-        .arg("stdio")
+    let args = [
+        "--embeddings-url",
+        &url,
+        "--embeddings-model",
+        "stub-mini",
+        "stdio",
+    ];
+    let mut child = common::binary::command(&dir.path().join("s.mem"), &args)
         .env("MEMSTRATA_EMBEDDINGS_API_KEY", "sk-test-secret")
         .env("MEMSTRATA_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
     let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
@@ -181,14 +176,14 @@ async fn server_embeds_through_the_endpoint_without_vectors_in_calls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_endpoint_is_a_clear_tool_error() {
-    // Bind and drop: nothing listens on this port any more.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A socket bound but never listening holds the port for the whole test: a connection
+    // to it is refused, and no other process can take the port in between (a port bound
+    // then released could be reused by anything).
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     let mem = memstrata::Memory::temporary().unwrap();
-    let e = memstrata_mcp::embeddings::HttpEmbedder::with_key(
+    let e = memstrata_mcp::backend::HttpEmbedder::with_key(
         &format!("http://127.0.0.1:{port}/v1/embeddings"),
         "m",
         Some("sk-never-shown".into()),
@@ -204,6 +199,7 @@ async fn an_unreachable_endpoint_is_a_clear_tool_error() {
     // Nothing was stored.
     let hits = h.call("episode_search", json!({"query": ""})).await;
     assert_eq!(hits["hits"], json!([]));
+    drop(held);
 }
 
 #[tokio::test]

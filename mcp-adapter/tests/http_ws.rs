@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use memstrata::Memory;
-use memstrata_mcp::http::{HttpConfig, router};
+use memstrata_mcp::transport::{HttpConfig, router};
 use memstrata_mcp::{Access, Auth, Principal, Shared};
 
 fn shared(auth: Auth) -> Arc<Shared> {
@@ -136,6 +136,78 @@ async fn guard_checks_host_origin_and_keys() {
     assert_eq!(send(&app, r).await.0, StatusCode::UNAUTHORIZED);
 }
 
+/// A refusal is answered without reading the request body, so the refusal of a request
+/// with a body says `Connection: close` (the server will not reuse the connection, and a
+/// client must not either); a refusal without a body, and an accepted request, keep it.
+#[tokio::test]
+async fn refusals_of_requests_with_a_body_close_the_connection() {
+    let app = router(
+        shared(Auth::disabled().with_full_keys(["full-access-key"])),
+        &cfg(),
+        CancellationToken::new(),
+    );
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "execute",
+        "params": {"tool": "system_status", "parameters": {}}})
+    .to_string();
+    let connection = |r: &axum::response::Response| {
+        r.headers()
+            .get(header::CONNECTION)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    let with_body = |key: Option<&str>, host: &str| {
+        let mut b = post(host).header(header::CONTENT_LENGTH, body.len());
+        if let Some(k) = key {
+            b = b.header(header::AUTHORIZATION, format!("Bearer {k}"));
+        }
+        b.body(Body::from(body.clone())).unwrap()
+    };
+    for (what, req) in [
+        ("no key", with_body(None, "localhost:8765")),
+        (
+            "wrong key",
+            with_body(Some("wrong-key-0123"), "localhost:8765"),
+        ),
+        (
+            "foreign Host",
+            with_body(Some("full-access-key"), "evil.example.com"),
+        ),
+    ] {
+        let r = app.clone().oneshot(req).await.unwrap();
+        assert!(r.status().is_client_error(), "{what}: {}", r.status());
+        assert_eq!(connection(&r).as_deref(), Some("close"), "{what}");
+    }
+    let chunked = post("localhost:8765")
+        .header(header::TRANSFER_ENCODING, "chunked")
+        .body(Body::from(body.clone()))
+        .unwrap();
+    let r = app.clone().oneshot(chunked).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(connection(&r).as_deref(), Some("close"), "chunked");
+
+    let no_body = Request::get("/mcp/v1/execute")
+        .header(header::HOST, "localhost:8765")
+        .body(Body::empty())
+        .unwrap();
+    let r = app.clone().oneshot(no_body).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        connection(&r),
+        None,
+        "a refusal without a body keeps the connection"
+    );
+    let r = app
+        .clone()
+        .oneshot(with_body(Some("full-access-key"), "localhost:8765"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        connection(&r),
+        None,
+        "an accepted request keeps the connection"
+    );
+}
+
 /// Every refused request is in the audit trail (missing or wrong key, out of scope,
 /// undecodable arguments); successful reads only with `audit_reads`.
 #[tokio::test]
@@ -190,7 +262,7 @@ async fn refused_requests_are_audited_and_reads_on_request() {
         for (key, tool, params, status) in calls {
             assert_eq!(send(&app, req(key, tool, params)).await.0, status, "{tool}");
         }
-        let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 20).unwrap();
+        let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 20).unwrap();
         let seen: Vec<(String, String, String, Option<String>)> = trail
             .iter()
             .map(|a| {
@@ -388,7 +460,7 @@ async fn mcp_over_websocket() {
     client.cancel().await.unwrap();
     stop.cancel();
     server.await.unwrap().unwrap();
-    let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
+    let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 10).unwrap();
     assert!(
         trail
             .iter()
@@ -486,7 +558,7 @@ async fn execute_envelope_over_websocket() {
     ws.close(None).await.unwrap();
     stop.cancel();
     server.await.unwrap().unwrap();
-    let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
+    let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 10).unwrap();
     assert!(
         trail
             .iter()

@@ -633,7 +633,7 @@ async fn api_key_scopes_are_enforced() {
         .await;
     assert!(m.starts_with("FORBIDDEN:"), "{m}");
     // Refused mutating calls are audited with who and why.
-    let trail = memstrata_mcp::audit::tail(&shared.mem.path(), 10).unwrap();
+    let trail = memstrata_mcp::security::audit_tail(&shared.mem.path(), 10).unwrap();
     assert!(
         trail
             .iter()

@@ -11,8 +11,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use memstrata::Memory;
-use memstrata_mcp::http::HttpConfig;
-use memstrata_mcp::limits::{Limits, LimitsConfig};
+use memstrata_mcp::security::{Limits, LimitsConfig};
+use memstrata_mcp::transport::HttpConfig;
 use memstrata_mcp::{Auth, Caller, MemoryServer, Principal, Shared};
 use security_support::{envelope, http, serve};
 

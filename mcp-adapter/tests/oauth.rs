@@ -15,8 +15,10 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
 use memstrata::Memory;
-use memstrata_mcp::http::HttpConfig;
-use memstrata_mcp::oauth::{DEFAULT_LEEWAY_SECS, JWKS_REREAD_SECS, JwksSource, OAuth, OAuthConfig};
+use memstrata_mcp::security::{
+    DEFAULT_LEEWAY_SECS, JWKS_REREAD_SECS, JwksSource, OAuth, OAuthConfig,
+};
+use memstrata_mcp::transport::HttpConfig;
 use memstrata_mcp::{Auth, Shared};
 use security_support::{envelope, http, serve};
 
@@ -419,7 +421,7 @@ async fn jwks_url_is_fetched_and_refetched_on_an_unknown_kid() {
     assert_eq!(status, 200, "the rotated key was never fetched");
     assert!(fetches.load(std::sync::atomic::Ordering::SeqCst) >= 2);
     // Plain http is refused for a non-loopback issuer.
-    let e = memstrata_mcp::oauth::fetch_jwks("http://idp.example.com/certs")
+    let e = memstrata_mcp::security::fetch_jwks("http://idp.example.com/certs")
         .await
         .unwrap_err();
     assert!(e.contains("must be https"), "{e}");

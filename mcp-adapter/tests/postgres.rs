@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use memstrata::Memory;
-use memstrata_mcp::ops::Change;
-use memstrata_mcp::store::PgUrl;
+use memstrata_mcp::Change;
+use memstrata_mcp::backend::PgUrl;
 use memstrata_mcp::{Auth, Shared};
 use tokio::sync::broadcast;
 use tokio_postgres::NoTls;
@@ -149,7 +149,7 @@ async fn the_bridge_reconnects_after_its_connection_is_killed() {
         .map(|s| {
             format!(
                 "{} {}",
-                memstrata_mcp::pgnotify::APPLICATION_NAME,
+                memstrata_mcp::backend::APPLICATION_NAME,
                 s.bridge().unwrap().instance()
             )
         })

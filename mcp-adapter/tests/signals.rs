@@ -6,21 +6,23 @@
 //! The tests synchronise on what the server prints on stderr (and on its answers),
 //! never on sleeps: each waits for a given log line, then signals.
 
+mod common;
 mod security_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout, Command};
+use tokio::process::{Child, ChildStdout};
 use tokio::sync::mpsc;
 
 use security_support::{envelope, http};
 
-const BIN: &str = env!("CARGO_BIN_EXE_memstrata-mcp");
+use common::binary::{BIN, command};
+
 const KEY: &str = "signals-test-api-key";
 /// How long a server may take to exit after its signal (or EOF) on a loaded machine.
 const EXIT_BOUND: Duration = Duration::from_secs(180);
@@ -34,16 +36,8 @@ struct Proc {
 
 impl Proc {
     fn spawn(store: &Path, args: &[&str]) -> Proc {
-        let mut child = Command::new(BIN)
-            .arg("--store")
-            .arg(store)
-            .args(args)
+        let mut child = command(store, args)
             .env("MEMSTRATA_LOG", "info")
-            .env_remove("MEMSTRATA_API_KEYS")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .expect("spawn memstrata-mcp");
         let mut err = BufReader::new(child.stderr.take().unwrap()).lines();

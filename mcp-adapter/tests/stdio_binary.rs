@@ -4,26 +4,18 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-const BIN: &str = env!("CARGO_BIN_EXE_memstrata-mcp");
+use common::binary::{BIN, command};
 
 fn spawn(store: &std::path::Path) -> Child {
-    Command::new(BIN)
-        .arg("--store")
-        .arg(store)
-        .arg("stdio")
+    command(store, &["stdio"])
         .env("MEMSTRATA_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn memstrata-mcp")
 }
@@ -297,15 +289,8 @@ async fn detect_files_defaults_to_the_working_directory() {
     let store_dir = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join(".gitignore"), "ignored.txt\n").unwrap();
-    let mut child = Command::new(BIN)
-        .arg("--store")
-        .arg(store_dir.path().join("s.mem"))
-        .arg("stdio")
+    let mut child = command(&store_dir.path().join("s.mem"), &["stdio"])
         .current_dir(work.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn memstrata-mcp");
     let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());

@@ -170,18 +170,10 @@ async fn audit_file_takes_the_trail_out_of_the_store() {
     let store = dir.path().join("s.mem");
     let trail = dir.path().join("logs").join("audit.jsonl");
     std::fs::create_dir(dir.path().join("logs")).unwrap();
-    let mut child = tokio::process::Command::new(BIN)
-        .arg("--store")
-        .arg(&store)
-        .arg("--audit-file")
-        .arg(&trail)
-        .arg("stdio")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child =
+        common::binary::command(&store, &["--audit-file", trail.to_str().unwrap(), "stdio"])
+            .spawn()
+            .unwrap();
     let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let client = ().serve(io).await.expect("initialize");
     let r = client

@@ -18,8 +18,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use memstrata::Memory;
-use memstrata_mcp::http::HttpConfig;
-use memstrata_mcp::tls::{Tls, TlsFiles};
+use memstrata_mcp::transport::HttpConfig;
+use memstrata_mcp::transport::{Tls, TlsFiles};
 use memstrata_mcp::{Auth, Shared};
 use security_support::{envelope, request, serve};
 

@@ -537,12 +537,6 @@ struct Server {
     stdio: Option<Arc<StdioConn>>,
 }
 
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
 async fn start_server(binary: &Path, store: &Path, transport: Transport) -> Result<Server> {
     let mut cmd = Command::new(binary);
     cmd.arg("--store")
@@ -595,26 +589,35 @@ async fn start_server(binary: &Path, store: &Path, transport: Transport) -> Resu
             stdio: Some(conn),
         });
     }
-    let port = free_port()?;
+    // Port 0: the kernel picks the port and the server logs it (a port probed and released
+    // here could be taken by another process before the server binds it).
     cmd.arg("http")
         .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
+        .arg("127.0.0.1:0")
+        // The default filter: the listening line is at `info`.
+        .env("MEMSTRATA_LOG", "info,rmcp=warn")
         .stdin(Stdio::null())
-        .stdout(Stdio::null());
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn()?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(st) = child.try_wait()? {
+    let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
+    let port = loop {
+        // The server prints its listening line or exits (end of stderr): no deadline.
+        let Some(line) = lines.next_line().await? else {
+            let st = child.wait().await?;
             return Err(format!("memstrata-mcp http exited early ({st})").into());
+        };
+        if let Some(port) = line
+            .split("listening on http://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|p| p.parse::<u16>().ok())
+        {
+            break port;
         }
-        if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err("memstrata-mcp http did not start within 60 s".into());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
+    // Keep reading stderr so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Ok(Server {
         child,
         port,

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Cx, Done, Op, ctx_target};
-use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
-use crate::uri;
+use crate::protocol::uri;
+use crate::security::auth::{Access, Target};
 use memstrata_bindings_common::ErrorCode::NotFound;
 use memstrata_bindings_common::defaults::{
     DEFAULT_DETECT_FILES, DEFAULT_INCLUDE_METRICS, DEFAULT_INCLUDE_SESSIONS,

@@ -11,15 +11,17 @@ use serde_json::Value;
 
 use memstrata::Memory;
 
-use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
+use crate::security::auth::{Access, Target};
 
 mod continuity;
 mod layers;
+mod long_term;
 mod procedures;
 
 pub use continuity::*;
 pub use layers::*;
+pub use long_term::*;
 pub use procedures::*;
 
 /// Where a tool sends progress reports (the MCP handler turns them into

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Cx, Done, Op, ctx_target};
-use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
+use crate::security::auth::{Access, Target};
 use memstrata_bindings_common::ErrorCode::{Conflict, NotFound};
 use memstrata_bindings_common::defaults::{page, page_limit, parse_cursor};
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import HttpServer, free_port, stop
+from conftest import HttpServer, stop
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -187,9 +187,9 @@ def test_audit_trail_and_status_command(binary: str, auth_server: HttpServer) ->
 
 
 def test_remote_bind_needs_a_key(binary: str, tmp_path: Path) -> None:
-    port = free_port()
+    # Port 0: the refusal comes before any bind, and no port is probed then released.
     r = subprocess.run(
-        [binary, "--store", str(tmp_path / "r.mem"), "http", "--listen", f"0.0.0.0:{port}"],
+        [binary, "--store", str(tmp_path / "r.mem"), "http", "--listen", "0.0.0.0:0"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert r.returncode != 0 and "API key" in r.stderr and r.stdout == ""

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use memstrata_mcp::Shared;
-use memstrata_mcp::http::HttpConfig;
+use memstrata_mcp::transport::HttpConfig;
 
 /// A response: status, headers (lower-cased names) and the body as JSON (Null if not JSON).
 #[derive(Debug)]
@@ -89,21 +89,19 @@ pub fn envelope(id: u64, tool: &str, parameters: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "execute", "params": {"tool": tool, "parameters": parameters}})
 }
 
-/// Serve `shared` on a free loopback port; returns the address and the stop token.
-pub async fn serve(shared: Arc<Shared>, mut cfg: HttpConfig) -> (SocketAddr, CancellationToken) {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = probe.local_addr().unwrap();
-    drop(probe);
-    cfg.listen = addr;
+/// Serve `shared` on a loopback port the kernel picks: the listener is bound here and
+/// handed to the server, so the address is known (and accepting connections into its
+/// backlog) before the server task first runs; no port is probed then released.
+/// Returns the address and the stop token.
+pub async fn serve(shared: Arc<Shared>, cfg: HttpConfig) -> (SocketAddr, CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
-    tokio::spawn(memstrata_mcp::http::serve(shared, cfg, stop.clone()));
-    // A readiness bound generous enough for a saturated machine (the server task binds on
-    // its first poll, which the awaits below give it), not a performance check.
-    for _ in 0..6000 {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            return (addr, stop);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!("server did not start on {addr}");
+    tokio::spawn(memstrata_mcp::transport::serve_on(
+        listener,
+        shared,
+        cfg,
+        stop.clone(),
+    ));
+    (addr, stop)
 }

@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use memstrata::Memory;
 
-use crate::auth::{Access, Principal, Target};
 use crate::error::{ToolError, ToolResult};
-use crate::uri::{self, ResourceRef};
+use crate::protocol::uri::{self, ResourceRef};
+use crate::security::auth::{Access, Principal, Target};
 
 /// Resources per `resources/list` page.
 pub const PAGE: usize = 100;

@@ -2,7 +2,7 @@
 //!
 //! Over HTTP and WebSocket, when keys are configured, every request carries
 //! `Authorization: Bearer <key>` (or a JWT from the configured OAuth issuer,
-//! [`crate::oauth`], whose scopes give the same kind of permissions). Each key maps to a [`Principal`]: the
+//! [`crate::security::oauth`], whose scopes give the same kind of permissions). Each key maps to a [`Principal`]: the
 //! contexts it may read, the contexts it may write, and its access to
 //! engine-wide data (sessions, the timesheet, status, optimize). stdio is a
 //! local, single-user transport and runs as [`Principal::local`].
@@ -108,7 +108,7 @@ impl Principal {
         }
     }
 
-    /// A principal from pattern lists (OAuth scopes, [`crate::oauth`]).
+    /// A principal from pattern lists (OAuth scopes, `security::oauth`).
     pub fn from_patterns(
         id: impl Into<String>,
         read: Vec<String>,
@@ -198,7 +198,7 @@ pub enum AuthFailure {
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
     keys: Vec<(String, Principal)>,
-    oauth: Option<std::sync::Arc<crate::oauth::OAuth>>,
+    oauth: Option<std::sync::Arc<crate::security::oauth::OAuth>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -264,7 +264,7 @@ impl Auth {
         self
     }
 
-    /// [`Auth::with_full_keys`], refusing keys shorter than [`MIN_KEY_LEN`] characters; the
+    /// [`Auth::with_full_keys`], refusing keys shorter than `MIN_KEY_LEN` characters; the
     /// error names `source` (e.g. `--api-key`) and the key's position, never the key.
     pub fn try_with_full_keys<I: IntoIterator<Item = S>, S: Into<String>>(
         self,
@@ -349,13 +349,13 @@ impl Auth {
 
     /// Also accept JWT bearer tokens validated by `oauth`.
     #[must_use]
-    pub fn with_oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+    pub fn with_oauth(mut self, oauth: crate::security::oauth::OAuth) -> Self {
         self.oauth = Some(std::sync::Arc::new(oauth));
         self
     }
 
     /// The OAuth resource server, when configured.
-    pub fn oauth(&self) -> Option<&std::sync::Arc<crate::oauth::OAuth>> {
+    pub fn oauth(&self) -> Option<&std::sync::Arc<crate::security::oauth::OAuth>> {
         self.oauth.as_ref()
     }
 
@@ -398,8 +398,10 @@ impl Auth {
         }
         match &self.oauth {
             Some(o) if token.split('.').count() == 3 => o.validate(token).map_err(|e| match e {
-                crate::oauth::TokenError::Invalid(why) => AuthFailure::InvalidToken(why),
-                crate::oauth::TokenError::InsufficientScope => AuthFailure::InsufficientScope,
+                crate::security::oauth::TokenError::Invalid(why) => AuthFailure::InvalidToken(why),
+                crate::security::oauth::TokenError::InsufficientScope => {
+                    AuthFailure::InsufficientScope
+                }
             }),
             _ => Err(AuthFailure::Invalid),
         }

@@ -55,6 +55,7 @@ impl<T: Transport<RoleServer>> DrainOnEof<T> {
     }
 
     /// Wait up to `grace` (instead of [`DEFAULT_EOF_GRACE`]) for in-flight requests.
+    #[cfg(test)]
     #[must_use]
     pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;

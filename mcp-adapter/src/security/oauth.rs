@@ -14,7 +14,7 @@
 //! - it carries at least one `memstrata:` scope (`scope`, space-separated, or `scp`, an
 //!   array). Without one the answer is `403` with `error="insufficient_scope"`.
 //!
-//! Scopes map onto the permissions of API keys ([`crate::auth`]):
+//! Scopes map onto the permissions of API keys ([`crate::security::auth`]):
 //!
 //! | scope | grants |
 //! | --- | --- |
@@ -38,8 +38,8 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::auth::{Access, Principal};
-use crate::outbound::{Endpoint, webpki_client};
+use crate::security::auth::{Access, Principal};
+use crate::security::outbound::{Endpoint, webpki_client};
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const DEFAULT_LEEWAY_SECS: u64 = 60;
@@ -296,7 +296,7 @@ impl OAuth {
         })
     }
 
-    /// With `--jwks-url`: fetch the key set every [`JWKS_REFRESH`] and when a token names
+    /// With `--jwks-url`: fetch the key set every `JWKS_REFRESH` and when a token names
     /// an unknown `kid`, until `stop`. A failed fetch keeps the previous keys.
     pub fn spawn_refresh(self: &std::sync::Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         let JwksSource::Url(url) = self.cfg.jwks.clone() else {
@@ -457,17 +457,20 @@ mod tests {
         )
         .unwrap();
         assert!(p.can_read("team-x") && p.can_read("mine") && !p.can_read("other"));
-        assert!(p.allows(&crate::auth::Target::Context("mine".into(), Access::Write)));
-        assert!(!p.allows(&crate::auth::Target::Context(
+        assert!(p.allows(&crate::security::auth::Target::Context(
+            "mine".into(),
+            Access::Write
+        )));
+        assert!(!p.allows(&crate::security::auth::Target::Context(
             "team-x".into(),
             Access::Write
         )));
-        assert!(!p.allows(&crate::auth::Target::Global(Access::Read)));
+        assert!(!p.allows(&crate::security::auth::Target::Global(Access::Read)));
         assert!(principal_from_scopes("x".into(), ["openid", "profile"]).is_none());
         let all = principal_from_scopes("x".into(), ["memstrata:*"]).unwrap();
-        assert!(all.allows(&crate::auth::Target::Global(Access::Write)));
+        assert!(all.allows(&crate::security::auth::Target::Global(Access::Write)));
         let g = principal_from_scopes("x".into(), ["memstrata:global:read"]).unwrap();
-        assert!(g.allows(&crate::auth::Target::Global(Access::Read)));
+        assert!(g.allows(&crate::security::auth::Target::Global(Access::Read)));
         assert!(!g.can_read("default"));
     }
 

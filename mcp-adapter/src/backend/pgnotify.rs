@@ -3,7 +3,7 @@
 //!
 //! Every instance publishes the changes its own calls make on its local hub (what
 //! subscribed connections read). On a PostgreSQL store the [`Bridge`] also sends
-//! them with `pg_notify` on the store's channel ([`crate::store::channel`], one per schema),
+//! them with `pg_notify` on the store's channel ([`crate::backend::store::channel`], one per schema),
 //! tagged with this instance's id, and `LISTEN`s on the same dedicated connection:
 //! changes from other instances are re-published on the local hub, this instance's
 //! own are ignored (it already published them). So a client subscribed through
@@ -29,8 +29,8 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::store::PgUrl;
 use crate::ops::Change;
-use crate::store::PgUrl;
 
 /// PostgreSQL refuses notification payloads of 8000 bytes or more.
 pub const MAX_PAYLOAD_BYTES: usize = 7900;
@@ -82,7 +82,7 @@ impl Bridge {
         shutdown: CancellationToken,
     ) -> Bridge {
         let instance = uuid::Uuid::now_v7().to_string();
-        let channel = crate::store::channel(url);
+        let channel = crate::backend::store::channel(url);
         let (out, rx) = mpsc::channel(QUEUE);
         let (ready_tx, listening) = watch::channel(false);
         tokio::spawn(run(

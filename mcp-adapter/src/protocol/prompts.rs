@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use memstrata::{Memory, SearchFilters};
 
-use crate::auth::{Access, Target};
 use crate::error::{ToolError, ToolResult};
+use crate::security::auth::{Access, Target};
 
 /// Largest JSON text embedded in a prompt; longer values are cut with a pointer to the tool.
 const MAX_JSON_CHARS: usize = 64 * 1024;

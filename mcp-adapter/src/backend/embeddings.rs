@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::outbound::{Endpoint, webpki_client};
+use crate::security::outbound::{Endpoint, webpki_client};
 
 /// Environment variable holding the endpoint's API key (optional).
 pub const API_KEY_ENV: &str = "MEMSTRATA_EMBEDDINGS_API_KEY";
@@ -158,7 +158,7 @@ impl HttpEmbedder {
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| format!("{}: bad HTTP status line", self.url()))?;
         let body = if head.contains("transfer-encoding: chunked") {
-            crate::oauth::dechunk(body)
+            crate::security::oauth::dechunk(body)
                 .ok_or_else(|| format!("{}: bad chunked body", self.url()))?
         } else {
             body.to_vec()

@@ -20,8 +20,8 @@ use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::auth::Principal;
-use crate::limits::{Limits, MAX_IN_FLIGHT_PER_CONNECTION};
+use crate::security::auth::Principal;
+use crate::security::limits::{Limits, MAX_IN_FLIGHT_PER_CONNECTION};
 use crate::server::{MemoryServer, Shared};
 
 /// The JSON-RPC method of the envelope.

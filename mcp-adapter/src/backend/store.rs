@@ -10,9 +10,7 @@
 
 use std::path::Path;
 
-pub use memstrata::store_url::{
-    DEFAULT_SCHEMA, MAX_SCHEMA_BYTES, PgUrl, StoreLocation, is_postgres_url,
-};
+pub use memstrata::store_url::{MAX_SCHEMA_BYTES, PgUrl, StoreLocation};
 
 /// Classify and check a `--store` / `MEMSTRATA_STORE` value (see [`StoreLocation::parse`]).
 pub fn parse(value: &Path) -> Result<StoreLocation, String> {

@@ -5,13 +5,13 @@
 //!    loopback names, the bound address and `--allowed-host` names; a
 //!    browser `Origin` must name one of those hosts or be listed with
 //!    `--allowed-origin`. Refused with 403.
-//! 2. API keys and OAuth bearer JWTs ([`crate::oauth`]): with either configured,
+//! 2. API keys and OAuth bearer JWTs ([`crate::security::oauth`]): with either configured,
 //!    `Authorization: Bearer <key or JWT>` is required (401 otherwise, with
 //!    `resource_metadata` in `WWW-Authenticate` when OAuth is on; a JWT without a
 //!    `memstrata:` scope is 403 `insufficient_scope`); the [`Principal`] travels with
 //!    the request and every tool checks the contexts it touches.
 //!    `/.well-known/oauth-protected-resource` (RFC 9728) needs no credentials.
-//! 3. Rate limit (when configured, [`crate::limits`]): one token per request and per
+//! 3. Rate limit (when configured, [`crate::security::limits`]): one token per request and per
 //!    principal; `429 Too Many Requests` with `Retry-After` when the bucket is empty.
 //!    Over WebSocket each JSON-RPC request takes a token too.
 //! 4. Size limits: request bodies and WebSocket messages are capped
@@ -35,7 +35,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{AuthFailure, Principal};
+use crate::security::auth::{AuthFailure, Principal};
 use crate::server::{Caller, MemoryServer, Shared};
 
 /// Default request-size cap: a maximal 16 MiB value plus JSON escaping and envelope headroom.
@@ -53,7 +53,7 @@ pub struct HttpConfig {
     /// Largest request body / WebSocket message in bytes.
     pub max_body_bytes: usize,
     /// Serve HTTPS/WSS with this certificate and key (reloaded on SIGHUP).
-    pub tls: Option<crate::tls::TlsFiles>,
+    pub tls: Option<crate::transport::tls::TlsFiles>,
 }
 
 impl HttpConfig {
@@ -174,7 +174,7 @@ fn too_many(principal: &str, wait: std::time::Duration) -> Response {
     let mut r = (
         StatusCode::TOO_MANY_REQUESTS,
         axum::Json(json!({
-            "error": crate::limits::Limits::rate_error(principal, wait).message(),
+            "error": crate::security::limits::Limits::rate_error(principal, wait).message(),
             "retry_after_ms": wait.as_millis().max(1) as u64,
         })),
     )
@@ -184,8 +184,42 @@ fn too_many(principal: &str, wait: std::time::Duration) -> Response {
     r
 }
 
-/// Host/Origin validation, then bearer authentication and the rate limit; the principal goes into the request.
-async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+/// Host/Origin validation, then bearer authentication and the rate limit; the principal
+/// goes into the request.
+///
+/// A refusal is answered without reading the request body. hyper then closes the
+/// connection instead of reusing it (unless the body happened to be buffered already), so
+/// a refusal of a request with a body says `Connection: close`: a client that kept the
+/// connection for its next request would otherwise, depending on timing, see it closed
+/// without an answer.
+async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let unread_body = has_body(req.headers());
+    match admit(&app, req) {
+        Ok(req) => next.run(req).await,
+        Err(mut refusal) => {
+            if unread_body {
+                refusal
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            refusal
+        }
+    }
+}
+
+/// Whether a request carries a body (a non-zero `Content-Length`, or chunked).
+fn has_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
+}
+
+/// The checks of [`guard`]: the request to serve (with its principal), or the refusal.
+#[allow(clippy::result_large_err)] // a refusal is a whole response, built once per request
+fn admit(app: &App, mut req: Request) -> Result<Request, Response> {
     let headers = req.headers();
     let host = headers
         .get(header::HOST)
@@ -196,20 +230,20 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
         Some(h) if app.host_ok(&h) => {}
         Some(h) => {
             tracing::warn!(host = %h, "refused a request for a Host that is not allowed (DNS rebinding protection)");
-            return refuse(StatusCode::FORBIDDEN, "Host not allowed");
+            return Err(refuse(StatusCode::FORBIDDEN, "Host not allowed"));
         }
-        None => return refuse(StatusCode::BAD_REQUEST, "missing Host header"),
+        None => return Err(refuse(StatusCode::BAD_REQUEST, "missing Host header")),
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let ok = origin.to_str().is_ok_and(|o| app.origin_ok(o));
         if !ok {
             tracing::warn!(origin = ?origin, "refused a request from an Origin that is not allowed");
-            return refuse(StatusCode::FORBIDDEN, "Origin not allowed");
+            return Err(refuse(StatusCode::FORBIDDEN, "Origin not allowed"));
         }
     }
     if req.uri().path().starts_with("/.well-known/") {
         // Public metadata (RFC 9728): no credentials needed to discover how to get them.
-        return next.run(req).await;
+        return Ok(req);
     }
     let authz = headers
         .get(header::AUTHORIZATION)
@@ -217,55 +251,55 @@ async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
     match app.shared.auth.authenticate(authz) {
         Ok(p) => {
             if let Err(wait) = app.shared.limits.check_rate(&p.id) {
-                return too_many(&p.id, wait);
+                return Err(too_many(&p.id, wait));
             }
             req.extensions_mut().insert(p);
-            next.run(req).await
+            Ok(req)
         }
         Err(AuthFailure::Missing) => {
             if let Some(a) = &app.shared.audit {
                 a.record("anonymous", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::UNAUTHORIZED,
                 None,
                 "missing bearer token (Authorization: Bearer <key>)",
-            )
+            ))
         }
         Err(AuthFailure::Invalid) => {
             if let Some(a) = &app.shared.audit {
                 a.record("invalid-key", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::UNAUTHORIZED,
                 Some("invalid_token"),
                 "invalid API key",
-            )
+            ))
         }
         Err(AuthFailure::InvalidToken(why)) => {
             tracing::info!(reason = %why, "refused a bearer token");
             if let Some(a) = &app.shared.audit {
                 a.record("invalid-token", "http", "-", "-", Some("UNAUTHORIZED"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::UNAUTHORIZED,
                 Some("invalid_token"),
                 &format!("invalid bearer token: {why}"),
-            )
+            ))
         }
         Err(AuthFailure::InsufficientScope) => {
             if let Some(a) = &app.shared.audit {
                 a.record("token-without-scope", "http", "-", "-", Some("FORBIDDEN"));
             }
-            refuse_bearer(
-                &app,
+            Err(refuse_bearer(
+                app,
                 StatusCode::FORBIDDEN,
                 Some("insufficient_scope"),
                 "the bearer token carries no memstrata: scope",
-            )
+            ))
         }
     }
 }
@@ -291,9 +325,9 @@ async fn ws(
         .max_frame_size(app.max_body)
         .on_upgrade(move |socket| async move {
             let server = MemoryServer::new(shared, "ws", Caller::Fixed(principal.clone()));
-            let (sink, stream) = crate::ws::transport(socket);
+            let (sink, stream) = crate::transport::ws::transport(socket);
             // Execute envelopes are answered beside MCP on the same socket.
-            let transport = crate::envelope::Envelope::new(
+            let transport = crate::protocol::envelope::Envelope::new(
                 SinkStreamTransport::new(sink, stream),
                 server.clone(),
                 principal,
@@ -375,7 +409,7 @@ async fn execute(
         "execute",
         Caller::Fixed(principal.clone()),
     );
-    match crate::envelope::dispatch(&server, msg.get("params"), &principal).await {
+    match crate::protocol::envelope::dispatch(&server, msg.get("params"), &principal).await {
         Ok(result) => (
             StatusCode::OK,
             axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})),
@@ -449,19 +483,49 @@ pub fn router(shared: Arc<Shared>, cfg: &HttpConfig, shutdown: CancellationToken
         .with_state(app)
 }
 
-/// Bind and serve until `shutdown` is cancelled (over TLS when `cfg.tls` is set).
+/// Bind `cfg.listen` and serve until `shutdown` is cancelled (over TLS when `cfg.tls` is
+/// set). The certificate is loaded before binding, so a bad file fails at start.
 pub async fn serve(
     shared: Arc<Shared>,
     cfg: HttpConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    // Load the certificate before binding, so a bad file fails at start.
-    let tls = match &cfg.tls {
-        Some(files) => Some(crate::tls::Tls::new(files.clone()).map_err(std::io::Error::other)?),
-        None => None,
-    };
+    let tls = load_tls(&cfg)?;
     let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
+    serve_with(listener, tls, shared, cfg, shutdown).await
+}
+
+/// Serve on a listener the caller has already bound (for example to port 0, reading the
+/// port from [`tokio::net::TcpListener::local_addr`] before any connection), until
+/// `shutdown` is cancelled; `cfg.listen` is replaced by the listener's own address (the
+/// Host check follows it). No port is ever probed then released, so another process
+/// cannot take it in between.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    cfg: HttpConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let tls = load_tls(&cfg)?;
+    serve_with(listener, tls, shared, cfg, shutdown).await
+}
+
+fn load_tls(cfg: &HttpConfig) -> std::io::Result<Option<Arc<crate::transport::tls::Tls>>> {
+    cfg.tls
+        .as_ref()
+        .map(|files| crate::transport::tls::Tls::new(files.clone()).map_err(std::io::Error::other))
+        .transpose()
+}
+
+async fn serve_with(
+    listener: tokio::net::TcpListener,
+    tls: Option<Arc<crate::transport::tls::Tls>>,
+    shared: Arc<Shared>,
+    mut cfg: HttpConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let local = listener.local_addr()?;
+    cfg.listen = local;
     if let Some(o) = shared.auth.oauth() {
         o.spawn_refresh(shutdown.child_token());
     }
@@ -472,7 +536,8 @@ pub async fn serve(
             "memstrata-mcp listening on https://{local}/mcp (WebSocket wss://{local}/mcp/ws, envelope POST /mcp/v1/execute)"
         );
         tls.reload_on_sighup(shutdown.clone());
-        let listener = crate::tls::TlsListener::new(listener, tls, shutdown.child_token())?;
+        let listener =
+            crate::transport::tls::TlsListener::new(listener, tls, shutdown.child_token())?;
         return axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await;

@@ -1,0 +1,222 @@
+//! The `memstrata-mcp` command line: serving MCP (stdio, HTTP) and the store admin
+//! commands (status, export, import, optimize).
+//!
+//! ```text
+//! memstrata-mcp [--store PATH|URL] stdio
+//! memstrata-mcp [--store PATH|URL] http --listen 127.0.0.1:8765 [--api-key KEY]... [--auth-config FILE]
+//! memstrata-mcp [--store PATH|URL] status | export FILE | import FILE [--knowledge-graph] | optimize [--level L]
+//! ```
+//! The store is a directory (embedded sled) or `postgres://user:pass@host:port/db?schema=NAME`
+//! (PostgreSQL: any number of instances share it; see docs/mcp.md).
+//! stdout carries only the MCP protocol (stdio) or command output; logs go to stderr.
+//! Every command that writes handles SIGINT and SIGTERM before it opens the store
+//! (`signals.rs`).
+
+mod admin;
+mod error;
+mod serve;
+mod signals;
+mod store;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::ops::Level;
+
+pub use error::{CliError, CliResult};
+
+/// Parses the command line, runs the command, and turns its outcome into the exit
+/// status: 0 on success; 1 after printing `memstrata-mcp: <error>` on stderr.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memstrata-mcp: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one parsed command.
+fn run(cli: &Cli) -> CliResult<()> {
+    match &cli.command {
+        Command::Stdio => serve::stdio(cli),
+        Command::Http(a) => serve::http(cli, a),
+        Command::Status { json, audit } => admin::status(cli, *json, *audit),
+        Command::Export { file } => admin::export(cli, file),
+        Command::Import {
+            file,
+            knowledge_graph,
+            context,
+        } => admin::import(cli, file, *knowledge_graph, context),
+        Command::Optimize { level, session } => admin::optimize(cli, *level, session.as_deref()),
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "memstrata-mcp",
+    version,
+    about = "Memstrata layered memory as an MCP server"
+)]
+struct Cli {
+    /// Store directory, or PostgreSQL URL postgres://user:pass@host:port/db?schema=NAME
+    /// [env: MEMSTRATA_STORE; default: <platform data dir>/memstrata/default.mem]
+    #[arg(long, global = true, env = "MEMSTRATA_STORE", hide_env = true)]
+    store: Option<PathBuf>,
+    /// Durability: immediate, periodic, periodic:<ms> or manual.
+    #[arg(long, global = true, default_value = "periodic")]
+    durability: String,
+    /// Root scanned by llm_punch_out(detect_files=true) (repeatable; default: the working directory).
+    #[arg(long = "workspace-root", global = true)]
+    workspace_roots: Vec<PathBuf>,
+    /// Do not append mutating calls and refused requests to the audit trail.
+    #[arg(long, global = true, conflicts_with = "audit_file")]
+    no_audit: bool,
+    /// Audit trail file (JSON Lines) [default: <store>/audit.jsonl for a store directory;
+    /// none for a postgres:// store, whose instances each need their own file].
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "MEMSTRATA_AUDIT_FILE",
+        hide_env = true
+    )]
+    audit_file: Option<PathBuf>,
+    /// Also audit read-only tool calls.
+    #[arg(long, global = true)]
+    audit_reads: bool,
+    /// Encrypt the store at rest with the key in FILE: exactly 32 raw bytes or 64 hex
+    /// characters (see docs/security.md). A store created with a key needs it on every open.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "MEMSTRATA_ENCRYPTION_KEY_FILE",
+        hide_env = true
+    )]
+    encryption_key_file: Option<PathBuf>,
+    /// OpenAI-compatible embeddings endpoint (e.g. https://api.openai.com/v1/embeddings) used to
+    /// embed episodes, knowledge and queries given without `embedding`. Off by default. The
+    /// API key, if any, is read from MEMSTRATA_EMBEDDINGS_API_KEY.
+    #[arg(long, global = true, value_name = "URL", requires = "embeddings_model")]
+    embeddings_url: Option<String>,
+    /// Model name sent to --embeddings-url.
+    #[arg(long, global = true, value_name = "NAME", requires = "embeddings_url")]
+    embeddings_model: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP over stdin/stdout (what Claude Desktop and IDEs launch).
+    Stdio,
+    /// Serve streamable HTTP at /mcp, WebSocket at /mcp/ws and POST /mcp/v1/execute.
+    Http(Box<HttpArgs>),
+    /// Show store health, counts and the latest audit records.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Audit records to show.
+        #[arg(long, default_value_t = 20)]
+        audit: usize,
+    },
+    /// Export every layer to a JSON Lines file.
+    Export {
+        /// Output file (`-` for stdout).
+        file: PathBuf,
+    },
+    /// Import a Memstrata export, or the MCP reference memory server's knowledge graph.
+    Import {
+        /// Input file.
+        file: PathBuf,
+        /// The file is a reference memory server `memory.jsonl` knowledge graph.
+        #[arg(long)]
+        knowledge_graph: bool,
+        /// Context that receives a knowledge graph.
+        #[arg(long, default_value = "default")]
+        context: String,
+    },
+    /// Reclaim space (purge expired items, prune session versions, merge index segments).
+    Optimize {
+        /// How much work to do.
+        #[arg(long, value_enum, default_value_t = Level::Light)]
+        level: Level,
+        /// Limit session pruning to this session.
+        #[arg(long)]
+        session: Option<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct HttpArgs {
+    /// Address to listen on. Non-loopback addresses need an API key (or --allow-unauthenticated-remote).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    listen: SocketAddr,
+    /// API key with access to everything (repeatable) [env: MEMSTRATA_API_KEYS, comma-separated].
+    #[arg(
+        long = "api-key",
+        env = "MEMSTRATA_API_KEYS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    api_keys: Vec<String>,
+    /// TOML or JSON file mapping API keys to the contexts they may read and write (see docs/mcp.md).
+    #[arg(long)]
+    auth_config: Option<PathBuf>,
+    /// Allow a non-loopback listen address without any API key.
+    #[arg(long)]
+    allow_unauthenticated_remote: bool,
+    /// Extra Host name clients use to reach the server (repeatable; `*` disables the Host check).
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
+    /// Browser origin allowed to call the server, e.g. https://app.example.com (repeatable).
+    #[arg(long = "allowed-origin")]
+    allowed_origins: Vec<String>,
+    /// Largest request body or WebSocket message, in bytes.
+    #[arg(long, default_value_t = crate::transport::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+    #[command(flatten)]
+    limits: crate::security::limits::LimitArgs,
+    /// PEM certificate chain: serve HTTPS and WSS (needs --tls-key; reloaded on SIGHUP).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    oauth: crate::security::oauth::OAuthArgs,
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MEMSTRATA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
+}
+
+fn runtime() -> CliResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Serve(format!("cannot start the async runtime: {e}")))
+}
+
+/// Flushes the store before exiting, saying so on stderr (tests and docs rely on the line).
+fn flush(mem: &memstrata::Memory) {
+    match mem.flush() {
+        Ok(()) => tracing::info!("store flushed"),
+        Err(e) => tracing::error!("flush failed: {e}"),
+    }
+}
