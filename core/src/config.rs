@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{Clock, SystemClock};
+use crate::util::clock::{Clock, SystemClock};
 
 /// When a mutating call's data reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

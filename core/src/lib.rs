@@ -24,33 +24,43 @@
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-mod clock;
-mod codec;
+mod admin;
 mod config;
-mod contexts;
-mod decoded_cache;
+mod continuity;
 mod engine;
-mod episodic;
 mod error;
-mod export;
-mod fork;
-#[doc(hidden)]
-pub mod fuzzing;
-mod index;
-mod metrics;
-mod optimize;
-pub mod procedural;
-mod semantic;
-mod session_codec;
-mod sessions;
-mod short_term;
-mod status;
+mod layers;
+mod search;
 mod storage;
-mod timesheet;
-mod validate;
-mod value_tape;
-mod vectors;
-mod working;
+mod util;
+
+pub use crate::layers::procedural;
+
+/// Entry points for fuzz targets and robustness tests. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::layers::{episodic, semantic, short_term, working};
+    use crate::storage::codec;
+
+    /// Decode `bytes` as every stored record type; must never panic.
+    /// Returns how many decoders accepted the input.
+    pub fn decode_records(bytes: &[u8]) -> usize {
+        let mut ok = 0;
+        ok += usize::from(codec::decode::<short_term::StRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<working::WorkingState>(bytes).is_ok());
+        ok += usize::from(codec::decode::<episodic::EpisodeRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<semantic::KnowledgeRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<semantic::HistoryRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<serde_json::Value>(bytes).is_ok());
+        ok += usize::from(codec::decode::<Vec<String>>(bytes).is_ok());
+        ok
+    }
+
+    /// Encode a JSON value the way records are stored (for building seeds).
+    pub fn encode_value(v: &serde_json::Value) -> Vec<u8> {
+        codec::encode(v).unwrap_or_default()
+    }
+}
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,42 +68,44 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::Serialize;
 
-pub use crate::clock::{Clock, ManualClock, SystemClock};
-pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Options};
-pub use crate::contexts::{ContextStored, ContextValue};
-pub use crate::engine::{ActionHandler, FORMAT_VERSION};
-pub use crate::episodic::{
-    Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
+pub use crate::admin::export::{
+    ENTITY_KEY_PREFIX, EXPORT_FORMAT_VERSION, ExportStats, ImportStats,
 };
-pub use crate::error::{Error, Result};
-pub use crate::export::{ENTITY_KEY_PREFIX, EXPORT_FORMAT_VERSION, ExportStats, ImportStats};
-pub use crate::metrics::OpMetrics;
-pub use crate::optimize::{OptimizeLevel, OptimizeReport, Progress};
-pub use crate::procedural::{
-    Actions, Branch, Next, PendingAction, Procedural, Procedure, Run, RunStatus, Step, TraceEntry,
-};
-pub use crate::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
-pub use crate::sessions::{
-    MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved,
-    SessionVersionInfo,
-};
-pub use crate::short_term::{ShortTerm, ShortTermEntry};
-pub use crate::status::{
+pub use crate::admin::optimize::{OptimizeLevel, OptimizeReport, Progress};
+pub use crate::admin::status::{
     ACTIVE_SESSIONS_LIMIT, ActiveSession, DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts,
     Status, StatusMetrics,
 };
-/// Store locations (a directory or a PostgreSQL URL): parse, validate, and mask for display.
-pub use crate::storage::url as store_url;
-pub use crate::timesheet::{
+pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Options};
+pub use crate::continuity::contexts::{ContextStored, ContextValue};
+pub use crate::continuity::sessions::{
+    MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved,
+    SessionVersionInfo,
+};
+pub use crate::continuity::timesheet::{
     EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
     TaskStatusFilter, TimesheetReport,
 };
-pub use crate::vectors::{
+pub use crate::engine::metrics::OpMetrics;
+pub use crate::engine::{ActionHandler, FORMAT_VERSION};
+pub use crate::error::{Error, Result};
+pub use crate::layers::episodic::{
+    Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
+};
+pub use crate::layers::procedural::{
+    Actions, Branch, Next, PendingAction, Procedural, Procedure, Run, RunStatus, Step, TraceEntry,
+};
+pub use crate::layers::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
+pub use crate::layers::short_term::{ShortTerm, ShortTermEntry};
+pub use crate::layers::working::{Working, WorkspaceItem};
+pub use crate::search::vector::{
     ADAPTIVE_PEAK_DEPTH, ADAPTIVE_TAIL_FROM, DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K,
     DEFAULT_VECTOR_WEIGHT, Embedder, FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH, Fusion, FusionMethod,
     MAX_EMBEDDING_DIM, VectorQuery, embedding_from_f64,
 };
-pub use crate::working::{Working, WorkspaceItem};
+/// Store locations (a directory or a PostgreSQL URL): parse, validate, and mask for display.
+pub use crate::storage::url as store_url;
+pub use crate::util::clock::{Clock, ManualClock, SystemClock};
 
 use crate::engine::{Engine, EngineUse};
 
@@ -169,7 +181,7 @@ impl Memory {
     /// A new handle on the same engine whose active context is `name`.
     pub fn namespace(&self, name: &str) -> Result<Memory> {
         self.engine.check_process()?;
-        validate::context_name("name", name)?;
+        util::input::context_name("name", name)?;
         Ok(Memory {
             engine: Arc::clone(&self.engine),
             active: Arc::new(RwLock::new(Arc::from(name))),
@@ -191,11 +203,11 @@ impl Memory {
     pub fn switch_context(&self, target: &str, preserve_current: bool) -> Result<SwitchResult> {
         let e = &self.engine;
         e.timed("context.switch", || {
-            validate::context_name("target_context", target)?;
+            util::input::context_name("target_context", target)?;
             let mut active = self.active.write();
             let previous = active.to_string();
             if !preserve_current && previous != target {
-                working::clear_in(e, &previous)?;
+                layers::working::clear_in(e, &previous)?;
             }
             let loaded = e.context_has_data(target)?;
             *active = Arc::from(target);
@@ -284,12 +296,12 @@ impl Memory {
 /// Convert a TTL in seconds (as bindings and MCP receive it) to a `Duration`,
 /// refusing zero, negative, NaN and absurd values with `InvalidInput { field: "ttl" }`.
 pub fn ttl_from_secs(secs: f64) -> Result<std::time::Duration> {
-    Ok(validate::ttl("ttl", Some(secs))?.unwrap_or_default())
+    Ok(util::input::ttl("ttl", Some(secs))?.unwrap_or_default())
 }
 
 /// Check a context name (`[A-Za-z0-9_.:-]{1,128}`), naming `field` in the error.
 pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
-    validate::context_name(field, name)
+    util::input::context_name(field, name)
 }
 
 /// How text search weighs the words of a query (see `docs/api.md`): exposed
@@ -297,5 +309,5 @@ pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
 /// query Memstrata builds. Not a stable API.
 #[doc(hidden)]
 pub mod search_terms {
-    pub use crate::index::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
+    pub use crate::search::index::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
 }

@@ -28,6 +28,7 @@ use sled::transaction::{
 
 use crate::{Error, Result};
 
+pub(crate) mod codec;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 pub mod url;
@@ -201,7 +202,10 @@ impl Store {
 
     /// Text search in the store's own search table (PostgreSQL, see
     /// [`pg::PgStore::search`]). sled has none: its engine searches tantivy.
-    pub(crate) fn search(&self, q: &crate::index::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
+    pub(crate) fn search(
+        &self,
+        q: &crate::search::index::IndexQuery<'_>,
+    ) -> Result<Vec<(String, f32)>> {
         match self {
             Store::Sled(_) => {
                 let _ = q;
@@ -343,7 +347,7 @@ impl Serial {
     /// Bring the store's own search rows in line with `ops`, inside the
     /// section (PostgreSQL: `search_docs`, see [`pg::SerialTx::apply_search_ops`]).
     /// sled keeps no search rows: its tantivy index follows the index log.
-    pub(crate) fn apply_search_ops(&mut self, ops: &[crate::index::IndexOp]) -> Result<()> {
+    pub(crate) fn apply_search_ops(&mut self, ops: &[crate::search::index::IndexOp]) -> Result<()> {
         match self {
             Serial::Sled(_) => {
                 let _ = ops;
@@ -367,7 +371,7 @@ impl Serial {
     /// Keep a PostgreSQL store's `vectors` table (pgvector, where in use) in
     /// line with `ops`, in the section's transaction (sled: nothing to do, its
     /// vector index is in memory).
-    pub(crate) fn apply_vector_ops(&mut self, ops: &[crate::index::IndexOp]) -> Result<()> {
+    pub(crate) fn apply_vector_ops(&mut self, ops: &[crate::search::index::IndexOp]) -> Result<()> {
         #[cfg(not(feature = "postgres"))]
         let _ = ops;
         match self {

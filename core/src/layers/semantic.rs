@@ -4,11 +4,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::clock::millis_to_dt;
 use crate::engine::Engine;
-use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
-use crate::vectors::{self, Embedder, VecBytes, VectorQuery};
-use crate::{Error, Memory, Result, codec, validate};
+use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
+use crate::search::vector::{self, Embedder, VecBytes, VectorQuery};
+use crate::util::clock::millis_to_dt;
+use crate::{Error, Memory, Result, storage::codec, util::input};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct KnowledgeRecord {
@@ -16,7 +16,7 @@ pub(crate) struct KnowledgeRecord {
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
-    /// The embedding (`vectors::VecBytes`: half floats, raw f32 in older records;
+    /// The embedding (`vector::VecBytes`: half floats, raw f32 in older records;
     /// absent on records written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<VecBytes>,
@@ -89,7 +89,7 @@ pub struct Semantic {
 
 pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
     let mut body = String::new();
-    validate::json_text(&r.value, &mut body);
+    input::json_text(&r.value, &mut body);
     IndexDoc {
         uid: index::uid(Kind::Knowledge, ctx, key),
         kind: Kind::Knowledge,
@@ -100,7 +100,7 @@ pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
         tags: vec![],
         ts_ms: r.updated_at,
         importance: 0,
-        embedding: vectors::stored_to_index(r.embedding.as_ref()),
+        embedding: vector::stored_to_index(r.embedding.as_ref()),
     }
 }
 
@@ -142,13 +142,13 @@ fn write_version(
     next: impl Fn(Option<&KnowledgeRecord>) -> Result<Value>,
     embedding: EmbeddingChange,
 ) -> Result<Knowledge> {
-    validate::key(&e.opts.limits, "key", key)?;
+    input::key(&e.opts.limits, "key", key)?;
     let dkey = codec::ctx_key(ctx, key);
     let now = e.opts.clock.now().timestamp_millis();
     let keep = e.opts.limits.semantic_history.max(1) as u64;
     let (new_bytes, dim) = match &embedding {
         EmbeddingChange::Set(Some(v)) => {
-            vectors::check("embedding", v)?;
+            vector::check("embedding", v)?;
             (Some(VecBytes::from_f32(v)), Some(v.len()))
         }
         _ => (None, None),
@@ -157,7 +157,7 @@ fn write_version(
     let rec = e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
         || match dim {
-            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
+            Some(d) => vector::claim_dim(e, "embedding", ctx, d),
             None => Ok(None),
         },
         |t, claim| {
@@ -166,7 +166,7 @@ fn write_version(
                 None => None,
             };
             let value = next(cur.as_ref())?;
-            validate::value(&e.opts.limits, "knowledge", &value)?;
+            input::value(&e.opts.limits, "knowledge", &value)?;
             let rec = KnowledgeRecord {
                 version: cur.as_ref().map_or(1, |c| c.version + 1),
                 created_at: cur.as_ref().map_or(now, |c| c.created_at),
@@ -178,7 +178,7 @@ fn write_version(
                 },
             };
             if let Some(k) = claim {
-                t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
+                t[2].insert(k.as_slice(), vector::dim_value(dim.unwrap_or(0)))?;
             }
             let enc = e.codec.encode(&rec)?;
             t[0].insert(dkey.as_slice(), enc)?;
@@ -210,7 +210,7 @@ pub(crate) fn store_embedded_in(
     knowledge: Value,
     embedding: Option<Vec<f32>>,
 ) -> Result<Knowledge> {
-    validate::value(&e.opts.limits, "knowledge", &knowledge)?;
+    input::value(&e.opts.limits, "knowledge", &knowledge)?;
     write_version(
         e,
         ctx,
@@ -222,11 +222,11 @@ pub(crate) fn store_embedded_in(
 
 /// The text an embedder is given for an entry: the key, then the knowledge's text.
 fn embed_text(key: &str, v: &Value) -> String {
-    crate::episodic::embed_text(key, v)
+    crate::layers::episodic::embed_text(key, v)
 }
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Knowledge>> {
-    validate::key(&e.opts.limits, "key", key)?;
+    input::key(&e.opts.limits, "key", key)?;
     Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
         Some(v) => Some(to_public(key, e.codec.decode(&v)?)),
         None => None,
@@ -270,7 +270,7 @@ pub(crate) fn insert_record_in(
     e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
         || -> Result<(Vec<crate::storage::Bytes>, DimClaims)> {
-            let claims = crate::episodic::claim_dims(e, std::iter::once(&doc))?;
+            let claims = crate::layers::episodic::claim_dims(e, std::iter::once(&doc))?;
             Ok((
                 e.t.semantic_history
                     .scan_prefix(&hprefix)
@@ -284,7 +284,7 @@ pub(crate) fn insert_record_in(
                 t[1].remove(k)?;
             }
             for (k, dim) in claims {
-                t[2].insert(k.as_slice(), vectors::dim_value(*dim))?;
+                t[2].insert(k.as_slice(), vector::dim_value(*dim))?;
             }
             for (k, v) in &hist {
                 t[1].insert(k.as_slice(), v.as_slice())?;
@@ -296,7 +296,7 @@ pub(crate) fn insert_record_in(
 }
 
 pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
-    validate::key(&e.opts.limits, "key", key)?;
+    input::key(&e.opts.limits, "key", key)?;
     let dkey = codec::ctx_key(ctx, key);
     let hprefix = history_prefix(ctx, key);
     let uid = index::uid(Kind::Knowledge, ctx, key);
@@ -374,7 +374,7 @@ pub(crate) fn query_in(
         }
         Ok(out)
     };
-    let fused = vectors::fused_hits(
+    let fused = vector::fused_hits(
         e,
         Kind::Knowledge,
         ctx,
@@ -382,7 +382,7 @@ pub(crate) fn query_in(
         vq,
         embedder,
         limit,
-        &vectors::RowFilter::NONE,
+        &vector::RowFilter::NONE,
         text_list,
     )?;
     let mut out = Vec::with_capacity(fused.len());
@@ -422,12 +422,9 @@ impl Semantic {
             let embedding = match (embedding, self.mem.embedder()) {
                 (Some(v), _) => Some(v),
                 (None, Some(f)) => {
-                    validate::key(&e.opts.limits, "key", key)?;
-                    validate::value(&e.opts.limits, "knowledge", &knowledge)?;
-                    Some(vectors::embed_one(
-                        f.as_ref(),
-                        &embed_text(key, &knowledge),
-                    )?)
+                    input::key(&e.opts.limits, "key", key)?;
+                    input::value(&e.opts.limits, "knowledge", &knowledge)?;
+                    Some(vector::embed_one(f.as_ref(), &embed_text(key, &knowledge))?)
                 }
                 (None, None) => None,
             };
@@ -480,7 +477,7 @@ impl Semantic {
     pub fn update(&self, key: &str, patch: Value) -> Result<Knowledge> {
         let e = &self.mem.engine;
         e.timed("semantic.update", || {
-            validate::value(&e.opts.limits, "patch", &patch)?;
+            input::value(&e.opts.limits, "patch", &patch)?;
             let ctx = self.mem.active_ctx();
             write_version(
                 e,
@@ -513,7 +510,7 @@ impl Semantic {
     pub fn history(&self, key: &str) -> Result<Vec<KnowledgeVersion>> {
         let e = &self.mem.engine;
         e.timed("semantic.history", || {
-            validate::key(&e.opts.limits, "key", key)?;
+            input::key(&e.opts.limits, "key", key)?;
             let prefix = history_prefix(&self.mem.active_ctx(), key);
             let mut out = Vec::new();
             for item in e.t.semantic_history.scan_prefix(&prefix) {

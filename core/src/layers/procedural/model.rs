@@ -8,9 +8,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::clock::millis_to_dt;
 use crate::engine::{ActionHandler, Engine};
-use crate::{Result, codec};
+use crate::util::clock::millis_to_dt;
+use crate::{Result, storage::codec};
 
 /// Per-call host actions: action name -> handler. Looked up before the
 /// engine-wide actions of [`Procedural::register_action`](super::Procedural::register_action).

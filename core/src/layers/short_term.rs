@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::clock::millis_to_dt;
 use crate::engine::Engine;
-use crate::{Error, Memory, Result, codec, validate, value_tape};
+use crate::util::clock::millis_to_dt;
+use crate::{Error, Memory, Result, storage::codec, util::input, util::value_tape};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StRecord {
@@ -50,7 +50,7 @@ impl ShortTerm {
     pub fn retrieve(&self, key: &str) -> Result<Option<Value>> {
         let e = &self.mem.engine;
         e.timed("short_term.retrieve", || {
-            validate::key(&e.opts.limits, "key", key)?;
+            input::key(&e.opts.limits, "key", key)?;
             retrieve_at(e, &self.storage_key(key))
         })
     }
@@ -59,7 +59,7 @@ impl ShortTerm {
     pub fn entry(&self, key: &str) -> Result<Option<ShortTermEntry>> {
         let e = &self.mem.engine;
         e.timed("short_term.retrieve", || {
-            validate::key(&e.opts.limits, "key", key)?;
+            input::key(&e.opts.limits, "key", key)?;
             entry_at(e, &self.storage_key(key), key)
         })
     }
@@ -75,7 +75,7 @@ impl ShortTerm {
     pub fn forget(&self, key: &str) -> Result<bool> {
         let e = &self.mem.engine;
         e.timed("short_term.forget", || {
-            validate::key(&e.opts.limits, "key", key)?;
+            input::key(&e.opts.limits, "key", key)?;
             let sk = codec::ctx_key(&self.mem.active_ctx(), key);
             let old = e.t.short_term.remove(&sk);
             // After the store write (see `decoded_cache`), whatever its outcome.
@@ -134,8 +134,8 @@ pub(crate) fn store_in(
     value: Value,
     ttl: Option<Duration>,
 ) -> Result<ShortTermEntry> {
-    validate::key(&e.opts.limits, "key", key)?;
-    validate::value(&e.opts.limits, "value", &value)?;
+    input::key(&e.opts.limits, "key", key)?;
+    input::value(&e.opts.limits, "value", &value)?;
     if ttl.is_some_and(|t| t.is_zero()) {
         return Err(Error::invalid("ttl", "TTL must be > 0 seconds"));
     }
@@ -296,7 +296,7 @@ fn entry_at(e: &Engine, sk: &[u8], key: &str) -> Result<Option<ShortTermEntry>> 
 }
 
 pub(crate) fn entry_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<ShortTermEntry>> {
-    validate::key(&e.opts.limits, "key", key)?;
+    input::key(&e.opts.limits, "key", key)?;
     entry_at(e, &codec::ctx_key_inline(ctx, key), key)
 }
 

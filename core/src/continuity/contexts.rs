@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{Memory, Result, short_term, validate};
+use crate::{Memory, Result, layers::short_term, util::input};
 
 /// Result of [`Memory::context_store`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,7 +34,7 @@ impl Memory {
     fn context_or_active(&self, namespace: Option<&str>) -> Result<String> {
         match namespace {
             Some(ns) => {
-                validate::context_name("namespace", ns)?;
+                input::context_name("namespace", ns)?;
                 Ok(ns.to_owned())
             }
             None => Ok(self.active_context()),

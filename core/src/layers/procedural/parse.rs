@@ -8,11 +8,11 @@ use super::builtins::is_builtin;
 use super::expr::{MAX_EXPRESSION_BYTES, Seg, on_cel_stack, one_line, parse_template};
 use super::model::{Actions, Branch, Next, Step, empty_object};
 use crate::engine::Engine;
-use crate::{Error, Result, validate};
+use crate::{Error, Result, util::input};
 
 pub(super) fn check_actions(e: &Engine, actions: &Actions) -> Result<()> {
     for name in actions.keys() {
-        validate::key(&e.opts.limits, "actions", name)?;
+        input::key(&e.opts.limits, "actions", name)?;
         if is_builtin(name) {
             return Err(Error::invalid(
                 "actions",
@@ -186,14 +186,14 @@ pub(super) fn validate_steps(e: &Engine, steps: &[Step]) -> Result<()> {
     }
     let mut ids: HashMap<&str, usize> = HashMap::with_capacity(steps.len());
     for (i, s) in steps.iter().enumerate() {
-        validate::key(lim, &format!("steps[{i}].id"), &s.id)?;
+        input::key(lim, &format!("steps[{i}].id"), &s.id)?;
         if let Some(j) = ids.insert(s.id.as_str(), i) {
             return Err(Error::invalid(
                 format!("steps[{i}].id"),
                 format!("duplicate step id {:?} (already used by steps[{j}])", s.id),
             ));
         }
-        validate::key(lim, &format!("steps[{i}].action"), &s.action)?;
+        input::key(lim, &format!("steps[{i}].action"), &s.action)?;
         if s.description.len() > lim.max_value_bytes {
             return Err(Error::limit(
                 format!("steps[{i}].description"),
@@ -202,7 +202,7 @@ pub(super) fn validate_steps(e: &Engine, steps: &[Step]) -> Result<()> {
                 s.description.len() as u64,
             ));
         }
-        validate::value(lim, &format!("steps[{i}].parameters"), &s.parameters)?;
+        input::value(lim, &format!("steps[{i}].parameters"), &s.parameters)?;
     }
     let mut exprs: Vec<ExprCheck<'_>> = Vec::new();
     for (i, s) in steps.iter().enumerate() {

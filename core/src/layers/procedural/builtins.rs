@@ -5,10 +5,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::model::Step;
-use super::validate::json_type;
+use super::parse::json_type;
 use crate::engine::Engine;
-use crate::episodic::{self, NewEpisode, SearchFilters};
-use crate::{Error, semantic, short_term, validate, working};
+use crate::layers::episodic::{self, NewEpisode, SearchFilters};
+use crate::{Error, layers::semantic, layers::short_term, layers::working, util::input};
 
 /// Names of the built-in actions. They are reserved: host actions may not use them.
 pub const BUILTIN_ACTIONS: &[&str] = &[
@@ -143,7 +143,7 @@ pub(super) fn run_builtin(
                     format!("parameters.ttl must be a number of seconds, got {v}")
                 })?),
             };
-            let ttl = validate::ttl("parameters.ttl", ttl).map_err(err)?;
+            let ttl = input::ttl("parameters.ttl", ttl).map_err(err)?;
             let entry = e
                 .timed("short_term.store", || {
                     short_term::store_in(e, ctx, key, value, ttl)

@@ -161,7 +161,7 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     match bytes.split_first() {
         Some((&TAG_PLAIN, rest)) => Ok(rmp_serde::from_slice(rest)?),
         Some((&TAG_LZ4, rest)) => {
-            let raw = crate::session_codec::unlz4(rest, MAX_RECORD_BYTES, "record")?;
+            let raw = crate::continuity::session_codec::unlz4(rest, MAX_RECORD_BYTES, "record")?;
             Ok(rmp_serde::from_slice(&raw)?)
         }
         Some((&TAG_SEALED, _)) => Err(Error::invalid(

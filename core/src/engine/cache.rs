@@ -36,7 +36,7 @@ use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 use smallvec::SmallVec;
 
-use crate::episodic::Episode;
+use crate::layers::episodic::Episode;
 
 /// Byte budget of the episode cache (estimated heap size of the cached episodes).
 pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;

@@ -29,10 +29,8 @@ use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
 
 use crate::{Error, Result};
 
-#[path = "index_dir.rs"]
-mod index_dir;
-use index_dir::SoftSyncDirectory;
-#[path = "index_overlay.rs"]
+mod dir;
+use dir::SoftSyncDirectory;
 mod overlay;
 use overlay::{Overlay, SearchCommit};
 
@@ -504,7 +502,7 @@ impl SearchIndex {
     ) -> Result<((Index, IndexWriter, IndexReader, SoftSyncDirectory), u64)> {
         // Segment files no durable commit names (written after the last one
         // by soft commits and merges of a process that crashed).
-        index_dir::remove_orphans(dir)?;
+        dir::remove_orphans(dir)?;
         let sdir = SoftSyncDirectory::open(dir)?;
         let index = Index::open(sdir.clone())?;
         if index.schema() != *schema {

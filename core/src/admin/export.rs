@@ -12,17 +12,17 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::clock::millis_to_dt;
+use crate::admin::optimize::{PROGRESS_EVERY, Progress, no_progress};
+use crate::continuity::sessions::{self, ImportedVersion, SessionRecord};
+use crate::continuity::timesheet::{self, TaskRecord};
 use crate::engine::Engine;
-use crate::episodic::{self, EpisodeRecord, NewEpisode};
-use crate::optimize::{PROGRESS_EVERY, Progress, no_progress};
-use crate::semantic::{self, HistoryRecord, KnowledgeRecord};
-use crate::sessions::{self, ImportedVersion, SessionRecord};
-use crate::short_term::StRecord;
-use crate::timesheet::{self, TaskRecord};
-use crate::vectors::{self, VecBytes};
-use crate::working::{WorkingState, WsRecord};
-use crate::{Error, Memory, Result, codec, validate};
+use crate::layers::episodic::{self, EpisodeRecord, NewEpisode};
+use crate::layers::semantic::{self, HistoryRecord, KnowledgeRecord};
+use crate::layers::short_term::StRecord;
+use crate::layers::working::{WorkingState, WsRecord};
+use crate::search::vector::{self, VecBytes};
+use crate::util::clock::millis_to_dt;
+use crate::{Error, Memory, Result, storage::codec, util::input};
 
 /// Version of the export format this build writes and the newest it reads.
 pub const EXPORT_FORMAT_VERSION: u32 = 1;
@@ -484,14 +484,14 @@ fn check_embedding(
     v: &Option<Vec<f32>>,
 ) -> Result<Option<VecBytes>> {
     let Some(v) = v else { return Ok(None) };
-    x.check(vectors::check("embedding", v))?;
+    x.check(vector::check("embedding", v))?;
     let fixed = match plan.dims.get(ctx) {
         Some(d) => Some(*d),
-        None => vectors::dim_of(x.e, ctx)?,
+        None => vector::dim_of(x.e, ctx)?,
     };
     match fixed {
         Some(d) if d != v.len() => {
-            x.check(Err(vectors::mismatch("embedding", ctx, v.len(), d)))?;
+            x.check(Err(vector::mismatch("embedding", ctx, v.len(), d)))?;
         }
         _ => {
             plan.dims.insert(ctx.to_owned(), v.len());
@@ -648,7 +648,7 @@ impl Line<'_> {
 
     /// Check the record's `context` field.
     fn context(&self, c: &str) -> Result<()> {
-        self.check(validate::context_name("context", c))
+        self.check(input::context_name("context", c))
     }
 
     /// An error about this line.
@@ -684,7 +684,7 @@ fn record_parser(ty: &str) -> Option<RecordParser> {
 /// A `context` line: a context name.
 fn parse_context(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let l: ContextLine = x.fields(v)?;
-    x.check(validate::context_name("name", &l.name))?;
+    x.check(input::context_name("name", &l.name))?;
     plan.contexts.push(l.name);
     Ok(())
 }
@@ -694,8 +694,8 @@ fn parse_short_term(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let lim = &x.e.opts.limits;
     let l: ShortTermLine = x.fields(v)?;
     x.context(&l.context)?;
-    x.check(validate::key(lim, "key", &l.key))?;
-    x.check(validate::value(lim, "value", &l.value))?;
+    x.check(input::key(lim, "key", &l.key))?;
+    x.check(input::value(lim, "value", &l.value))?;
     plan.short_term.push((
         l.context,
         l.key,
@@ -714,12 +714,12 @@ fn parse_working(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let l: WorkingLine = x.fields(v)?;
     x.context(&l.context)?;
     for (i, f) in l.focus.iter().enumerate() {
-        x.check(validate::key(lim, &format!("focus[{i}]"), f))?;
+        x.check(input::key(lim, &format!("focus[{i}]"), f))?;
     }
     let mut workspace = Vec::with_capacity(l.workspace.len());
     for (i, item) in l.workspace.into_iter().enumerate() {
-        x.check(validate::key(lim, &format!("workspace[{i}].id"), &item.id))?;
-        x.check(validate::value(
+        x.check(input::key(lim, &format!("workspace[{i}].id"), &item.id))?;
+        x.check(input::value(
             lim,
             &format!("workspace[{i}].value"),
             &item.value,
@@ -745,7 +745,7 @@ fn parse_episode(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let lim = &x.e.opts.limits;
     let l: EpisodeLine = x.fields(v)?;
     x.context(&l.context)?;
-    x.check(validate::key(lim, "id", &l.id))?;
+    x.check(input::key(lim, "id", &l.id))?;
     let ep = NewEpisode {
         summary: l.summary,
         content: l.content,
@@ -778,8 +778,8 @@ fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let lim = &x.e.opts.limits;
     let l: KnowledgeLine = x.fields(v)?;
     x.context(&l.context)?;
-    x.check(validate::key(lim, "key", &l.key))?;
-    x.check(validate::value(lim, "knowledge", &l.knowledge))?;
+    x.check(input::key(lim, "key", &l.key))?;
+    x.check(input::value(lim, "knowledge", &l.knowledge))?;
     if l.version == 0 {
         return Err(x.err("knowledge record: `version` must be at least 1"));
     }
@@ -793,7 +793,7 @@ fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
             )));
         }
         last = h.version;
-        x.check(validate::value(
+        x.check(input::value(
             lim,
             &format!("history[{i}].knowledge"),
             &h.knowledge,
@@ -827,13 +827,13 @@ fn parse_procedure(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let lim = &x.e.opts.limits;
     let l: ProcedureLine = x.fields(v)?;
     x.context(&l.context)?;
-    x.check(validate::key(lim, "name", &l.name))?;
+    x.check(input::key(lim, "name", &l.name))?;
     let steps = l
         .record
         .get("steps")
         .cloned()
         .ok_or_else(|| x.err("procedure record: `record.steps` is missing"))?;
-    x.check(crate::procedural::steps_from_json(steps).map(|_| ()))?;
+    x.check(crate::layers::procedural::steps_from_json(steps).map(|_| ()))?;
     plan.procedures.push((l.context, l.name, l.record));
     Ok(())
 }
@@ -842,7 +842,7 @@ fn parse_procedure(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
 fn parse_run(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let lim = &x.e.opts.limits;
     let l: RunLine = x.fields(v)?;
-    x.check(validate::key(lim, "run_id", &l.run_id))?;
+    x.check(input::key(lim, "run_id", &l.run_id))?;
     if l.record.get("run_id").and_then(Value::as_str) != Some(l.run_id.as_str()) {
         return Err(x.err("run record: `record.run_id` must equal `run_id`"));
     }
@@ -861,9 +861,9 @@ fn parse_run(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
 fn parse_session(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let lim = &x.e.opts.limits;
     let l: SessionLine = x.fields(v)?;
-    x.check(validate::key(lim, "session_id", &l.session_id))?;
-    x.check(validate::key(lim, "name", &l.name))?;
-    x.check(validate::value(lim, "metadata", &l.metadata))?;
+    x.check(input::key(lim, "session_id", &l.session_id))?;
+    x.check(input::key(lim, "name", &l.name))?;
+    x.check(input::value(lim, "metadata", &l.metadata))?;
     let mut versions = Vec::with_capacity(l.versions.len());
     let mut last = 0u64;
     for (i, sv) in l.versions.into_iter().enumerate() {
@@ -881,7 +881,7 @@ fn parse_session(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
             )));
         }
         last = sv.version;
-        x.check(validate::value(
+        x.check(input::value(
             lim,
             &format!("versions[{i}].content"),
             &sv.content,
@@ -911,8 +911,8 @@ fn parse_session(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
 fn parse_task(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let lim = &x.e.opts.limits;
     let l: TaskLine = x.fields(v)?;
-    x.check(validate::key(lim, "task_id", &l.task_id))?;
-    x.check(validate::key(lim, "llm_name", &l.llm_name))?;
+    x.check(input::key(lim, "task_id", &l.task_id))?;
+    x.check(input::key(lim, "llm_name", &l.llm_name))?;
     x.context(&l.context)?;
     if let Some(t) = &l.context_text
         && t.len() > lim.max_value_bytes
@@ -1218,7 +1218,7 @@ impl Memory {
                         check(
                             n,
                             "entity",
-                            validate::key(lim, "name", &format!("{ENTITY_KEY_PREFIX}{}", ent.name)),
+                            input::key(lim, "name", &format!("{ENTITY_KEY_PREFIX}{}", ent.name)),
                         )?;
                         let slot = entities
                             .entry(ent.name)
@@ -1238,13 +1238,13 @@ impl Memory {
                         check(
                             n,
                             "relation",
-                            validate::key(lim, "from", &format!("{ENTITY_KEY_PREFIX}{}", rel.from)),
+                            input::key(lim, "from", &format!("{ENTITY_KEY_PREFIX}{}", rel.from)),
                         )?;
-                        check(n, "relation", validate::key(lim, "to", &rel.to))?;
+                        check(n, "relation", input::key(lim, "to", &rel.to))?;
                         check(
                             n,
                             "relation",
-                            validate::key(lim, "relationType", &rel.relation_type),
+                            input::key(lim, "relationType", &rel.relation_type),
                         )?;
                         relations.push(rel);
                         stats.add("relation", 1);
@@ -1305,7 +1305,7 @@ impl Memory {
                 values.push((key, v));
             }
             for (key, v) in &values {
-                validate::value(lim, "knowledge", v)
+                input::value(lim, "knowledge", v)
                     .map_err(|err| Error::invalid(key.as_str(), err.to_string()))?;
             }
             for (key, v) in values {

@@ -8,12 +8,12 @@ use serde::Serialize;
 
 use chrono::{DateTime, Utc};
 
-use crate::clock::millis_to_dt;
+use crate::continuity::sessions::all_sessions;
 use crate::engine::Engine;
-use crate::metrics::OpMetrics;
-use crate::sessions::all_sessions;
-use crate::short_term::StRecord;
-use crate::working::WorkingState;
+use crate::engine::metrics::OpMetrics;
+use crate::layers::short_term::StRecord;
+use crate::layers::working::WorkingState;
+use crate::util::clock::millis_to_dt;
 use crate::{Memory, Result};
 
 /// Index-log entries (or uncommitted index changes) above which status is `degraded`.

@@ -6,11 +6,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::clock::millis_to_dt;
 use crate::engine::Engine;
-use crate::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
-use crate::vectors::{self, Embedder, VecBytes, VectorQuery};
-use crate::{Error, Memory, Result, codec, validate};
+use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
+use crate::search::vector::{self, Embedder, VecBytes, VectorQuery};
+use crate::util::clock::millis_to_dt;
+use crate::{Error, Memory, Result, storage::codec, util::input};
 
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
@@ -27,7 +27,7 @@ pub(crate) struct EpisodeRecord {
     pub participants: Vec<String>,
     pub tags: Vec<String>,
     pub importance: u8,
-    /// The embedding (`vectors::VecBytes`: half floats, raw f32 in older records;
+    /// The embedding (`vector::VecBytes`: half floats, raw f32 in older records;
     /// absent on records written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<VecBytes>,
@@ -170,7 +170,7 @@ pub struct Episodic {
 
 pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
     let mut body = String::new();
-    validate::json_text(&r.content, &mut body);
+    input::json_text(&r.content, &mut body);
     IndexDoc {
         uid: index::uid(Kind::Episode, ctx, &r.id),
         kind: Kind::Episode,
@@ -181,7 +181,7 @@ pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
         tags: r.tags.clone(),
         ts_ms: r.timestamp,
         importance: u64::from(r.importance),
-        embedding: vectors::stored_to_index(r.embedding.as_ref()),
+        embedding: vector::stored_to_index(r.embedding.as_ref()),
     }
 }
 
@@ -202,7 +202,7 @@ fn check_list(e: &Engine, field: &str, items: &[String]) -> Result<()> {
         ));
     }
     for (i, t) in items.iter().enumerate() {
-        validate::key(&e.opts.limits, &format!("{field}[{i}]"), t)?;
+        input::key(&e.opts.limits, &format!("{field}[{i}]"), t)?;
     }
     Ok(())
 }
@@ -219,7 +219,7 @@ pub(crate) fn validate_new(e: &Engine, ep: &NewEpisode) -> Result<u8> {
             ep.summary.len() as u64,
         ));
     }
-    validate::value(&e.opts.limits, "content", &ep.content)?;
+    input::value(&e.opts.limits, "content", &ep.content)?;
     check_list(e, "tags", &ep.tags)?;
     check_list(e, "participants", &ep.participants)?;
     let importance = ep.importance.unwrap_or(DEFAULT_IMPORTANCE);
@@ -230,7 +230,7 @@ pub(crate) fn validate_new(e: &Engine, ep: &NewEpisode) -> Result<u8> {
         ));
     }
     if let Some(v) = &ep.embedding {
-        vectors::check("embedding", v)?;
+        vector::check("embedding", v)?;
     }
     Ok(importance)
 }
@@ -262,13 +262,13 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
     e.indexed_write_prepared(
         &[&e.t.episodes, &e.t.meta],
         || match dim {
-            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
+            Some(d) => vector::claim_dim(e, "embedding", ctx, d),
             None => Ok(None),
         },
         |t, claim| {
             t[0].insert(key.as_slice(), enc.as_slice())?;
             if let Some(k) = claim {
-                t[1].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
+                t[1].insert(k.as_slice(), vector::dim_value(dim.unwrap_or(0)))?;
             }
             Ok(((), vec![IndexOp::Upsert(doc.clone())]))
         },
@@ -281,7 +281,7 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
 }
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>> {
-    validate::key(&e.opts.limits, "id", id)?;
+    input::key(&e.opts.limits, "id", id)?;
     Ok(get_shared(e, &codec::ctx_key(ctx, id))?.map(Arc::unwrap_or_clone))
 }
 
@@ -364,7 +364,7 @@ pub(crate) fn search_in(
         }
         Ok(out)
     };
-    let fused = vectors::fused_hits(
+    let fused = vector::fused_hits(
         e,
         Kind::Episode,
         ctx,
@@ -372,7 +372,7 @@ pub(crate) fn search_in(
         vq,
         embedder,
         limit,
-        &vectors::RowFilter {
+        &vector::RowFilter {
             tags_all: &filters.tags,
             participants_any: &filters.participants,
             since_ms,
@@ -400,7 +400,7 @@ pub(crate) fn search_in(
 pub(crate) fn embed_text(summary: &str, content: &Value) -> String {
     let mut text = summary.to_owned();
     let mut body = String::new();
-    validate::json_text(content, &mut body);
+    input::json_text(content, &mut body);
     if !body.trim().is_empty() {
         text.push('\n');
         text.push_str(body.trim());
@@ -431,7 +431,7 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                     ops.push(IndexOp::Upsert(doc.clone()));
                 }
                 for (k, dim) in claims {
-                    t[1].insert(k.as_slice(), vectors::dim_value(*dim))?;
+                    t[1].insert(k.as_slice(), vector::dim_value(*dim))?;
                 }
                 Ok(((), ops))
             },
@@ -456,11 +456,11 @@ pub(crate) fn claim_dims<'a>(
         let Some(v) = &d.embedding else { continue };
         match seen.get(d.ctx.as_str()) {
             Some(&fixed) if fixed != v.len() => {
-                return Err(vectors::mismatch("embedding", &d.ctx, v.len(), fixed));
+                return Err(vector::mismatch("embedding", &d.ctx, v.len(), fixed));
             }
             Some(_) => {}
             None => {
-                if let Some(k) = vectors::claim_dim(e, "embedding", &d.ctx, v.len())? {
+                if let Some(k) = vector::claim_dim(e, "embedding", &d.ctx, v.len())? {
                     claims.push((k, v.len()));
                 }
                 seen.insert(&d.ctx, v.len());
@@ -471,7 +471,7 @@ pub(crate) fn claim_dims<'a>(
 }
 
 pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
-    validate::key(&e.opts.limits, "id", id)?;
+    input::key(&e.opts.limits, "id", id)?;
     let key = codec::ctx_key(ctx, id);
     let uid = index::uid(Kind::Episode, ctx, id);
     let r = e.indexed_write(&[&e.t.episodes], |t| {
@@ -502,7 +502,7 @@ impl Episodic {
             {
                 validate_new(e, &episode)?;
                 let text = embed_text(&episode.summary, &episode.content);
-                episode.embedding = Some(vectors::embed_one(f.as_ref(), &text)?);
+                episode.embedding = Some(vector::embed_one(f.as_ref(), &text)?);
             }
             record_in(e, &self.mem.active_ctx(), episode)
         })

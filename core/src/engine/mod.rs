@@ -3,6 +3,9 @@
 //! background maintenance thread and the per-process registry that makes one
 //! engine per store path.
 
+pub(crate) mod cache;
+pub(crate) mod metrics;
+
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -13,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::codec;
 use crate::config::{Durability, Options};
-use crate::decoded_cache::{EpisodeCache, ShortTermCache};
-use crate::index::{self, IndexOp, Kind, Opened, SearchIndex, WriterState};
-use crate::metrics::Metrics;
+use crate::engine::cache::{EpisodeCache, ShortTermCache};
+use crate::engine::metrics::Metrics;
+use crate::search::index::{self, IndexOp, Kind, Opened, SearchIndex, WriterState};
+use crate::storage::codec;
 use crate::storage::{self, KvTree, Store, Tree, TxResult, TxTree};
 use crate::{Error, Result};
 
@@ -93,7 +96,7 @@ where
 /// The engine. One per store path per process.
 pub(crate) struct Engine {
     /// The process that opened it: every handle call checks it first (see `fork`).
-    origin: crate::fork::Origin,
+    origin: crate::util::fork::Origin,
     pub opts: Options,
     pub path: PathBuf,
     /// Encodes every record value (sealed when the store is encrypted).
@@ -119,9 +122,9 @@ pub(crate) struct Engine {
     /// Host actions registered engine-wide.
     pub actions: parking_lot::RwLock<HashMap<String, Arc<dyn ActionHandler>>>,
     /// The derived in-memory vector index (see `vectors`).
-    pub vectors: crate::vectors::VectorIndex,
+    pub vectors: crate::search::vector::VectorIndex,
     /// The host's embedder, if one is registered.
-    pub embedder: parking_lot::RwLock<Option<Arc<dyn crate::vectors::Embedder>>>,
+    pub embedder: parking_lot::RwLock<Option<Arc<dyn crate::search::vector::Embedder>>>,
     known_contexts: Mutex<HashSet<String>>,
     index_error: Mutex<Option<String>>,
     registered: Arc<AtomicBool>,
@@ -206,7 +209,7 @@ fn check_key(t: &Trees, codec: &codec::Codec, path: &Path, is_new: bool) -> Resu
 }
 
 /// Open engines of this process by path, with the process each was opened in.
-type Registry = HashMap<PathBuf, (Weak<EngineUse>, crate::fork::Origin)>;
+type Registry = HashMap<PathBuf, (Weak<EngineUse>, crate::util::fork::Origin)>;
 
 fn registry() -> &'static Mutex<Registry> {
     static REG: OnceLock<Mutex<Registry>> = OnceLock::new();
@@ -221,7 +224,7 @@ impl Engine {
             .as_ref()
             .is_some_and(|p| storage::url::is_postgres_path(p))
         {
-            crate::fork::check_sled_usable()?;
+            crate::util::fork::check_sled_usable()?;
         }
         let (path, tempdir) = match &opts.path {
             Some(p) if storage::url::is_postgres_path(p) => {
@@ -314,7 +317,7 @@ impl Engine {
         path: PathBuf,
         tempdir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
-        let origin = crate::fork::Origin::here();
+        let origin = crate::util::fork::Origin::here();
         let codec = codec::Codec::new(opts.encryption_key.as_ref());
         let opened = if storage::url::is_postgres_path(&path) {
             open_postgres(&opts, &path)?
@@ -389,8 +392,8 @@ impl Engine {
         // A process-local cache cannot see other instances' writes: none on a shared store.
         let cache_bytes = |bytes: usize| if store.is_shared() { 0 } else { bytes };
         let (episode_cache_bytes, short_term_cache_bytes) = (
-            cache_bytes(crate::decoded_cache::EPISODE_CACHE_BYTES),
-            cache_bytes(crate::decoded_cache::SHORT_TERM_CACHE_BYTES),
+            cache_bytes(crate::engine::cache::EPISODE_CACHE_BYTES),
+            cache_bytes(crate::engine::cache::SHORT_TERM_CACHE_BYTES),
         );
         let engine = Engine {
             origin,
@@ -407,7 +410,7 @@ impl Engine {
             started: Instant::now(),
             rmw: Mutex::new(()),
             actions: parking_lot::RwLock::new(HashMap::new()),
-            vectors: crate::vectors::VectorIndex::default(),
+            vectors: crate::search::vector::VectorIndex::default(),
             embedder: parking_lot::RwLock::new(None),
             known_contexts: Mutex::new(HashSet::new()),
             index_error: Mutex::new(None),
@@ -473,9 +476,11 @@ impl Engine {
             for item in self.t.episodes.iter() {
                 let (k, v) = item?;
                 let (ctx, _) = codec::split_ctx_key(&k)?;
-                let rec: crate::episodic::EpisodeRecord = self.codec.decode(&v)?;
+                let rec: crate::layers::episodic::EpisodeRecord = self.codec.decode(&v)?;
                 if rec.embedding.is_some() {
-                    batch.push(IndexOp::Upsert(crate::episodic::index_doc(&ctx, &rec)));
+                    batch.push(IndexOp::Upsert(crate::layers::episodic::index_doc(
+                        &ctx, &rec,
+                    )));
                 }
                 if batch.len() >= 256 {
                     sink(&batch)?;
@@ -485,9 +490,9 @@ impl Engine {
             for item in self.t.semantic.iter() {
                 let (k, v) = item?;
                 let (ctx, key) = codec::split_ctx_key(&k)?;
-                let rec: crate::semantic::KnowledgeRecord = self.codec.decode(&v)?;
+                let rec: crate::layers::semantic::KnowledgeRecord = self.codec.decode(&v)?;
                 if rec.embedding.is_some() {
-                    batch.push(IndexOp::Upsert(crate::semantic::index_doc(
+                    batch.push(IndexOp::Upsert(crate::layers::semantic::index_doc(
                         &ctx, &key, &rec,
                     )));
                 }
@@ -544,7 +549,7 @@ impl Engine {
                     }
                     if last_sweep.elapsed() >= sweep_every {
                         last_sweep = Instant::now();
-                        let _ = crate::short_term::sweep_expired(&engine);
+                        let _ = crate::layers::short_term::sweep_expired(&engine);
                     }
                 }
             });
@@ -625,7 +630,7 @@ impl Engine {
     /// instance's writes commit into: nothing to catch up, no local index.
     pub(crate) fn search_index(
         &self,
-        q: &crate::index::IndexQuery<'_>,
+        q: &crate::search::index::IndexQuery<'_>,
     ) -> Result<Vec<(String, f32)>> {
         let Some(index) = &self.index else {
             return self.store.search(q);
@@ -718,7 +723,7 @@ impl Engine {
         for item in self.t.episodes.iter() {
             let (k, v) = item?;
             let (ctx, _) = codec::split_ctx_key(&k)?;
-            batch.push(IndexOp::Upsert(crate::episodic::index_doc(
+            batch.push(IndexOp::Upsert(crate::layers::episodic::index_doc(
                 &ctx,
                 &self.codec.decode(&v)?,
             )));
@@ -730,7 +735,7 @@ impl Engine {
         for item in self.t.semantic.iter() {
             let (k, v) = item?;
             let (ctx, key) = codec::split_ctx_key(&k)?;
-            batch.push(IndexOp::Upsert(crate::semantic::index_doc(
+            batch.push(IndexOp::Upsert(crate::layers::semantic::index_doc(
                 &ctx,
                 &key,
                 &self.codec.decode(&v)?,
@@ -783,8 +788,8 @@ impl Engine {
     fn current_op(&self, uid: &str) -> Result<IndexOp> {
         let (kind, ctx, key) = index::parse_uid(uid)?;
         let doc = match kind {
-            Kind::Episode => crate::episodic::load_doc(self, &ctx, &key)?,
-            Kind::Knowledge => crate::semantic::load_doc(self, &ctx, &key)?,
+            Kind::Episode => crate::layers::episodic::load_doc(self, &ctx, &key)?,
+            Kind::Knowledge => crate::layers::semantic::load_doc(self, &ctx, &key)?,
         };
         Ok(match doc {
             Some(d) => IndexOp::Upsert(d),
@@ -1077,7 +1082,7 @@ impl Engine {
     /// Bytes the store takes (sled: its directory; PostgreSQL: its schema's tables and indexes).
     pub(crate) fn bytes_on_disk(&self) -> u64 {
         match &self.store {
-            Store::Sled(_) => crate::status::dir_size(&self.path),
+            Store::Sled(_) => crate::admin::status::dir_size(&self.path),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => p.bytes_on_disk().unwrap_or(0),
         }
@@ -1248,7 +1253,7 @@ fn open_sled_store(opts: &Options, path: &Path, codec: &codec::Codec) -> Result<
         }
         Err(other) => return Err(Error::from(other)),
     };
-    crate::fork::sled_started();
+    crate::util::fork::sled_started();
     let checkpoint = LogCheckpoint {
         cfg: sled_cfg.clone().flush_every_ms(None),
         size_at_open: db.size_on_disk().unwrap_or(0),

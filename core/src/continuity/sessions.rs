@@ -20,10 +20,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::clock::millis_to_dt;
+use crate::continuity::session_codec::{self as sc, Reader};
 use crate::engine::Engine;
-use crate::session_codec::{self as sc, Reader};
-use crate::{Error, Memory, Result, validate};
+use crate::util::clock::millis_to_dt;
+use crate::{Error, Memory, Result, util::input};
 
 /// Highest compression level.
 pub const MAX_COMPRESSION_LEVEL: u8 = 3;
@@ -384,7 +384,7 @@ pub(crate) fn load_session(e: &Engine, sid: &str) -> Result<Option<SessionRecord
 }
 
 fn require_session(e: &Engine, sid: &str) -> Result<SessionRecord> {
-    validate::key(&e.opts.limits, "session_id", sid)?;
+    input::key(&e.opts.limits, "session_id", sid)?;
     load_session(e, sid)?.ok_or_else(|| Error::not_found(format!("session {sid:?}")))
 }
 
@@ -642,8 +642,8 @@ impl Memory {
     pub fn session_create(&self, name: &str, metadata: Value) -> Result<SessionCreated> {
         let e = &self.engine;
         e.timed("session.create", || {
-            validate::key(&e.opts.limits, "name", name)?;
-            validate::value(&e.opts.limits, "metadata", &metadata)?;
+            input::key(&e.opts.limits, "name", name)?;
+            input::value(&e.opts.limits, "metadata", &metadata)?;
             let now = e.opts.clock.now().timestamp_millis();
             let id = uuid::Uuid::now_v7().to_string();
             let rec = SessionRecord {
@@ -677,8 +677,8 @@ impl Memory {
                     format!("must be in 0..={MAX_COMPRESSION_LEVEL}, got {compression_level}"),
                 ));
             }
-            validate::key(&e.opts.limits, "session_id", session_id)?;
-            validate::value(&e.opts.limits, "content", &content)?;
+            input::key(&e.opts.limits, "session_id", session_id)?;
+            input::value(&e.opts.limits, "content", &content)?;
             let canon = sc::canonical(&content)?;
             let _g = e.rmw_lock()?;
             let mut rec = require_session(e, session_id)?;
@@ -824,7 +824,7 @@ impl Memory {
     pub fn session_delete(&self, session_id: &str) -> Result<bool> {
         let e = &self.engine;
         e.timed("session.delete", || {
-            validate::key(&e.opts.limits, "session_id", session_id)?;
+            input::key(&e.opts.limits, "session_id", session_id)?;
             let _g = e.rmw_lock()?;
             let keys: Vec<Bytes> =
                 e.t.session_versions

@@ -20,8 +20,8 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Engine;
-use crate::index::{self, IndexDoc, IndexOp, Kind};
-use crate::{Error, Result, codec};
+use crate::search::index::{self, IndexDoc, IndexOp, Kind};
+use crate::{Error, Result, storage::codec};
 
 /// Largest accepted embedding dimension.
 pub const MAX_EMBEDDING_DIM: usize = 4096;

@@ -11,7 +11,7 @@ mod builtins;
 mod executor;
 mod expr;
 mod model;
-mod validate;
+mod parse;
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ pub use self::expr::MAX_EXPRESSION_BYTES;
 pub use self::model::{
     Actions, Branch, Next, PendingAction, Procedure, Run, RunStatus, Step, TraceEntry,
 };
-pub use self::validate::steps_from_json;
+pub use self::parse::steps_from_json;
 
 use self::builtins::is_builtin;
 use self::executor::{Exec, drive};
@@ -31,11 +31,11 @@ use self::model::{
     ProcedureRecord, RunRecord, TraceRecord, empty_object, load_procedure, load_run_header,
     load_trace, to_procedure,
 };
-use self::validate::{check_actions, json_type, validate_steps};
+use self::parse::{check_actions, json_type, validate_steps};
 use crate::engine::ActionHandler;
 // `validate` here is this module's parsing and graph checks; the engine-wide
 // argument checks (keys, values, limits) are `check`.
-use crate::{Error, Memory, Result, codec, validate as check};
+use crate::{Error, Memory, Result, storage::codec, util::input as check};
 
 /// Handle on the procedural layer of the active context. Get it from [`Memory::procedural`].
 #[derive(Debug, Clone)]

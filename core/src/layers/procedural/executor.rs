@@ -12,10 +12,10 @@ use super::model::{
     Actions, Next, PendingAction, Run, RunRecord, RunStatus, Step, TraceEntry, TraceRecord,
     trace_key,
 };
-use crate::clock::millis_to_dt;
 use crate::engine::Engine;
-use crate::episodic::{self, NewEpisode};
-use crate::{Error, Result, validate};
+use crate::layers::episodic::{self, NewEpisode};
+use crate::util::clock::millis_to_dt;
+use crate::{Error, Result, util::input};
 
 /// Tag of the episode recorded for every finished run.
 pub const PROCEDURE_TAG: &str = "procedure";
@@ -129,7 +129,7 @@ pub(super) fn drive(
             last: &ex.rec.last,
         };
         let params = match resolve_parameters(&step.parameters, &vars).and_then(|p| {
-            validate::value(&e.opts.limits, "parameters", &p)
+            input::value(&e.opts.limits, "parameters", &p)
                 .map(|()| p)
                 .map_err(|e| e.to_string())
         }) {
@@ -149,7 +149,7 @@ pub(super) fn drive(
         };
         match run_action(e, &ex.rec.context, &step, &params, actions) {
             Outcome::Done(out) => {
-                if let Err(err) = validate::value(&e.opts.limits, "output", &out) {
+                if let Err(err) = input::value(&e.opts.limits, "output", &out) {
                     let msg = format!("step {:?} ({}): {err}", step.id, step.action);
                     push_trace(e, ex, &step, params, Value::Null, Some(msg.clone()));
                     return finish(e, ex, RunStatus::Failed, Some(msg));

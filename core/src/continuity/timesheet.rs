@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::clock::millis_to_dt;
 use crate::engine::Engine;
-use crate::episodic::{self, NewEpisode};
-use crate::{Error, Memory, Result, validate};
+use crate::layers::episodic::{self, NewEpisode};
+use crate::util::clock::millis_to_dt;
+use crate::{Error, Memory, Result, util::input};
 
 /// Longest episode summary a finished task produces, in characters.
 const EPISODE_SUMMARY_CHARS: usize = 500;
@@ -367,14 +367,14 @@ impl Memory {
     ) -> Result<PunchIn> {
         let e = &self.engine;
         e.timed("timesheet.punch_in", || {
-            validate::key(&e.opts.limits, "llm_name", llm_name)?;
+            input::key(&e.opts.limits, "llm_name", llm_name)?;
             check_text(e, "task_description", task_description, false)?;
             if let Some(text) = context {
                 check_text(e, "context", text, true)?;
             }
             let ctx = match namespace {
                 Some(c) => {
-                    validate::context_name("namespace", c)?;
+                    input::context_name("namespace", c)?;
                     c.to_owned()
                 }
                 None => self.active_context(),
@@ -413,7 +413,7 @@ impl Memory {
     pub fn punch_out(&self, task_id: &str, summary: &str, detect_files: bool) -> Result<PunchOut> {
         let e = &self.engine;
         e.timed("timesheet.punch_out", || {
-            validate::key(&e.opts.limits, "task_id", task_id)?;
+            input::key(&e.opts.limits, "task_id", task_id)?;
             check_text(e, "summary", summary, true)?;
             let closed_err = |r: &TaskRecord| {
                 Error::Conflict(format!(
@@ -483,7 +483,7 @@ impl Memory {
     pub fn task(&self, task_id: &str) -> Result<Option<Task>> {
         let e = &self.engine;
         e.timed("timesheet.task", || {
-            validate::key(&e.opts.limits, "task_id", task_id)?;
+            input::key(&e.opts.limits, "task_id", task_id)?;
             Ok(load_task(e, task_id)?.map(Task::from))
         })
     }
@@ -506,7 +506,7 @@ impl Memory {
                 ));
             }
             if let Some(c) = &filter.namespace {
-                validate::context_name("namespace", c)?;
+                input::context_name("namespace", c)?;
             }
             let (since, until) = period(filter.since, filter.until)?;
             let mut out: Vec<Task> = Vec::new();

@@ -4,9 +4,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::clock::millis_to_dt;
 use crate::engine::Engine;
-use crate::{Memory, Result, codec, validate};
+use crate::util::clock::millis_to_dt;
+use crate::{Memory, Result, storage::codec, util::input};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct WorkingState {
@@ -64,7 +64,7 @@ pub(crate) fn clear_in(e: &Engine, ctx: &str) -> Result<()> {
 
 /// Put `item` in focus in `ctx` (used by [`Working::focus`] and the procedure engine).
 pub(crate) fn focus_in(e: &Engine, ctx: &str, item: &str) -> Result<bool> {
-    validate::key(&e.opts.limits, "item", item)?;
+    input::key(&e.opts.limits, "item", item)?;
     let _g = e.rmw_lock()?;
     let mut st = load(e, ctx)?;
     if st.focus.iter().any(|f| f == item) {
@@ -83,7 +83,7 @@ pub(crate) fn focus_in(e: &Engine, ctx: &str, item: &str) -> Result<bool> {
 /// Add `value` to the workspace of `ctx`; returns its id (used by [`Working::add_to_workspace`]
 /// and the procedure engine).
 pub(crate) fn add_in(e: &Engine, ctx: &str, value: Value) -> Result<String> {
-    validate::value(&e.opts.limits, "value", &value)?;
+    input::value(&e.opts.limits, "value", &value)?;
     let _g = e.rmw_lock()?;
     let mut st = load(e, ctx)?;
     let id = uuid::Uuid::now_v7().to_string();

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{Error, Memory, Result, sessions, short_term, validate};
+use crate::{Error, Memory, Result, continuity::sessions, layers::short_term, util::input};
 
 /// How much work [`Memory::optimize`] does (ordered: each level includes the ones before).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -71,7 +71,7 @@ pub struct OptimizeReport {
 /// Merge every index segment into one. tantivy's background merge policy may merge some
 /// of the same segments concurrently, which makes an explicit merge fail with "segments …
 /// could not be found"; the segment list is then re-read and the merge retried.
-fn merge_index(index: &crate::index::SearchIndex) -> Result<()> {
+fn merge_index(index: &crate::search::index::SearchIndex) -> Result<()> {
     let mut attempt = 0u64;
     loop {
         match index.merge_all() {
@@ -166,7 +166,7 @@ impl Memory {
         let e = &self.engine;
         e.timed("optimize", || {
             if let Some(sid) = target_session {
-                validate::key(&e.opts.limits, "target_session", sid)?;
+                input::key(&e.opts.limits, "target_session", sid)?;
                 if sessions::load_session(e, sid)?.is_none() {
                     return Err(Error::not_found(format!("session {sid:?}")));
                 }

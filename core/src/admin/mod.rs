@@ -1,0 +1,5 @@
+//! Store-wide administration: status and metrics, optimisation, export and import.
+
+pub(crate) mod export;
+pub(crate) mod optimize;
+pub(crate) mod status;

@@ -1,0 +1,6 @@
+//! Search: the text index (tantivy), the in-memory vector index, and the
+//! fusion of their two ranked lists. Search is derived from the store and
+//! names nothing above it.
+
+pub(crate) mod index;
+pub(crate) mod vector;
