@@ -162,7 +162,8 @@ mod tests {
         let mem = memstrata::Memory::temporary().unwrap();
         let seen = Mutex::new(Vec::new());
         let sink = progress_sink(|e: ProgressEvent| seen.lock().push(e.stage));
-        mem.optimize_with_progress(memstrata::OptimizeLevel::Light, None, &sink)
+        mem.admin()
+            .optimize_with_progress(memstrata::OptimizeLevel::Light, None, &sink)
             .unwrap();
         drop(sink);
         let seen = seen.into_inner();

@@ -306,11 +306,9 @@ impl MemoryBuilder {
         self.separate_engine = true;
         self
     }
-    /// Open the store.
-    pub fn open(self) -> crate::Result<crate::Memory> {
-        if self.separate_engine {
-            return crate::Memory::open_separate(self.opts);
-        }
-        crate::Memory::open_with(self.opts)
+    /// The options built so far, and whether to open a separate engine
+    /// (what `MemoryBuilder::open` in the crate root consumes).
+    pub(crate) fn into_parts(self) -> (Options, bool) {
+        (self.opts, self.separate_engine)
     }
 }

@@ -65,7 +65,6 @@ pub mod fuzzing {
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
 use serde::Serialize;
 
 pub use crate::admin::export::{
@@ -98,19 +97,23 @@ pub use crate::layers::procedural::{
 pub use crate::layers::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
 pub use crate::layers::short_term::{ShortTerm, ShortTermEntry};
 pub use crate::layers::working::{Working, WorkspaceItem};
-pub use crate::search::vector::{
+pub use crate::search::embedder::{Embedder, embedding_from_f64};
+pub use crate::search::fusion::{
     ADAPTIVE_PEAK_DEPTH, ADAPTIVE_TAIL_FROM, DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K,
-    DEFAULT_VECTOR_WEIGHT, Embedder, FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH, Fusion, FusionMethod,
-    MAX_EMBEDDING_DIM, VectorQuery, embedding_from_f64,
+    DEFAULT_VECTOR_WEIGHT, FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH, Fusion, FusionMethod,
 };
+pub use crate::search::vector::{MAX_EMBEDDING_DIM, VectorQuery};
 /// Store locations (a directory or a PostgreSQL URL): parse, validate, and mask for display.
 pub use crate::storage::url as store_url;
 pub use crate::util::clock::{Clock, ManualClock, SystemClock};
 
-use crate::engine::{Engine, EngineUse};
+pub use crate::admin::Admin;
+pub use crate::continuity::contexts::Contexts;
+pub use crate::continuity::sessions::Sessions;
+pub use crate::continuity::timesheet::Timesheet;
+pub use crate::engine::DEFAULT_CONTEXT;
 
-/// The context every handle starts in.
-pub const DEFAULT_CONTEXT: &str = "default";
+use crate::engine::{Engine, Scope};
 
 /// Handle on a Memstrata engine.
 ///
@@ -118,17 +121,26 @@ pub const DEFAULT_CONTEXT: &str = "default";
 /// [`Memory::namespace`] gives a handle with its own active context.
 /// Opening the same path twice in one process returns a handle on the same
 /// engine; another process gets [`Error::StoreLocked`].
+///
+/// The handle opens stores, manages its active context, the embedder and
+/// durability; everything else is reached through accessor objects that share
+/// the handle's engine and active context: the layers ([`Memory::short_term`],
+/// [`Memory::working`], [`Memory::episodic`], [`Memory::semantic`],
+/// [`Memory::procedural`]), [`Memory::sessions`], [`Memory::timesheet`],
+/// [`Memory::contexts`] and [`Memory::admin`].
 #[derive(Clone)]
 pub struct Memory {
-    pub(crate) engine: Arc<EngineUse>,
-    active: Arc<RwLock<Arc<str>>>,
+    scope: Scope,
 }
 
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
-            .field("path", &crate::storage::url::mask_path(&self.engine.path))
-            .field("active_context", &*self.active.read())
+            .field(
+                "path",
+                &crate::storage::url::mask_path(&self.scope.engine.path),
+            )
+            .field("active_context", &self.scope.active_context())
             .finish()
     }
 }
@@ -162,49 +174,41 @@ impl Memory {
 
     /// Open with explicit options.
     pub fn open_with(opts: Options) -> Result<Memory> {
-        let engine = Engine::open(opts)?;
+        let engine = Engine::open(opts, &layers::REGISTRY)?;
         Ok(Memory {
-            engine,
-            active: Arc::new(RwLock::new(Arc::from(DEFAULT_CONTEXT))),
+            scope: Scope::new(engine, DEFAULT_CONTEXT),
         })
     }
 
     /// See [`MemoryBuilder::separate_engine`].
-    pub(crate) fn open_separate(opts: Options) -> Result<Memory> {
-        let engine = Engine::open_separate(opts)?;
+    fn open_separate(opts: Options) -> Result<Memory> {
+        let engine = Engine::open_separate(opts, &layers::REGISTRY)?;
         Ok(Memory {
-            engine,
-            active: Arc::new(RwLock::new(Arc::from(DEFAULT_CONTEXT))),
+            scope: Scope::new(engine, DEFAULT_CONTEXT),
         })
     }
 
     /// A new handle on the same engine whose active context is `name`.
     pub fn namespace(&self, name: &str) -> Result<Memory> {
-        self.engine.check_process()?;
+        self.scope.engine.check_process()?;
         util::input::context_name("name", name)?;
         Ok(Memory {
-            engine: Arc::clone(&self.engine),
-            active: Arc::new(RwLock::new(Arc::from(name))),
+            scope: Scope::new(Arc::clone(&self.scope.engine), name),
         })
     }
 
     /// The active context of this handle.
     pub fn active_context(&self) -> String {
-        self.active.read().to_string()
-    }
-
-    /// The active context, shared (no allocation: what the layers use per call).
-    pub(crate) fn active_ctx(&self) -> Arc<str> {
-        Arc::clone(&self.active.read())
+        self.scope.active_context()
     }
 
     /// Make `target` the active context of this handle. With `preserve_current = false`
     /// the working memory of the context being left is cleared.
     pub fn switch_context(&self, target: &str, preserve_current: bool) -> Result<SwitchResult> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("context.switch", || {
             util::input::context_name("target_context", target)?;
-            let mut active = self.active.write();
+            let mut active = self.scope.active_cell().write();
             let previous = active.to_string();
             if !preserve_current && previous != target {
                 layers::working::clear_in(e, &previous)?;
@@ -219,46 +223,73 @@ impl Memory {
         })
     }
 
-    /// Contexts that hold (or held) data, sorted; always includes `"default"`.
-    pub fn contexts(&self) -> Result<Vec<String>> {
-        self.engine.check_process()?;
-        let mut out = vec![DEFAULT_CONTEXT.to_owned()];
-        for k in self.engine.t.contexts.iter().keys() {
-            let k = k?;
-            let name = String::from_utf8(k.to_vec())
-                .map_err(|_| Error::corrupted("non-utf8 context name"))?;
-            if name != DEFAULT_CONTEXT {
-                out.push(name);
-            }
-        }
-        out.sort();
-        Ok(out)
-    }
-
     /// Short-term layer of the active context.
     pub fn short_term(&self) -> ShortTerm {
-        ShortTerm { mem: self.clone() }
+        ShortTerm {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Working memory of the active context.
     pub fn working(&self) -> Working {
-        Working { mem: self.clone() }
+        Working {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Episodic layer of the active context.
     pub fn episodic(&self) -> Episodic {
-        Episodic { mem: self.clone() }
+        Episodic {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Semantic layer of the active context.
     pub fn semantic(&self) -> Semantic {
-        Semantic { mem: self.clone() }
+        Semantic {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// Procedural layer of the active context.
+    pub fn procedural(&self) -> Procedural {
+        Procedural {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// Sessions: snapshots of a context, saved and restored.
+    pub fn sessions(&self) -> Sessions {
+        Sessions {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// The LLM timesheet (tasks punched in and out, with reports).
+    pub fn timesheet(&self) -> Timesheet {
+        Timesheet {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// The store's contexts: list them, read or write a named context's values.
+    pub fn contexts(&self) -> Contexts {
+        Contexts {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// Store-wide administration: status, optimize, export and import.
+    pub fn admin(&self) -> Admin {
+        Admin {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Commit the index and fsync everything now (what `Durability::Manual` users call).
     pub fn flush(&self) -> Result<()> {
-        self.engine.check_process()?;
-        self.engine.flush()
+        self.scope.engine.check_process()?;
+        self.scope.engine.flush()
     }
 
     /// Register (or with `None` remove) the host's embedder, engine-wide.
@@ -268,28 +299,34 @@ impl Memory {
     /// knowledge's text) and on searches with a non-empty query and no embedding.
     /// Its failures are reported as `InvalidInput` on field `embedder`.
     pub fn set_embedder(&self, embedder: Option<Arc<dyn Embedder>>) {
-        *self.engine.embedder.write() = embedder;
-    }
-
-    /// The registered embedder, if any.
-    pub(crate) fn embedder(&self) -> Option<Arc<dyn Embedder>> {
-        self.engine.embedder.read().clone()
+        *self.scope.engine.embedder.write() = embedder;
     }
 
     /// The store directory, or the PostgreSQL URL as given, *with* its password:
     /// show it with [`store_url::mask`] (as `Debug` and every error do).
     pub fn path(&self) -> PathBuf {
-        self.engine.path().to_owned()
+        self.scope.engine.path().to_owned()
     }
 
     /// Whether the store is temporary (deleted on close).
     pub fn is_temporary(&self) -> bool {
-        self.engine.is_temporary()
+        self.scope.engine.is_temporary()
     }
 
     /// The options the engine was opened with.
     pub fn options(&self) -> &Options {
-        &self.engine.opts
+        &self.scope.engine.opts
+    }
+}
+
+impl MemoryBuilder {
+    /// Open the store.
+    pub fn open(self) -> Result<Memory> {
+        let (opts, separate) = self.into_parts();
+        if separate {
+            return Memory::open_separate(opts);
+        }
+        Memory::open_with(opts)
     }
 }
 

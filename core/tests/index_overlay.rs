@@ -16,7 +16,12 @@ fn open(dir: &std::path::Path) -> Memory {
 }
 
 fn index_stats(mem: &Memory) -> memstrata::IndexStats {
-    mem.status(false, true).unwrap().metrics.unwrap().index
+    mem.admin()
+        .status(false, true)
+        .unwrap()
+        .metrics
+        .unwrap()
+        .index
 }
 
 fn episode_hits(mem: &Memory, q: &str, f: &SearchFilters) -> Vec<(String, f32)> {

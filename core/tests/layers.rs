@@ -93,7 +93,7 @@ fn contexts_isolate_data() {
     assert_eq!(proj.active_context(), "proj");
     assert_eq!(mem.active_context(), "default");
     assert_eq!(
-        mem.contexts().unwrap(),
+        mem.contexts().list().unwrap(),
         vec!["default".to_string(), "proj".to_string()]
     );
     assert!(

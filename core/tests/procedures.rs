@@ -740,7 +740,7 @@ fn learn_update_get_list_forget() {
     assert!(p.forget("b-proc").unwrap());
     assert!(!p.forget("b-proc").unwrap());
     assert_eq!(p.list().unwrap(), vec!["a-proc"]);
-    assert!(mem.contexts().unwrap().contains(&"other".to_owned()));
+    assert!(mem.contexts().list().unwrap().contains(&"other".to_owned()));
 }
 
 #[test]

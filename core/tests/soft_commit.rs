@@ -18,7 +18,12 @@ fn search_ids(mem: &Memory, q: &str, limit: usize) -> Vec<String> {
 }
 
 fn index_stats(mem: &Memory) -> memstrata::IndexStats {
-    mem.status(false, true).unwrap().metrics.unwrap().index
+    mem.admin()
+        .status(false, true)
+        .unwrap()
+        .metrics
+        .unwrap()
+        .index
 }
 
 #[test]

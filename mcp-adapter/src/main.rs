@@ -538,7 +538,7 @@ fn status(cli: &Cli, json: bool, audit_n: usize) -> Result<(), String> {
     let location = store_location(cli)?;
     let (status, note) = match open(cli) {
         Ok(mem) => (
-            Some(mem.status(true, true).map_err(|e| e.to_string())?),
+            Some(mem.admin().status(true, true).map_err(|e| e.to_string())?),
             None,
         ),
         Err(e) => (None, Some(e)),
@@ -686,7 +686,7 @@ fn export(cli: &Cli, file: &Path) -> Result<(), String> {
             inner: BufWriter::new(std::io::stdout().lock()),
             pb: pb.clone(),
         };
-        let s = mem.export(&mut w).map_err(|e| e.to_string())?;
+        let s = mem.admin().export(&mut w).map_err(|e| e.to_string())?;
         w.flush().map_err(|e| e.to_string())?;
         pb.finish_and_clear();
         ExportStats::from(s)
@@ -763,6 +763,7 @@ fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> Result<(), String
     let lvl = optimize_level(Some(level.as_str())).map_err(|e| e.to_string())?;
     let pb = spinner(&format!("optimizing ({})", lvl.as_str()));
     let report = mem
+        .admin()
         .optimize_with_progress(lvl, session, &|p| {
             let counts = match p.total {
                 Some(t) => format!(" {}/{t}", p.done),

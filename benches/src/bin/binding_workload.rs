@@ -182,7 +182,7 @@ fn run(dir: &Path) -> Result<()> {
     );
     out.insert("record_wall_s".into(), t0.elapsed().as_secs_f64().into());
     // One index segment on both sides: the segment layout otherwise depends on commit timing.
-    mem.optimize(OptimizeLevel::Aggressive, None)?;
+    mem.admin().optimize(OptimizeLevel::Aggressive, None)?;
     let filters = SearchFilters::default();
     for q in &queries[..warmup] {
         ep.search(q, &filters, 10)?;

@@ -167,7 +167,7 @@ fn main() -> memstrata::Result<()> {
         let m = Memory::temporary().unwrap();
         let id = m.episodic().record(ep).unwrap();
         let mut out = Vec::new();
-        m.export(&mut out).unwrap();
+        m.admin().export(&mut out).unwrap();
         let _ = id;
         out.len()
     };

@@ -12,17 +12,20 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::admin::Admin;
 use crate::admin::optimize::{PROGRESS_EVERY, Progress, no_progress};
 use crate::continuity::sessions::{self, ImportedVersion, SessionRecord};
 use crate::continuity::timesheet::{self, TaskRecord};
 use crate::engine::Engine;
+use crate::engine::vectors;
 use crate::layers::episodic::{self, EpisodeRecord, NewEpisode};
 use crate::layers::semantic::{self, HistoryRecord, KnowledgeRecord};
 use crate::layers::short_term::StRecord;
 use crate::layers::working::{WorkingState, WsRecord};
-use crate::search::vector::{self, VecBytes};
+use crate::search::embedder;
+use crate::search::vector::VecBytes;
 use crate::util::clock::millis_to_dt;
-use crate::{Error, Memory, Result, storage::codec, util::input};
+use crate::{Error, Result, storage::codec, util::input};
 
 /// Version of the export format this build writes and the newest it reads.
 pub const EXPORT_FORMAT_VERSION: u32 = 1;
@@ -484,14 +487,14 @@ fn check_embedding(
     v: &Option<Vec<f32>>,
 ) -> Result<Option<VecBytes>> {
     let Some(v) = v else { return Ok(None) };
-    x.check(vector::check("embedding", v))?;
+    x.check(embedder::check("embedding", v))?;
     let fixed = match plan.dims.get(ctx) {
         Some(d) => Some(*d),
-        None => vector::dim_of(x.e, ctx)?,
+        None => vectors::dim_of(x.e, ctx)?,
     };
     match fixed {
         Some(d) if d != v.len() => {
-            x.check(Err(vector::mismatch("embedding", ctx, v.len(), d)))?;
+            x.check(Err(vectors::mismatch("embedding", ctx, v.len(), d)))?;
         }
         _ => {
             plan.dims.insert(ctx.to_owned(), v.len());
@@ -1146,14 +1149,14 @@ fn relations_of(v: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-impl Memory {
+impl Admin {
     /// Write every layer, every context, sessions (all versions, decoded), procedures, runs
     /// and tasks as JSON Lines (`docs/export-format.md`). Expired short-term items are left out.
     ///
     /// The export is not a point-in-time snapshot: writes made while it runs may or may not
     /// be included.
     pub fn export(&self, writer: &mut dyn Write) -> Result<ExportStats> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("export", || export_all(e, writer))
     }
 
@@ -1165,7 +1168,7 @@ impl Memory {
         self.import_with_progress(reader, &no_progress)
     }
 
-    /// [`Memory::import`], calling `progress` as it goes: stage `"validate"` (lines read;
+    /// [`Memory::import`](crate::Memory::import), calling `progress` as it goes: stage `"validate"` (lines read;
     /// nothing is written yet) then `"apply"` (records written out of the total). See
     /// [`Progress`].
     ///
@@ -1176,7 +1179,7 @@ impl Memory {
         reader: &mut dyn BufRead,
         progress: &dyn Fn(Progress),
     ) -> Result<ImportStats> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("import", || {
             let plan = parse_export(e, reader, progress)?;
             apply(e, plan, progress)
@@ -1193,10 +1196,10 @@ impl Memory {
     /// entity not in the file are added to the stored entry (created with
     /// `entityType: null` if absent). The file is validated before anything is written.
     pub fn import_knowledge_graph(&self, reader: &mut dyn BufRead) -> Result<ImportStats> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("import_knowledge_graph", || {
             let lim = &e.opts.limits;
-            let ctx = self.active_context();
+            let ctx = self.scope.active_context();
             let mut entities: BTreeMap<String, KgSlot> = BTreeMap::new();
             let mut outside: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
             let mut stats = ImportStats::default();

@@ -16,9 +16,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{Error, Memory, Result, continuity::sessions, layers::short_term, util::input};
+use crate::admin::Admin;
+use crate::{Error, Result, continuity::sessions, layers::short_term, util::input};
 
-/// How much work [`Memory::optimize`] does (ordered: each level includes the ones before).
+/// How much work [`Memory::optimize`](crate::Memory::optimize) does (ordered: each level includes the ones before).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizeLevel {
@@ -57,7 +58,7 @@ impl std::str::FromStr for OptimizeLevel {
     }
 }
 
-/// Result of [`Memory::optimize`].
+/// Result of [`Memory::optimize`](crate::Memory::optimize).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OptimizeReport {
     /// Always true when returned.
@@ -86,8 +87,8 @@ fn merge_index(index: &crate::search::index::SearchIndex) -> Result<()> {
     }
 }
 
-/// Progress of a long operation ([`Memory::optimize_with_progress`],
-/// [`Memory::import_with_progress`]).
+/// Progress of a long operation ([`Memory::optimize_with_progress`](crate::Memory::optimize_with_progress),
+/// [`Memory::import_with_progress`](crate::Memory::import_with_progress)).
 ///
 /// Stages come in a fixed order and each is reported at least at its start (`done == 0`) and
 /// at its end; inside long loops it is also reported every few items. Within one stage
@@ -140,7 +141,7 @@ fn session_ids(e: &crate::engine::Engine) -> Result<Vec<String>> {
     Ok(ids)
 }
 
-impl Memory {
+impl Admin {
     /// Reclaim space and tidy the store; see [`OptimizeLevel`]. `target_session` limits
     /// session pruning (medium and aggressive) to one session (`NotFound` if unknown).
     pub fn optimize(
@@ -151,7 +152,7 @@ impl Memory {
         self.optimize_with_progress(level, target_session, &no_progress)
     }
 
-    /// [`Memory::optimize`], calling `progress` at each stage boundary and every few
+    /// [`Memory::optimize`](crate::Memory::optimize), calling `progress` at each stage boundary and every few
     /// sessions while pruning (see [`Progress`] for the stages).
     ///
     /// `progress` runs on the calling thread, never while the engine holds a lock, so it may
@@ -163,7 +164,7 @@ impl Memory {
         target_session: Option<&str>,
         progress: &dyn Fn(Progress),
     ) -> Result<OptimizeReport> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("optimize", || {
             if let Some(sid) = target_session {
                 input::key(&e.opts.limits, "target_session", sid)?;

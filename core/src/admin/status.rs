@@ -2,19 +2,19 @@
 //! layer, bytes on disk, index lag).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Serialize;
 
 use chrono::{DateTime, Utc};
 
+use crate::Result;
+use crate::admin::Admin;
 use crate::continuity::sessions::all_sessions;
 use crate::engine::Engine;
 use crate::engine::metrics::OpMetrics;
 use crate::layers::short_term::StRecord;
 use crate::layers::working::WorkingState;
 use crate::util::clock::millis_to_dt;
-use crate::{Memory, Result};
 
 /// Index-log entries (or uncommitted index changes) above which status is `degraded`.
 pub const DEGRADED_INDEX_LAG: u64 = 10_000;
@@ -53,7 +53,7 @@ impl std::fmt::Display for Health {
     }
 }
 
-/// Result of [`Memory::status`].
+/// Result of [`Memory::status`](crate::Memory::status).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Status {
     /// `healthy`, `degraded` or `error`.
@@ -167,29 +167,6 @@ pub struct StatusMetrics {
     pub index: IndexStats,
 }
 
-/// Total size of the regular files under `dir` (links are not followed).
-pub(crate) fn dir_size(dir: &Path) -> u64 {
-    let mut total = 0u64;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for ent in rd.flatten() {
-            // Files may vanish while we walk (sled and tantivy rotate files): skip them.
-            let Ok(md) = std::fs::symlink_metadata(ent.path()) else {
-                continue;
-            };
-            if md.is_dir() {
-                stack.push(ent.path());
-            } else if md.is_file() {
-                total += md.len();
-            }
-        }
-    }
-    total
-}
-
 fn count_items(e: &Engine) -> Result<ItemCounts> {
     let now = e.opts.clock.now().timestamp_millis();
     let mut short_term = 0u64;
@@ -234,7 +211,7 @@ pub(crate) fn index_stats(e: &Engine) -> IndexStats {
     }
 }
 
-impl Memory {
+impl Admin {
     /// Health, version and uptime; with `include_sessions` the most recently active
     /// sessions (at most [`ACTIVE_SESSIONS_LIMIT`]) and the number of sessions, with
     /// `include_metrics` per-operation latency, items per layer, bytes on disk and index lag.
@@ -242,7 +219,7 @@ impl Memory {
     /// Never fails because the store is unhealthy: that is reported as `status: error`
     /// with the reason in `issues`.
     pub fn status(&self, include_sessions: bool, include_metrics: bool) -> Result<Status> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("status", || {
             let mut issues = Vec::new();
             let mut health = Health::Healthy;

@@ -6,9 +6,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{Memory, Result, layers::short_term, util::input};
+use crate::engine::Scope;
+use crate::{Result, layers::short_term, util::input};
 
-/// Result of [`Memory::context_store`].
+/// Result of [`Memory::context_store`](crate::Memory::context_store).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContextStored {
     /// Always true when returned.
@@ -17,7 +18,7 @@ pub struct ContextStored {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// Result of [`Memory::context_retrieve`].
+/// Result of [`Memory::context_retrieve`](crate::Memory::context_retrieve).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextValue {
     /// Always true when returned.
@@ -30,27 +31,39 @@ pub struct ContextValue {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-impl Memory {
+/// Handle on the store's contexts: list them, and read or write the short-term layer of a named (else the active) context. Get it from [`Memory::contexts`](crate::Memory::contexts).
+#[derive(Debug, Clone)]
+pub struct Contexts {
+    pub(crate) scope: Scope,
+}
+
+impl Contexts {
+    /// Contexts that hold (or held) data, sorted; always includes `"default"`.
+    pub fn list(&self) -> Result<Vec<String>> {
+        self.scope.engine.check_process()?;
+        self.scope.engine.context_names()
+    }
+
     fn context_or_active(&self, namespace: Option<&str>) -> Result<String> {
         match namespace {
             Some(ns) => {
                 input::context_name("namespace", ns)?;
                 Ok(ns.to_owned())
             }
-            None => Ok(self.active_context()),
+            None => Ok(self.scope.active_context()),
         }
     }
 
     /// Store `value` under `key` in the short-term layer of `namespace` (else the
     /// active context), replacing any previous value; `ttl` makes it expire.
-    pub fn context_store(
+    pub fn store(
         &self,
         key: &str,
         value: Value,
         ttl: Option<Duration>,
         namespace: Option<&str>,
     ) -> Result<ContextStored> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("context.store", || {
             let ctx = self.context_or_active(namespace)?;
             let entry = short_term::store_in(e, &ctx, key, value, ttl)?;
@@ -63,12 +76,8 @@ impl Memory {
 
     /// The value under `key` in the short-term layer of `namespace` (else the active
     /// context), or `None` when absent or expired.
-    pub fn context_retrieve(
-        &self,
-        key: &str,
-        namespace: Option<&str>,
-    ) -> Result<Option<ContextValue>> {
-        let e = &self.engine;
+    pub fn retrieve(&self, key: &str, namespace: Option<&str>) -> Result<Option<ContextValue>> {
+        let e = &self.scope.engine;
         e.timed("context.retrieve", || {
             let ctx = self.context_or_active(namespace)?;
             Ok(

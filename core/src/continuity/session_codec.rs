@@ -19,6 +19,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
+pub(crate) use crate::storage::codec::unlz4;
 use crate::{Error, Result};
 
 // ---------------------------------------------------------------------------
@@ -164,20 +165,6 @@ impl<'a> Reader<'a> {
 /// lz4_flex block with the uncompressed size prepended.
 pub(crate) fn lz4(bytes: &[u8]) -> Vec<u8> {
     lz4_flex::compress_prepend_size(bytes)
-}
-
-/// Inverse of [`lz4`], refusing a claimed size above `max_len`.
-pub(crate) fn unlz4(bytes: &[u8], max_len: usize, what: &str) -> Result<Vec<u8>> {
-    let (claimed, _) = lz4_flex::block::uncompressed_size(bytes)
-        .map_err(|e| Error::corrupted_by(format!("{what}: lz4 header: {e}"), e))?;
-    // lz4 cannot expand more than ~255:1, so a larger claim is damage (and would be a huge allocation).
-    if claimed > max_len || claimed > bytes.len().saturating_mul(255).saturating_add(64) {
-        return Err(Error::corrupted(format!(
-            "{what}: lz4 block claims {claimed} bytes, more than the {max_len} expected or its size allows"
-        )));
-    }
-    lz4_flex::decompress_size_prepended(bytes)
-        .map_err(|e| Error::corrupted_by(format!("{what}: lz4: {e}"), e))
 }
 
 // ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 //! they rebuild, and pruning (`optimize`) re-bases any kept version whose base
 //! it removes, in the same transaction.
 
+use crate::engine::Scope;
 use crate::storage::{Bytes, TxError};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -23,7 +24,7 @@ use serde_json::Value;
 use crate::continuity::session_codec::{self as sc, Reader};
 use crate::engine::Engine;
 use crate::util::clock::millis_to_dt;
-use crate::{Error, Memory, Result, util::input};
+use crate::{Error, Result, util::input};
 
 /// Highest compression level.
 pub const MAX_COMPRESSION_LEVEL: u8 = 3;
@@ -39,7 +40,7 @@ const ENC_LZ4: u8 = 1;
 const ENC_SPLIT: u8 = 2;
 const ENC_DELTA: u8 = 3;
 
-/// Result of [`Memory::session_create`].
+/// Result of [`Memory::session_create`](crate::Memory::session_create).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionCreated {
     /// UUIDv7 id of the new session.
@@ -48,7 +49,7 @@ pub struct SessionCreated {
     pub created_at: DateTime<Utc>,
 }
 
-/// Result of [`Memory::session_save`].
+/// Result of [`Memory::session_save`](crate::Memory::session_save).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionSaved {
     /// Always true when returned.
@@ -59,7 +60,7 @@ pub struct SessionSaved {
     pub saved_at: DateTime<Utc>,
 }
 
-/// Result of [`Memory::session_restore`].
+/// Result of [`Memory::session_restore`](crate::Memory::session_restore).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionRestored {
     /// Always true when returned.
@@ -72,7 +73,7 @@ pub struct SessionRestored {
     pub version: u64,
 }
 
-/// One session, as listed by [`Memory::session_list`].
+/// One session, as listed by [`Memory::session_list`](crate::Memory::session_list).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionInfo {
     /// Session id.
@@ -91,7 +92,7 @@ pub struct SessionInfo {
     pub version_count: u64,
 }
 
-/// One stored version, as listed by [`Memory::session_versions`].
+/// One stored version, as listed by [`Memory::session_versions`](crate::Memory::session_versions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionVersionInfo {
     /// Version number.
@@ -637,10 +638,16 @@ pub(crate) fn all_sessions(e: &Engine) -> Result<Vec<(String, SessionRecord)>> {
     Ok(out)
 }
 
-impl Memory {
+/// Handle on the sessions of a store (snapshots of a context). Get it from [`Memory::sessions`](crate::Memory::sessions).
+#[derive(Debug, Clone)]
+pub struct Sessions {
+    pub(crate) scope: Scope,
+}
+
+impl Sessions {
     /// Create a session; returns its id. `metadata` is any JSON (returned by every restore).
-    pub fn session_create(&self, name: &str, metadata: Value) -> Result<SessionCreated> {
-        let e = &self.engine;
+    pub fn create(&self, name: &str, metadata: Value) -> Result<SessionCreated> {
+        let e = &self.scope.engine;
         e.timed("session.create", || {
             input::key(&e.opts.limits, "name", name)?;
             input::value(&e.opts.limits, "metadata", &metadata)?;
@@ -663,13 +670,13 @@ impl Memory {
     }
 
     /// Save `content` as the next version of a session at `compression_level` 0..=3.
-    pub fn session_save(
+    pub fn save(
         &self,
         session_id: &str,
         content: Value,
         compression_level: u8,
     ) -> Result<SessionSaved> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("session.save", || {
             if compression_level > MAX_COMPRESSION_LEVEL {
                 return Err(Error::invalid(
@@ -725,12 +732,8 @@ impl Memory {
     /// Restore a version of a session (the latest when `version` is `None`).
     ///
     /// `NotFound` names the session, or the version and the stored range.
-    pub fn session_restore(
-        &self,
-        session_id: &str,
-        version: Option<u64>,
-    ) -> Result<SessionRestored> {
-        let e = &self.engine;
+    pub fn restore(&self, session_id: &str, version: Option<u64>) -> Result<SessionRestored> {
+        let e = &self.scope.engine;
         e.timed("session.restore", || {
             let rec = require_session(e, session_id)?;
             let mut attempts = 0;
@@ -773,8 +776,8 @@ impl Memory {
     }
 
     /// Every session, oldest first.
-    pub fn session_list(&self) -> Result<Vec<SessionInfo>> {
-        let e = &self.engine;
+    pub fn list(&self) -> Result<Vec<SessionInfo>> {
+        let e = &self.scope.engine;
         e.timed("session.list", || {
             let mut out = Vec::new();
             for (sid, rec) in all_sessions(e)? {
@@ -803,8 +806,8 @@ impl Memory {
     }
 
     /// Stored versions of a session, oldest first (`NotFound` for an unknown session).
-    pub fn session_versions(&self, session_id: &str) -> Result<Vec<SessionVersionInfo>> {
-        let e = &self.engine;
+    pub fn versions(&self, session_id: &str) -> Result<Vec<SessionVersionInfo>> {
+        let e = &self.scope.engine;
         e.timed("session.versions", || {
             require_session(e, session_id)?;
             Ok(version_headers(e, session_id)?
@@ -821,8 +824,8 @@ impl Memory {
     }
 
     /// Delete a session and all its versions; `true` when it existed.
-    pub fn session_delete(&self, session_id: &str) -> Result<bool> {
-        let e = &self.engine;
+    pub fn delete(&self, session_id: &str) -> Result<bool> {
+        let e = &self.scope.engine;
         e.timed("session.delete", || {
             input::key(&e.opts.limits, "session_id", session_id)?;
             let _g = e.rmw_lock()?;

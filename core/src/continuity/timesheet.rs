@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::engine::Engine;
+use crate::engine::Scope;
 use crate::layers::episodic::{self, NewEpisode};
 use crate::util::clock::millis_to_dt;
-use crate::{Error, Memory, Result, util::input};
+use crate::{Error, Result, util::input};
 
 /// Longest episode summary a finished task produces, in characters.
 const EPISODE_SUMMARY_CHARS: usize = 500;
@@ -41,7 +42,7 @@ pub(crate) struct TaskRecord {
     pub episode_id: Option<String>,
 }
 
-/// Result of [`Memory::punch_in`].
+/// Result of [`Memory::punch_in`](crate::Memory::punch_in).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PunchIn {
     /// Always true when returned.
@@ -52,7 +53,7 @@ pub struct PunchIn {
     pub start_time: DateTime<Utc>,
 }
 
-/// Result of [`Memory::punch_out`].
+/// Result of [`Memory::punch_out`](crate::Memory::punch_out).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PunchOut {
     /// Always true when returned.
@@ -75,7 +76,7 @@ pub enum TaskStatus {
     Closed,
 }
 
-/// Which tasks [`Memory::tasks`] returns by status.
+/// Which tasks [`Memory::tasks`](crate::Memory::tasks) returns by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatusFilter {
@@ -159,7 +160,7 @@ impl From<TaskRecord> for Task {
     }
 }
 
-/// Filter for [`Memory::tasks`]; every field optional.
+/// Filter for [`Memory::tasks`](crate::Memory::tasks); every field optional.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct TaskFilter {
@@ -194,7 +195,7 @@ pub struct LlmTimesheet {
     pub files: Vec<String>,
 }
 
-/// Result of [`Memory::timesheet_report`].
+/// Result of [`Memory::timesheet_report`](crate::Memory::timesheet_report).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimesheetReport {
     /// Start of the period (inclusive), if bounded.
@@ -353,7 +354,13 @@ fn check_text(e: &Engine, field: &str, text: &str, allow_empty: bool) -> Result<
     Ok(())
 }
 
-impl Memory {
+/// Handle on the LLM timesheet (tasks punched in and out). Get it from [`Memory::timesheet`](crate::Memory::timesheet).
+#[derive(Debug, Clone)]
+pub struct Timesheet {
+    pub(crate) scope: Scope,
+}
+
+impl Timesheet {
     /// Start a task for `llm_name`. `context` is free text about the task (any
     /// text up to `limits.max_value_bytes`, kept on the task and in its episode);
     /// `namespace` is the Memstrata context the task and its episode belong to
@@ -365,7 +372,7 @@ impl Memory {
         context: Option<&str>,
         namespace: Option<&str>,
     ) -> Result<PunchIn> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("timesheet.punch_in", || {
             input::key(&e.opts.limits, "llm_name", llm_name)?;
             check_text(e, "task_description", task_description, false)?;
@@ -377,7 +384,7 @@ impl Memory {
                     input::context_name("namespace", c)?;
                     c.to_owned()
                 }
-                None => self.active_context(),
+                None => self.scope.active_context(),
             };
             let now = e.opts.clock.now().timestamp_millis();
             let id = uuid::Uuid::now_v7().to_string();
@@ -411,7 +418,7 @@ impl Memory {
     /// Unknown task: `NotFound`; already punched out: `Conflict`; a missing workspace
     /// root: `InvalidInput` naming it (the task stays open).
     pub fn punch_out(&self, task_id: &str, summary: &str, detect_files: bool) -> Result<PunchOut> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("timesheet.punch_out", || {
             input::key(&e.opts.limits, "task_id", task_id)?;
             check_text(e, "summary", summary, true)?;
@@ -481,7 +488,7 @@ impl Memory {
 
     /// The task with `task_id`, or `None`.
     pub fn task(&self, task_id: &str) -> Result<Option<Task>> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("timesheet.task", || {
             input::key(&e.opts.limits, "task_id", task_id)?;
             Ok(load_task(e, task_id)?.map(Task::from))
@@ -490,7 +497,7 @@ impl Memory {
 
     /// Tasks matching `filter`, newest first.
     pub fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("timesheet.tasks", || {
             let max = e.opts.limits.max_results;
             let limit = filter.limit.unwrap_or(max);
@@ -537,12 +544,12 @@ impl Memory {
     }
 
     /// Per-model totals for tasks started in `[since, until]` (either bound optional).
-    pub fn timesheet_report(
+    pub fn report(
         &self,
         since: Option<DateTime<Utc>>,
         until: Option<DateTime<Utc>>,
     ) -> Result<TimesheetReport> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("timesheet.report", || {
             let (lo, hi) = period(since, until)?;
             let cap = e.opts.limits.max_results;

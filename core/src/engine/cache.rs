@@ -36,8 +36,6 @@ use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 use smallvec::SmallVec;
 
-use crate::layers::episodic::Episode;
-
 /// Byte budget of the episode cache (estimated heap size of the cached episodes).
 pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;
 
@@ -55,8 +53,6 @@ pub(crate) trait Weigh {
     fn approx_size(&self) -> usize;
 }
 
-/// Decoded episodes (`episodes` tree).
-pub(crate) type EpisodeCache = DecodedCache<Episode>;
 /// Short-term records, timestamps and value, packed into one block each
 /// (`short_term::pack`; the value as a `value_tape`) rather than a decoded
 /// `StRecord`: a hit builds the caller's `Value` from one contiguous block.
@@ -314,7 +310,7 @@ impl<V: Weigh + ?Sized> DecodedCache<V> {
 const SLOT_OVERHEAD: usize = 96;
 
 /// Rough heap footprint of a JSON value.
-fn value_size(v: &Value) -> usize {
+pub(crate) fn value_size(v: &Value) -> usize {
     const NODE: usize = 48;
     match v {
         Value::Null | Value::Bool(_) | Value::Number(_) => NODE,
@@ -329,22 +325,6 @@ fn value_size(v: &Value) -> usize {
     }
 }
 
-impl Weigh for Episode {
-    fn approx_size(&self) -> usize {
-        std::mem::size_of::<Episode>()
-            + 64
-            + self.id.len()
-            + self.summary.len()
-            + value_size(&self.content)
-            + self
-                .participants
-                .iter()
-                .chain(&self.tags)
-                .map(|s| s.len() + 24)
-                .sum::<usize>()
-    }
-}
-
 /// A packed short-term record: its length.
 impl Weigh for [u8] {
     fn approx_size(&self) -> usize {
@@ -355,6 +335,7 @@ impl Weigh for [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layers::episodic::{Episode, EpisodeCache};
 
     fn ep(id: &str, summary: &str) -> Arc<Episode> {
         Arc::new(Episode {

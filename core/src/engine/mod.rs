@@ -5,7 +5,13 @@
 
 pub(crate) mod cache;
 pub(crate) mod metrics;
+mod scope;
+pub(crate) mod vectors;
 
+pub use scope::DEFAULT_CONTEXT;
+pub(crate) use scope::Scope;
+
+use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -17,9 +23,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::config::{Durability, Options};
-use crate::engine::cache::{EpisodeCache, ShortTermCache};
+use crate::engine::cache::ShortTermCache;
 use crate::engine::metrics::Metrics;
-use crate::search::index::{self, IndexOp, Kind, Opened, SearchIndex, WriterState};
+use crate::search::index::{self, IndexDoc, IndexOp, Kind, Opened, SearchIndex, WriterState};
+use crate::search::vector::RowMeta;
 use crate::storage::codec;
 use crate::storage::{self, KvTree, Store, Tree, TxResult, TxTree};
 use crate::{Error, Result};
@@ -113,7 +120,10 @@ pub(crate) struct Engine {
     log_cursor: Mutex<u64>,
     pub metrics: Metrics,
     /// Decoded episodes recently recorded or read (see `decoded_cache`).
-    pub episode_cache: EpisodeCache,
+    /// What the layers registered: indexed sources and maintenance hooks.
+    layers: &'static Registrations,
+    /// The layers' per-engine state (see [`Registrations::states`] and [`Engine::state`]).
+    states: Vec<Box<dyn Any + Send + Sync>>,
     /// Decoded short-term records recently read (see `decoded_cache`).
     pub short_term_cache: ShortTermCache,
     pub started: Instant,
@@ -124,7 +134,7 @@ pub(crate) struct Engine {
     /// The derived in-memory vector index (see `vectors`).
     pub vectors: crate::search::vector::VectorIndex,
     /// The host's embedder, if one is registered.
-    pub embedder: parking_lot::RwLock<Option<Arc<dyn crate::search::vector::Embedder>>>,
+    pub embedder: parking_lot::RwLock<Option<Arc<dyn crate::search::embedder::Embedder>>>,
     known_contexts: Mutex<HashSet<String>>,
     index_error: Mutex<Option<String>>,
     registered: Arc<AtomicBool>,
@@ -218,7 +228,7 @@ fn registry() -> &'static Mutex<Registry> {
 
 impl Engine {
     /// Open (or share) the engine for `opts.path`.
-    pub(crate) fn open(opts: Options) -> Result<Arc<EngineUse>> {
+    pub(crate) fn open(opts: Options, layers: &'static Registrations) -> Result<Arc<EngineUse>> {
         if !opts
             .path
             .as_ref()
@@ -287,7 +297,7 @@ impl Engine {
             drop(reg);
             std::thread::sleep(Duration::from_millis(2));
         };
-        let engine = Arc::new(Self::open_new(opts, path.clone(), tempdir)?);
+        let engine = Arc::new(Self::open_new(opts, layers, path.clone(), tempdir)?);
         engine.registered.store(true, Ordering::Release);
         engine.start_background();
         let engine = Arc::new(EngineUse(engine));
@@ -297,7 +307,10 @@ impl Engine {
     }
 
     /// An engine of its own for a shared store (not in the registry).
-    pub(crate) fn open_separate(opts: Options) -> Result<Arc<EngineUse>> {
+    pub(crate) fn open_separate(
+        opts: Options,
+        layers: &'static Registrations,
+    ) -> Result<Arc<EngineUse>> {
         let path = match &opts.path {
             Some(p) if storage::url::is_postgres_path(p) => p.clone(),
             _ => {
@@ -307,13 +320,14 @@ impl Engine {
                 ));
             }
         };
-        let engine = Arc::new(Self::open_new(opts, path, None)?);
+        let engine = Arc::new(Self::open_new(opts, layers, path, None)?);
         engine.start_background();
         Ok(Arc::new(EngineUse(engine)))
     }
 
     fn open_new(
         opts: Options,
+        layers: &'static Registrations,
         path: PathBuf,
         tempdir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
@@ -391,10 +405,12 @@ impl Engine {
         let reg_path = path.clone();
         // A process-local cache cannot see other instances' writes: none on a shared store.
         let cache_bytes = |bytes: usize| if store.is_shared() { 0 } else { bytes };
-        let (episode_cache_bytes, short_term_cache_bytes) = (
-            cache_bytes(crate::engine::cache::EPISODE_CACHE_BYTES),
-            cache_bytes(crate::engine::cache::SHORT_TERM_CACHE_BYTES),
-        );
+        let short_term_cache_bytes = cache_bytes(cache::SHORT_TERM_CACHE_BYTES);
+        let states = layers
+            .states
+            .iter()
+            .map(|make| make(store.is_shared()))
+            .collect();
         let engine = Engine {
             origin,
             opts,
@@ -405,7 +421,8 @@ impl Engine {
             index: search,
             log_cursor: Mutex::new(0),
             metrics: Metrics::default(),
-            episode_cache: EpisodeCache::new(episode_cache_bytes),
+            layers,
+            states,
             short_term_cache: ShortTermCache::new(short_term_cache_bytes),
             started: Instant::now(),
             rmw: Mutex::new(()),
@@ -471,38 +488,8 @@ impl Engine {
             return Ok(());
         }
         let mut serial = p.serial()?;
-        serial.migrate_vectors(&ext, |sink| {
-            let mut batch = Vec::with_capacity(256);
-            for item in self.t.episodes.iter() {
-                let (k, v) = item?;
-                let (ctx, _) = codec::split_ctx_key(&k)?;
-                let rec: crate::layers::episodic::EpisodeRecord = self.codec.decode(&v)?;
-                if rec.embedding.is_some() {
-                    batch.push(IndexOp::Upsert(crate::layers::episodic::index_doc(
-                        &ctx, &rec,
-                    )));
-                }
-                if batch.len() >= 256 {
-                    sink(&batch)?;
-                    batch.clear();
-                }
-            }
-            for item in self.t.semantic.iter() {
-                let (k, v) = item?;
-                let (ctx, key) = codec::split_ctx_key(&k)?;
-                let rec: crate::layers::semantic::KnowledgeRecord = self.codec.decode(&v)?;
-                if rec.embedding.is_some() {
-                    batch.push(IndexOp::Upsert(crate::layers::semantic::index_doc(
-                        &ctx, &key, &rec,
-                    )));
-                }
-                if batch.len() >= 256 {
-                    sink(&batch)?;
-                    batch.clear();
-                }
-            }
-            sink(&batch)
-        })?;
+        // Only records with an embedding have a row in the vectors table.
+        serial.migrate_vectors(&ext, |sink| self.for_each_indexed_batch(256, true, sink))?;
         serial.commit()?;
         p.use_vectors(&ext);
         Ok(())
@@ -549,7 +536,9 @@ impl Engine {
                     }
                     if last_sweep.elapsed() >= sweep_every {
                         last_sweep = Instant::now();
-                        let _ = crate::layers::short_term::sweep_expired(&engine);
+                        for sweep in engine.layers.sweeps {
+                            let _ = sweep(&engine);
+                        }
                     }
                 }
             });
@@ -710,40 +699,33 @@ impl Engine {
         // `seq` (above every committed log entry) marks exactly what it covers.
         let serial = self.store.serial()?;
         let seq = self.store.generate_id()?;
-        self.for_each_indexed_batch(|batch| st.apply(seq, batch))?;
+        self.for_each_indexed_batch(1024, false, |batch| st.apply(seq, batch))?;
         drop(serial);
         index.commit_locked(st)?;
         Ok(())
     }
 
-    /// The index op (an upsert) of every episode and knowledge entry in the
-    /// store, in batches of up to 1024.
-    fn for_each_indexed_batch(&self, mut f: impl FnMut(&[IndexOp]) -> Result<()>) -> Result<()> {
-        let mut batch = Vec::with_capacity(1024);
-        for item in self.t.episodes.iter() {
-            let (k, v) = item?;
-            let (ctx, _) = codec::split_ctx_key(&k)?;
-            batch.push(IndexOp::Upsert(crate::layers::episodic::index_doc(
-                &ctx,
-                &self.codec.decode(&v)?,
-            )));
-            if batch.len() >= 1024 {
-                f(&batch)?;
-                batch.clear();
-            }
-        }
-        for item in self.t.semantic.iter() {
-            let (k, v) = item?;
-            let (ctx, key) = codec::split_ctx_key(&k)?;
-            batch.push(IndexOp::Upsert(crate::layers::semantic::index_doc(
-                &ctx,
-                &key,
-                &self.codec.decode(&v)?,
-            )));
-            if batch.len() >= 1024 {
-                f(&batch)?;
-                batch.clear();
-            }
+    /// The index op (an upsert) of every record of every registered source
+    /// (with `only_embedded`, of those with an embedding), in batches of up to `size`.
+    fn for_each_indexed_batch(
+        &self,
+        size: usize,
+        only_embedded: bool,
+        mut f: impl FnMut(&[IndexOp]) -> Result<()>,
+    ) -> Result<()> {
+        let mut batch = Vec::with_capacity(size);
+        for source in self.layers.sources {
+            (source.scan)(self, &mut |doc| {
+                if only_embedded && doc.embedding.is_none() {
+                    return Ok(());
+                }
+                batch.push(IndexOp::Upsert(doc));
+                if batch.len() >= size {
+                    f(&batch)?;
+                    batch.clear();
+                }
+                Ok(())
+            })?;
         }
         f(&batch)
     }
@@ -768,7 +750,7 @@ impl Engine {
         let current = self.t.meta.get(storage::META_SEARCH_DOCS)?;
         if force || current.as_deref() != Some(&version[..]) {
             serial.clear_search_docs()?;
-            self.for_each_indexed_batch(|batch| serial.apply_search_ops(batch))?;
+            self.for_each_indexed_batch(1024, false, |batch| serial.apply_search_ops(batch))?;
             serial.transaction(&[&self.t.meta], |m| {
                 m[0].insert(storage::META_SEARCH_DOCS, version)?;
                 Ok(())
@@ -787,10 +769,8 @@ impl Engine {
     /// The index op that brings `uid` in line with sled now.
     fn current_op(&self, uid: &str) -> Result<IndexOp> {
         let (kind, ctx, key) = index::parse_uid(uid)?;
-        let doc = match kind {
-            Kind::Episode => crate::layers::episodic::load_doc(self, &ctx, &key)?,
-            Kind::Knowledge => crate::layers::semantic::load_doc(self, &ctx, &key)?,
-        };
+        let source = self.source(kind)?;
+        let doc = (source.load)(self, &ctx, &key)?;
         Ok(match doc {
             Some(d) => IndexOp::Upsert(d),
             None => IndexOp::Delete(uid.to_owned()),
@@ -1082,10 +1062,46 @@ impl Engine {
     /// Bytes the store takes (sled: its directory; PostgreSQL: its schema's tables and indexes).
     pub(crate) fn bytes_on_disk(&self) -> u64 {
         match &self.store {
-            Store::Sled(_) => crate::admin::status::dir_size(&self.path),
+            Store::Sled(_) => storage::dir_size(&self.path),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => p.bytes_on_disk().unwrap_or(0),
         }
+    }
+
+    /// The registered source of documents of `kind`.
+    fn source(&self, kind: Kind) -> Result<&'static IndexedSource> {
+        self.layers
+            .sources
+            .iter()
+            .find(|s| s.kind == kind)
+            .ok_or_else(|| Error::corrupted(format!("no indexed source of kind {kind:?}")))
+    }
+
+    /// The per-engine state of type `T` a layer registered (see [`Registrations::states`]).
+    ///
+    /// # Panics
+    /// When no registered state has type `T` (a programming error: the layer
+    /// did not register it).
+    pub(crate) fn state<T: Any>(&self) -> &T {
+        self.states
+            .iter()
+            .find_map(|s| s.downcast_ref::<T>())
+            .expect("layer state registered at open")
+    }
+
+    /// Contexts that hold (or held) data, sorted; always includes the default context.
+    pub(crate) fn context_names(&self) -> Result<Vec<String>> {
+        let mut out = vec![DEFAULT_CONTEXT.to_owned()];
+        for k in self.t.contexts.iter().keys() {
+            let k = k?;
+            let name = String::from_utf8(k.to_vec())
+                .map_err(|_| Error::corrupted("non-utf8 context name"))?;
+            if name != DEFAULT_CONTEXT {
+                out.push(name);
+            }
+        }
+        out.sort();
+        Ok(out)
     }
 
     /// Store directory.
@@ -1110,6 +1126,37 @@ impl Engine {
             let _ = h.join();
         }
     }
+}
+
+/// What a layer registers so the engine can index its records without naming
+/// the layer: a full scan (rebuilds, backfills) and the load of one record's
+/// current document (replay of the index log).
+#[derive(Debug)]
+pub(crate) struct IndexedSource {
+    /// The kind of document the source makes (the first part of its uids).
+    pub kind: Kind,
+    /// Call `f` with the index document of every record, in store order.
+    pub scan: fn(&Engine, &mut dyn FnMut(IndexDoc) -> Result<()>) -> Result<()>,
+    /// The current document of the record `(ctx, key)`, `None` when it is gone.
+    pub load: fn(&Engine, &str, &str) -> Result<Option<IndexDoc>>,
+    /// Call `f` with the key, embedding and row metadata of every record of
+    /// `ctx` that has an embedding (what the context's vector set is built from).
+    pub vectors: fn(&Engine, &str, &mut dyn FnMut(&str, &[f32], RowMeta)) -> Result<()>,
+}
+
+/// Everything the layers register with the engine at open (one static list,
+/// built by the layers' module): what it indexes and what it maintains.
+#[derive(Debug)]
+pub(crate) struct Registrations {
+    /// The indexed sources, scanned in this order.
+    pub sources: &'static [IndexedSource],
+    /// Run by the maintenance thread every `Options::sweep_interval` (e.g. the
+    /// short-term expiry sweep); returns how many records it removed.
+    pub sweeps: &'static [fn(&Engine) -> Result<usize>],
+    /// Makers of the layers' per-engine state (e.g. a decoded-record cache),
+    /// called once at open with whether the store is shared by several
+    /// instances; read back with [`Engine::state`].
+    pub states: &'static [fn(bool) -> Box<dyn Any + Send + Sync>],
 }
 
 /// The handles' share of an engine: every [`crate::Memory`] on it holds this

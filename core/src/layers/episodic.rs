@@ -6,11 +6,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::Engine;
+use std::any::Any;
+
+use crate::engine::cache::{self, DecodedCache, Weigh};
+use crate::engine::vectors;
+use crate::engine::{Engine, IndexedSource, Scope};
+use crate::search::embedder::{self, Embedder};
 use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
-use crate::search::vector::{self, Embedder, VecBytes, VectorQuery};
+use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
 use crate::util::clock::millis_to_dt;
-use crate::{Error, Memory, Result, storage::codec, util::input};
+use crate::{Error, Result, storage::codec, util::input};
 
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
@@ -162,10 +167,10 @@ pub struct EpisodeHit {
     pub vector_rank: Option<u32>,
 }
 
-/// Handle on the episodic layer of the active context. Get it from [`Memory::episodic`].
+/// Handle on the episodic layer of the active context. Get it from [`Memory::episodic`](crate::Memory::episodic).
 #[derive(Debug, Clone)]
 pub struct Episodic {
-    pub(crate) mem: Memory,
+    pub(crate) scope: Scope,
 }
 
 pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
@@ -185,7 +190,87 @@ pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
     }
 }
 
-pub(crate) fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDoc>> {
+/// Decoded episodes by sled key, one cache per engine (registered as layer state).
+pub(crate) type EpisodeCache = DecodedCache<Episode>;
+
+/// The episode cache of a new engine: none on a store shared by several
+/// instances (a process-local cache cannot see other instances' writes).
+pub(crate) fn new_cache(shared: bool) -> Box<dyn Any + Send + Sync> {
+    let bytes = if shared {
+        0
+    } else {
+        cache::EPISODE_CACHE_BYTES
+    };
+    Box::new(EpisodeCache::new(bytes))
+}
+
+impl Weigh for Episode {
+    fn approx_size(&self) -> usize {
+        std::mem::size_of::<Episode>()
+            + 64
+            + self.id.len()
+            + self.summary.len()
+            + cache::value_size(&self.content)
+            + self
+                .participants
+                .iter()
+                .chain(&self.tags)
+                .map(|s| s.len() + 24)
+                .sum::<usize>()
+    }
+}
+
+/// The episodes as an indexed source of the engine.
+pub(crate) const SOURCE: IndexedSource = IndexedSource {
+    kind: Kind::Episode,
+    scan: scan_docs,
+    load: load_doc,
+    vectors: scan_vectors,
+};
+
+fn scan_docs(e: &Engine, f: &mut dyn FnMut(IndexDoc) -> Result<()>) -> Result<()> {
+    for item in e.t.episodes.iter() {
+        let (k, v) = item?;
+        let (ctx, _) = codec::split_ctx_key(&k)?;
+        f(index_doc(&ctx, &e.codec.decode(&v)?))?;
+    }
+    Ok(())
+}
+
+/// What building a set needs of an episode record (`episodic::EpisodeRecord`;
+/// the same field names, the others skipped by the decoder). Row metadata as
+/// `episodic::index_doc` makes it.
+#[derive(Deserialize)]
+struct VectorView {
+    timestamp: i64,
+    participants: Vec<String>,
+    tags: Vec<String>,
+    importance: u8,
+    #[serde(default)]
+    embedding: Option<VecBytes>,
+}
+
+fn scan_vectors(e: &Engine, ctx: &str, f: &mut dyn FnMut(&str, &[f32], RowMeta)) -> Result<()> {
+    for item in e.t.episodes.scan_prefix(codec::ctx_prefix(ctx)) {
+        let (k, v) = item?;
+        let (_, key) = codec::split_ctx_key(&k)?;
+        // Only the fields the set needs are decoded: the summary and content
+        // are skipped, not built (and their text not extracted).
+        let r: VectorView = e.codec.decode(&v)?;
+        if let Some(emb) = vector::stored_to_index(r.embedding.as_ref()) {
+            let meta = RowMeta {
+                ts_ms: r.timestamp,
+                importance: u64::from(r.importance),
+                tags: r.tags.into_boxed_slice(),
+                participants: r.participants.into_boxed_slice(),
+            };
+            f(&key, &emb, meta);
+        }
+    }
+    Ok(())
+}
+
+fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDoc>> {
     Ok(match e.t.episodes.get(codec::ctx_key(ctx, id))? {
         Some(v) => Some(index_doc(ctx, &e.codec.decode(&v)?)),
         None => None,
@@ -230,7 +315,7 @@ pub(crate) fn validate_new(e: &Engine, ep: &NewEpisode) -> Result<u8> {
         ));
     }
     if let Some(v) = &ep.embedding {
-        vector::check("embedding", v)?;
+        embedder::check("embedding", v)?;
     }
     Ok(importance)
 }
@@ -258,24 +343,24 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
     let doc = index_doc(ctx, &rec);
     e.touch_context(ctx)?;
     // Taken before the write: a fill racing an invalidation of this key is refused.
-    let generation = e.episode_cache.generation();
+    let generation = e.state::<EpisodeCache>().generation();
     e.indexed_write_prepared(
         &[&e.t.episodes, &e.t.meta],
         || match dim {
-            Some(d) => vector::claim_dim(e, "embedding", ctx, d),
+            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
             None => Ok(None),
         },
         |t, claim| {
             t[0].insert(key.as_slice(), enc.as_slice())?;
             if let Some(k) = claim {
-                t[1].insert(k.as_slice(), vector::dim_value(dim.unwrap_or(0)))?;
+                t[1].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
             Ok(((), vec![IndexOp::Upsert(doc.clone())]))
         },
     )?;
     // Write-through: the episode just recorded is the likeliest to be searched next.
     // (`Episode::from` of the record is exactly what decoding the stored bytes gives.)
-    e.episode_cache
+    e.state::<EpisodeCache>()
         .insert(&key, Arc::new(Episode::from(rec)), generation);
     Ok(id)
 }
@@ -287,7 +372,7 @@ pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>>
 
 /// The episode under sled key `key`, through the episode cache.
 fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
-    e.episode_cache.get_or_load(key, || {
+    e.state::<EpisodeCache>().get_or_load(key, || {
         e.t.episodes
             .get(key)?
             .map(|v| Ok(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?)))
@@ -364,7 +449,7 @@ pub(crate) fn search_in(
         }
         Ok(out)
     };
-    let fused = vector::fused_hits(
+    let fused = vectors::fused_hits(
         e,
         Kind::Episode,
         ctx,
@@ -431,14 +516,14 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                     ops.push(IndexOp::Upsert(doc.clone()));
                 }
                 for (k, dim) in claims {
-                    t[1].insert(k.as_slice(), vector::dim_value(*dim))?;
+                    t[1].insert(k.as_slice(), vectors::dim_value(*dim))?;
                 }
                 Ok(((), ops))
             },
         );
         // Same-id episodes were replaced; even on error the sled write may have landed.
         for (key, _, _) in &rows {
-            e.episode_cache.invalidate(key);
+            e.state::<EpisodeCache>().invalidate(key);
         }
         r?;
     }
@@ -456,11 +541,11 @@ pub(crate) fn claim_dims<'a>(
         let Some(v) = &d.embedding else { continue };
         match seen.get(d.ctx.as_str()) {
             Some(&fixed) if fixed != v.len() => {
-                return Err(vector::mismatch("embedding", &d.ctx, v.len(), fixed));
+                return Err(vectors::mismatch("embedding", &d.ctx, v.len(), fixed));
             }
             Some(_) => {}
             None => {
-                if let Some(k) = vector::claim_dim(e, "embedding", &d.ctx, v.len())? {
+                if let Some(k) = vectors::claim_dim(e, "embedding", &d.ctx, v.len())? {
                     claims.push((k, v.len()));
                 }
                 seen.insert(&d.ctx, v.len());
@@ -484,7 +569,7 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
         Ok((old.is_some(), ops))
     });
     // After the sled write (see `decoded_cache`), whatever its outcome.
-    e.episode_cache.invalidate(&key);
+    e.state::<EpisodeCache>().invalidate(&key);
     r
 }
 
@@ -492,26 +577,26 @@ impl Episodic {
     /// Record an episode; returns its id. It is found by the next search.
     ///
     /// Without an embedding and with an embedder registered
-    /// ([`Memory::set_embedder`]), the embedder is called on the summary plus
+    /// ([`Memory::set_embedder`](crate::Memory::set_embedder)), the embedder is called on the summary plus
     /// the content's text.
     pub fn record(&self, mut episode: NewEpisode) -> Result<String> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("episodic.record", || {
             if episode.embedding.is_none()
-                && let Some(f) = self.mem.embedder()
+                && let Some(f) = self.scope.embedder()
             {
                 validate_new(e, &episode)?;
                 let text = embed_text(&episode.summary, &episode.content);
-                episode.embedding = Some(vector::embed_one(f.as_ref(), &text)?);
+                episode.embedding = Some(embedder::embed_one(f.as_ref(), &text)?);
             }
-            record_in(e, &self.mem.active_ctx(), episode)
+            record_in(e, &self.scope.active_ctx(), episode)
         })
     }
 
     /// The episode with `id`, or `None`.
     pub fn get(&self, id: &str) -> Result<Option<Episode>> {
-        let e = &self.mem.engine;
-        e.timed("episodic.get", || get_in(e, &self.mem.active_ctx(), id))
+        let e = &self.scope.engine;
+        e.timed("episodic.get", || get_in(e, &self.scope.active_ctx(), id))
     }
 
     /// BM25 search over summary, content, participants and tags, with filters.
@@ -542,12 +627,12 @@ impl Episodic {
         limit: usize,
         vq: &VectorQuery,
     ) -> Result<Vec<EpisodeHit>> {
-        let e = &self.mem.engine;
-        let embedder = self.mem.embedder();
+        let e = &self.scope.engine;
+        let embedder = self.scope.embedder();
         e.timed("episodic.search", || {
             search_in(
                 e,
-                &self.mem.active_ctx(),
+                &self.scope.active_ctx(),
                 query,
                 filters,
                 limit,
@@ -559,10 +644,10 @@ impl Episodic {
 
     /// The newest `limit` episodes, newest first.
     pub fn recent(&self, limit: usize) -> Result<Vec<Episode>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("episodic.recent", || {
             let mut out: Vec<Episode> = Vec::new();
-            let ctx = self.mem.active_ctx();
+            let ctx = self.scope.active_ctx();
             for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
                 let (_, v) = item?;
                 out.push(e.codec.decode::<EpisodeRecord>(&v)?.into());
@@ -576,7 +661,7 @@ impl Episodic {
     /// Deterministic extractive summary of the given episodes: chronological,
     /// one line each, at most [`SUMMARY_MAX_CHARS`] characters.
     pub fn summarize(&self, ids: &[String]) -> Result<String> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("episodic.summarize", || {
             if ids.len() > e.opts.limits.max_results {
                 return Err(Error::limit(
@@ -586,7 +671,7 @@ impl Episodic {
                     ids.len() as u64,
                 ));
             }
-            let ctx = self.mem.active_ctx();
+            let ctx = self.scope.active_ctx();
             let mut eps = Vec::with_capacity(ids.len());
             for (i, id) in ids.iter().enumerate() {
                 match get_in(e, &ctx, id)? {
@@ -604,9 +689,9 @@ impl Episodic {
 
     /// Delete an episode; `true` when it existed. It disappears from search at once.
     pub fn forget(&self, id: &str) -> Result<bool> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("episodic.forget", || {
-            forget_in(e, &self.mem.active_ctx(), id)
+            forget_in(e, &self.scope.active_ctx(), id)
         })
     }
 }

@@ -6,3 +6,13 @@ pub mod procedural;
 pub(crate) mod semantic;
 pub(crate) mod short_term;
 pub(crate) mod working;
+
+use crate::engine::Registrations;
+
+/// What the layers register with the engine: the indexed sources (episodes,
+/// knowledge), the short-term expiry sweep, and the episode cache.
+pub(crate) static REGISTRY: Registrations = Registrations {
+    sources: &[episodic::SOURCE, semantic::SOURCE],
+    sweeps: &[short_term::sweep_expired],
+    states: &[episodic::new_cache],
+};

@@ -4,11 +4,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::Engine;
+use crate::engine::vectors;
+use crate::engine::{Engine, IndexedSource, Scope};
+use crate::search::embedder::{self, Embedder};
 use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
-use crate::search::vector::{self, Embedder, VecBytes, VectorQuery};
+use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
 use crate::util::clock::millis_to_dt;
-use crate::{Error, Memory, Result, storage::codec, util::input};
+use crate::{Error, Result, storage::codec, util::input};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct KnowledgeRecord {
@@ -81,10 +83,10 @@ enum EmbeddingChange {
     Set(Option<Vec<f32>>),
 }
 
-/// Handle on the semantic layer of the active context. Get it from [`Memory::semantic`].
+/// Handle on the semantic layer of the active context. Get it from [`Memory::semantic`](crate::Memory::semantic).
 #[derive(Debug, Clone)]
 pub struct Semantic {
-    pub(crate) mem: Memory,
+    pub(crate) scope: Scope,
 }
 
 pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
@@ -104,7 +106,52 @@ pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
     }
 }
 
-pub(crate) fn load_doc(e: &Engine, ctx: &str, key: &str) -> Result<Option<IndexDoc>> {
+/// The knowledge entries as an indexed source of the engine.
+pub(crate) const SOURCE: IndexedSource = IndexedSource {
+    kind: Kind::Knowledge,
+    scan: scan_docs,
+    load: load_doc,
+    vectors: scan_vectors,
+};
+
+fn scan_docs(e: &Engine, f: &mut dyn FnMut(IndexDoc) -> Result<()>) -> Result<()> {
+    for item in e.t.semantic.iter() {
+        let (k, v) = item?;
+        let (ctx, key) = codec::split_ctx_key(&k)?;
+        f(index_doc(&ctx, &key, &e.codec.decode(&v)?))?;
+    }
+    Ok(())
+}
+
+/// What building a set needs of a knowledge record (`semantic::KnowledgeRecord`),
+/// with the row metadata `semantic::index_doc` gives it.
+#[derive(Deserialize)]
+struct VectorView {
+    updated_at: i64,
+    #[serde(default)]
+    embedding: Option<VecBytes>,
+}
+
+fn scan_vectors(e: &Engine, ctx: &str, f: &mut dyn FnMut(&str, &[f32], RowMeta)) -> Result<()> {
+    for item in e.t.semantic.scan_prefix(codec::ctx_prefix(ctx)) {
+        let (k, v) = item?;
+        let (_, key) = codec::split_ctx_key(&k)?;
+        // Only the fields the set needs are decoded (the value is skipped).
+        let r: VectorView = e.codec.decode(&v)?;
+        if let Some(emb) = vector::stored_to_index(r.embedding.as_ref()) {
+            let meta = RowMeta {
+                ts_ms: r.updated_at,
+                importance: 0,
+                tags: Box::new([]),
+                participants: Box::new([]),
+            };
+            f(&key, &emb, meta);
+        }
+    }
+    Ok(())
+}
+
+fn load_doc(e: &Engine, ctx: &str, key: &str) -> Result<Option<IndexDoc>> {
     Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
         Some(v) => Some(index_doc(ctx, key, &e.codec.decode(&v)?)),
         None => None,
@@ -148,7 +195,7 @@ fn write_version(
     let keep = e.opts.limits.semantic_history.max(1) as u64;
     let (new_bytes, dim) = match &embedding {
         EmbeddingChange::Set(Some(v)) => {
-            vector::check("embedding", v)?;
+            embedder::check("embedding", v)?;
             (Some(VecBytes::from_f32(v)), Some(v.len()))
         }
         _ => (None, None),
@@ -157,7 +204,7 @@ fn write_version(
     let rec = e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
         || match dim {
-            Some(d) => vector::claim_dim(e, "embedding", ctx, d),
+            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
             None => Ok(None),
         },
         |t, claim| {
@@ -178,7 +225,7 @@ fn write_version(
                 },
             };
             if let Some(k) = claim {
-                t[2].insert(k.as_slice(), vector::dim_value(dim.unwrap_or(0)))?;
+                t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
             let enc = e.codec.encode(&rec)?;
             t[0].insert(dkey.as_slice(), enc)?;
@@ -284,7 +331,7 @@ pub(crate) fn insert_record_in(
                 t[1].remove(k)?;
             }
             for (k, dim) in claims {
-                t[2].insert(k.as_slice(), vector::dim_value(*dim))?;
+                t[2].insert(k.as_slice(), vectors::dim_value(*dim))?;
             }
             for (k, v) in &hist {
                 t[1].insert(k.as_slice(), v.as_slice())?;
@@ -374,7 +421,7 @@ pub(crate) fn query_in(
         }
         Ok(out)
     };
-    let fused = vector::fused_hits(
+    let fused = vectors::fused_hits(
         e,
         Kind::Knowledge,
         ctx,
@@ -403,7 +450,7 @@ pub(crate) fn query_in(
 impl Semantic {
     /// Store (replace) the knowledge under `key`.
     ///
-    /// With an embedder registered ([`Memory::set_embedder`]) the entry is
+    /// With an embedder registered ([`Memory::set_embedder`](crate::Memory::set_embedder)) the entry is
     /// embedded (text: the key, then the knowledge's text); otherwise it has no embedding.
     pub fn store(&self, key: &str, knowledge: Value) -> Result<Knowledge> {
         self.store_with_embedding(key, knowledge, None)
@@ -417,18 +464,21 @@ impl Semantic {
         knowledge: Value,
         embedding: Option<Vec<f32>>,
     ) -> Result<Knowledge> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("semantic.store", || {
-            let embedding = match (embedding, self.mem.embedder()) {
+            let embedding = match (embedding, self.scope.embedder()) {
                 (Some(v), _) => Some(v),
                 (None, Some(f)) => {
                     input::key(&e.opts.limits, "key", key)?;
                     input::value(&e.opts.limits, "knowledge", &knowledge)?;
-                    Some(vector::embed_one(f.as_ref(), &embed_text(key, &knowledge))?)
+                    Some(embedder::embed_one(
+                        f.as_ref(),
+                        &embed_text(key, &knowledge),
+                    )?)
                 }
                 (None, None) => None,
             };
-            store_embedded_in(e, &self.mem.active_ctx(), key, knowledge, embedding)
+            store_embedded_in(e, &self.scope.active_ctx(), key, knowledge, embedding)
         })
     }
 
@@ -439,9 +489,9 @@ impl Semantic {
 
     /// The entry under `key` with version and timestamps, or `None`.
     pub fn get(&self, key: &str) -> Result<Option<Knowledge>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("semantic.retrieve", || {
-            get_in(e, &self.mem.active_ctx(), key)
+            get_in(e, &self.scope.active_ctx(), key)
         })
     }
 
@@ -459,12 +509,12 @@ impl Semantic {
         limit: usize,
         vq: &VectorQuery,
     ) -> Result<Vec<KnowledgeHit>> {
-        let e = &self.mem.engine;
-        let embedder = self.mem.embedder();
+        let e = &self.scope.engine;
+        let embedder = self.scope.embedder();
         e.timed("semantic.query", || {
             query_in(
                 e,
-                &self.mem.active_ctx(),
+                &self.scope.active_ctx(),
                 text,
                 limit,
                 vq,
@@ -475,10 +525,10 @@ impl Semantic {
 
     /// Apply an RFC 7386 JSON Merge Patch to an existing entry (`NotFound` otherwise).
     pub fn update(&self, key: &str, patch: Value) -> Result<Knowledge> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("semantic.update", || {
             input::value(&e.opts.limits, "patch", &patch)?;
-            let ctx = self.mem.active_ctx();
+            let ctx = self.scope.active_ctx();
             write_version(
                 e,
                 &ctx,
@@ -500,18 +550,18 @@ impl Semantic {
 
     /// Delete the entry and its history; `true` when it existed.
     pub fn forget(&self, key: &str) -> Result<bool> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("semantic.forget", || {
-            forget_in(e, &self.mem.active_ctx(), key)
+            forget_in(e, &self.scope.active_ctx(), key)
         })
     }
 
     /// Kept versions, oldest first (the last one is the current value).
     pub fn history(&self, key: &str) -> Result<Vec<KnowledgeVersion>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("semantic.history", || {
             input::key(&e.opts.limits, "key", key)?;
-            let prefix = history_prefix(&self.mem.active_ctx(), key);
+            let prefix = history_prefix(&self.scope.active_ctx(), key);
             let mut out = Vec::new();
             for item in e.t.semantic_history.scan_prefix(&prefix) {
                 let (k, v) = item?;
@@ -535,12 +585,12 @@ impl Semantic {
 
     /// Keys starting with `prefix` (empty: all), sorted.
     pub fn keys(&self, prefix: &str) -> Result<Vec<String>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("semantic.keys", || {
             let mut out = Vec::new();
             for k in
                 e.t.semantic
-                    .scan_prefix(codec::ctx_key(&self.mem.active_ctx(), prefix))
+                    .scan_prefix(codec::ctx_key(&self.scope.active_ctx(), prefix))
                     .keys()
             {
                 out.push(codec::split_ctx_key(&k?)?.1);

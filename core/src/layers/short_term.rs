@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Scope};
 use crate::util::clock::millis_to_dt;
-use crate::{Error, Memory, Result, storage::codec, util::input, util::value_tape};
+use crate::{Error, Result, storage::codec, util::input, util::value_tape};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StRecord {
@@ -31,24 +31,24 @@ pub struct ShortTermEntry {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// Handle on the short-term layer of one context. Get it from [`Memory::short_term`].
+/// Handle on the short-term layer of one context. Get it from [`Memory::short_term`](crate::Memory::short_term).
 #[derive(Debug, Clone)]
 pub struct ShortTerm {
-    pub(crate) mem: Memory,
+    pub(crate) scope: Scope,
 }
 
 impl ShortTerm {
     /// Store `value` under `key`, replacing any previous value; `ttl` makes it expire.
     pub fn store(&self, key: &str, value: Value, ttl: Option<Duration>) -> Result<ShortTermEntry> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("short_term.store", || {
-            store_in(e, &self.mem.active_ctx(), key, value, ttl)
+            store_in(e, &self.scope.active_ctx(), key, value, ttl)
         })
     }
 
     /// The value under `key`, or `None` when absent or expired.
     pub fn retrieve(&self, key: &str) -> Result<Option<Value>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("short_term.retrieve", || {
             input::key(&e.opts.limits, "key", key)?;
             retrieve_at(e, &self.storage_key(key))
@@ -57,7 +57,7 @@ impl ShortTerm {
 
     /// The entry under `key` with its timestamps, or `None` when absent or expired.
     pub fn entry(&self, key: &str) -> Result<Option<ShortTermEntry>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("short_term.retrieve", || {
             input::key(&e.opts.limits, "key", key)?;
             entry_at(e, &self.storage_key(key), key)
@@ -68,15 +68,15 @@ impl ShortTerm {
     /// allocation for keys of up to 64 bytes with their context) under the
     /// active-context lock, without taking a reference to the context name.
     fn storage_key(&self, key: &str) -> codec::InlineKey {
-        codec::ctx_key_inline(&self.mem.active.read(), key)
+        codec::ctx_key_inline(&self.scope.active_cell().read(), key)
     }
 
     /// Remove `key`; `true` when something (unexpired) was removed.
     pub fn forget(&self, key: &str) -> Result<bool> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("short_term.forget", || {
             input::key(&e.opts.limits, "key", key)?;
-            let sk = codec::ctx_key(&self.mem.active_ctx(), key);
+            let sk = codec::ctx_key(&self.scope.active_ctx(), key);
             let old = e.t.short_term.remove(&sk);
             // After the store write (see `decoded_cache`), whatever its outcome.
             e.short_term_cache.invalidate(&sk);
@@ -99,16 +99,16 @@ impl ShortTerm {
     /// (a shared PostgreSQL store).
     #[doc(hidden)]
     pub fn cache_usage(&self) -> (usize, usize, usize) {
-        let c = &self.mem.engine.short_term_cache;
+        let c = &self.scope.engine.short_term_cache;
         let (n, bytes) = c.usage();
         (n, bytes, c.budget())
     }
 
     /// Unexpired keys starting with `prefix` (empty: all), sorted.
     pub fn keys(&self, prefix: &str) -> Result<Vec<String>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("short_term.keys", || {
-            let ctx = self.mem.active_ctx();
+            let ctx = self.scope.active_ctx();
             let now = e.opts.clock.now().timestamp_millis();
             let mut out = Vec::new();
             for item in e.t.short_term.scan_prefix(codec::ctx_key(&ctx, prefix)) {

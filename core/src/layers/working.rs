@@ -4,9 +4,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Scope};
 use crate::util::clock::millis_to_dt;
-use crate::{Memory, Result, storage::codec, util::input};
+use crate::{Result, storage::codec, util::input};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct WorkingState {
@@ -32,10 +32,10 @@ pub struct WorkspaceItem {
     pub added_at: DateTime<Utc>,
 }
 
-/// Handle on the working memory of the active context. Get it from [`Memory::working`].
+/// Handle on the working memory of the active context. Get it from [`Memory::working`](crate::Memory::working).
 #[derive(Debug, Clone)]
 pub struct Working {
-    pub(crate) mem: Memory,
+    pub(crate) scope: Scope,
 }
 
 fn state_key(ctx: &str) -> Vec<u8> {
@@ -104,25 +104,25 @@ pub(crate) fn add_in(e: &Engine, ctx: &str, value: Value) -> Result<String> {
 impl Working {
     /// Put `item` in focus; `false` when it already was. The oldest item is evicted past capacity.
     pub fn focus(&self, item: &str) -> Result<bool> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("working.focus", || {
-            focus_in(e, &self.mem.active_ctx(), item)
+            focus_in(e, &self.scope.active_ctx(), item)
         })
     }
 
     /// Items in focus, oldest first.
     pub fn current_focus(&self) -> Result<Vec<String>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("working.current_focus", || {
-            Ok(load(e, &self.mem.active_ctx())?.focus)
+            Ok(load(e, &self.scope.active_ctx())?.focus)
         })
     }
 
     /// Add a value to the workspace; returns its id. The oldest item is evicted past capacity.
     pub fn add_to_workspace(&self, value: Value) -> Result<String> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("working.add_to_workspace", || {
-            add_in(e, &self.mem.active_ctx(), value)
+            add_in(e, &self.scope.active_ctx(), value)
         })
     }
 
@@ -137,9 +137,9 @@ impl Working {
 
     /// Workspace items with ids and timestamps, oldest first.
     pub fn workspace_items(&self) -> Result<Vec<WorkspaceItem>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("working.workspace", || {
-            Ok(load(e, &self.mem.active_ctx())?
+            Ok(load(e, &self.scope.active_ctx())?
                 .workspace
                 .into_iter()
                 .map(|r| WorkspaceItem {
@@ -153,7 +153,7 @@ impl Working {
 
     /// Empty focus and workspace.
     pub fn clear(&self) -> Result<()> {
-        let e = &self.mem.engine;
-        e.timed("working.clear", || clear_in(e, &self.mem.active_ctx()))
+        let e = &self.scope.engine;
+        e.timed("working.clear", || clear_in(e, &self.scope.active_ctx()))
     }
 }

@@ -2,5 +2,7 @@
 //! fusion of their two ranked lists. Search is derived from the store and
 //! names nothing above it.
 
+pub(crate) mod embedder;
+pub(crate) mod fusion;
 pub(crate) mod index;
 pub(crate) mod vector;

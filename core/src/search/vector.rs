@@ -1,12 +1,12 @@
-//! Host-supplied embeddings: validation, storage encoding, the derived in-memory
-//! vector index, fusion with the BM25 list, and the embedder hook.
+//! The in-memory vector index and stored embeddings.
 //!
 //! sled is the source of truth: an embedding is stored inside its episode or
 //! knowledge record as half floats scaled by a power of two (a MessagePack
 //! `bin`, so a 384-dimension vector costs 768 bytes plus 6 bytes of headers;
 //! see [`VecBytes`]; records written before that hold raw `f32` and still read). The vector index
-//! is derived: one contiguous int8 matrix per (layer, context), built from sled
-//! the first time that context is searched with an embedding and kept in step
+//! is derived: one contiguous int8 matrix per (layer, context), built from the
+//! store the first time that context is searched with an embedding (by the
+//! engine, which owns the store) and kept in step
 //! with every indexed write afterwards (the same ordered write path as the
 //! text index, under the index writer lock). Nothing about it is written to
 //! disk, so a crash never leaves it stale: the next process rebuilds it from
@@ -19,133 +19,13 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Engine;
+use super::fusion::Fusion;
 use crate::search::index::{self, IndexDoc, IndexOp, Kind};
-use crate::{Error, Result, storage::codec};
+pub(crate) use crate::storage::docs::RowFilter;
+use crate::{Error, Result};
 
 /// Largest accepted embedding dimension.
 pub const MAX_EMBEDDING_DIM: usize = 4096;
-
-/// Default reciprocal-rank-fusion constant `k`.
-pub const DEFAULT_RRF_K: f32 = 60.0;
-
-/// Adaptive fusion: each list's background is its ranks `ADAPTIVE_TAIL_FROM + 1`
-/// to `ADAPTIVE_PEAK_DEPTH` (see [`FusionMethod::Adaptive`]), slots past the end
-/// of a shorter list counting 0; the [`FUSION_MIN_DEPTH`] a list is fetched at.
-pub const ADAPTIVE_PEAK_DEPTH: usize = 50;
-
-/// Adaptive fusion: the background starts after this many hits (the result
-/// window of a default search), so the hits competing for the top 10 are
-/// measured against the near misses below them.
-pub const ADAPTIVE_TAIL_FROM: usize = 10;
-
-/// Default weight of the BM25 list in fusion.
-pub const DEFAULT_BM25_WEIGHT: f32 = 0.5;
-
-/// Default weight of the vector list in fusion.
-pub const DEFAULT_VECTOR_WEIGHT: f32 = 0.5;
-
-/// Each list is fetched at depth `max(limit * FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH)` before fusion.
-pub const FUSION_DEPTH_FACTOR: usize = 5;
-
-/// See [`FUSION_DEPTH_FACTOR`].
-pub const FUSION_MIN_DEPTH: usize = 50;
-
-/// How the BM25 list and the vector list are combined.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FusionMethod {
-    /// The default. Each list's scores are calibrated against that list's own
-    /// background, the near misses at ranks `ADAPTIVE_TAIL_FROM + 1 ..=
-    /// ADAPTIVE_PEAK_DEPTH` (slots past the end of a shorter list count 0, the
-    /// score of a memory that matched no word): `z = max(0, (score - μ_tail) /
-    /// σ_tail)` (σ of the whole padded list when the tail is flat). Score:
-    /// `bm25_weight * z_bm25 + vector_weight * z_vector`, a hit absent from a
-    /// list adding 0 for it, where each list's z is first reduced by the z its
-    /// best hit reaches by chance among its candidates (√(2 ln n) is about the
-    /// largest of n unrelated normal scores): `√(2 ln(N / ADAPTIVE_PEAK_DEPTH))`
-    /// for the vector list, the top of the context's N vectors (0 when N ≤ the
-    /// depth), `√(2 ln(1 + n / ADAPTIVE_TAIL_FROM))` for a BM25 list of n ≤
-    /// `ADAPTIVE_PEAK_DEPTH` hits measured against its ranks past
-    /// `ADAPTIVE_TAIL_FROM`; z below the allowance counts 0. Last, the list
-    /// whose best hit has the lower z is scaled by the ratio of the two best z
-    /// (the more confident list keeps its full weight). A list whose best hits stand far above its own
-    /// near misses (a rare word, a close paraphrase) gets large z and leads; a
-    /// list that is flat, as a weak embedder's or a question-words-only BM25
-    /// list is, gives every hit a small z and defers to the other. Nothing is
-    /// tuned to a data set or an embedder: each query's two lists carry the
-    /// evidence.
-    #[default]
-    Adaptive,
-    /// `bm25_weight * bm25 / max_bm25 + vector_weight * max(cosine, 0)`; a hit
-    /// absent from a list contributes 0 for that list.
-    Linear,
-    /// Reciprocal rank fusion: `bm25_weight / (k + rank_bm25) + vector_weight / (k + rank_vector)`.
-    Rrf,
-}
-
-impl FusionMethod {
-    /// Parse `"adaptive"`, `"linear"` or `"rrf"` (what bindings and MCP receive),
-    /// naming `field` in the error.
-    pub fn parse(field: &str, s: &str) -> Result<FusionMethod> {
-        match s {
-            "adaptive" => Ok(FusionMethod::Adaptive),
-            "linear" => Ok(FusionMethod::Linear),
-            "rrf" => Ok(FusionMethod::Rrf),
-            other => Err(Error::invalid(
-                field,
-                format!("must be \"adaptive\", \"linear\" or \"rrf\", got {other:?}"),
-            )),
-        }
-    }
-}
-
-/// Fusion settings. The default is [`FusionMethod::Adaptive`] with weights 0.5/0.5 (and `k` = 60 for RRF).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fusion {
-    /// The method.
-    pub method: FusionMethod,
-    /// Weight of the BM25 list (finite, ≥ 0).
-    pub bm25_weight: f32,
-    /// Weight of the vector list (finite, ≥ 0).
-    pub vector_weight: f32,
-    /// RRF constant `k` (finite, > 0).
-    pub rrf_k: f32,
-}
-
-impl Default for Fusion {
-    fn default() -> Self {
-        Fusion {
-            method: FusionMethod::Adaptive,
-            bm25_weight: DEFAULT_BM25_WEIGHT,
-            vector_weight: DEFAULT_VECTOR_WEIGHT,
-            rrf_k: DEFAULT_RRF_K,
-        }
-    }
-}
-
-impl Fusion {
-    fn validate(&self) -> Result<()> {
-        for (field, w) in [
-            ("bm25_weight", self.bm25_weight),
-            ("vector_weight", self.vector_weight),
-        ] {
-            if !w.is_finite() || w < 0.0 {
-                return Err(Error::invalid(
-                    field,
-                    format!("must be a finite number >= 0, got {w}"),
-                ));
-            }
-        }
-        if !self.rrf_k.is_finite() || self.rrf_k <= 0.0 {
-            return Err(Error::invalid(
-                "rrf_k",
-                format!("must be a finite number > 0, got {}", self.rrf_k),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// The vector side of a search: an optional query embedding and how to fuse.
 ///
@@ -174,92 +54,6 @@ impl VectorQuery {
         self.fusion = fusion;
         self
     }
-}
-
-/// Computes embeddings for texts on behalf of the engine (see [`crate::Memory::set_embedder`]).
-///
-/// Returns one vector per text, in order. An error (or a panic) is reported to
-/// the caller of the operation as `InvalidInput` on field `embedder`.
-pub trait Embedder: Send + Sync {
-    /// Embed `texts`.
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
-}
-
-impl<F> Embedder for F
-where
-    F: Fn(&[&str]) -> Result<Vec<Vec<f32>>> + Send + Sync,
-{
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        self(texts)
-    }
-}
-
-/// Call the embedder on one text, turning every failure (error, panic, wrong
-/// count, bad vector) into `InvalidInput { field: "embedder" }`.
-pub(crate) fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| embedder.embed(&[text])))
-        .unwrap_or_else(|_| Err(Error::invalid("embedder", "the embedder panicked")));
-    let mut out = match r {
-        Ok(v) => v,
-        Err(Error::InvalidInput { field, reason }) if field == "embedder" => {
-            return Err(Error::invalid("embedder", reason));
-        }
-        Err(e) => return Err(Error::invalid("embedder", format!("embedder failed: {e}"))),
-    };
-    if out.len() != 1 {
-        return Err(Error::invalid(
-            "embedder",
-            format!("returned {} vectors for 1 text", out.len()),
-        ));
-    }
-    let v = out.pop().unwrap_or_default();
-    check("embedder", &v)?;
-    Ok(v)
-}
-
-/// Check an embedding: 1..=[`MAX_EMBEDDING_DIM`] finite numbers, not all zero.
-pub(crate) fn check(field: &str, v: &[f32]) -> Result<()> {
-    if v.is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
-    }
-    if v.len() > MAX_EMBEDDING_DIM {
-        return Err(Error::limit(
-            field,
-            "embedding dimensions",
-            MAX_EMBEDDING_DIM as u64,
-            v.len() as u64,
-        ));
-    }
-    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-        return Err(Error::invalid(
-            field,
-            format!("must hold finite numbers; element {i} is {}", v[i]),
-        ));
-    }
-    if v.iter().all(|x| *x == 0.0) {
-        return Err(Error::invalid(
-            field,
-            "must not be all zeros (cosine is undefined)",
-        ));
-    }
-    Ok(())
-}
-
-/// Convert an `f64` embedding (what JSON and most bindings carry) to `f32`,
-/// refusing values that do not fit.
-pub fn embedding_from_f64(field: &str, v: &[f64]) -> Result<Vec<f32>> {
-    let mut out = Vec::with_capacity(v.len());
-    for (i, x) in v.iter().enumerate() {
-        let f = *x as f32;
-        if !f.is_finite() {
-            return Err(Error::invalid(
-                field,
-                format!("must hold finite numbers; element {i} is {x}"),
-            ));
-        }
-        out.push(f);
-    }
-    Ok(out)
 }
 
 /// An embedding as stored, serialised as a MessagePack `bin`. Two layouts, told
@@ -387,85 +181,16 @@ pub(crate) fn stored_to_index(b: Option<&VecBytes>) -> Option<Arc<[f32]>> {
     b.and_then(|b| b.to_f32().ok()).map(Arc::from)
 }
 
-fn dim_key(ctx: &str) -> Vec<u8> {
-    let mut k = b"vector_dim\0".to_vec();
-    k.extend_from_slice(ctx.as_bytes());
-    k
-}
-
-/// The embedding dimension fixed for `ctx`, if any vector was ever stored there.
-pub(crate) fn dim_of(e: &Engine, ctx: &str) -> Result<Option<usize>> {
-    Ok(match e.t.meta.get(dim_key(ctx))? {
-        Some(v) => {
-            let b: [u8; 4] = v
-                .as_ref()
-                .try_into()
-                .map_err(|_| Error::corrupted("vector_dim record is not 4 bytes"))?;
-            Some(u32::from_be_bytes(b) as usize)
-        }
-        None => None,
-    })
-}
-
-pub(crate) fn mismatch(field: &str, ctx: &str, got: usize, fixed: usize) -> Error {
-    Error::invalid(
-        field,
-        format!("embedding has {got} dimensions, context '{ctx}' uses {fixed}"),
-    )
-}
-
-/// Check `dim` against the context's fixed dimension. Call under the index
-/// writer lock (every dimension write holds it). `Ok(Some(meta_key))` means the
-/// context has none yet: the caller's transaction stores it under that key.
-pub(crate) fn claim_dim(e: &Engine, field: &str, ctx: &str, dim: usize) -> Result<Option<Vec<u8>>> {
-    match dim_of(e, ctx)? {
-        Some(fixed) if fixed == dim => Ok(None),
-        Some(fixed) => Err(mismatch(field, ctx, dim, fixed)),
-        None => Ok(Some(dim_key(ctx))),
-    }
-}
-
-/// The value stored under a dimension key.
-pub(crate) fn dim_value(dim: usize) -> [u8; 4] {
-    (dim as u32).to_be_bytes()
-}
-
 /// What the vector path filters on (episodes; knowledge rows carry defaults).
 #[derive(Debug, Clone)]
-struct RowMeta {
-    ts_ms: i64,
-    importance: u64,
-    tags: Box<[String]>,
-    participants: Box<[String]>,
-}
-
-/// Filters of the vector list (same semantics as the text index's).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RowFilter<'a> {
-    pub tags_all: &'a [String],
-    pub participants_any: &'a [String],
-    pub since_ms: Option<i64>,
-    pub until_ms: Option<i64>,
-    pub min_importance: Option<u64>,
+pub(crate) struct RowMeta {
+    pub ts_ms: i64,
+    pub importance: u64,
+    pub tags: Box<[String]>,
+    pub participants: Box<[String]>,
 }
 
 impl RowFilter<'_> {
-    pub(crate) const NONE: RowFilter<'static> = RowFilter {
-        tags_all: &[],
-        participants_any: &[],
-        since_ms: None,
-        until_ms: None,
-        min_importance: None,
-    };
-
-    fn is_empty(&self) -> bool {
-        self.tags_all.is_empty()
-            && self.participants_any.is_empty()
-            && self.since_ms.is_none()
-            && self.until_ms.is_none()
-            && self.min_importance.is_none()
-    }
-
     fn accepts(&self, m: &RowMeta) -> bool {
         self.since_ms.is_none_or(|s| m.ts_ms >= s)
             && self.until_ms.is_none_or(|u| m.ts_ms <= u)
@@ -482,7 +207,7 @@ impl RowFilter<'_> {
 /// One (layer, context)'s vectors: L2-normalised, int8-quantised rows in one
 /// contiguous matrix with a per-row scale.
 #[derive(Debug, Default)]
-struct VectorSet {
+pub(crate) struct VectorSet {
     dim: usize,
     keys: Vec<String>,
     codes: Vec<i8>,
@@ -587,7 +312,7 @@ impl Ord for Scored {
 }
 
 impl VectorSet {
-    fn upsert(&mut self, key: &str, v: &[f32], meta: RowMeta) {
+    pub(crate) fn upsert(&mut self, key: &str, v: &[f32], meta: RowMeta) {
         self.remove(key);
         if self.keys.is_empty() {
             self.dim = v.len();
@@ -621,7 +346,17 @@ impl VectorSet {
     }
 
     /// The `depth` best rows by cosine among those `filter` accepts, best first.
-    fn search(&self, q: &[f32], filter: &RowFilter<'_>, depth: usize) -> Vec<(String, f32)> {
+    /// Rows held.
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub(crate) fn search(
+        &self,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+    ) -> Vec<(String, f32)> {
         if self.keys.is_empty() || q.len() != self.dim || depth == 0 {
             return Vec::new();
         }
@@ -651,28 +386,6 @@ impl VectorSet {
             .map(|Scored(s, i)| (self.keys[i].clone(), s.clamp(-1.0, 1.0)))
             .collect()
     }
-}
-
-/// What building a set needs of an episode record (`episodic::EpisodeRecord`;
-/// the same field names, the others skipped by the decoder). Row metadata as
-/// `episodic::index_doc` makes it.
-#[derive(Deserialize)]
-struct EpisodeVectorView {
-    timestamp: i64,
-    participants: Vec<String>,
-    tags: Vec<String>,
-    importance: u8,
-    #[serde(default)]
-    embedding: Option<VecBytes>,
-}
-
-/// What building a set needs of a knowledge record (`semantic::KnowledgeRecord`),
-/// with the row metadata `semantic::index_doc` gives it.
-#[derive(Deserialize)]
-struct KnowledgeVectorView {
-    updated_at: i64,
-    #[serde(default)]
-    embedding: Option<VecBytes>,
 }
 
 /// The derived vector index: loaded (layer, context) sets, keyed by the uid scope `kind\0ctx`.
@@ -736,84 +449,29 @@ impl VectorIndex {
         self.sets.read().contains_key(&uid[..end])
     }
 
-    /// The set of (kind, ctx), built from sled on first use.
-    fn loaded(&self, e: &Engine, kind: Kind, ctx: &str) -> Result<Arc<RwLock<VectorSet>>> {
+    /// The set of (kind, ctx): the loaded one, else one `build` fills, called
+    /// with what `lock` returns held (the index writer lock: no indexed write
+    /// runs during the scan, so the ops applied later line up).
+    pub(crate) fn loaded<G>(
+        &self,
+        kind: Kind,
+        ctx: &str,
+        lock: impl FnOnce() -> G,
+        build: impl FnOnce(&mut VectorSet) -> Result<()>,
+    ) -> Result<Arc<RwLock<VectorSet>>> {
         let sc = scope(kind, ctx);
         if let Some(s) = self.sets.read().get(&sc) {
             return Ok(Arc::clone(s));
         }
-        // Under the writer lock no indexed write runs: the scan and the ops applied later line up.
-        let _writer = e.index_lock();
+        let _writer = lock();
         if let Some(s) = self.sets.read().get(&sc) {
             return Ok(Arc::clone(s));
         }
         let mut set = VectorSet::default();
-        let tree = match kind {
-            Kind::Episode => &e.t.episodes,
-            Kind::Knowledge => &e.t.semantic,
-        };
-        for item in tree.scan_prefix(codec::ctx_prefix(ctx)) {
-            let (k, v) = item?;
-            let (_, key) = codec::split_ctx_key(&k)?;
-            // Only the fields the set needs are decoded: the summary, content and
-            // knowledge value are skipped, not built (and their text not extracted).
-            let (emb, meta) = match kind {
-                Kind::Episode => {
-                    let r: EpisodeVectorView = e.codec.decode(&v)?;
-                    let meta = RowMeta {
-                        ts_ms: r.timestamp,
-                        importance: u64::from(r.importance),
-                        tags: r.tags.into_boxed_slice(),
-                        participants: r.participants.into_boxed_slice(),
-                    };
-                    (r.embedding, meta)
-                }
-                Kind::Knowledge => {
-                    let r: KnowledgeVectorView = e.codec.decode(&v)?;
-                    let meta = RowMeta {
-                        ts_ms: r.updated_at,
-                        importance: 0,
-                        tags: Box::new([]),
-                        participants: Box::new([]),
-                    };
-                    (r.embedding, meta)
-                }
-            };
-            if let Some(emb) = stored_to_index(emb.as_ref()) {
-                set.upsert(&key, &emb, meta);
-            }
-        }
+        build(&mut set)?;
         let set = Arc::new(RwLock::new(set));
         self.sets.write().insert(sc, Arc::clone(&set));
         Ok(set)
-    }
-
-    /// The `depth` nearest keys of (kind, ctx) to `q` (already checked against the
-    /// context's dimension) among rows `filter` accepts, with their cosine, best first.
-    pub(crate) fn search(
-        &self,
-        e: &Engine,
-        kind: Kind,
-        ctx: &str,
-        q: &[f32],
-        filter: &RowFilter<'_>,
-        depth: usize,
-    ) -> Result<Vec<(String, f32)>> {
-        // PostgreSQL with pgvector: the same exact search, in SQL over `<schema>.vectors`.
-        #[cfg(feature = "postgres")]
-        if let crate::storage::Store::Postgres(p) = &e.store
-            && let Some(hits) = p.vector_search(kind, ctx, q, filter, depth)?
-        {
-            return Ok(hits);
-        }
-        let set = self.loaded(e, kind, ctx)?;
-        let set = set.read();
-        Ok(set.search(q, filter, depth))
-    }
-
-    /// Vectors held for (kind, ctx).
-    pub(crate) fn rows_in(&self, e: &Engine, kind: Kind, ctx: &str) -> Result<usize> {
-        Ok(self.loaded(e, kind, ctx)?.read().keys.len())
     }
 
     /// Rows and bytes held (for status and benchmarks).
@@ -821,276 +479,6 @@ impl VectorIndex {
     pub(crate) fn rows(&self) -> usize {
         self.sets.read().values().map(|s| s.read().keys.len()).sum()
     }
-}
-
-/// One entry of a fused list.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Fused {
-    pub key: String,
-    pub score: f32,
-    pub bm25_rank: Option<u32>,
-    pub vector_rank: Option<u32>,
-}
-
-/// A list's background for [`FusionMethod::Adaptive`]: mean and population σ
-/// of its scores at 0-based ranks `from..slots`, slots past the end counting 0;
-/// when those are all equal, σ of the whole padded list (`slots` entries).
-#[derive(Debug, Clone, Copy, Default)]
-struct TailZ {
-    mu: f32,
-    sigma: f32,
-    allowance: f32,
-}
-
-impl TailZ {
-    fn of(list: &[(String, f32)], from: usize, slots: usize) -> Self {
-        let at = |i: usize| list.get(i).map_or(0.0, |(_, s)| f64::from(*s));
-        let stats = |r: std::ops::Range<usize>| {
-            let n = r.len().max(1) as f64;
-            let mean = r.clone().map(at).sum::<f64>() / n;
-            let var = r.map(|i| (at(i) - mean).powi(2)).sum::<f64>() / n;
-            (mean, var.sqrt())
-        };
-        let slots = slots.max(from + 1);
-        let (mu, mut sigma) = stats(from..slots);
-        if sigma.is_nan() || sigma <= 1e-9 {
-            sigma = stats(0..slots).1;
-        }
-        TailZ {
-            mu: mu as f32,
-            sigma: sigma as f32,
-            allowance: 0.0,
-        }
-    }
-
-    fn apply(&self, s: f32) -> f32 {
-        if self.sigma > 0.0 && self.sigma.is_finite() {
-            ((s - self.mu) / self.sigma - self.allowance).max(0.0)
-        } else {
-            // Every slot equal: no hit stands out of the list.
-            0.0
-        }
-    }
-
-    /// The same, less `allowance` (see [`chance_z`]).
-    fn less(self, allowance: f32) -> Self {
-        TailZ { allowance, ..self }
-    }
-}
-
-/// Scales for two lists whose best hits have z `b` and `v`: the list that
-/// stands out more keeps its weight, the other is scaled by `min / max`.
-fn relative_confidence(b: f32, v: f32) -> (f32, f32) {
-    if b >= v && b > 0.0 {
-        (1.0, v / b)
-    } else if v > b {
-        (b / v, 1.0)
-    } else {
-        (1.0, 1.0)
-    }
-}
-
-/// About the largest z that the best of `n` unrelated candidates reaches by
-/// chance: `√(2 ln n)`, 0 for `n ≤ 1`.
-fn chance_z(n: f64) -> f32 {
-    if n > 1.0 {
-        (2.0 * n.ln()).sqrt() as f32
-    } else {
-        0.0
-    }
-}
-
-/// Fuse a BM25 list and a vector list (each best first) into at most `limit`
-/// entries; `vector_rows` is how many vectors the vector list was drawn from.
-pub(crate) fn fuse(
-    bm25: &[(String, f32)],
-    vector: &[(String, f32)],
-    vector_rows: usize,
-    fusion: &Fusion,
-    limit: usize,
-) -> Vec<Fused> {
-    let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
-    let (bm25_norm, vector_norm) = match fusion.method {
-        FusionMethod::Adaptive => {
-            let (depth, tail) = (ADAPTIVE_PEAK_DEPTH as f64, ADAPTIVE_TAIL_FROM as f64);
-            let n_bm25 = bm25.len().min(ADAPTIVE_PEAK_DEPTH) as f64;
-            let rows = vector_rows.max(vector.len()) as f64;
-            (
-                TailZ::of(bm25, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
-                    .less(chance_z(1.0 + n_bm25 / tail)),
-                TailZ::of(vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
-                    .less(chance_z(rows / depth)),
-            )
-        }
-        _ => (TailZ::default(), TailZ::default()),
-    };
-    // Adaptive: the list whose best hit stands out less is scaled by the ratio
-    // of the two best z (each list's best hit has its largest z).
-    let (bm25_scale, vector_scale) = if fusion.method == FusionMethod::Adaptive {
-        let top = |l: &[(String, f32)], n: &TailZ| l.first().map_or(0.0, |(_, s)| n.apply(*s));
-        relative_confidence(top(bm25, &bm25_norm), top(vector, &vector_norm))
-    } else {
-        (1.0, 1.0)
-    };
-    // Per key: (rank, score) in the BM25 list and in the vector list.
-    type Ranked = Option<(u32, f32)>;
-    let mut all: HashMap<&str, (Ranked, Ranked)> = HashMap::new();
-    for (i, (k, s)) in bm25.iter().enumerate() {
-        all.entry(k.as_str())
-            .or_default()
-            .0
-            .get_or_insert((i as u32 + 1, *s));
-    }
-    for (i, (k, s)) in vector.iter().enumerate() {
-        all.entry(k.as_str())
-            .or_default()
-            .1
-            .get_or_insert((i as u32 + 1, *s));
-    }
-    let mut out: Vec<Fused> = all
-        .into_iter()
-        .map(|(k, (b, v))| {
-            let score = match fusion.method {
-                FusionMethod::Linear => {
-                    let bs = b.map_or(
-                        0.0,
-                        |(_, s)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
-                    );
-                    let vs = v.map_or(0.0, |(_, s)| s.max(0.0));
-                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
-                }
-                FusionMethod::Adaptive => {
-                    let bs = b.map_or(0.0, |(_, s)| bm25_norm.apply(s));
-                    let vs = v.map_or(0.0, |(_, s)| vector_norm.apply(s));
-                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
-                }
-                FusionMethod::Rrf => {
-                    let r = |x: Option<(u32, f32)>, w: f32| {
-                        x.map_or(0.0, |(rank, _)| w / (fusion.rrf_k + rank as f32))
-                    };
-                    r(b, fusion.bm25_weight) + r(v, fusion.vector_weight)
-                }
-            };
-            Fused {
-                key: k.to_owned(),
-                score,
-                bm25_rank: b.map(|x| x.0),
-                vector_rank: v.map(|x| x.0),
-            }
-        })
-        .collect();
-    let best = |f: &Fused| {
-        f.bm25_rank
-            .unwrap_or(u32::MAX)
-            .min(f.vector_rank.unwrap_or(u32::MAX))
-    };
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| best(a).cmp(&best(b)))
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    out.truncate(limit);
-    out
-}
-
-/// Depth each list is fetched at before fusion.
-pub(crate) fn depth(limit: usize) -> usize {
-    limit
-        .saturating_mul(FUSION_DEPTH_FACTOR)
-        .max(FUSION_MIN_DEPTH)
-}
-
-/// Validate a query embedding and fusion; `Ok(None)` when the context holds no vectors yet.
-pub(crate) fn prepare_query(
-    e: &Engine,
-    ctx: &str,
-    vq: &VectorQuery,
-    q: &[f32],
-) -> Result<Option<usize>> {
-    vq.fusion.validate()?;
-    check("embedding", q)?;
-    match dim_of(e, ctx)? {
-        Some(d) if d == q.len() => Ok(Some(d)),
-        Some(d) => Err(mismatch("embedding", ctx, q.len(), d)),
-        None => Ok(None),
-    }
-}
-
-/// The fusion to validate even when no embedding is given (bad weights are refused early).
-pub(crate) fn validate_fusion(f: &Fusion) -> Result<()> {
-    f.validate()
-}
-
-/// The hit list of one search of `kind` in `ctx`, shared by episodes and knowledge.
-///
-/// Without a query embedding (given in `vq` or made by `embedder` from a
-/// non-empty `query`): the BM25 list of `text_list(limit)`. With one and an
-/// empty query: the vector list alone. With both: the BM25 list (hits that
-/// matched a word) and the vector list, each `depth(limit)` deep and each
-/// filtered (`text_list` by the index query, the vectors by `filter`), fused.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fused_hits(
-    e: &Engine,
-    kind: Kind,
-    ctx: &str,
-    query: &str,
-    vq: &VectorQuery,
-    embedder: Option<&dyn Embedder>,
-    limit: usize,
-    filter: &RowFilter<'_>,
-    text_list: impl Fn(usize) -> Result<Vec<(String, f32)>>,
-) -> Result<Vec<Fused>> {
-    validate_fusion(&vq.fusion)?;
-    let has_text = !query.trim().is_empty();
-    let embedded;
-    let embedding = match (&vq.embedding, embedder) {
-        (Some(v), _) => Some(v.as_slice()),
-        (None, Some(f)) if has_text => {
-            embedded = embed_one(f, query)?;
-            Some(embedded.as_slice())
-        }
-        (None, _) => None,
-    };
-    let ranked = |list: Vec<(String, f32)>, text: bool| -> Vec<Fused> {
-        list.into_iter()
-            .take(limit)
-            .enumerate()
-            .map(|(i, (key, score))| Fused {
-                key,
-                score,
-                bm25_rank: (text && has_text).then_some(i as u32 + 1),
-                vector_rank: (!text).then_some(i as u32 + 1),
-            })
-            .collect()
-    };
-    let Some(qv) = embedding else {
-        return Ok(ranked(text_list(limit)?, true));
-    };
-    let depth = depth(limit);
-    // The in-process sets follow other instances' writes through the index log;
-    // pgvector's table holds every committed write already.
-    if !e.vectors_in_sql() {
-        e.sync_shared()?;
-    }
-    let vector_list = match prepare_query(e, ctx, vq, qv)? {
-        Some(_) => e.vectors.search(e, kind, ctx, qv, filter, depth)?,
-        None => Vec::new(),
-    };
-    if !has_text {
-        return Ok(ranked(vector_list, false));
-    }
-    // Hits with no matching word (score 0, by recency) are not a text match.
-    let mut bm25 = text_list(depth)?;
-    bm25.retain(|(_, s)| *s > 0.0);
-    // How many vectors the list was drawn from (the context's, filters aside);
-    // pgvector's list does not say, so its own length stands in.
-    let rows = if e.vectors_in_sql() {
-        vector_list.len()
-    } else {
-        e.vectors.rows_in(e, kind, ctx)?
-    };
-    Ok(fuse(&bm25, &vector_list, rows, &vq.fusion, limit))
 }
 
 #[cfg(test)]
@@ -1238,149 +626,6 @@ mod tests {
         s.upsert("b", &[1.0, 0.0], meta());
         let hits = s.search(&[1.0, 0.0], &RowFilter::NONE, 1);
         assert_eq!(hits[0].0, "b");
-    }
-
-    fn list(v: &[(&str, f32)]) -> Vec<(String, f32)> {
-        v.iter().map(|(k, s)| ((*k).to_owned(), *s)).collect()
-    }
-
-    #[test]
-    fn tail_z_follows_its_formula() {
-        // Tail = ranks 1..4 of [4, 2, 2, (0)]: mean 4/3, σ = sqrt(8/9).
-        let l = list(&[("a", 4.0), ("b", 2.0), ("c", 2.0)]);
-        let z = TailZ::of(&l, 1, 4);
-        let sd = (8.0f32 / 9.0).sqrt();
-        assert!((z.apply(4.0) - (4.0 - 4.0 / 3.0) / sd).abs() < 1e-5);
-        assert!((z.apply(2.0) - (2.0 - 4.0 / 3.0) / sd).abs() < 1e-5);
-        // Below the tail's mean: floored at 0, like a hit absent from the list.
-        assert_eq!(z.apply(0.5), 0.0);
-        // A flat tail [1, 1]: σ of the whole list [3, 1, 1] (mean 5/3, σ sqrt(8/9)).
-        let flat = TailZ::of(&list(&[("a", 3.0), ("b", 1.0), ("c", 1.0)]), 1, 3);
-        assert!((flat.apply(3.0) - (3.0 - 1.0) / sd).abs() < 1e-5);
-        // Every slot equal: nothing stands out.
-        assert_eq!(
-            TailZ::of(&list(&[("a", 3.0), ("b", 3.0)]), 0, 2).apply(3.0),
-            0.0
-        );
-        assert_eq!(TailZ::of(&[], 10, 50).apply(1.0), 0.0);
-        // The chance allowance is subtracted, and a z below it counts 0.
-        assert!((z.less(1.0).apply(4.0) - ((4.0 - 4.0 / 3.0) / sd - 1.0)).abs() < 1e-5);
-        assert_eq!(z.less(10.0).apply(4.0), 0.0);
-        assert!((chance_z(100.0) - (2.0 * 100f64.ln()).sqrt() as f32).abs() < 1e-6);
-        assert_eq!(chance_z(1.0), 0.0);
-        assert_eq!(chance_z(0.5), 0.0);
-        assert_eq!(relative_confidence(4.0, 2.0), (1.0, 0.5));
-        assert_eq!(relative_confidence(2.0, 8.0), (0.25, 1.0));
-        assert_eq!(relative_confidence(0.0, 0.0), (1.0, 1.0));
-    }
-
-    #[test]
-    fn a_larger_context_asks_more_of_the_vector_list() {
-        // The same vector list counts for less when it is the top 50 of
-        // 100,000 vectors than of 60: its head is likelier to be chance.
-        let (_, bm25, vector) = scenario(ADAPTIVE_PEAK_DEPTH + 10, 1.2, 0.5);
-        let small = fuse(&bm25, &vector, 60, &Fusion::default(), 60);
-        let large = fuse(&bm25, &vector, 100_000, &Fusion::default(), 60);
-        let score = |l: &[Fused], k: &str| l.iter().find(|f| f.key == k).map_or(0.0, |f| f.score);
-        assert!(score(&large, "k59") < score(&small, "k59"), "{large:?}");
-    }
-
-    type ScoredList = Vec<(String, f32)>;
-
-    /// `n` keys; a BM25 list over all but the last, a vector list over all.
-    fn scenario(n: usize, bm25_top: f32, vec_top: f32) -> (Vec<String>, ScoredList, ScoredList) {
-        let keys: Vec<String> = (0..n).map(|i| format!("k{i:02}")).collect();
-        let fav = keys[n - 1].clone();
-        // The vectors' first choice is the last key (no word in common with
-        // the query); k00 is their second; the rest decline slowly.
-        let mut vector: Vec<(String, f32)> = vec![(fav, vec_top), (keys[0].clone(), 0.41)];
-        for (i, k) in keys.iter().enumerate().take(n - 1).skip(1) {
-            vector.push((k.clone(), 0.40 - i as f32 * 0.001));
-        }
-        // BM25 ranks k00 first; every other key matched only question words.
-        let bm25 = keys
-            .iter()
-            .take(n - 1)
-            .enumerate()
-            .map(|(i, k)| {
-                (
-                    k.clone(),
-                    if i == 0 {
-                        bm25_top
-                    } else {
-                        1.0 - i as f32 * 0.001
-                    },
-                )
-            })
-            .collect();
-        (keys, bm25, vector)
-    }
-
-    #[test]
-    fn adaptive_fusion_follows_the_list_whose_best_hit_stands_out() {
-        let n = ADAPTIVE_PEAK_DEPTH + 10;
-        let adaptive = Fusion::default();
-        assert_eq!(adaptive.method, FusionMethod::Adaptive);
-
-        // A rare word matched one memory (BM25 10 against ~1); the vectors are
-        // flat noise (their favourite only just above the rest): BM25 leads.
-        let (keys, bm25, vector) = scenario(n, 10.0, 0.415);
-        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 3);
-        assert_eq!(top[0].key, "k00", "{top:?}");
-        assert_eq!(top[0].bm25_rank, Some(1));
-        assert_eq!(top[0].vector_rank, Some(2));
-
-        // Only question words matched (BM25 flat: 1.005 against ~1); the
-        // vectors single out their favourite (0.9 against ~0.4): it leads.
-        let (_, flat, vector) = scenario(n, 1.005, 0.9);
-        let top = fuse(&flat, &vector, vector.len(), &adaptive, 3);
-        assert_eq!(top[0].key, keys[n - 1], "{top:?}");
-        assert_eq!(top[0].bm25_rank, None);
-        // Its score is the vector side alone (absent from the BM25 list: 0).
-        let vz = TailZ::of(&vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
-            .less(chance_z(n as f64 / ADAPTIVE_PEAK_DEPTH as f64));
-        assert!((top[0].score - 0.5 * vz.apply(0.9)).abs() < 1e-4);
-        // The max-normalised linear blend cannot tell a flat BM25 list from a
-        // peaked one: its top still gets the full BM25 weight.
-        let linear = Fusion {
-            method: FusionMethod::Linear,
-            ..Fusion::default()
-        };
-        assert_eq!(fuse(&flat, &vector, vector.len(), &linear, 1)[0].key, "k00");
-
-        // Both stand out, BM25 far more (its top is ~780 σ above its tail, the
-        // vectors' ~11 σ): the memory both rank high (k00: BM25 first, vectors
-        // second) leads, and the vectors, scaled by the ratio, only break ties:
-        // BM25's order follows.
-        let (_, bm25, vector) = scenario(n, 10.0, 0.5);
-        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 2);
-        assert_eq!(top[0].key, "k00", "{top:?}");
-        assert_eq!(top[1].key, "k01", "{top:?}");
-
-        // A rare word shared equally by a dozen memories the vectors rank low
-        // is still a lexical signal: a short list stands out of the zeros
-        // below it. Against flat vectors all twelve make the top 14.
-        let (_, _, vector) = scenario(n, 1.0, 0.415);
-        let tied: Vec<(String, f32)> = keys[40..52].iter().map(|k| (k.clone(), 3.0)).collect();
-        let top = fuse(&tied, &vector, vector.len(), &adaptive, 14);
-        let lexical = top.iter().filter(|f| f.bm25_rank.is_some()).count();
-        assert_eq!(lexical, 12, "{top:?}");
-    }
-
-    #[test]
-    fn adaptive_fusion_with_one_list_keeps_its_order() {
-        let bm = list(&[("a", 3.0), ("b", 2.0), ("c", 1.0)]);
-        let keys: Vec<String> = fuse(&bm, &[], 0, &Fusion::default(), 10)
-            .into_iter()
-            .map(|f| f.key)
-            .collect();
-        assert_eq!(keys, ["a", "b", "c"]);
-        let vec = list(&[("x", 0.9), ("y", -0.2)]);
-        let keys: Vec<String> = fuse(&[], &vec, vec.len(), &Fusion::default(), 10)
-            .into_iter()
-            .map(|f| f.key)
-            .collect();
-        assert_eq!(keys, ["x", "y"]);
     }
 
     #[test]

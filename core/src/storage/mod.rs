@@ -29,9 +29,33 @@ use sled::transaction::{
 use crate::{Error, Result};
 
 pub(crate) mod codec;
+pub(crate) mod docs;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 pub mod url;
+
+/// Total size of the regular files under `dir` (links are not followed).
+pub(crate) fn dir_size(dir: &std::path::Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for ent in rd.flatten() {
+            // Files may vanish while we walk (sled and tantivy rotate files): skip them.
+            let Ok(md) = std::fs::symlink_metadata(ent.path()) else {
+                continue;
+            };
+            if md.is_dir() {
+                stack.push(ent.path());
+            } else if md.is_file() {
+                total += md.len();
+            }
+        }
+    }
+    total
+}
 
 /// The `meta` record naming the version of a PostgreSQL store's `search_docs`
 /// rows (the mapping from records to rows). Migration 2 removes it, and the
@@ -202,10 +226,7 @@ impl Store {
 
     /// Text search in the store's own search table (PostgreSQL, see
     /// [`pg::PgStore::search`]). sled has none: its engine searches tantivy.
-    pub(crate) fn search(
-        &self,
-        q: &crate::search::index::IndexQuery<'_>,
-    ) -> Result<Vec<(String, f32)>> {
+    pub(crate) fn search(&self, q: &docs::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
         match self {
             Store::Sled(_) => {
                 let _ = q;
@@ -347,7 +368,7 @@ impl Serial {
     /// Bring the store's own search rows in line with `ops`, inside the
     /// section (PostgreSQL: `search_docs`, see [`pg::SerialTx::apply_search_ops`]).
     /// sled keeps no search rows: its tantivy index follows the index log.
-    pub(crate) fn apply_search_ops(&mut self, ops: &[crate::search::index::IndexOp]) -> Result<()> {
+    pub(crate) fn apply_search_ops(&mut self, ops: &[docs::IndexOp]) -> Result<()> {
         match self {
             Serial::Sled(_) => {
                 let _ = ops;
@@ -371,7 +392,7 @@ impl Serial {
     /// Keep a PostgreSQL store's `vectors` table (pgvector, where in use) in
     /// line with `ops`, in the section's transaction (sled: nothing to do, its
     /// vector index is in memory).
-    pub(crate) fn apply_vector_ops(&mut self, ops: &[crate::search::index::IndexOp]) -> Result<()> {
+    pub(crate) fn apply_vector_ops(&mut self, ops: &[docs::IndexOp]) -> Result<()> {
         #[cfg(not(feature = "postgres"))]
         let _ = ops;
         match self {

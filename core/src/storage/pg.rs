@@ -41,8 +41,8 @@ use postgres::{Client, NoTls, Statement};
 
 use super::url::PgUrl;
 use super::{Bytes, CasMismatch, META_SEARCH_DOCS, Tree, TxError, TxResult, TxTree};
-use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
-use crate::search::vector::RowFilter;
+use crate::storage::docs::RowFilter;
+use crate::storage::docs::{self as index, IndexDoc, IndexOp, IndexQuery, Kind};
 use crate::{Error, Result};
 
 /// Idle connections kept for reuse.

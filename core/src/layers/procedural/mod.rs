@@ -35,19 +35,13 @@ use self::parse::{check_actions, json_type, validate_steps};
 use crate::engine::ActionHandler;
 // `validate` here is this module's parsing and graph checks; the engine-wide
 // argument checks (keys, values, limits) are `check`.
-use crate::{Error, Memory, Result, storage::codec, util::input as check};
+use crate::engine::Scope;
+use crate::{Error, Result, storage::codec, util::input as check};
 
-/// Handle on the procedural layer of the active context. Get it from [`Memory::procedural`].
+/// Handle on the procedural layer of the active context. Get it from [`Memory::procedural`](crate::Memory::procedural).
 #[derive(Debug, Clone)]
 pub struct Procedural {
-    pub(crate) mem: Memory,
-}
-
-impl Memory {
-    /// Procedural layer of the active context.
-    pub fn procedural(&self) -> Procedural {
-        Procedural { mem: self.clone() }
-    }
+    pub(crate) scope: Scope,
 }
 
 // ---------------------------------------------------------------------------
@@ -57,11 +51,11 @@ impl Procedural {
     /// Store a new procedure. Validates the graph (see `docs/procedures.md`);
     /// `Conflict` when `name` already exists in this context (use [`Procedural::update`]).
     pub fn learn(&self, name: &str, steps: Vec<Step>) -> Result<Procedure> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.learn", || {
             check::key(&e.opts.limits, "name", name)?;
             validate_steps(e, &steps)?;
-            let ctx = self.mem.active_ctx();
+            let ctx = self.scope.active_ctx();
             let key = codec::ctx_key(&ctx, name);
             let now = e.opts.clock.now().timestamp_millis();
             let rec = ProcedureRecord {
@@ -89,11 +83,11 @@ impl Procedural {
     /// Replace the steps of an existing procedure (`NotFound` otherwise); bumps its version.
     /// Runs already started keep the steps they started with.
     pub fn update(&self, name: &str, steps: Vec<Step>) -> Result<Procedure> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.update", || {
             check::key(&e.opts.limits, "name", name)?;
             validate_steps(e, &steps)?;
-            let ctx = self.mem.active_ctx();
+            let ctx = self.scope.active_ctx();
             let key = codec::ctx_key(&ctx, name);
             let rec = {
                 let _g = e.rmw_lock()?;
@@ -118,21 +112,21 @@ impl Procedural {
 
     /// The procedure `name`, or `None`.
     pub fn get(&self, name: &str) -> Result<Option<Procedure>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.get", || {
             check::key(&e.opts.limits, "name", name)?;
-            Ok(load_procedure(e, &self.mem.active_ctx(), name)?.map(|r| to_procedure(name, r)))
+            Ok(load_procedure(e, &self.scope.active_ctx(), name)?.map(|r| to_procedure(name, r)))
         })
     }
 
     /// Names of the procedures of this context, sorted.
     pub fn list(&self) -> Result<Vec<String>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.list", || {
             let mut out = Vec::new();
             for k in
                 e.t.procedures
-                    .scan_prefix(codec::ctx_prefix(&self.mem.active_ctx()))
+                    .scan_prefix(codec::ctx_prefix(&self.scope.active_ctx()))
                     .keys()
             {
                 out.push(codec::split_ctx_key(&k?)?.1);
@@ -143,13 +137,13 @@ impl Procedural {
 
     /// Delete a procedure; `true` when it existed. Its runs are kept.
     pub fn forget(&self, name: &str) -> Result<bool> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.forget", || {
             check::key(&e.opts.limits, "name", name)?;
             let old = {
                 let _g = e.rmw_lock()?;
                 e.t.procedures
-                    .remove(codec::ctx_key(&self.mem.active_ctx(), name))?
+                    .remove(codec::ctx_key(&self.scope.active_ctx(), name))?
             };
             e.after_write()?;
             Ok(old.is_some())
@@ -162,7 +156,7 @@ impl Procedural {
     /// takes. A failing step is `Ok(Run { status: Failed, .. })`, not `Err`;
     /// `Err` is for an unknown procedure, bad arguments or a storage failure.
     pub fn execute(&self, name: &str, params: Value, actions: &Actions) -> Result<Run> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.execute", || {
             check::key(&e.opts.limits, "name", name)?;
             check_actions(e, actions)?;
@@ -177,7 +171,7 @@ impl Procedural {
                 }
             };
             check::value(&e.opts.limits, "params", &params)?;
-            let ctx = self.mem.active_ctx();
+            let ctx = self.scope.active_ctx();
             let Some(proc_rec) = load_procedure(e, &ctx, name)? else {
                 return Err(Error::not_found(format!(
                     "procedure {name:?} in context {ctx:?}"
@@ -217,7 +211,7 @@ impl Procedural {
     /// the run is not awaiting an action. Runs are global: the run continues in
     /// the context it started in, whatever this handle's context.
     pub fn resume(&self, run_id: &str, output: Value, actions: &Actions) -> Result<Run> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.resume", || {
             check::key(&e.opts.limits, "run_id", run_id)?;
             check::value(&e.opts.limits, "output", &output)?;
@@ -268,7 +262,7 @@ impl Procedural {
 
     /// The run `run_id` (any context), or `None`.
     pub fn run(&self, run_id: &str) -> Result<Option<Run>> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.timed("procedural.run", || {
             check::key(&e.opts.limits, "run_id", run_id)?;
             let Some(rec) = load_run_header(e, run_id)? else {
@@ -283,7 +277,7 @@ impl Procedural {
     /// Register a host action engine-wide (every handle, every context), replacing
     /// any previous handler of that name. Built-in names are refused.
     pub fn register_action(&self, name: &str, handler: Arc<dyn ActionHandler>) -> Result<()> {
-        let e = &self.mem.engine;
+        let e = &self.scope.engine;
         e.check_process()?;
         check::key(&e.opts.limits, "name", name)?;
         if is_builtin(name) {
@@ -298,12 +292,12 @@ impl Procedural {
 
     /// Remove an engine-wide host action; `true` when it was registered.
     pub fn unregister_action(&self, name: &str) -> bool {
-        self.mem.engine.actions.write().remove(name).is_some()
+        self.scope.engine.actions.write().remove(name).is_some()
     }
 
     /// Names of the engine-wide host actions, sorted.
     pub fn registered_actions(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.mem.engine.actions.read().keys().cloned().collect();
+        let mut v: Vec<String> = self.scope.engine.actions.read().keys().cloned().collect();
         v.sort();
         v
     }
