@@ -67,9 +67,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use crate::admin::export::{
-    ENTITY_KEY_PREFIX, EXPORT_FORMAT_VERSION, ExportStats, ImportStats,
-};
+pub use crate::admin::export::graph::ENTITY_KEY_PREFIX;
+pub use crate::admin::export::{EXPORT_FORMAT_VERSION, ExportStats, ImportStats};
 pub use crate::admin::optimize::{OptimizeLevel, OptimizeReport, Progress};
 pub use crate::admin::status::{
     ACTIVE_SESSIONS_LIMIT, ActiveSession, DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts,
