@@ -345,5 +345,5 @@ pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
 /// query Memstrata builds. Not a stable API.
 #[doc(hidden)]
 pub mod search_terms {
-    pub use crate::search::index::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
+    pub use crate::search::index::query::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
 }
