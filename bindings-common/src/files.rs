@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 
-use memstrata::{Memory, Progress};
+use memstrata::{Memory, admin::Progress};
 
 use crate::error::{BindingError, guard_binding};
 use crate::records::{ExportStats, ImportStats};

@@ -35,9 +35,9 @@ pub use options::{
     embedding, vector_query,
 };
 pub use records::*;
-#[cfg(feature = "napi")]
-pub use types::embedding_from_js;
 pub use types::{Embedding, JsonValue, KeyBytes, Timestamp};
+#[cfg(feature = "napi")]
+pub use types::{embedding_from_f64, embedding_from_js};
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("memstrata_common");

@@ -7,7 +7,10 @@ use std::time::Duration;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memstrata::{ActionHandler, Memory, NewEpisode, OptimizeLevel, SearchFilters, Step};
+use memstrata::{
+    Memory, NewEpisode, SearchFilters, admin::OptimizeLevel, procedural::ActionHandler,
+    procedural::Step,
+};
 use serde_json::json;
 
 fn main() -> memstrata::Result<()> {

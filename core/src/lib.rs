@@ -24,17 +24,15 @@
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-mod admin;
+pub mod admin;
 mod config;
 mod continuity;
 mod engine;
 mod error;
 mod layers;
-mod search;
+pub mod search;
 mod storage;
 mod util;
-
-pub use crate::layers::procedural;
 
 /// Entry points for fuzz targets and robustness tests. Not a stable API.
 #[doc(hidden)]
@@ -65,53 +63,79 @@ pub mod fuzzing {
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
-
-pub use crate::admin::export::graph::ENTITY_KEY_PREFIX;
-pub use crate::admin::export::{EXPORT_FORMAT_VERSION, ExportStats, ImportStats};
-pub use crate::admin::optimize::{OptimizeLevel, OptimizeReport, Progress};
-pub use crate::admin::status::{
-    ACTIVE_SESSIONS_LIMIT, ActiveSession, DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts,
-    Status, StatusMetrics,
-};
-pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Options};
-pub use crate::continuity::contexts::{ContextStored, ContextValue};
-pub use crate::continuity::sessions::{
-    MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved,
-    SessionVersionInfo,
-};
-pub use crate::continuity::timesheet::{
-    EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
-    TaskStatusFilter, TimesheetReport,
-};
-pub use crate::engine::metrics::OpMetrics;
-pub use crate::engine::{ActionHandler, FORMAT_VERSION};
-pub use crate::error::{Error, Result};
-pub use crate::layers::episodic::{
-    Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
-};
-pub use crate::layers::procedural::{
-    Actions, Branch, Next, PendingAction, Procedural, Procedure, Run, RunStatus, Step, TraceEntry,
-};
-pub use crate::layers::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
-pub use crate::layers::short_term::{ShortTerm, ShortTermEntry};
-pub use crate::layers::working::{Working, WorkspaceItem};
-pub use crate::search::embedder::{Embedder, embedding_from_f64};
-pub use crate::search::fusion::{
-    ADAPTIVE_PEAK_DEPTH, ADAPTIVE_TAIL_FROM, DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K,
-    DEFAULT_VECTOR_WEIGHT, FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH, Fusion, FusionMethod,
-};
-pub use crate::search::vector::{MAX_EMBEDDING_DIM, VectorQuery};
-/// Store locations (a directory or a PostgreSQL URL): parse, validate, and mask for display.
-pub use crate::storage::url as store_url;
-pub use crate::util::clock::{Clock, ManualClock, SystemClock};
-
 pub use crate::admin::Admin;
+pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Options};
 pub use crate::continuity::contexts::Contexts;
 pub use crate::continuity::sessions::Sessions;
 pub use crate::continuity::timesheet::Timesheet;
-pub use crate::engine::DEFAULT_CONTEXT;
+pub use crate::engine::{DEFAULT_CONTEXT, FORMAT_VERSION};
+pub use crate::error::{Error, Result};
+pub use crate::layers::episodic::{Episodic, NewEpisode, SearchFilters};
+pub use crate::layers::procedural::{self, Procedural};
+pub use crate::layers::semantic::Semantic;
+pub use crate::layers::short_term::ShortTerm;
+pub use crate::layers::working::Working;
+pub use crate::search::{Embedder, Fusion, FusionMethod, VectorQuery};
+pub use crate::util::clock::{Clock, ManualClock, SystemClock};
 
+/// The short-term layer: key/value entries with an optional TTL.
+pub mod short_term {
+    pub use crate::layers::short_term::{ShortTerm, ShortTermEntry};
+
+    /// Convert a TTL in seconds (as bindings and MCP receive it) to a `Duration`,
+    /// refusing zero, negative, NaN and absurd values with `InvalidInput { field: "ttl" }`.
+    pub fn ttl_from_secs(secs: f64) -> crate::Result<std::time::Duration> {
+        Ok(crate::util::input::ttl("ttl", Some(secs))?.unwrap_or_default())
+    }
+}
+
+/// Working memory: the focus list and workspace items of a context.
+pub mod working {
+    pub use crate::layers::working::{Working, WorkspaceItem};
+}
+
+/// The episodic layer: recorded episodes with full-text and vector search.
+pub mod episodic {
+    pub use crate::layers::episodic::{
+        Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
+    };
+}
+
+/// The semantic layer: versioned knowledge entries.
+pub mod semantic {
+    pub use crate::layers::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
+}
+
+/// Sessions: snapshots of a context, saved (compressed, as deltas) and restored.
+pub mod sessions {
+    pub use crate::continuity::sessions::{
+        MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved,
+        SessionVersionInfo, Sessions,
+    };
+}
+
+/// The LLM timesheet: tasks punched in and out, and reports over them.
+pub mod timesheet {
+    pub use crate::continuity::timesheet::{
+        EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
+        TaskStatusFilter, Timesheet, TimesheetReport,
+    };
+}
+
+/// Contexts: the named partitions of a store, and values stored into a named context.
+pub mod contexts {
+    pub use crate::continuity::contexts::{ContextStored, ContextValue, Contexts, SwitchResult};
+
+    /// Check a context name (`[A-Za-z0-9_.:-]{1,128}`), naming `field` in the error.
+    pub fn validate_name(field: &str, name: &str) -> crate::Result<()> {
+        crate::util::input::context_name(field, name)
+    }
+}
+
+/// Store locations (a directory or a PostgreSQL URL): parse, validate, and mask for display.
+pub use crate::storage::url as store_url;
+
+use crate::continuity::contexts::SwitchResult;
 use crate::engine::{Engine, Scope};
 
 /// Handle on a Memstrata engine.
@@ -142,17 +166,6 @@ impl std::fmt::Debug for Memory {
             .field("active_context", &self.scope.active_context())
             .finish()
     }
-}
-
-/// Result of [`Memory::switch_context`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SwitchResult {
-    /// Always true when returned.
-    pub success: bool,
-    /// The context that was active before.
-    pub previous_context: String,
-    /// True when the target context already held data.
-    pub context_loaded: bool,
 }
 
 impl Memory {
@@ -327,17 +340,6 @@ impl MemoryBuilder {
         }
         Memory::open_with(opts)
     }
-}
-
-/// Convert a TTL in seconds (as bindings and MCP receive it) to a `Duration`,
-/// refusing zero, negative, NaN and absurd values with `InvalidInput { field: "ttl" }`.
-pub fn ttl_from_secs(secs: f64) -> Result<std::time::Duration> {
-    Ok(util::input::ttl("ttl", Some(secs))?.unwrap_or_default())
-}
-
-/// Check a context name (`[A-Za-z0-9_.:-]{1,128}`), naming `field` in the error.
-pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
-    util::input::context_name(field, name)
 }
 
 /// How text search weighs the words of a query (see `docs/api.md`): exposed

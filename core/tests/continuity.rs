@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use memstrata::{
-    Actions, Error, Health, ManualClock, Memory, MemoryBuilder, NewEpisode, OptimizeLevel,
-    RunStatus, SearchFilters, Step, TaskFilter, TaskStatus, TaskStatusFilter,
+    Error, ManualClock, Memory, MemoryBuilder, NewEpisode, SearchFilters, admin::Health,
+    admin::OptimizeLevel, procedural::Actions, procedural::RunStatus, procedural::Step,
+    timesheet::TaskFilter, timesheet::TaskStatus, timesheet::TaskStatusFilter,
 };
 use serde_json::{Value, json};
 
@@ -781,7 +782,7 @@ fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
     assert_eq!(ep.content["context"], json!(text));
 
     // A long text stays whole on the task; the episode gets its beginning.
-    let long = "é".repeat(memstrata::EPISODE_CONTEXT_CHARS + 10);
+    let long = "é".repeat(memstrata::timesheet::EPISODE_CONTEXT_CHARS + 10);
     let t4 = mem
         .timesheet()
         .punch_in("gpt", "long", Some(&long), None)
@@ -798,7 +799,7 @@ fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
         .unwrap();
     let kept = ep4.content["context"].as_str().unwrap();
     assert!(long.starts_with(kept.trim_end_matches('…')));
-    assert!(kept.chars().count() <= memstrata::EPISODE_CONTEXT_CHARS);
+    assert!(kept.chars().count() <= memstrata::timesheet::EPISODE_CONTEXT_CHARS);
 }
 
 #[test]
@@ -895,7 +896,7 @@ fn status_lists_the_most_recently_active_sessions_newest_first() {
     assert_eq!(st.active_sessions, Some(vec![]));
     assert_eq!(st.session_count, Some(0));
 
-    let total = memstrata::ACTIVE_SESSIONS_LIMIT + 5;
+    let total = memstrata::admin::ACTIVE_SESSIONS_LIMIT + 5;
     let mut ids = Vec::new();
     for i in 0..total {
         clock.advance(Duration::from_secs(1));
@@ -913,14 +914,14 @@ fn status_lists_the_most_recently_active_sessions_newest_first() {
     let st = mem.admin().status(true, false).unwrap();
     assert_eq!(st.session_count, Some(total as u64));
     let active = st.active_sessions.unwrap();
-    assert_eq!(active.len(), memstrata::ACTIVE_SESSIONS_LIMIT);
+    assert_eq!(active.len(), memstrata::admin::ACTIVE_SESSIONS_LIMIT);
     let got: Vec<&str> = active.iter().map(|a| a.name.as_str()).collect();
     let mut want = vec!["s0".to_owned()];
     want.extend(
         (0..total)
             .rev()
             .map(|i| format!("s{i}"))
-            .take(memstrata::ACTIVE_SESSIONS_LIMIT - 1),
+            .take(memstrata::admin::ACTIVE_SESSIONS_LIMIT - 1),
     );
     assert_eq!(got, want);
     assert_eq!(active[0].session_id, ids[0]);
@@ -1014,7 +1015,7 @@ fn status_is_degraded_while_the_index_lags_far_behind() {
         .index_commit_interval(Duration::from_secs(3600))
         .open()
         .unwrap();
-    let n = memstrata::DEGRADED_INDEX_LAG as usize + 1;
+    let n = memstrata::admin::DEGRADED_INDEX_LAG as usize + 1;
     for i in 0..n {
         mem.episodic()
             .record(NewEpisode::new(format!("lagging episode {i}")))

@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use memstrata::{
-    Actions, Durability, EncryptionKey, Error, Memory, NewEpisode, OptimizeLevel, SearchFilters,
-    Step, VectorQuery,
+    Durability, EncryptionKey, Error, Memory, NewEpisode, SearchFilters, VectorQuery,
+    admin::OptimizeLevel, procedural::Actions, procedural::Step,
 };
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use memstrata::{Episode, Memory, NewEpisode, SearchFilters};
+use memstrata::{Memory, NewEpisode, SearchFilters, episodic::Episode};
 use serde_json::json;
 
 fn any() -> SearchFilters {

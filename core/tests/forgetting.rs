@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memstrata::{ManualClock, Memory, NewEpisode, OptimizeLevel, SearchFilters, VectorQuery};
+use memstrata::{
+    ManualClock, Memory, NewEpisode, SearchFilters, VectorQuery, admin::OptimizeLevel,
+};
 use serde_json::json;
 
 const MARK: &str = "zebracorn";

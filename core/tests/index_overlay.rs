@@ -15,7 +15,7 @@ fn open(dir: &std::path::Path) -> Memory {
         .unwrap()
 }
 
-fn index_stats(mem: &Memory) -> memstrata::IndexStats {
+fn index_stats(mem: &Memory) -> memstrata::admin::IndexStats {
     mem.admin()
         .status(false, true)
         .unwrap()

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use memstrata::{
-    Actions, Branch, Durability, Error, Limits, ManualClock, Memory, NewEpisode, Next,
-    OptimizeLevel, RunStatus, SearchFilters, Step,
+    Durability, Error, Limits, ManualClock, Memory, NewEpisode, SearchFilters,
+    admin::OptimizeLevel, procedural::Actions, procedural::Branch, procedural::Next,
+    procedural::RunStatus, procedural::Step,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -146,7 +147,7 @@ fn pick_ep(eps: &[EpModel], pick: u8) -> Option<&EpModel> {
     eps.get(usize::from(pick) % (eps.len() + 1))
 }
 
-fn check_episode(got: &memstrata::Episode, want: &EpModel) -> Result<(), TestCaseError> {
+fn check_episode(got: &memstrata::episodic::Episode, want: &EpModel) -> Result<(), TestCaseError> {
     prop_assert_eq!(&got.id, &want.id);
     prop_assert_eq!(got.summary.clone(), want.summary());
     prop_assert_eq!(&got.content, &want.content());
@@ -813,7 +814,11 @@ impl RunModel {
     }
 }
 
-fn check_run(h: &Memory, run: &memstrata::Run, m: &RunModel) -> Result<(), TestCaseError> {
+fn check_run(
+    h: &Memory,
+    run: &memstrata::procedural::Run,
+    m: &RunModel,
+) -> Result<(), TestCaseError> {
     prop_assert_eq!(run.status, m.status, "run {:?}: {:?}", run.error, m);
     let steps: Vec<String> = run.trace.iter().map(|t| t.step.clone()).collect();
     prop_assert_eq!(&steps, &m.trace);

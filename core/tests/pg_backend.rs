@@ -395,7 +395,10 @@ fn read_modify_writes_are_serialised_across_instances() {
                     .procedural()
                     .learn(
                         &format!("p{t}"),
-                        vec![memstrata::Step::new("s", "set").parameters(json!({"v": 1}))],
+                        vec![
+                            memstrata::procedural::Step::new("s", "set")
+                                .parameters(json!({"v": 1})),
+                        ],
                     )
                     .is_ok();
                 (versions, created)
@@ -469,7 +472,7 @@ fn ordered_scans_span_pages_from_both_ends() {
 // ---------------------------------------------------------------------------
 // Full-text search in SQL (`search_docs`)
 
-fn ids(hits: &[memstrata::EpisodeHit]) -> Vec<String> {
+fn ids(hits: &[memstrata::episodic::EpisodeHit]) -> Vec<String> {
     hits.iter().map(|h| h.episode.id.clone()).collect()
 }
 

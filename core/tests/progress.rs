@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use memstrata::{Durability, ManualClock, Memory, NewEpisode, OptimizeLevel, Progress};
+use memstrata::{
+    Durability, ManualClock, Memory, NewEpisode, admin::OptimizeLevel, admin::Progress,
+};
 use serde_json::json;
 
 fn store(dir: &tempfile::TempDir, name: &str, clock: Arc<ManualClock>) -> Memory {

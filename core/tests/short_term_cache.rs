@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memstrata::{ManualClock, Memory, OptimizeLevel};
+use memstrata::{ManualClock, Memory, admin::OptimizeLevel};
 use serde_json::{Value, json};
 
 fn open(path: &Path, clock: &Arc<ManualClock>) -> Memory {

@@ -17,7 +17,7 @@ fn search_ids(mem: &Memory, q: &str, limit: usize) -> Vec<String> {
         .collect()
 }
 
-fn index_stats(mem: &Memory) -> memstrata::IndexStats {
+fn index_stats(mem: &Memory) -> memstrata::admin::IndexStats {
     mem.admin()
         .status(false, true)
         .unwrap()

@@ -243,9 +243,9 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
             mem.episodic().summarize(&ids)?
         );
     }
-    let open = mem.timesheet().tasks(&memstrata::TaskFilter {
+    let open = mem.timesheet().tasks(&memstrata::timesheet::TaskFilter {
         namespace: Some(ctx.clone()),
-        status: memstrata::TaskStatusFilter::Open,
+        status: memstrata::timesheet::TaskStatusFilter::Open,
         limit: Some(LIST),
         ..Default::default()
     })?;

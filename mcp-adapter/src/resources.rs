@@ -170,7 +170,7 @@ pub fn contents(uri: &str, v: &Value) -> ResourceContents {
 fn scoped(mem: &Memory, ctx: Option<&str>) -> ToolResult<Memory> {
     match ctx {
         Some(c) => {
-            memstrata::validate_context_name("context", c)?;
+            memstrata::contexts::validate_name("context", c)?;
             Ok(mem.namespace(c)?)
         }
         None => Ok(mem.clone()),

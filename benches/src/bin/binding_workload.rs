@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use memstrata::{Durability, Memory, NewEpisode, OptimizeLevel, SearchFilters};
+use memstrata::{Durability, Memory, NewEpisode, SearchFilters, admin::OptimizeLevel};
 use memstrata_benches::corpus::{Corpus, Rng};
 use serde_json::{Value, json};
 

@@ -566,7 +566,7 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
     let t = Instant::now();
     mem.memory()
         .admin()
-        .optimize(memstrata::OptimizeLevel::Aggressive, None)?;
+        .optimize(memstrata::admin::OptimizeLevel::Aggressive, None)?;
     let took = t.elapsed();
     drop(mem);
     results[0].after_optimize = Some((sys::disk_usage(&mem_dir).1, took));
@@ -909,7 +909,7 @@ fn binding_baseline(data: &Path) -> Result<()> {
     }
     // One index segment on both sides: the segment layout otherwise depends on commit timing.
     mem.admin()
-        .optimize(memstrata::OptimizeLevel::Aggressive, None)?;
+        .optimize(memstrata::admin::OptimizeLevel::Aggressive, None)?;
     let queries: Vec<String> = d["queries"]
         .as_array()
         .ok_or("queries")?

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::admin::Admin;
+use crate::admin::handle::Admin;
 use crate::admin::optimize::{PROGRESS_EVERY, Progress, no_progress};
 use crate::continuity::sessions::{self, ImportedVersion, SessionRecord};
 use crate::continuity::timesheet::{self, TaskRecord};
@@ -323,7 +323,7 @@ impl Admin {
         self.import_with_progress(reader, &no_progress)
     }
 
-    /// [`Memory::import`](crate::Memory::import), calling `progress` as it goes: stage `"validate"` (lines read;
+    /// [`Admin::import`](crate::Admin::import), calling `progress` as it goes: stage `"validate"` (lines read;
     /// nothing is written yet) then `"apply"` (records written out of the total). See
     /// [`Progress`].
     ///

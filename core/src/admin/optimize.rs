@@ -16,10 +16,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::admin::Admin;
+use crate::admin::handle::Admin;
 use crate::{Error, Result, continuity::sessions, layers::short_term, util::input};
 
-/// How much work [`Memory::optimize`](crate::Memory::optimize) does (ordered: each level includes the ones before).
+/// How much work [`Admin::optimize`](crate::Admin::optimize) does (ordered: each level includes the ones before).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizeLevel {
@@ -58,7 +58,7 @@ impl std::str::FromStr for OptimizeLevel {
     }
 }
 
-/// Result of [`Memory::optimize`](crate::Memory::optimize).
+/// Result of [`Admin::optimize`](crate::Admin::optimize).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OptimizeReport {
     /// Always true when returned.
@@ -87,8 +87,8 @@ fn merge_index(index: &crate::search::index::SearchIndex) -> Result<()> {
     }
 }
 
-/// Progress of a long operation ([`Memory::optimize_with_progress`](crate::Memory::optimize_with_progress),
-/// [`Memory::import_with_progress`](crate::Memory::import_with_progress)).
+/// Progress of a long operation ([`Admin::optimize_with_progress`](crate::Admin::optimize_with_progress),
+/// [`Admin::import_with_progress`](crate::Admin::import_with_progress)).
 ///
 /// Stages come in a fixed order and each is reported at least at its start (`done == 0`) and
 /// at its end; inside long loops it is also reported every few items. Within one stage
@@ -152,7 +152,7 @@ impl Admin {
         self.optimize_with_progress(level, target_session, &no_progress)
     }
 
-    /// [`Memory::optimize`](crate::Memory::optimize), calling `progress` at each stage boundary and every few
+    /// [`Admin::optimize`](crate::Admin::optimize), calling `progress` at each stage boundary and every few
     /// sessions while pruning (see [`Progress`] for the stages).
     ///
     /// `progress` runs on the calling thread, never while the engine holds a lock, so it may

@@ -8,7 +8,7 @@ use serde::Serialize;
 use chrono::{DateTime, Utc};
 
 use crate::Result;
-use crate::admin::Admin;
+use crate::admin::handle::Admin;
 use crate::continuity::sessions::all_sessions;
 use crate::engine::Engine;
 use crate::engine::metrics::OpMetrics;
@@ -53,7 +53,7 @@ impl std::fmt::Display for Health {
     }
 }
 
-/// Result of [`Memory::status`](crate::Memory::status).
+/// Result of [`Admin::status`](crate::Admin::status).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Status {
     /// `healthy`, `degraded` or `error`.

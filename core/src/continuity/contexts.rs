@@ -9,7 +9,18 @@ use serde_json::Value;
 use crate::engine::Scope;
 use crate::{Result, layers::short_term, util::input};
 
-/// Result of [`Memory::context_store`](crate::Memory::context_store).
+/// Result of [`Memory::switch_context`](crate::Memory::switch_context).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SwitchResult {
+    /// Always true when returned.
+    pub success: bool,
+    /// The context that was active before.
+    pub previous_context: String,
+    /// True when the target context already held data.
+    pub context_loaded: bool,
+}
+
+/// Result of [`Contexts::store`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContextStored {
     /// Always true when returned.
@@ -18,7 +29,7 @@ pub struct ContextStored {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// Result of [`Memory::context_retrieve`](crate::Memory::context_retrieve).
+/// Result of [`Contexts::retrieve`](crate::Contexts::retrieve).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextValue {
     /// Always true when returned.

@@ -40,7 +40,7 @@ pub const MAX_COMPRESSION_LEVEL: u8 = 3;
 /// Longest chain of deltas a level-3 version may sit on before a keyframe is forced.
 pub(crate) const MAX_DELTA_CHAIN: u32 = 16;
 
-/// Result of [`Memory::session_create`](crate::Memory::session_create).
+/// Result of [`Sessions::create`](crate::Sessions::create).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionCreated {
     /// UUIDv7 id of the new session.
@@ -49,7 +49,7 @@ pub struct SessionCreated {
     pub created_at: DateTime<Utc>,
 }
 
-/// Result of [`Memory::session_save`](crate::Memory::session_save).
+/// Result of [`Sessions::save`](crate::Sessions::save).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionSaved {
     /// Always true when returned.
@@ -60,7 +60,7 @@ pub struct SessionSaved {
     pub saved_at: DateTime<Utc>,
 }
 
-/// Result of [`Memory::session_restore`](crate::Memory::session_restore).
+/// Result of [`Sessions::restore`](crate::Sessions::restore).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionRestored {
     /// Always true when returned.
@@ -73,7 +73,7 @@ pub struct SessionRestored {
     pub version: u64,
 }
 
-/// One session, as listed by [`Memory::session_list`](crate::Memory::session_list).
+/// One session, as listed by [`Sessions::list`](crate::Sessions::list).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionInfo {
     /// Session id.
@@ -92,7 +92,7 @@ pub struct SessionInfo {
     pub version_count: u64,
 }
 
-/// One stored version, as listed by [`Memory::session_versions`](crate::Memory::session_versions).
+/// One stored version, as listed by [`Sessions::versions`](crate::Sessions::versions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionVersionInfo {
     /// Version number.

@@ -42,7 +42,7 @@ pub(crate) struct TaskRecord {
     pub episode_id: Option<String>,
 }
 
-/// Result of [`Memory::punch_in`](crate::Memory::punch_in).
+/// Result of [`Timesheet::punch_in`](crate::Timesheet::punch_in).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PunchIn {
     /// Always true when returned.
@@ -53,7 +53,7 @@ pub struct PunchIn {
     pub start_time: DateTime<Utc>,
 }
 
-/// Result of [`Memory::punch_out`](crate::Memory::punch_out).
+/// Result of [`Timesheet::punch_out`](crate::Timesheet::punch_out).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PunchOut {
     /// Always true when returned.
@@ -76,7 +76,7 @@ pub enum TaskStatus {
     Closed,
 }
 
-/// Which tasks [`Memory::tasks`](crate::Memory::tasks) returns by status.
+/// Which tasks [`Timesheet::tasks`](crate::Timesheet::tasks) returns by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatusFilter {
@@ -160,7 +160,7 @@ impl From<TaskRecord> for Task {
     }
 }
 
-/// Filter for [`Memory::tasks`](crate::Memory::tasks); every field optional.
+/// Filter for [`Timesheet::tasks`](crate::Timesheet::tasks); every field optional.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct TaskFilter {
@@ -195,7 +195,7 @@ pub struct LlmTimesheet {
     pub files: Vec<String>,
 }
 
-/// Result of [`Memory::timesheet_report`](crate::Memory::timesheet_report).
+/// Result of [`Timesheet::report`](crate::Timesheet::report).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimesheetReport {
     /// Start of the period (inclusive), if bounded.

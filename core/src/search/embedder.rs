@@ -71,20 +71,3 @@ pub(crate) fn check(field: &str, v: &[f32]) -> Result<()> {
     }
     Ok(())
 }
-
-/// Convert an `f64` embedding (what JSON and most bindings carry) to `f32`,
-/// refusing values that do not fit.
-pub fn embedding_from_f64(field: &str, v: &[f64]) -> Result<Vec<f32>> {
-    let mut out = Vec::with_capacity(v.len());
-    for (i, x) in v.iter().enumerate() {
-        let f = *x as f32;
-        if !f.is_finite() {
-            return Err(Error::invalid(
-                field,
-                format!("must hold finite numbers; element {i} is {x}"),
-            ));
-        }
-        out.push(f);
-    }
-    Ok(out)
-}

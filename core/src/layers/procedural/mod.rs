@@ -32,7 +32,7 @@ use self::model::{
     load_trace, to_procedure,
 };
 use self::parse::{check_actions, json_type, validate_steps};
-use crate::engine::ActionHandler;
+pub use crate::engine::ActionHandler;
 // `validate` here is this module's parsing and graph checks; the engine-wide
 // argument checks (keys, values, limits) are `check`.
 use crate::engine::Scope;
