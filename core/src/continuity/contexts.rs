@@ -11,9 +11,8 @@ use crate::{Result, layers::short_term, util::input};
 
 /// Result of [`Memory::switch_context`](crate::Memory::switch_context).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SwitchResult {
-    /// Always true when returned.
-    pub success: bool,
     /// The context that was active before.
     pub previous_context: String,
     /// True when the target context already held data.
@@ -22,18 +21,16 @@ pub struct SwitchResult {
 
 /// Result of [`Contexts::store`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ContextStored {
-    /// Always true when returned.
-    pub success: bool,
     /// When the value expires (`None`: no TTL).
     pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// Result of [`Contexts::retrieve`](crate::Contexts::retrieve).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ContextValue {
-    /// Always true when returned.
-    pub success: bool,
     /// The stored value.
     pub value: Value,
     /// When it was stored.
@@ -79,7 +76,6 @@ impl Contexts {
             let ctx = self.context_or_active(namespace)?;
             let entry = short_term::store_in(e, &ctx, key, value, ttl)?;
             Ok(ContextStored {
-                success: true,
                 expires_at: entry.expires_at,
             })
         })
@@ -93,7 +89,6 @@ impl Contexts {
             let ctx = self.context_or_active(namespace)?;
             Ok(
                 short_term::entry_in(e, &ctx, key)?.map(|entry| ContextValue {
-                    success: true,
                     value: entry.value,
                     stored_at: entry.stored_at,
                     expires_at: entry.expires_at,

@@ -19,6 +19,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
+use crate::error::DepResult;
 pub(crate) use crate::storage::codec::unlz4;
 use crate::{Error, Result};
 
@@ -66,7 +67,7 @@ impl Serialize for Canon<'_> {
 
 /// Canonical MessagePack of a JSON value (level 0's payload, and the delta domain).
 pub(crate) fn canonical(v: &Value) -> Result<Vec<u8>> {
-    Ok(rmp_serde::to_vec(&Canon(v))?)
+    Ok(rmp_serde::to_vec(&Canon(v)).dep()?)
 }
 
 /// Decode canonical MessagePack.

@@ -42,6 +42,7 @@ pub(crate) const MAX_DELTA_CHAIN: u32 = 16;
 
 /// Result of [`Sessions::create`](crate::Sessions::create).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SessionCreated {
     /// UUIDv7 id of the new session.
     pub session_id: String,
@@ -51,9 +52,8 @@ pub struct SessionCreated {
 
 /// Result of [`Sessions::save`](crate::Sessions::save).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SessionSaved {
-    /// Always true when returned.
-    pub success: bool,
     /// The new version number (1, 2, 3… per session).
     pub version: u64,
     /// When it was saved.
@@ -62,9 +62,8 @@ pub struct SessionSaved {
 
 /// Result of [`Sessions::restore`](crate::Sessions::restore).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SessionRestored {
-    /// Always true when returned.
-    pub success: bool,
     /// The saved content, exactly as saved.
     pub content: Value,
     /// The session's metadata (from `session_create`).
@@ -75,6 +74,7 @@ pub struct SessionRestored {
 
 /// One session, as listed by [`Sessions::list`](crate::Sessions::list).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SessionInfo {
     /// Session id.
     pub session_id: String,
@@ -94,6 +94,7 @@ pub struct SessionInfo {
 
 /// One stored version, as listed by [`Sessions::versions`](crate::Sessions::versions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SessionVersionInfo {
     /// Version number.
     pub version: u64,
@@ -249,7 +250,6 @@ impl Sessions {
                 })?;
             e.after_write()?;
             Ok(SessionSaved {
-                success: true,
                 version,
                 saved_at: millis_to_dt(now),
             })
@@ -283,7 +283,6 @@ impl Sessions {
             };
             match loaded {
                 Some((body, _)) => Ok(SessionRestored {
-                    success: true,
                     content: body.into_value()?,
                     metadata: rec.metadata,
                     version: v,

@@ -44,9 +44,8 @@ pub(crate) struct TaskRecord {
 
 /// Result of [`Timesheet::punch_in`](crate::Timesheet::punch_in).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PunchIn {
-    /// Always true when returned.
-    pub success: bool,
     /// UUIDv7 id of the new task.
     pub task_id: String,
     /// When the task started (the engine clock).
@@ -55,9 +54,8 @@ pub struct PunchIn {
 
 /// Result of [`Timesheet::punch_out`](crate::Timesheet::punch_out).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PunchOut {
-    /// Always true when returned.
-    pub success: bool,
     /// Seconds between punch-in and punch-out (the engine clock).
     pub duration_seconds: f64,
     /// Regular files under the workspace roots modified during the task (0 without detection).
@@ -197,6 +195,7 @@ pub struct LlmTimesheet {
 
 /// Result of [`Timesheet::report`](crate::Timesheet::report).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TimesheetReport {
     /// Start of the period (inclusive), if bounded.
     pub since: Option<DateTime<Utc>>,
@@ -405,7 +404,6 @@ impl Timesheet {
             put_task(e, &rec)?;
             e.after_write()?;
             Ok(PunchIn {
-                success: true,
                 task_id: id,
                 start_time: millis_to_dt(now),
             })
@@ -478,7 +476,6 @@ impl Timesheet {
             put_task(e, &rec)?;
             e.after_write()?;
             Ok(PunchOut {
-                success: true,
                 duration_seconds,
                 files_modified,
                 files,

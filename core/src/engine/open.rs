@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::error::FromDep;
 
 /// The error for a key that does not fit the store (`stored`: the store is
 /// encrypted; `given`: a key was passed).
@@ -398,7 +399,7 @@ pub(super) fn open_sled_store(
                 path: path.to_owned(),
             });
         }
-        Err(other) => return Err(Error::from(other)),
+        Err(other) => return Err(Error::from_dep(other)),
     };
     crate::util::fork::sled_started();
     let checkpoint = LogCheckpoint {

@@ -27,6 +27,7 @@ use tantivy::tokenizer::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
 
+use crate::error::DepResult;
 pub(crate) use crate::storage::docs::{IndexDoc, IndexOp, IndexQuery, Kind, parse_uid, uid};
 use crate::{Error, Result};
 
@@ -168,7 +169,7 @@ impl WriterState {
         for op in ops {
             w.delete_term(Term::from_field_text(uid_field, op.uid()));
             if let IndexOp::Upsert(d) = op {
-                w.add_document(to_doc(&fields, d))?;
+                w.add_document(to_doc(&fields, d)).dep()?;
             }
         }
         self.overlay.record(ops);
@@ -186,22 +187,22 @@ impl WriterState {
     fn commit(&mut self, inner: &Inner, kind: CommitKind) -> Result<()> {
         let payload = self.applied_seq.to_string();
         let changed = self.seqs.changed.load(Ordering::Acquire);
-        let mut prepared = self.writer()?.prepare_commit()?;
+        let mut prepared = self.writer()?.prepare_commit().dep()?;
         prepared.set_payload(&payload);
         match kind {
             CommitKind::Durable => {
                 let _durable = inner.dir.durable();
-                prepared.commit()?;
+                prepared.commit().dep()?;
                 self.committed_seq = self.applied_seq;
                 self.pending = 0;
                 self.pending_since = None;
             }
             // `meta.json` stays in memory (see `index_dir`).
             CommitKind::Soft => {
-                prepared.commit()?;
+                prepared.commit().dep()?;
             }
         }
-        inner.reader.reload()?;
+        inner.reader.reload().dep()?;
         self.overlay.reset(inner.reader.searcher());
         // Only now may a search skip its commit: the reader shows `changed`.
         self.seqs.visible.fetch_max(changed, Ordering::AcqRel);
@@ -331,7 +332,8 @@ impl SearchIndex {
             ]
             .into_iter()
             .map(|f| index.tokenizer_for_field(f))
-            .collect::<tantivy::Result<_>>()?,
+            .collect::<tantivy::Result<_>>()
+            .dep()?,
             reader.searcher(),
         ));
         let state = WriterState {
@@ -375,12 +377,12 @@ impl SearchIndex {
         // Segment files no durable commit names (written after the last one
         // by soft commits and merges of a process that crashed).
         dir::remove_orphans(dir)?;
-        let sdir = SoftSyncDirectory::open(dir)?;
-        let index = Index::open(sdir.clone())?;
+        let sdir = SoftSyncDirectory::open(dir).dep()?;
+        let index = Index::open(sdir.clone()).dep()?;
         if index.schema() != *schema {
             return Err(Error::index("schema changed"));
         }
-        let metas = index.load_metas()?;
+        let metas = index.load_metas().dep()?;
         let seq = metas
             .payload
             .as_deref()
@@ -389,8 +391,11 @@ impl SearchIndex {
         let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
-        let writer: IndexWriter = index.writer_with_num_threads(1, writer_bytes.max(15_000_000))?;
+            .try_into()
+            .dep()?;
+        let writer: IndexWriter = index
+            .writer_with_num_threads(1, writer_bytes.max(15_000_000))
+            .dep()?;
         Ok(((index, writer, reader, sdir), seq))
     }
 
@@ -403,10 +408,10 @@ impl SearchIndex {
             std::fs::remove_dir_all(dir)?;
         }
         std::fs::create_dir_all(dir)?;
-        let sdir = SoftSyncDirectory::open(dir)?;
+        let sdir = SoftSyncDirectory::open(dir).dep()?;
         let index = {
             let _durable = sdir.durable();
-            Index::create(sdir.clone(), schema, tantivy::IndexSettings::default())?
+            Index::create(sdir.clone(), schema, tantivy::IndexSettings::default()).dep()?
         };
         let writer: IndexWriter = index
             .writer_with_num_threads(1, writer_bytes.max(15_000_000))
@@ -419,7 +424,8 @@ impl SearchIndex {
         let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
+            .try_into()
+            .dep()?;
         Ok((index, writer, reader, sdir))
     }
 
@@ -519,16 +525,17 @@ impl SearchIndex {
         q: &IndexQuery<'_>,
         terms: &[(tantivy::schema::Field, String, f32)],
     ) -> Result<overlay::Snapshot> {
-        if let Some(s) = self.overlay.snapshot(q, terms)? {
+        if let Some(s) = self.overlay.snapshot(q, terms).dep()? {
             return Ok(s);
         }
         let mut st = self.state.lock();
-        if let Some(s) = self.overlay.snapshot(q, terms)? {
+        if let Some(s) = self.overlay.snapshot(q, terms).dep()? {
             return Ok(s);
         }
         st.commit(&self.inner.read(), self.search_commit_kind())?;
         self.overlay
-            .snapshot(q, terms)?
+            .snapshot(q, terms)
+            .dep()?
             .ok_or_else(|| Error::index("index overlay not usable right after a commit"))
     }
 
@@ -574,14 +581,20 @@ impl SearchIndex {
     /// Segments in the last commit on disk (the reader may still show an older view:
     /// tantivy merges in the background and the reader reloads only on commit).
     pub(crate) fn committed_segments(&self) -> Result<usize> {
-        Ok(self.inner.read().index.searchable_segment_ids()?.len())
+        Ok(self
+            .inner
+            .read()
+            .index
+            .searchable_segment_ids()
+            .dep()?
+            .len())
     }
 
     /// Merge all segments into one (used by `optimize(aggressive)`).
     pub(crate) fn merge_all(&self) -> Result<()> {
         let mut st = self.state.lock();
         st.commit(&self.inner.read(), CommitKind::Durable)?;
-        let ids = self.inner.read().index.searchable_segment_ids()?;
+        let ids = self.inner.read().index.searchable_segment_ids().dep()?;
         if ids.len() > 1 {
             st.writer()?
                 .merge(&ids)

@@ -16,6 +16,7 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::config::EncryptionKey;
+use crate::error::DepResult;
 use crate::{Error, Result};
 
 /// Records larger than this are lz4-compressed.
@@ -143,7 +144,7 @@ impl Codec {
 }
 
 pub(crate) fn encode<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
-    let raw = rmp_serde::to_vec_named(v)?;
+    let raw = rmp_serde::to_vec_named(v).dep()?;
     if raw.len() > COMPRESS_THRESHOLD {
         let mut out = Vec::with_capacity(raw.len() / 2 + 8);
         out.push(TAG_LZ4);
@@ -159,10 +160,10 @@ pub(crate) fn encode<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
 
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     match bytes.split_first() {
-        Some((&TAG_PLAIN, rest)) => Ok(rmp_serde::from_slice(rest)?),
+        Some((&TAG_PLAIN, rest)) => Ok(rmp_serde::from_slice(rest).dep()?),
         Some((&TAG_LZ4, rest)) => {
             let raw = unlz4(rest, MAX_RECORD_BYTES, "record")?;
-            Ok(rmp_serde::from_slice(&raw)?)
+            Ok(rmp_serde::from_slice(&raw).dep()?)
         }
         Some((&TAG_SEALED, _)) => Err(Error::invalid(
             "encryption_key",

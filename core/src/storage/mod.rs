@@ -26,6 +26,8 @@ use sled::transaction::{
     ConflictableTransactionError, TransactionalTree, UnabortableTransactionError,
 };
 
+use crate::error::DepResult;
+use crate::error::FromDep;
 use crate::{Error, Result};
 
 pub(crate) mod codec;
@@ -162,7 +164,7 @@ impl From<UnabortableTransactionError> for TxError {
     fn from(e: UnabortableTransactionError) -> Self {
         match e {
             UnabortableTransactionError::Conflict => TxError::Conflict,
-            UnabortableTransactionError::Storage(s) => TxError::Abort(Error::from(s)),
+            UnabortableTransactionError::Storage(s) => TxError::Abort(Error::from_dep(s)),
         }
     }
 }
@@ -174,7 +176,7 @@ impl Store {
     /// One tree of the store.
     pub(crate) fn tree(&self, t: Tree) -> Result<KvTree> {
         Ok(match self {
-            Store::Sled(db) => KvTree::Sled(db.open_tree(t.name())?),
+            Store::Sled(db) => KvTree::Sled(db.open_tree(t.name()).dep()?),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => KvTree::Postgres(Arc::clone(p), t),
         })
@@ -184,7 +186,7 @@ impl Store {
     pub(crate) fn flush(&self) -> Result<()> {
         match self {
             Store::Sled(db) => {
-                db.flush()?;
+                db.flush().dep()?;
             }
             #[cfg(feature = "postgres")]
             Store::Postgres(_) => {}
@@ -195,7 +197,7 @@ impl Store {
     /// A fresh, increasing id (never repeats, across processes for PostgreSQL).
     pub(crate) fn generate_id(&self) -> Result<u64> {
         match self {
-            Store::Sled(db) => Ok(db.generate_id()?),
+            Store::Sled(db) => Ok(db.generate_id().dep()?),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => p.next_id(),
         }
@@ -312,13 +314,16 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
             }
         }
     }
-    Ok(sled_trees.as_slice().transaction(|views| {
-        let tx: Vec<TxTree<'_>> = views.iter().map(TxTree::Sled).collect();
-        f(&tx).map_err(|e| match e {
-            TxError::Conflict => ConflictableTransactionError::Conflict,
-            TxError::Abort(e) => ConflictableTransactionError::Abort(e),
+    Ok(sled_trees
+        .as_slice()
+        .transaction(|views| {
+            let tx: Vec<TxTree<'_>> = views.iter().map(TxTree::Sled).collect();
+            f(&tx).map_err(|e| match e {
+                TxError::Conflict => ConflictableTransactionError::Conflict,
+                TxError::Abort(e) => ConflictableTransactionError::Abort(e),
+            })
         })
-    })?)
+        .dep()?)
 }
 
 /// A store-wide lock held across processes (see [`Store::shared_lock`]).
@@ -346,7 +351,7 @@ impl Serial {
     /// A fresh id, greater than every id used by a committed serial section.
     pub(crate) fn generate_id(&mut self) -> Result<u64> {
         match self {
-            Serial::Sled(db) => Ok(db.generate_id()?),
+            Serial::Sled(db) => Ok(db.generate_id().dep()?),
             #[cfg(feature = "postgres")]
             Serial::Postgres(s) => s.next_id(),
         }
@@ -437,7 +442,7 @@ pub(crate) struct CasMismatch;
 impl KvTree {
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
-            KvTree::Sled(t) => Ok(t.get(key)?),
+            KvTree::Sled(t) => Ok(t.get(key).dep()?),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.get(*t, key.as_ref()),
         }
@@ -446,7 +451,7 @@ impl KvTree {
     pub(crate) fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         match self {
             KvTree::Sled(t) => {
-                t.insert(key.as_ref(), value.as_ref())?;
+                t.insert(key.as_ref(), value.as_ref()).dep()?;
                 Ok(())
             }
             #[cfg(feature = "postgres")]
@@ -457,7 +462,7 @@ impl KvTree {
     /// Remove `key`; returns the value it had.
     pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
-            KvTree::Sled(t) => Ok(t.remove(key)?),
+            KvTree::Sled(t) => Ok(t.remove(key).dep()?),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.remove(*t, key.as_ref()),
         }
@@ -465,7 +470,7 @@ impl KvTree {
 
     pub(crate) fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         match self {
-            KvTree::Sled(t) => Ok(t.contains_key(key)?),
+            KvTree::Sled(t) => Ok(t.contains_key(key).dep()?),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => Ok(p.get(*t, key.as_ref())?.is_some()),
         }
@@ -484,7 +489,8 @@ impl KvTree {
                     key.as_ref(),
                     old.as_ref().map(AsRef::as_ref),
                     new.as_ref().map(|v| v.as_ref()),
-                )?
+                )
+                .dep()?
                 .map_err(|_| CasMismatch)),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.compare_and_swap(
@@ -560,7 +566,7 @@ impl KvTree {
                         None => b.remove(k),
                     }
                 }
-                t.apply_batch(b)?;
+                t.apply_batch(b).dep()?;
                 Ok(())
             }
             #[cfg(feature = "postgres")]
@@ -627,7 +633,7 @@ impl Iterator for Iter {
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Sled(i) => i.next().map(|r| r.map_err(Error::from)),
+            Iter::Sled(i) => i.next().map(|r| r.map_err(Error::from_dep)),
             #[cfg(feature = "postgres")]
             Iter::Postgres(i) => i.next(),
         }
@@ -637,7 +643,7 @@ impl Iterator for Iter {
 impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Sled(i) => i.next_back().map(|r| r.map_err(Error::from)),
+            Iter::Sled(i) => i.next_back().map(|r| r.map_err(Error::from_dep)),
             #[cfg(feature = "postgres")]
             Iter::Postgres(i) => i.next_back(),
         }

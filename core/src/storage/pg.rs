@@ -41,6 +41,8 @@ use postgres::{Client, NoTls, Statement};
 
 use super::url::PgUrl;
 use super::{Bytes, CasMismatch, META_SEARCH_DOCS, Tree, TxError, TxResult, TxTree};
+use crate::error::DepResult;
+use crate::error::FromDep;
 use crate::storage::docs::RowFilter;
 use crate::storage::docs::{self as index, IndexDoc, IndexOp, IndexQuery, Kind};
 use crate::{Error, Result};
@@ -79,8 +81,8 @@ pub(crate) const SCHEMA_VERSION: i32 = 3;
 /// that has it. See [`SerialTx::migrate_vectors`].
 pub(crate) const VECTORS_MIGRATION: i32 = 3;
 
-impl From<postgres::Error> for Error {
-    fn from(e: postgres::Error) -> Self {
+impl FromDep<postgres::Error> for Error {
+    fn from_dep(e: postgres::Error) -> Self {
         let message = match e.as_db_error() {
             Some(db) => format!("PostgreSQL: {} ({})", db.message(), db.code().code()),
             None => format!("PostgreSQL: {e}"),
@@ -103,7 +105,7 @@ fn tx_err(e: postgres::Error) -> TxError {
     if is_conflict(&e) {
         TxError::Conflict
     } else {
-        TxError::Abort(e.into())
+        TxError::Abort(Error::from_dep(e))
     }
 }
 
@@ -313,23 +315,26 @@ impl PgStore {
     /// Create or upgrade the schema (serialised by an advisory lock).
     fn migrate(&self, conn: &mut Conn) -> Result<()> {
         let s = &self.schema;
-        let mut tx = conn.client.transaction()?;
+        let mut tx = conn.client.transaction().dep()?;
         tx.execute(
             "SELECT pg_advisory_xact_lock($1, hashtext($2))",
             &[&LOCK_CLASS, &format!("migrate:{s}")],
-        )?;
+        )
+        .dep()?;
         tx.batch_execute(&format!(
             "CREATE SCHEMA IF NOT EXISTS \"{s}\";
              CREATE TABLE IF NOT EXISTS \"{s}\".schema_migrations (
                  version integer PRIMARY KEY,
                  applied_at timestamptz NOT NULL DEFAULT now()
              );"
-        ))?;
+        ))
+        .dep()?;
         let current: Option<i32> = tx
             .query_one(
                 &format!("SELECT max(version) FROM \"{s}\".schema_migrations"),
                 &[],
-            )?
+            )
+            .dep()?
             .get(0);
         let current = current.unwrap_or(0);
         if current > SCHEMA_VERSION {
@@ -349,7 +354,7 @@ impl PgStore {
                 "CREATE SEQUENCE IF NOT EXISTS \"{s}\".ids AS bigint MINVALUE 1;\n\
                  INSERT INTO \"{s}\".schema_migrations (version) VALUES (1);"
             ));
-            tx.batch_execute(&ddl)?;
+            tx.batch_execute(&ddl).dep()?;
         }
         // By its number, not the highest one: migration 3 (pgvector) is
         // optional and may have been recorded by a build without migration 2.
@@ -359,12 +364,13 @@ impl PgStore {
                     "SELECT EXISTS (SELECT 1 FROM \"{s}\".schema_migrations WHERE version = 2)"
                 ),
                 &[],
-            )?
+            )
+            .dep()?
             .get(0);
         if !has_search_docs {
-            tx.batch_execute(&search_docs_ddl(s))?;
+            tx.batch_execute(&search_docs_ddl(s)).dep()?;
         }
-        tx.commit()?;
+        tx.commit().dep()?;
         Ok(())
     }
 
@@ -375,7 +381,7 @@ impl PgStore {
         {
             return Ok(c);
         }
-        Ok(self.connect()?)
+        Ok(self.connect().dep()?)
     }
 
     /// Return a connection to the pool (a closed one is dropped).
@@ -397,7 +403,7 @@ impl PgStore {
         let mut c = self.take()?;
         let r = f(&mut c);
         self.put(c);
-        Ok(r?)
+        Ok(r.dep()?)
     }
 
     fn sql(&self, t: Tree) -> &TreeSql {
@@ -643,7 +649,7 @@ impl PgStore {
         if let Err(e) = r {
             let _ = conn.client.batch_execute("ROLLBACK");
             self.put(conn);
-            return Err(e.into());
+            return Err(Error::from_dep(e));
         }
         Ok(SerialTx {
             store: Arc::clone(self),

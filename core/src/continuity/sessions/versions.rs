@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::error::DepResult;
 
 /// First byte of every `session_versions` value (record layout 1).
 pub(super) const RECORD_TAG: u8 = 0xA1;
@@ -92,7 +93,7 @@ pub(super) fn version_of_key(k: &[u8]) -> Result<u64> {
 }
 
 pub(super) fn encode_record(h: &VersionHeader, payload: &[u8]) -> Result<Vec<u8>> {
-    let hb = rmp_serde::to_vec_named(h)?;
+    let hb = rmp_serde::to_vec_named(h).dep()?;
     let mut out = Vec::with_capacity(hb.len() + payload.len() + 4);
     out.push(RECORD_TAG);
     sc::put_varint(&mut out, hb.len() as u64);
@@ -110,7 +111,7 @@ pub(crate) fn decode_record(bytes: &[u8]) -> Result<(VersionHeader, &[u8])> {
         )));
     }
     let n = r.len()?;
-    let h: VersionHeader = rmp_serde::from_slice(r.bytes(n)?)?;
+    let h: VersionHeader = rmp_serde::from_slice(r.bytes(n)?).dep()?;
     if h.level > MAX_COMPRESSION_LEVEL || h.encoding > ENC_DELTA {
         return Err(Error::corrupted(format!(
             "session version record with level {} / encoding {}",

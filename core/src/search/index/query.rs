@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::error::DepResult;
 
 /// Past this many candidates an unfiltered search falls back to the scoped query.
 pub(super) const MAX_OVERFETCH: usize = 20_000;
@@ -72,7 +73,8 @@ impl SearchIndex {
             .inner
             .read()
             .index
-            .tokenizer_for_field(self.fields.summary)?;
+            .tokenizer_for_field(self.fields.summary)
+            .dep()?;
         Ok(collect(&mut analyzer)
             .into_iter()
             .map(|t| {
@@ -162,19 +164,23 @@ impl SearchIndex {
             // No searchable words: filters only, newest first.
             must.push((Occur::Must, Box::new(AllQuery)));
             let query = BooleanQuery::new(must);
-            let hits: Vec<(Option<i64>, tantivy::DocAddress)> = searcher.search(
-                &query,
-                &TopDocs::with_limit(limit).order_by_fast_field::<i64>("ts", Order::Desc),
-            )?;
+            let hits: Vec<(Option<i64>, tantivy::DocAddress)> = searcher
+                .search(
+                    &query,
+                    &TopDocs::with_limit(limit).order_by_fast_field::<i64>("ts", Order::Desc),
+                )
+                .dep()?;
             hits.into_iter().map(|(_, a)| (0.0, a)).collect()
         } else {
             must.push((Occur::Must, Box::new(BooleanQuery::new(should))));
             let query = BooleanQuery::new(must);
-            searcher.search_with_statistics_provider(
-                &query,
-                &TopDocs::with_limit(limit).order_by_score(),
-                &snap,
-            )?
+            searcher
+                .search_with_statistics_provider(
+                    &query,
+                    &TopDocs::with_limit(limit).order_by_score(),
+                    &snap,
+                )
+                .dep()?
         };
         let addrs: Vec<(f32, tantivy::DocAddress)> = addrs
             .into_iter()
@@ -205,7 +211,8 @@ pub(super) fn uids_of(
                 let col = searcher
                     .segment_reader(addr.segment_ord)
                     .fast_fields()
-                    .str("uid")?
+                    .str("uid")
+                    .dep()?
                     .ok_or_else(|| Error::index("index segment without its uid column"))?;
                 e.insert(col)
             }
@@ -248,11 +255,13 @@ impl SearchIndex {
             Default::default();
         let mut fetch = limit;
         loop {
-            let top: Vec<(f32, tantivy::DocAddress)> = searcher.search_with_statistics_provider(
-                &query,
-                &TopDocs::with_limit(fetch).order_by_score(),
-                snap,
-            )?;
+            let top: Vec<(f32, tantivy::DocAddress)> = searcher
+                .search_with_statistics_provider(
+                    &query,
+                    &TopDocs::with_limit(fetch).order_by_score(),
+                    snap,
+                )
+                .dep()?;
             let exhausted = top.len() < fetch;
             let mut kept = Vec::with_capacity(limit);
             for (score, addr) in top {
@@ -262,7 +271,8 @@ impl SearchIndex {
                         searcher
                             .segment_reader(addr.segment_ord)
                             .fast_fields()
-                            .u64("scope")?,
+                            .u64("scope")
+                            .dep()?,
                     ),
                 };
                 if col.first(addr.doc_id) == Some(scope) {

@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::error::DepResult;
 
 /// A session-level advisory lock, released when dropped (or by the server if
 /// the connection is lost).
@@ -29,7 +30,7 @@ impl PgStore {
             &[&LOCK_CLASS, &name],
         ) {
             self.put(conn);
-            return Err(e.into());
+            return Err(Error::from_dep(e));
         }
         Ok(HeldLock {
             store: Arc::clone(self),
@@ -116,18 +117,20 @@ impl SerialTx {
             &store.next_id_sql
         };
         let cell = self.cell()?;
-        let rows = cell.borrow_mut().query(sql, &[])?;
+        let rows = cell.borrow_mut().query(sql, &[]).dep()?;
         let row = rows
             .first()
             .ok_or_else(|| Error::storage("nextval returned no row"))?;
         let id: i64 = row.get(0);
         if probe && row.get::<_, bool>(1) {
-            let ext = installed_vector_ext(&mut cell.borrow_mut())?.ok_or_else(|| {
-                Error::storage(format!(
-                    "schema {} has a vectors table but the database has no vector extension",
-                    store.schema
-                ))
-            })?;
+            let ext = installed_vector_ext(&mut cell.borrow_mut())
+                .dep()?
+                .ok_or_else(|| {
+                    Error::storage(format!(
+                        "schema {} has a vectors table but the database has no vector extension",
+                        store.schema
+                    ))
+                })?;
             store.use_vectors(&ext);
         }
         Ok(id as u64)
@@ -165,16 +168,19 @@ impl SerialTx {
                     "SELECT 1 FROM \"{schema}\".schema_migrations WHERE version = {VECTORS_MIGRATION}"
                 ),
                 &[],
-            )?
+            ).dep()?
             .is_some();
         if done {
             return Ok(());
         }
-        cell.borrow_mut().client.batch_execute(&vs.create())?;
+        cell.borrow_mut().client.batch_execute(&vs.create()).dep()?;
         backfill(&mut |ops| write_vector_ops(&mut cell.borrow_mut(), &vs, ops))?;
-        cell.borrow_mut().client.batch_execute(&format!(
-            "INSERT INTO \"{schema}\".schema_migrations (version) VALUES ({VECTORS_MIGRATION})"
-        ))?;
+        cell.borrow_mut()
+            .client
+            .batch_execute(&format!(
+                "INSERT INTO \"{schema}\".schema_migrations (version) VALUES ({VECTORS_MIGRATION})"
+            ))
+            .dep()?;
         Ok(())
     }
 
@@ -191,20 +197,23 @@ impl SerialTx {
             attempts += 1;
             cell.borrow_mut()
                 .client
-                .batch_execute("SAVEPOINT memstrata_tx")?;
+                .batch_execute("SAVEPOINT memstrata_tx")
+                .dep()?;
             let txc = TxConn { conn: cell, store };
             let views: Vec<TxTree<'_>> = trees.iter().map(|t| TxTree::Postgres(&txc, *t)).collect();
             match f(&views) {
                 Ok(r) => {
                     cell.borrow_mut()
                         .client
-                        .batch_execute("RELEASE SAVEPOINT memstrata_tx")?;
+                        .batch_execute("RELEASE SAVEPOINT memstrata_tx")
+                        .dep()?;
                     return Ok(r);
                 }
                 Err(e) => {
                     cell.borrow_mut()
                         .client
-                        .batch_execute("ROLLBACK TO SAVEPOINT memstrata_tx")?;
+                        .batch_execute("ROLLBACK TO SAVEPOINT memstrata_tx")
+                        .dep()?;
                     match e {
                         TxError::Conflict if attempts < MAX_ATTEMPTS => {}
                         TxError::Conflict => {
@@ -228,13 +237,13 @@ impl SerialTx {
         }
         let sql = &self.store.search;
         let mut conn = self.cell()?.borrow_mut();
-        Ok(write_search_ops(&mut conn, sql, ops)?)
+        Ok(write_search_ops(&mut conn, sql, ops).dep()?)
     }
 
     /// Remove every `search_docs` row (a rebuild writes them again before committing).
     pub(crate) fn clear_search_docs(&mut self) -> Result<()> {
         let sql = &self.store.search.clear;
-        self.cell()?.borrow_mut().execute(sql, &[])?;
+        self.cell()?.borrow_mut().execute(sql, &[]).dep()?;
         Ok(())
     }
 
@@ -250,7 +259,7 @@ impl SerialTx {
             }
             Err(e) => {
                 let _ = conn.client.batch_execute("ROLLBACK");
-                Err(e.into())
+                Err(Error::from_dep(e))
             }
         }
     }

@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::error::DepResult;
 
 /// The SQL of `<schema>.vectors` (migration 3), with the extension's type and
 /// operator qualified by the extension's schema (it need not be on the search path).
@@ -184,14 +185,15 @@ pub(super) fn write_vector_ops(conn: &mut Conn, vs: &VectorSql, ops: &[IndexOp])
                             &ts_ms,
                             &importance,
                         ],
-                    )?;
+                    )
+                    .dep()?;
                 }
                 None => {
-                    conn.execute(&vs.delete, &[&kind, &ctx, &key])?;
+                    conn.execute(&vs.delete, &[&kind, &ctx, &key]).dep()?;
                 }
             },
             IndexOp::Delete(_) => {
-                conn.execute(&vs.delete, &[&kind, &ctx, &key])?;
+                conn.execute(&vs.delete, &[&kind, &ctx, &key]).dep()?;
             }
         }
     }
