@@ -1,5 +1,5 @@
 //! Searches see index changes not yet committed through the in-memory
-//! overlay (`core/src/index_overlay.rs`), without a commit, and rank them as
+//! overlay (`core/src/search/index/overlay.rs`), without a commit, and rank them as
 //! the committed index would. Real sled, real tantivy, no timing assertions.
 use std::time::Duration;
 

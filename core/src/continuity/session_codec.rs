@@ -67,7 +67,7 @@ impl Serialize for Canon<'_> {
 
 /// Canonical MessagePack of a JSON value (level 0's payload, and the delta domain).
 pub(crate) fn canonical(v: &Value) -> Result<Vec<u8>> {
-    Ok(rmp_serde::to_vec(&Canon(v)).dep()?)
+    rmp_serde::to_vec(&Canon(v)).dep()
 }
 
 /// Decode canonical MessagePack.

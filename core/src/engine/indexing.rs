@@ -237,7 +237,7 @@ impl Engine {
     /// Drop index-log records already covered by a durable index commit.
     ///
     /// A shared store keeps its log: other instances replay it (see
-    /// docs/architecture.md, "Storage backends").
+    /// docs/internals.md, "Storage backends").
     pub(crate) fn prune_index_log(&self) -> Result<()> {
         let Some(index) = &self.index else {
             return Ok(());

@@ -131,7 +131,7 @@ pub(crate) struct Engine {
     /// What the layers registered: indexed sources and maintenance hooks.
     layers: &'static Registrations,
     /// The layers' per-engine state (see [`Registrations::states`] and [`Engine::state`]).
-    states: Vec<Box<dyn Any + Send + Sync>>,
+    states: Vec<LayerState>,
     /// Decoded short-term records recently read (see `decoded_cache`).
     pub short_term_cache: ShortTermCache,
     pub started: Instant,
@@ -409,6 +409,15 @@ impl Engine {
     }
 }
 
+/// Where a full scan of an indexed source sends each record's document.
+pub(crate) type DocSink<'a> = &'a mut dyn FnMut(IndexDoc) -> Result<()>;
+
+/// Where a scan of a context's vector rows sends each (key, embedding, row metadata).
+pub(crate) type VectorRowSink<'a> = &'a mut dyn FnMut(&str, &[f32], RowMeta);
+
+/// A layer's per-engine state, kept by the engine without knowing its type.
+pub(crate) type LayerState = Box<dyn Any + Send + Sync>;
+
 /// What a layer registers so the engine can index its records without naming
 /// the layer: a full scan (rebuilds, backfills) and the load of one record's
 /// current document (replay of the index log).
@@ -417,12 +426,12 @@ pub(crate) struct IndexedSource {
     /// The kind of document the source makes (the first part of its uids).
     pub kind: Kind,
     /// Call `f` with the index document of every record, in store order.
-    pub scan: fn(&Engine, &mut dyn FnMut(IndexDoc) -> Result<()>) -> Result<()>,
+    pub scan: fn(&Engine, DocSink<'_>) -> Result<()>,
     /// The current document of the record `(ctx, key)`, `None` when it is gone.
     pub load: fn(&Engine, &str, &str) -> Result<Option<IndexDoc>>,
     /// Call `f` with the key, embedding and row metadata of every record of
     /// `ctx` that has an embedding (what the context's vector set is built from).
-    pub vectors: fn(&Engine, &str, &mut dyn FnMut(&str, &[f32], RowMeta)) -> Result<()>,
+    pub vectors: fn(&Engine, &str, VectorRowSink<'_>) -> Result<()>,
 }
 
 /// Everything the layers register with the engine at open (one static list,
@@ -437,7 +446,7 @@ pub(crate) struct Registrations {
     /// Makers of the layers' per-engine state (e.g. a decoded-record cache),
     /// called once at open with whether the store is shared by several
     /// instances; read back with [`Engine::state`].
-    pub states: &'static [fn(bool) -> Box<dyn Any + Send + Sync>],
+    pub states: &'static [fn(bool) -> LayerState],
 }
 
 /// The handles' share of an engine: every [`crate::Memory`] on it holds this

@@ -6,7 +6,7 @@
 //! sequence allocation, the sled transaction and `add_document`), and each
 //! commit stores the last applied sequence as the commit payload. On open the
 //! log past the payload is replayed; a missing or unreadable index is rebuilt
-//! from sled. See `docs/architecture.md`.
+//! from sled. See `docs/internals.md`.
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 //! text index, under the index writer lock). Nothing about it is written to
 //! disk, so a crash never leaves it stale: the next process rebuilds it from
 //! sled. Search is exact (a scan of the matrix), which makes filters trivial
-//! and is fast at agent-memory sizes; see `docs/architecture.md`.
+//! and is fast at agent-memory sizes; see `docs/internals.md`.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;

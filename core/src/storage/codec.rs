@@ -160,10 +160,10 @@ pub(crate) fn encode<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
 
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     match bytes.split_first() {
-        Some((&TAG_PLAIN, rest)) => Ok(rmp_serde::from_slice(rest).dep()?),
+        Some((&TAG_PLAIN, rest)) => rmp_serde::from_slice(rest).dep(),
         Some((&TAG_LZ4, rest)) => {
             let raw = unlz4(rest, MAX_RECORD_BYTES, "record")?;
-            Ok(rmp_serde::from_slice(&raw).dep()?)
+            rmp_serde::from_slice(&raw).dep()
         }
         Some((&TAG_SEALED, _)) => Err(Error::invalid(
             "encryption_key",
@@ -213,6 +213,20 @@ pub(crate) fn split_ctx_key(k: &[u8]) -> Result<(String, String)> {
     let ctx = std::str::from_utf8(&k[..pos]).map_err(|_| Error::corrupted("non-utf8 context"))?;
     let key = std::str::from_utf8(&k[pos + 1..]).map_err(|_| Error::corrupted("non-utf8 key"))?;
     Ok((ctx.to_owned(), key.to_owned()))
+}
+
+/// Decompress a size-prepended lz4 block, refusing a claimed size above `max_len`.
+pub(crate) fn unlz4(bytes: &[u8], max_len: usize, what: &str) -> Result<Vec<u8>> {
+    let (claimed, _) = lz4_flex::block::uncompressed_size(bytes)
+        .map_err(|e| Error::corrupted_by(format!("{what}: lz4 header: {e}"), e))?;
+    // lz4 cannot expand more than ~255:1, so a larger claim is damage (and would be a huge allocation).
+    if claimed > max_len || claimed > bytes.len().saturating_mul(255).saturating_add(64) {
+        return Err(Error::corrupted(format!(
+            "{what}: lz4 block claims {claimed} bytes, more than the {max_len} expected or its size allows"
+        )));
+    }
+    lz4_flex::decompress_size_prepended(bytes)
+        .map_err(|e| Error::corrupted_by(format!("{what}: lz4: {e}"), e))
 }
 
 #[cfg(test)]
@@ -280,18 +294,4 @@ mod tests {
                 .is_err()
         );
     }
-}
-
-/// Decompress a size-prepended lz4 block, refusing a claimed size above `max_len`.
-pub(crate) fn unlz4(bytes: &[u8], max_len: usize, what: &str) -> Result<Vec<u8>> {
-    let (claimed, _) = lz4_flex::block::uncompressed_size(bytes)
-        .map_err(|e| Error::corrupted_by(format!("{what}: lz4 header: {e}"), e))?;
-    // lz4 cannot expand more than ~255:1, so a larger claim is damage (and would be a huge allocation).
-    if claimed > max_len || claimed > bytes.len().saturating_mul(255).saturating_add(64) {
-        return Err(Error::corrupted(format!(
-            "{what}: lz4 block claims {claimed} bytes, more than the {max_len} expected or its size allows"
-        )));
-    }
-    lz4_flex::decompress_size_prepended(bytes)
-        .map_err(|e| Error::corrupted_by(format!("{what}: lz4: {e}"), e))
 }

@@ -197,7 +197,7 @@ impl Store {
     /// A fresh, increasing id (never repeats, across processes for PostgreSQL).
     pub(crate) fn generate_id(&self) -> Result<u64> {
         match self {
-            Store::Sled(db) => Ok(db.generate_id().dep()?),
+            Store::Sled(db) => db.generate_id().dep(),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => p.next_id(),
         }
@@ -314,7 +314,7 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
             }
         }
     }
-    Ok(sled_trees
+    sled_trees
         .as_slice()
         .transaction(|views| {
             let tx: Vec<TxTree<'_>> = views.iter().map(TxTree::Sled).collect();
@@ -323,7 +323,7 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
                 TxError::Abort(e) => ConflictableTransactionError::Abort(e),
             })
         })
-        .dep()?)
+        .dep()
 }
 
 /// A store-wide lock held across processes (see [`Store::shared_lock`]).
@@ -351,7 +351,7 @@ impl Serial {
     /// A fresh id, greater than every id used by a committed serial section.
     pub(crate) fn generate_id(&mut self) -> Result<u64> {
         match self {
-            Serial::Sled(db) => Ok(db.generate_id().dep()?),
+            Serial::Sled(db) => db.generate_id().dep(),
             #[cfg(feature = "postgres")]
             Serial::Postgres(s) => s.next_id(),
         }
@@ -442,7 +442,7 @@ pub(crate) struct CasMismatch;
 impl KvTree {
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
-            KvTree::Sled(t) => Ok(t.get(key).dep()?),
+            KvTree::Sled(t) => t.get(key).dep(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.get(*t, key.as_ref()),
         }
@@ -462,7 +462,7 @@ impl KvTree {
     /// Remove `key`; returns the value it had.
     pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
-            KvTree::Sled(t) => Ok(t.remove(key).dep()?),
+            KvTree::Sled(t) => t.remove(key).dep(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.remove(*t, key.as_ref()),
         }
@@ -470,7 +470,7 @@ impl KvTree {
 
     pub(crate) fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         match self {
-            KvTree::Sled(t) => Ok(t.contains_key(key).dep()?),
+            KvTree::Sled(t) => t.contains_key(key).dep(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => Ok(p.get(*t, key.as_ref())?.is_some()),
         }

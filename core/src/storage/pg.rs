@@ -24,7 +24,7 @@
 //!   installed or can be created): `<schema>.vectors`, one row per embedded
 //!   episode or knowledge entry, written in the serial section with the
 //!   record and searched exactly in SQL (see [`VectorSql`] and
-//!   docs/architecture.md). Without the extension the engine keeps its
+//!   docs/internals.md). Without the extension the engine keeps its
 //!   in-process exact scan.
 //!
 //! Connections: a small pool of synchronous `postgres` clients (idle ones are
@@ -381,7 +381,7 @@ impl PgStore {
         {
             return Ok(c);
         }
-        Ok(self.connect().dep()?)
+        self.connect().dep()
     }
 
     /// Return a connection to the pool (a closed one is dropped).
@@ -403,7 +403,7 @@ impl PgStore {
         let mut c = self.take()?;
         let r = f(&mut c);
         self.put(c);
-        Ok(r.dep()?)
+        r.dep()
     }
 
     fn sql(&self, t: Tree) -> &TreeSql {
@@ -579,7 +579,7 @@ impl PgStore {
         }
     }
 
-    /// Text search over `search_docs` (see docs/architecture.md, "Search on
+    /// Text search over `search_docs` (see docs/internals.md, "Search on
     /// PostgreSQL"): (index uid, score), best first. Every filter of `q` is a
     /// condition of the query. A text with lexemes matches rows holding any of
     /// them, ranked by `ts_rank`, ties newest first, then by uid; a text

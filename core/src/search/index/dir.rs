@@ -32,7 +32,7 @@
 //! So after a crash the folder holds exactly the last durable commit (plus
 //! unreferenced files, removed by [`remove_orphans`] at open), and the engine
 //! replays the sled log after that commit's sequence. See
-//! `docs/architecture.md`, *The sled/tantivy sequence protocol*.
+//! `docs/internals.md`, *The sled/tantivy sequence protocol*.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};

@@ -237,7 +237,7 @@ impl SerialTx {
         }
         let sql = &self.store.search;
         let mut conn = self.cell()?.borrow_mut();
-        Ok(write_search_ops(&mut conn, sql, ops).dep()?)
+        write_search_ops(&mut conn, sql, ops).dep()
     }
 
     /// Remove every `search_docs` row (a rebuild writes them again before committing).

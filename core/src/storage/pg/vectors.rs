@@ -14,7 +14,7 @@ use crate::error::DepResult;
 /// index: those need a typed column (one dimension), and an approximate index
 /// applies WHERE filters after its candidate list, so a filtered search can
 /// return fewer than `limit` hits or miss the best ones. See
-/// docs/architecture.md for what would change that.
+/// docs/internals.md for what would change that.
 #[derive(Debug)]
 pub(crate) struct VectorSql {
     ext: String,
