@@ -451,6 +451,23 @@ mod napi_types {
 #[cfg(feature = "napi")]
 pub use napi_types::embedding_from_js;
 
+/// Convert an `f64` embedding (what JSON and most bindings carry) to `f32`,
+/// refusing values that do not fit.
+pub fn embedding_from_f64(field: &str, v: &[f64]) -> memstrata::Result<Vec<f32>> {
+    let mut out = Vec::with_capacity(v.len());
+    for (i, x) in v.iter().enumerate() {
+        let f = *x as f32;
+        if !f.is_finite() {
+            return Err(memstrata::Error::invalid(
+                field,
+                format!("must hold finite numbers; element {i} is {x}"),
+            ));
+        }
+        out.push(f);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,21 +498,4 @@ mod tests {
             serde_json::to_value(t).unwrap()
         );
     }
-}
-
-/// Convert an `f64` embedding (what JSON and most bindings carry) to `f32`,
-/// refusing values that do not fit.
-pub fn embedding_from_f64(field: &str, v: &[f64]) -> memstrata::Result<Vec<f32>> {
-    let mut out = Vec::with_capacity(v.len());
-    for (i, x) in v.iter().enumerate() {
-        let f = *x as f32;
-        if !f.is_finite() {
-            return Err(memstrata::Error::invalid(
-                field,
-                format!("must hold finite numbers; element {i} is {x}"),
-            ));
-        }
-        out.push(f);
-    }
-    Ok(out)
 }
