@@ -64,6 +64,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::admin::Admin;
+pub use crate::config::clock::{Clock, ManualClock, SystemClock};
 pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Options};
 pub use crate::continuity::contexts::Contexts;
 pub use crate::continuity::sessions::Sessions;
@@ -76,7 +77,6 @@ pub use crate::layers::semantic::Semantic;
 pub use crate::layers::short_term::ShortTerm;
 pub use crate::layers::working::Working;
 pub use crate::search::{Embedder, Fusion, FusionMethod, VectorQuery};
-pub use crate::util::clock::{Clock, ManualClock, SystemClock};
 
 /// The short-term layer: key/value entries with an optional TTL.
 pub mod short_term {

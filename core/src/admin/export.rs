@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::admin::handle::Admin;
 use crate::admin::optimize::{PROGRESS_EVERY, Progress, no_progress};
+use crate::config::clock::millis_to_dt;
 use crate::continuity::sessions::{self, ImportedVersion, SessionRecord};
 use crate::continuity::timesheet::{self, TaskRecord};
 use crate::engine::Engine;
@@ -24,7 +25,6 @@ use crate::layers::short_term::StRecord;
 use crate::layers::working::{WorkingState, WsRecord};
 use crate::search::embedder;
 use crate::search::vector::VecBytes;
-use crate::util::clock::millis_to_dt;
 use crate::{Error, Result, storage::codec, util::input};
 
 pub(crate) mod graph;

@@ -9,12 +9,12 @@ use chrono::{DateTime, Utc};
 
 use crate::Result;
 use crate::admin::handle::Admin;
+use crate::config::clock::millis_to_dt;
 use crate::continuity::sessions::all_sessions;
 use crate::engine::Engine;
 use crate::engine::metrics::OpMetrics;
 use crate::layers::short_term::StRecord;
 use crate::layers::working::WorkingState;
-use crate::util::clock::millis_to_dt;
 
 /// Index-log entries (or uncommitted index changes) above which status is `degraded`.
 pub const DEGRADED_INDEX_LAG: u64 = 10_000;

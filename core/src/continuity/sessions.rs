@@ -21,9 +21,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::clock::millis_to_dt;
 use crate::continuity::session_codec::{self as sc, Reader};
 use crate::engine::Engine;
-use crate::util::clock::millis_to_dt;
 use crate::{Error, Result, util::input};
 
 mod versions;

@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::config::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::engine::Scope;
 use crate::layers::episodic::{self, NewEpisode};
-use crate::util::clock::millis_to_dt;
 use crate::{Error, Result, util::input};
 
 /// Longest episode summary a finished task produces, in characters.

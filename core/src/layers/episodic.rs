@@ -8,13 +8,13 @@ use serde_json::Value;
 
 use std::any::Any;
 
+use crate::config::clock::millis_to_dt;
 use crate::engine::cache::{self, DecodedCache, Weigh};
 use crate::engine::vectors;
 use crate::engine::{Engine, IndexedSource, Scope};
 use crate::search::embedder::{self, Embedder};
 use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
 use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
-use crate::util::clock::millis_to_dt;
 use crate::{Error, Result, storage::codec, util::input};
 
 mod registered;

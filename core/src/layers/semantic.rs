@@ -4,12 +4,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::clock::millis_to_dt;
 use crate::engine::vectors;
 use crate::engine::{Engine, IndexedSource, Scope};
 use crate::search::embedder::{self, Embedder};
 use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
 use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
-use crate::util::clock::millis_to_dt;
 use crate::{Error, Result, storage::codec, util::input};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::clock::millis_to_dt;
 use crate::engine::{Engine, Scope};
-use crate::util::clock::millis_to_dt;
 use crate::{Result, storage::codec, util::input};
 
 #[derive(Debug, Default, Serialize, Deserialize)]

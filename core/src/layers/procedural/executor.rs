@@ -12,9 +12,9 @@ use super::model::{
     Actions, Next, PendingAction, Run, RunRecord, RunStatus, Step, TraceEntry, TraceRecord,
     trace_key,
 };
+use crate::config::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::layers::episodic::{self, NewEpisode};
-use crate::util::clock::millis_to_dt;
 use crate::{Error, Result, util::input};
 
 /// Tag of the episode recorded for every finished run.

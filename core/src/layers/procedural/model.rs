@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::config::clock::millis_to_dt;
 use crate::engine::{ActionHandler, Engine};
-use crate::util::clock::millis_to_dt;
 use crate::{Result, storage::codec};
 
 /// Per-call host actions: action name -> handler. Looked up before the

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::util::clock::{Clock, SystemClock};
+pub mod clock;
+
+use self::clock::{Clock, SystemClock};
 
 /// When a mutating call's data reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
