@@ -35,9 +35,10 @@ pub use options::{
     embedding, vector_query,
 };
 pub use records::*;
-pub use types::{Embedding, JsonValue, KeyBytes, Timestamp};
+pub use types::embedding_from_f64;
 #[cfg(feature = "napi")]
-pub use types::{embedding_from_f64, embedding_from_js};
+pub use types::embedding_from_js;
+pub use types::{Embedding, JsonValue, KeyBytes, Timestamp};
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("memstrata_common");
