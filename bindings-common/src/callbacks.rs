@@ -3,10 +3,10 @@
 //! - Host actions: every foreign language hands over one callable per action
 //!   name, or one object with `call(action, parameters)`. [`JsonAction`] is
 //!   the second shape; [`actions`] turns it into the core's
-//!   [`memstrata::Actions`] for the names the host handles (an action not in
+//!   [`memstrata::procedural::Actions`] for the names the host handles (an action not in
 //!   the list pauses the run, as the core specifies).
 //! - Progress: [`ProgressStage`] and [`ProgressEvent`] are the owned,
-//!   documented form of the core's [`memstrata::Progress`].
+//!   documented form of the core's [`memstrata::admin::Progress`].
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ pub trait JsonAction: Send + Sync {
 }
 
 /// The core's action table for `names`, each dispatching to `host`.
-pub fn actions<I, S>(names: I, host: Arc<dyn JsonAction>) -> memstrata::Actions
+pub fn actions<I, S>(names: I, host: Arc<dyn JsonAction>) -> memstrata::procedural::Actions
 where
     I: IntoIterator<Item = S>,
     S: Into<String>,
@@ -34,7 +34,7 @@ where
             let name: String = name.into();
             let host = Arc::clone(&host);
             let action = name.clone();
-            let handler: Arc<dyn memstrata::ActionHandler> =
+            let handler: Arc<dyn memstrata::procedural::ActionHandler> =
                 Arc::new(move |p: &Value| host.call(&action, p));
             (name, handler)
         })
@@ -106,8 +106,8 @@ pub struct ProgressEvent {
     pub message: String,
 }
 
-impl From<memstrata::Progress> for ProgressEvent {
-    fn from(p: memstrata::Progress) -> Self {
+impl From<memstrata::admin::Progress> for ProgressEvent {
+    fn from(p: memstrata::admin::Progress) -> Self {
         ProgressEvent {
             stage: ProgressStage::parse(p.stage),
             done: int(p.done),
@@ -118,7 +118,7 @@ impl From<memstrata::Progress> for ProgressEvent {
 }
 
 /// A core progress callback that forwards each report, converted, to `sink`.
-pub fn progress_sink<F>(sink: F) -> impl Fn(memstrata::Progress)
+pub fn progress_sink<F>(sink: F) -> impl Fn(memstrata::admin::Progress)
 where
     F: Fn(ProgressEvent),
 {
@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn a_json_host_runs_its_actions_and_the_rest_pause() {
         let mem = memstrata::Memory::temporary().unwrap();
-        let steps: Vec<memstrata::Step> = serde_json::from_value(json!([
+        let steps: Vec<memstrata::procedural::Step> = serde_json::from_value(json!([
             {"id": "a", "action": "double", "parameters": {"n": 21}, "next": "b"},
             {"id": "b", "action": "ask_human"}
         ]))
@@ -152,7 +152,7 @@ mod tests {
         mem.procedural().learn("p", steps).unwrap();
         let table = actions(["double"], Arc::new(Host));
         let run = mem.procedural().execute("p", json!({}), &table).unwrap();
-        assert_eq!(run.status, memstrata::RunStatus::AwaitingAction);
+        assert_eq!(run.status, memstrata::procedural::RunStatus::AwaitingAction);
         assert_eq!(run.outputs["a"], json!(42));
         assert_eq!(run.pending.unwrap().action, "ask_human");
     }
@@ -162,7 +162,8 @@ mod tests {
         let mem = memstrata::Memory::temporary().unwrap();
         let seen = Mutex::new(Vec::new());
         let sink = progress_sink(|e: ProgressEvent| seen.lock().push(e.stage));
-        mem.optimize_with_progress(memstrata::OptimizeLevel::Light, None, &sink)
+        mem.admin()
+            .optimize_with_progress(memstrata::admin::OptimizeLevel::Light, None, &sink)
             .unwrap();
         drop(sink);
         let seen = seen.into_inner();

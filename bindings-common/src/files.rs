@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 
-use memstrata::{Memory, Progress};
+use memstrata::{Memory, admin::Progress};
 
 use crate::error::{BindingError, guard_binding};
 use crate::records::{ExportStats, ImportStats};
@@ -18,7 +18,7 @@ pub fn export_to_path(mem: &Memory, path: &Path) -> Result<ExportStats, BindingE
     guard_binding(|| {
         let file = File::create(path).map_err(|e| BindingError::io_at(&e, path))?;
         let mut w = BufWriter::new(file);
-        let stats = mem.export(&mut w)?;
+        let stats = mem.admin().export(&mut w)?;
         let at = |e: std::io::Error| BindingError::io_at(&e, path);
         w.flush().map_err(at)?;
         let file = w.into_inner().map_err(|e| at(e.into_error()))?;
@@ -38,6 +38,7 @@ pub fn import_from_path(
     guard_binding(|| {
         let file = File::open(path).map_err(|e| BindingError::io_at(&e, path))?;
         Ok(mem
+            .admin()
             .import_with_progress(&mut BufReader::new(file), progress)?
             .into())
     })
@@ -51,6 +52,7 @@ pub fn import_knowledge_graph_from_path(
     guard_binding(|| {
         let file = File::open(path).map_err(|e| BindingError::io_at(&e, path))?;
         Ok(mem
+            .admin()
             .import_knowledge_graph(&mut BufReader::new(file))?
             .into())
     })

@@ -35,6 +35,7 @@ pub use options::{
     embedding, vector_query,
 };
 pub use records::*;
+pub use types::embedding_from_f64;
 #[cfg(feature = "napi")]
 pub use types::embedding_from_js;
 pub use types::{Embedding, JsonValue, KeyBytes, Timestamp};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use memstrata::{
     Durability, Fusion, FusionMethod, Limits, Memory, MemoryBuilder, NewEpisode, SearchFilters,
-    TaskFilter, VectorQuery,
+    VectorQuery, timesheet::TaskFilter,
 };
 
 use crate::defaults;
@@ -239,7 +239,7 @@ impl RecordOptions {
 
 /// An embedding from a foreign `f64` sequence (values must fit an `f32`).
 pub fn embedding(v: &[f64]) -> Result<Vec<f32>, BindingError> {
-    Ok(memstrata::embedding_from_f64("embedding", v)?)
+    Ok(crate::types::embedding_from_f64("embedding", v)?)
 }
 
 /// The core's vector query from the binding's optional embedding and fusion fields.
@@ -340,12 +340,14 @@ impl TaskFilterOptions {
 /// A TTL in seconds (`> 0`, finite) as a duration; `None` stays `None`.
 pub fn ttl(seconds: Option<f64>) -> Result<Option<std::time::Duration>, BindingError> {
     seconds
-        .map(|s| memstrata::ttl_from_secs(s).map_err(BindingError::from))
+        .map(|s| memstrata::short_term::ttl_from_secs(s).map_err(BindingError::from))
         .transpose()
 }
 
 /// `level` (`"light"` default, `"medium"`, `"aggressive"`).
-pub fn optimize_level(level: Option<&str>) -> Result<memstrata::OptimizeLevel, BindingError> {
+pub fn optimize_level(
+    level: Option<&str>,
+) -> Result<memstrata::admin::OptimizeLevel, BindingError> {
     Ok(level.unwrap_or(defaults::DEFAULT_OPTIMIZE_LEVEL).parse()?)
 }
 
@@ -358,7 +360,7 @@ pub fn compression_level(level: Option<u32>) -> Result<u8, BindingError> {
                 "compression_level",
                 format!(
                     "must be in 0..={}, got {l}",
-                    memstrata::MAX_COMPRESSION_LEVEL
+                    memstrata::sessions::MAX_COMPRESSION_LEVEL
                 ),
             )
         }),
@@ -441,7 +443,10 @@ mod tests {
         assert_eq!(vq.embedding, Some(vec![0.5, 0.25]));
         assert_eq!(vq.fusion.method, FusionMethod::Rrf);
         assert_eq!(vq.fusion.vector_weight, 0.2);
-        assert_eq!(vq.fusion.bm25_weight, memstrata::DEFAULT_BM25_WEIGHT);
+        assert_eq!(
+            vq.fusion.bm25_weight,
+            memstrata::search::DEFAULT_BM25_WEIGHT
+        );
         let e = SearchOptions {
             fusion: Some("max".into()),
             ..Default::default()

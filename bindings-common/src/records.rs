@@ -517,18 +517,18 @@ fn counts(m: std::collections::BTreeMap<String, u64>) -> HashMap<String, i64> {
     m.into_iter().map(|(k, v)| (k, int(v))).collect()
 }
 
-impl From<memstrata::SwitchResult> for SwitchResult {
-    fn from(r: memstrata::SwitchResult) -> Self {
+impl From<memstrata::contexts::SwitchResult> for SwitchResult {
+    fn from(r: memstrata::contexts::SwitchResult) -> Self {
         SwitchResult {
-            success: r.success,
+            success: true,
             previous_context: r.previous_context,
             context_loaded: r.context_loaded,
         }
     }
 }
 
-impl From<memstrata::ShortTermEntry> for ShortTermEntry {
-    fn from(e: memstrata::ShortTermEntry) -> Self {
+impl From<memstrata::short_term::ShortTermEntry> for ShortTermEntry {
+    fn from(e: memstrata::short_term::ShortTermEntry) -> Self {
         ShortTermEntry {
             key: e.key,
             value: JsonValue(e.value),
@@ -538,8 +538,8 @@ impl From<memstrata::ShortTermEntry> for ShortTermEntry {
     }
 }
 
-impl From<memstrata::WorkspaceItem> for WorkspaceItem {
-    fn from(w: memstrata::WorkspaceItem) -> Self {
+impl From<memstrata::working::WorkspaceItem> for WorkspaceItem {
+    fn from(w: memstrata::working::WorkspaceItem) -> Self {
         WorkspaceItem {
             id: w.id,
             value: JsonValue(w.value),
@@ -548,8 +548,8 @@ impl From<memstrata::WorkspaceItem> for WorkspaceItem {
     }
 }
 
-impl From<memstrata::Episode> for Episode {
-    fn from(e: memstrata::Episode) -> Self {
+impl From<memstrata::episodic::Episode> for Episode {
+    fn from(e: memstrata::episodic::Episode) -> Self {
         Episode {
             id: e.id,
             timestamp: ts(e.timestamp),
@@ -562,8 +562,8 @@ impl From<memstrata::Episode> for Episode {
     }
 }
 
-impl From<memstrata::EpisodeHit> for EpisodeHit {
-    fn from(h: memstrata::EpisodeHit) -> Self {
+impl From<memstrata::episodic::EpisodeHit> for EpisodeHit {
+    fn from(h: memstrata::episodic::EpisodeHit) -> Self {
         EpisodeHit {
             episode: h.episode.into(),
             score: score(h.score),
@@ -573,8 +573,8 @@ impl From<memstrata::EpisodeHit> for EpisodeHit {
     }
 }
 
-impl From<memstrata::Knowledge> for Knowledge {
-    fn from(k: memstrata::Knowledge) -> Self {
+impl From<memstrata::semantic::Knowledge> for Knowledge {
+    fn from(k: memstrata::semantic::Knowledge) -> Self {
         Knowledge {
             key: k.key,
             knowledge: JsonValue(k.knowledge),
@@ -585,8 +585,8 @@ impl From<memstrata::Knowledge> for Knowledge {
     }
 }
 
-impl From<memstrata::KnowledgeVersion> for KnowledgeVersion {
-    fn from(k: memstrata::KnowledgeVersion) -> Self {
+impl From<memstrata::semantic::KnowledgeVersion> for KnowledgeVersion {
+    fn from(k: memstrata::semantic::KnowledgeVersion) -> Self {
         KnowledgeVersion {
             version: int(k.version),
             knowledge: JsonValue(k.knowledge),
@@ -595,8 +595,8 @@ impl From<memstrata::KnowledgeVersion> for KnowledgeVersion {
     }
 }
 
-impl From<memstrata::KnowledgeHit> for KnowledgeHit {
-    fn from(h: memstrata::KnowledgeHit) -> Self {
+impl From<memstrata::semantic::KnowledgeHit> for KnowledgeHit {
+    fn from(h: memstrata::semantic::KnowledgeHit) -> Self {
         KnowledgeHit {
             key: h.key,
             knowledge: JsonValue(h.knowledge),
@@ -607,8 +607,8 @@ impl From<memstrata::KnowledgeHit> for KnowledgeHit {
     }
 }
 
-impl From<memstrata::SessionCreated> for SessionCreated {
-    fn from(c: memstrata::SessionCreated) -> Self {
+impl From<memstrata::sessions::SessionCreated> for SessionCreated {
+    fn from(c: memstrata::sessions::SessionCreated) -> Self {
         SessionCreated {
             session_id: c.session_id,
             created_at: ts(c.created_at),
@@ -616,20 +616,20 @@ impl From<memstrata::SessionCreated> for SessionCreated {
     }
 }
 
-impl From<memstrata::SessionSaved> for SessionSaved {
-    fn from(s: memstrata::SessionSaved) -> Self {
+impl From<memstrata::sessions::SessionSaved> for SessionSaved {
+    fn from(s: memstrata::sessions::SessionSaved) -> Self {
         SessionSaved {
-            success: s.success,
+            success: true,
             version: int(s.version),
             saved_at: ts(s.saved_at),
         }
     }
 }
 
-impl From<memstrata::SessionRestored> for SessionRestored {
-    fn from(r: memstrata::SessionRestored) -> Self {
+impl From<memstrata::sessions::SessionRestored> for SessionRestored {
+    fn from(r: memstrata::sessions::SessionRestored) -> Self {
         SessionRestored {
-            success: r.success,
+            success: true,
             content: JsonValue(r.content),
             metadata: JsonValue(r.metadata),
             version: int(r.version),
@@ -637,8 +637,8 @@ impl From<memstrata::SessionRestored> for SessionRestored {
     }
 }
 
-impl From<memstrata::SessionInfo> for SessionInfo {
-    fn from(s: memstrata::SessionInfo) -> Self {
+impl From<memstrata::sessions::SessionInfo> for SessionInfo {
+    fn from(s: memstrata::sessions::SessionInfo) -> Self {
         SessionInfo {
             session_id: s.session_id,
             name: s.name,
@@ -651,8 +651,8 @@ impl From<memstrata::SessionInfo> for SessionInfo {
     }
 }
 
-impl From<memstrata::SessionVersionInfo> for SessionVersionInfo {
-    fn from(v: memstrata::SessionVersionInfo) -> Self {
+impl From<memstrata::sessions::SessionVersionInfo> for SessionVersionInfo {
+    fn from(v: memstrata::sessions::SessionVersionInfo) -> Self {
         SessionVersionInfo {
             version: int(v.version),
             saved_at: ts(v.saved_at),
@@ -663,19 +663,19 @@ impl From<memstrata::SessionVersionInfo> for SessionVersionInfo {
     }
 }
 
-impl From<memstrata::ContextStored> for ContextStored {
-    fn from(c: memstrata::ContextStored) -> Self {
+impl From<memstrata::contexts::ContextStored> for ContextStored {
+    fn from(c: memstrata::contexts::ContextStored) -> Self {
         ContextStored {
-            success: c.success,
+            success: true,
             expires_at: opt_ts(c.expires_at),
         }
     }
 }
 
-impl From<memstrata::ContextValue> for ContextValue {
-    fn from(c: memstrata::ContextValue) -> Self {
+impl From<memstrata::contexts::ContextValue> for ContextValue {
+    fn from(c: memstrata::contexts::ContextValue) -> Self {
         ContextValue {
-            success: c.success,
+            success: true,
             value: JsonValue(c.value),
             stored_at: ts(c.stored_at),
             expires_at: opt_ts(c.expires_at),
@@ -683,20 +683,20 @@ impl From<memstrata::ContextValue> for ContextValue {
     }
 }
 
-impl From<memstrata::PunchIn> for PunchIn {
-    fn from(p: memstrata::PunchIn) -> Self {
+impl From<memstrata::timesheet::PunchIn> for PunchIn {
+    fn from(p: memstrata::timesheet::PunchIn) -> Self {
         PunchIn {
-            success: p.success,
+            success: true,
             task_id: p.task_id,
             start_time: ts(p.start_time),
         }
     }
 }
 
-impl From<memstrata::PunchOut> for PunchOut {
-    fn from(p: memstrata::PunchOut) -> Self {
+impl From<memstrata::timesheet::PunchOut> for PunchOut {
+    fn from(p: memstrata::timesheet::PunchOut) -> Self {
         PunchOut {
-            success: p.success,
+            success: true,
             duration_seconds: p.duration_seconds,
             files_modified: int(p.files_modified),
             files: p.files,
@@ -704,8 +704,8 @@ impl From<memstrata::PunchOut> for PunchOut {
     }
 }
 
-impl From<memstrata::Task> for Task {
-    fn from(t: memstrata::Task) -> Self {
+impl From<memstrata::timesheet::Task> for Task {
+    fn from(t: memstrata::timesheet::Task) -> Self {
         Task {
             task_id: t.task_id,
             llm_name: t.llm_name,
@@ -713,8 +713,8 @@ impl From<memstrata::Task> for Task {
             context: t.context,
             namespace: t.namespace,
             status: match t.status {
-                memstrata::TaskStatus::Open => "open",
-                memstrata::TaskStatus::Closed => "closed",
+                memstrata::timesheet::TaskStatus::Open => "open",
+                memstrata::timesheet::TaskStatus::Closed => "closed",
             }
             .to_owned(),
             start_time: ts(t.start_time),
@@ -728,8 +728,8 @@ impl From<memstrata::Task> for Task {
     }
 }
 
-impl From<memstrata::LlmTimesheet> for LlmTimesheet {
-    fn from(l: memstrata::LlmTimesheet) -> Self {
+impl From<memstrata::timesheet::LlmTimesheet> for LlmTimesheet {
+    fn from(l: memstrata::timesheet::LlmTimesheet) -> Self {
         LlmTimesheet {
             llm_name: l.llm_name,
             tasks: int(l.tasks),
@@ -741,8 +741,8 @@ impl From<memstrata::LlmTimesheet> for LlmTimesheet {
     }
 }
 
-impl From<memstrata::TimesheetReport> for TimesheetReport {
-    fn from(r: memstrata::TimesheetReport) -> Self {
+impl From<memstrata::timesheet::TimesheetReport> for TimesheetReport {
+    fn from(r: memstrata::timesheet::TimesheetReport) -> Self {
         TimesheetReport {
             since: opt_ts(r.since),
             until: opt_ts(r.until),
@@ -754,8 +754,8 @@ impl From<memstrata::TimesheetReport> for TimesheetReport {
     }
 }
 
-impl From<memstrata::OpMetrics> for OpMetrics {
-    fn from(m: memstrata::OpMetrics) -> Self {
+impl From<memstrata::admin::OpMetrics> for OpMetrics {
+    fn from(m: memstrata::admin::OpMetrics) -> Self {
         OpMetrics {
             count: int(m.count),
             errors: int(m.errors),
@@ -767,8 +767,8 @@ impl From<memstrata::OpMetrics> for OpMetrics {
     }
 }
 
-impl From<memstrata::ItemCounts> for ItemCounts {
-    fn from(c: memstrata::ItemCounts) -> Self {
+impl From<memstrata::admin::ItemCounts> for ItemCounts {
+    fn from(c: memstrata::admin::ItemCounts) -> Self {
         ItemCounts {
             short_term: int(c.short_term),
             working: int(c.working),
@@ -783,8 +783,8 @@ impl From<memstrata::ItemCounts> for ItemCounts {
     }
 }
 
-impl From<memstrata::IndexStats> for IndexStats {
-    fn from(i: memstrata::IndexStats) -> Self {
+impl From<memstrata::admin::IndexStats> for IndexStats {
+    fn from(i: memstrata::admin::IndexStats) -> Self {
         IndexStats {
             documents: int(i.documents),
             segments: int(i.segments),
@@ -796,8 +796,8 @@ impl From<memstrata::IndexStats> for IndexStats {
     }
 }
 
-impl From<memstrata::StatusMetrics> for StatusMetrics {
-    fn from(m: memstrata::StatusMetrics) -> Self {
+impl From<memstrata::admin::StatusMetrics> for StatusMetrics {
+    fn from(m: memstrata::admin::StatusMetrics) -> Self {
         StatusMetrics {
             operations: m
                 .operations
@@ -811,8 +811,8 @@ impl From<memstrata::StatusMetrics> for StatusMetrics {
     }
 }
 
-impl From<memstrata::ActiveSession> for ActiveSession {
-    fn from(a: memstrata::ActiveSession) -> Self {
+impl From<memstrata::admin::ActiveSession> for ActiveSession {
+    fn from(a: memstrata::admin::ActiveSession) -> Self {
         ActiveSession {
             session_id: a.session_id,
             name: a.name,
@@ -821,8 +821,8 @@ impl From<memstrata::ActiveSession> for ActiveSession {
     }
 }
 
-impl From<memstrata::Status> for Status {
-    fn from(s: memstrata::Status) -> Self {
+impl From<memstrata::admin::Status> for Status {
+    fn from(s: memstrata::admin::Status) -> Self {
         Status {
             status: s.status.as_str().to_owned(),
             version: s.version,
@@ -837,18 +837,18 @@ impl From<memstrata::Status> for Status {
     }
 }
 
-impl From<memstrata::OptimizeReport> for OptimizeReport {
-    fn from(r: memstrata::OptimizeReport) -> Self {
+impl From<memstrata::admin::OptimizeReport> for OptimizeReport {
+    fn from(r: memstrata::admin::OptimizeReport) -> Self {
         OptimizeReport {
-            success: r.success,
+            success: true,
             bytes_saved: r.bytes_saved,
             optimization_details: JsonValue(r.optimization_details),
         }
     }
 }
 
-impl From<memstrata::ExportStats> for ExportStats {
-    fn from(s: memstrata::ExportStats) -> Self {
+impl From<memstrata::admin::ExportStats> for ExportStats {
+    fn from(s: memstrata::admin::ExportStats) -> Self {
         ExportStats {
             records: int(s.records),
             counts: counts(s.counts),
@@ -856,8 +856,8 @@ impl From<memstrata::ExportStats> for ExportStats {
     }
 }
 
-impl From<memstrata::ImportStats> for ImportStats {
-    fn from(s: memstrata::ImportStats) -> Self {
+impl From<memstrata::admin::ImportStats> for ImportStats {
+    fn from(s: memstrata::admin::ImportStats) -> Self {
         ImportStats {
             records: int(s.records),
             counts: counts(s.counts),
@@ -865,8 +865,8 @@ impl From<memstrata::ImportStats> for ImportStats {
     }
 }
 
-impl From<memstrata::Procedure> for Procedure {
-    fn from(p: memstrata::Procedure) -> Self {
+impl From<memstrata::procedural::Procedure> for Procedure {
+    fn from(p: memstrata::procedural::Procedure) -> Self {
         Procedure {
             name: p.name,
             steps: p
@@ -881,8 +881,8 @@ impl From<memstrata::Procedure> for Procedure {
     }
 }
 
-impl From<memstrata::PendingAction> for PendingAction {
-    fn from(p: memstrata::PendingAction) -> Self {
+impl From<memstrata::procedural::PendingAction> for PendingAction {
+    fn from(p: memstrata::procedural::PendingAction) -> Self {
         PendingAction {
             step: p.step,
             description: p.description,
@@ -892,8 +892,8 @@ impl From<memstrata::PendingAction> for PendingAction {
     }
 }
 
-impl From<memstrata::TraceEntry> for TraceEntry {
-    fn from(t: memstrata::TraceEntry) -> Self {
+impl From<memstrata::procedural::TraceEntry> for TraceEntry {
+    fn from(t: memstrata::procedural::TraceEntry) -> Self {
         TraceEntry {
             step: t.step,
             action: t.action,
@@ -905,8 +905,8 @@ impl From<memstrata::TraceEntry> for TraceEntry {
     }
 }
 
-impl From<memstrata::Run> for Run {
-    fn from(r: memstrata::Run) -> Self {
+impl From<memstrata::procedural::Run> for Run {
+    fn from(r: memstrata::procedural::Run) -> Self {
         Run {
             run_id: r.run_id,
             procedure: r.procedure,

@@ -85,7 +85,7 @@ impl From<JsonValue> for Value {
 /// A host-supplied embedding (a vector of numbers) as the bindings receive it:
 /// `Float32Array | Float64Array | number[]` in Node, `List<Double>` / `[Double]`
 /// over uniffi, an array of numbers in JSON. The core checks it (finite, not
-/// empty, at most [`memstrata::MAX_EMBEDDING_DIM`] numbers, the context's dimension).
+/// empty, at most [`memstrata::search::MAX_EMBEDDING_DIM`] numbers, the context's dimension).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -450,6 +450,23 @@ mod napi_types {
 
 #[cfg(feature = "napi")]
 pub use napi_types::embedding_from_js;
+
+/// Convert an `f64` embedding (what JSON and most bindings carry) to `f32`,
+/// refusing values that do not fit.
+pub fn embedding_from_f64(field: &str, v: &[f64]) -> memstrata::Result<Vec<f32>> {
+    let mut out = Vec::with_capacity(v.len());
+    for (i, x) in v.iter().enumerate() {
+        let f = *x as f32;
+        if !f.is_finite() {
+            return Err(memstrata::Error::invalid(
+                field,
+                format!("must hold finite numbers; element {i} is {x}"),
+            ));
+        }
+        out.push(f);
+    }
+    Ok(out)
+}
 
 #[cfg(test)]
 mod tests {

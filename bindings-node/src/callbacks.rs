@@ -58,7 +58,7 @@ impl JsActions {
     }
 
     /// The core's action table (the names this host handles).
-    pub(crate) fn table(self) -> memstrata::Actions {
+    pub(crate) fn table(self) -> memstrata::procedural::Actions {
         let names: Vec<String> = self.fns.keys().cloned().collect();
         memstrata_bindings_common::actions(names, Arc::new(self))
     }
@@ -315,7 +315,7 @@ impl memstrata::Embedder for JsEmbedder {
         vectors
             .0
             .iter()
-            .map(|v| memstrata::embedding_from_f64("embedder", v))
+            .map(|v| memstrata_bindings_common::embedding_from_f64("embedder", v))
             .collect()
     }
 }

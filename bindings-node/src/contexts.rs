@@ -39,7 +39,8 @@ impl Memory {
         let o = options.unwrap_or_default();
         with(env, &self.h, move |m| {
             let ttl = options::ttl(o.ttl)?;
-            Ok(m.context_store(&key, value.0, ttl, o.namespace.as_deref())?
+            Ok(m.contexts()
+                .store(&key, value.0, ttl, o.namespace.as_deref())?
                 .into())
         })
     }
@@ -55,7 +56,7 @@ impl Memory {
     ) -> Result<PromiseRaw<'env, Option<ContextValue>>> {
         let ns = options.and_then(|o| o.namespace);
         with(env, &self.h, move |m| {
-            Ok(m.context_retrieve(&key, ns.as_deref())?.map(Into::into))
+            Ok(m.contexts().retrieve(&key, ns.as_deref())?.map(Into::into))
         })
     }
 }

@@ -41,15 +41,15 @@ pub const FORMAT_VERSION: u32 = memstrata::FORMAT_VERSION;
 
 /// Version of the JSON Lines export format.
 #[napi]
-pub const EXPORT_FORMAT_VERSION: u32 = memstrata::EXPORT_FORMAT_VERSION;
+pub const EXPORT_FORMAT_VERSION: u32 = memstrata::admin::EXPORT_FORMAT_VERSION;
 
 /// Highest `compressionLevel` of `sessionSave` (0: none, 1: lz4, 2: lz4 high, 3: + delta).
 #[napi]
-pub const MAX_COMPRESSION_LEVEL: u32 = memstrata::MAX_COMPRESSION_LEVEL as u32;
+pub const MAX_COMPRESSION_LEVEL: u32 = memstrata::sessions::MAX_COMPRESSION_LEVEL as u32;
 
 /// Longest episode summary, in characters.
 #[napi]
-pub const SUMMARY_MAX_CHARS: u32 = memstrata::SUMMARY_MAX_CHARS as u32;
+pub const SUMMARY_MAX_CHARS: u32 = memstrata::episodic::SUMMARY_MAX_CHARS as u32;
 
 /// The built-in procedure actions (reserved names: `registerAction` refuses them).
 #[napi]

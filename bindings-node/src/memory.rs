@@ -163,7 +163,7 @@ impl Memory {
     /// Contexts that hold (or held) data, sorted; always includes "default".
     #[napi]
     pub fn contexts<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<String>>> {
-        with(env, &self.h, |m| Ok(m.contexts()?))
+        with(env, &self.h, |m| Ok(m.contexts().list()?))
     }
 
     /// Commit the index and fsync everything now.

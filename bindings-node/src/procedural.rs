@@ -18,19 +18,21 @@ pub struct Procedural {
     pub(crate) h: Arc<Handle>,
 }
 
-fn steps(steps: Vec<JsonValue>) -> std::result::Result<Vec<memstrata::Step>, BindingError> {
+fn steps(
+    steps: Vec<JsonValue>,
+) -> std::result::Result<Vec<memstrata::procedural::Step>, BindingError> {
     let value = Value::Array(steps.into_iter().map(JsonValue::into_inner).collect());
     Ok(memstrata::procedural::steps_from_json(value)?)
 }
 
 /// `options.actions` of `execute` / `resume`, converted on the JS thread.
-fn actions(env: &Env, options: Option<Object<'_>>) -> Result<memstrata::Actions> {
+fn actions(env: &Env, options: Option<Object<'_>>) -> Result<memstrata::procedural::Actions> {
     let Some(obj) = options else {
-        return Ok(memstrata::Actions::default());
+        return Ok(memstrata::procedural::Actions::default());
     };
     let field = |e: Error| error::to_napi(env, BindingError::invalid("actions", e.reason.clone()));
     match obj.get::<Object<'_>>("actions").map_err(field)? {
-        None => Ok(memstrata::Actions::default()),
+        None => Ok(memstrata::procedural::Actions::default()),
         Some(a) => JsActions::from_object(&a, "actions")
             .map(JsActions::table)
             .map_err(|e| error::to_napi(env, e)),

@@ -49,7 +49,7 @@ impl Memory {
             .and_then(|o| o.metadata)
             .map_or_else(|| Value::Object(Default::default()), JsonValue::into_inner);
         with(env, &self.h, move |m| {
-            Ok(m.session_create(&name, metadata)?.into())
+            Ok(m.sessions().create(&name, metadata)?.into())
         })
     }
 
@@ -65,7 +65,7 @@ impl Memory {
         let level = options.and_then(|o| o.compression_level);
         with(env, &self.h, move |m| {
             let level = options::compression_level(level)?;
-            Ok(m.session_save(&session_id, content.0, level)?.into())
+            Ok(m.sessions().save(&session_id, content.0, level)?.into())
         })
     }
 
@@ -80,14 +80,14 @@ impl Memory {
         let version = options.and_then(|o| o.version);
         with(env, &self.h, move |m| {
             let version = options::version("version", version)?;
-            Ok(m.session_restore(&session_id, version)?.into())
+            Ok(m.sessions().restore(&session_id, version)?.into())
         })
     }
 
     /// Every session, with its latest version and version count.
     #[napi]
     pub fn session_list<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<SessionInfo>>> {
-        with(env, &self.h, |m| Ok(records::list(m.session_list()?)))
+        with(env, &self.h, |m| Ok(records::list(m.sessions().list()?)))
     }
 
     /// The kept versions of a session, oldest first.
@@ -98,7 +98,7 @@ impl Memory {
         session_id: String,
     ) -> Result<PromiseRaw<'env, Vec<SessionVersionInfo>>> {
         with(env, &self.h, move |m| {
-            Ok(records::list(m.session_versions(&session_id)?))
+            Ok(records::list(m.sessions().versions(&session_id)?))
         })
     }
 
@@ -109,6 +109,8 @@ impl Memory {
         env: &'env Env,
         session_id: String,
     ) -> Result<PromiseRaw<'env, bool>> {
-        with(env, &self.h, move |m| Ok(m.session_delete(&session_id)?))
+        with(env, &self.h, move |m| {
+            Ok(m.sessions().delete(&session_id)?)
+        })
     }
 }

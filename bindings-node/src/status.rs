@@ -55,7 +55,7 @@ impl Memory {
             .include_metrics
             .unwrap_or(defaults::DEFAULT_INCLUDE_METRICS);
         with(env, &self.h, move |m| {
-            Ok(m.status(sessions, metrics)?.into())
+            Ok(m.admin().status(sessions, metrics)?.into())
         })
     }
 
@@ -91,7 +91,8 @@ impl Memory {
                     p.report(ev);
                 }
             });
-            Ok(m.optimize_with_progress(level, target.as_deref(), &sink)?
+            Ok(m.admin()
+                .optimize_with_progress(level, target.as_deref(), &sink)?
                 .into())
         })
     }

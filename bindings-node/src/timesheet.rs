@@ -50,13 +50,14 @@ impl Memory {
     ) -> Result<PromiseRaw<'env, PunchIn>> {
         let o = options.unwrap_or_default();
         with(env, &self.h, move |m| {
-            Ok(m.punch_in(
-                &llm_name,
-                &task_description,
-                o.context.as_deref(),
-                o.namespace.as_deref(),
-            )?
-            .into())
+            Ok(m.timesheet()
+                .punch_in(
+                    &llm_name,
+                    &task_description,
+                    o.context.as_deref(),
+                    o.namespace.as_deref(),
+                )?
+                .into())
         })
     }
 
@@ -73,7 +74,7 @@ impl Memory {
             .and_then(|o| o.detect_files)
             .unwrap_or(defaults::DEFAULT_DETECT_FILES);
         with(env, &self.h, move |m| {
-            Ok(m.punch_out(&task_id, &summary, detect)?.into())
+            Ok(m.timesheet().punch_out(&task_id, &summary, detect)?.into())
         })
     }
 
@@ -84,7 +85,9 @@ impl Memory {
         env: &'env Env,
         task_id: String,
     ) -> Result<PromiseRaw<'env, Option<Task>>> {
-        with(env, &self.h, move |m| Ok(m.task(&task_id)?.map(Into::into)))
+        with(env, &self.h, move |m| {
+            Ok(m.timesheet().task(&task_id)?.map(Into::into))
+        })
     }
 
     /// Tasks, newest first, filtered by model, Memstrata context (`namespace`), status (`"open"`, `"closed"`,
@@ -98,7 +101,7 @@ impl Memory {
         let o = options.unwrap_or_default();
         with(env, &self.h, move |m| {
             let filter = o.filter()?;
-            Ok(records::list(m.tasks(&filter)?))
+            Ok(records::list(m.timesheet().tasks(&filter)?))
         })
     }
 
@@ -111,10 +114,9 @@ impl Memory {
     ) -> Result<PromiseRaw<'env, TimesheetReport>> {
         let o = options.unwrap_or_default();
         with(env, &self.h, move |m| {
-            Ok(
-                m.timesheet_report(o.since.map(|t| t.0), o.until.map(|t| t.0))?
-                    .into(),
-            )
+            Ok(m.timesheet()
+                .report(o.since.map(|t| t.0), o.until.map(|t| t.0))?
+                .into())
         })
     }
 }

@@ -20,7 +20,7 @@ pub(crate) fn store(
     let value = convert::to_json(value, "value", max_depth(mem))?;
     let ttl = convert::ttl(ttl)?;
     let s = run(py, || {
-        mem.context_store(&key, value, ttl, namespace.as_deref())
+        mem.contexts().store(&key, value, ttl, namespace.as_deref())
     })?;
     class(py, s)
 }
@@ -31,7 +31,7 @@ pub(crate) fn retrieve(
     key: String,
     namespace: Option<String>,
 ) -> PyResult<Option<ContextValue>> {
-    let v = run(py, || mem.context_retrieve(&key, namespace.as_deref()))?;
+    let v = run(py, || mem.contexts().retrieve(&key, namespace.as_deref()))?;
     v.map(|v| class(py, v)).transpose()
 }
 

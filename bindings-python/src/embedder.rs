@@ -41,7 +41,9 @@ impl memstrata::Embedder for PyEmbedder {
                 let item = item.map_err(|e| fail(&e))?;
                 let v = convert::floats(&item, &format!("embedder result[{i}]"))
                     .map_err(|e| memstrata::Error::invalid("embedder", describe(py, &e)))?;
-                vectors.push(memstrata::embedding_from_f64("embedder", &v)?);
+                vectors.push(memstrata_bindings_common::embedding_from_f64(
+                    "embedder", &v,
+                )?);
             }
             Ok(vectors)
         })

@@ -32,10 +32,19 @@ fn _memstrata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_CONTEXT", memstrata::DEFAULT_CONTEXT)?;
     m.add("FORMAT_VERSION", memstrata::FORMAT_VERSION)?;
-    m.add("EXPORT_FORMAT_VERSION", memstrata::EXPORT_FORMAT_VERSION)?;
-    m.add("MAX_COMPRESSION_LEVEL", memstrata::MAX_COMPRESSION_LEVEL)?;
-    m.add("SUMMARY_MAX_CHARS", memstrata::SUMMARY_MAX_CHARS)?;
-    m.add("ACTIVE_SESSIONS_LIMIT", memstrata::ACTIVE_SESSIONS_LIMIT)?;
+    m.add(
+        "EXPORT_FORMAT_VERSION",
+        memstrata::admin::EXPORT_FORMAT_VERSION,
+    )?;
+    m.add(
+        "MAX_COMPRESSION_LEVEL",
+        memstrata::sessions::MAX_COMPRESSION_LEVEL,
+    )?;
+    m.add("SUMMARY_MAX_CHARS", memstrata::episodic::SUMMARY_MAX_CHARS)?;
+    m.add(
+        "ACTIVE_SESSIONS_LIMIT",
+        memstrata::admin::ACTIVE_SESSIONS_LIMIT,
+    )?;
     m.add(
         "BUILTIN_ACTIONS",
         pyo3::types::PyTuple::new(m.py(), memstrata::procedural::BUILTIN_ACTIONS)?,

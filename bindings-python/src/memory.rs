@@ -172,7 +172,7 @@ impl Memory {
     /// Contexts that hold (or held) data, sorted; always includes "default".
     fn contexts(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let mem = self.core()?;
-        run(py, || mem.contexts())
+        run(py, || mem.contexts().list())
     }
 
     /// Commit the index and fsync everything now.

@@ -112,7 +112,7 @@ impl PyActions {
     }
 
     /// The core's action table: one handler per name, each calling back into `self`.
-    fn table(self: &Arc<Self>) -> memstrata::Actions {
+    fn table(self: &Arc<Self>) -> memstrata::procedural::Actions {
         callbacks::actions(
             self.funcs.keys().cloned(),
             Arc::clone(self) as Arc<dyn JsonAction>,
@@ -139,7 +139,8 @@ fn with_actions(
     py: Python<'_>,
     mem: &memstrata::Memory,
     actions: Option<&Bound<'_, PyAny>>,
-    f: impl Send + FnOnce(&memstrata::Actions) -> memstrata::Result<memstrata::Run>,
+    f: impl Send
+    + FnOnce(&memstrata::procedural::Actions) -> memstrata::Result<memstrata::procedural::Run>,
 ) -> PyResult<Run> {
     let host = PyActions::from_arg(actions, max_depth(mem))?;
     let table = host.table();
@@ -166,7 +167,10 @@ pub(crate) fn describe(py: Python<'_>, e: &PyErr) -> String {
     }
 }
 
-fn steps_arg(steps: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<Vec<memstrata::Step>> {
+fn steps_arg(
+    steps: &Bound<'_, PyAny>,
+    max_depth: usize,
+) -> PyResult<Vec<memstrata::procedural::Step>> {
     let value = convert::to_json(steps, "steps", max_depth)?;
     memstrata::procedural::steps_from_json(value).map_err(to_py)
 }

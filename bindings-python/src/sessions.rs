@@ -19,7 +19,7 @@ pub(crate) fn create(
         Some(m) if !m.is_none() => convert::to_json(m, "metadata", max_depth(mem))?,
         _ => serde_json::Value::Object(Default::default()),
     };
-    let c = run(py, || mem.session_create(&name, metadata))?;
+    let c = run(py, || mem.sessions().create(&name, metadata))?;
     class(py, c)
 }
 
@@ -34,7 +34,7 @@ pub(crate) fn save(
     let level =
         options::compression_level(convert::opt_int(compression_level, "compression_level")?)
             .map_err(to_py)?;
-    let s = run(py, || mem.session_save(&session_id, content, level))?;
+    let s = run(py, || mem.sessions().save(&session_id, content, level))?;
     class(py, s)
 }
 
@@ -46,12 +46,12 @@ pub(crate) fn restore(
 ) -> PyResult<SessionRestored> {
     let version =
         options::version("version", convert::opt_int(version, "version")?).map_err(to_py)?;
-    let r = run(py, || mem.session_restore(&session_id, version))?;
+    let r = run(py, || mem.sessions().restore(&session_id, version))?;
     class(py, r)
 }
 
 pub(crate) fn list(py: Python<'_>, mem: &memstrata::Memory) -> PyResult<Vec<SessionInfo>> {
-    classes(py, run(py, || mem.session_list())?)
+    classes(py, run(py, || mem.sessions().list())?)
 }
 
 pub(crate) fn versions(
@@ -59,7 +59,7 @@ pub(crate) fn versions(
     mem: &memstrata::Memory,
     session_id: String,
 ) -> PyResult<Vec<SessionVersionInfo>> {
-    classes(py, run(py, || mem.session_versions(&session_id))?)
+    classes(py, run(py, || mem.sessions().versions(&session_id))?)
 }
 
 pub(crate) fn delete(
@@ -67,7 +67,7 @@ pub(crate) fn delete(
     mem: &memstrata::Memory,
     session_id: String,
 ) -> PyResult<bool> {
-    run(py, || mem.session_delete(&session_id))
+    run(py, || mem.sessions().delete(&session_id))
 }
 
 py_records! {

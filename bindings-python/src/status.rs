@@ -13,7 +13,7 @@ pub(crate) fn status(
     include_sessions: bool,
     include_metrics: bool,
 ) -> PyResult<Status> {
-    let s = run(py, || mem.status(include_sessions, include_metrics))?;
+    let s = run(py, || mem.admin().status(include_sessions, include_metrics))?;
     class(py, s)
 }
 
@@ -24,7 +24,9 @@ pub(crate) fn optimize(
     target_session: Option<String>,
 ) -> PyResult<OptimizeReport> {
     let level = options::optimize_level(Some(&level)).map_err(to_py)?;
-    let r = run(py, || mem.optimize(level, target_session.as_deref()))?;
+    let r = run(py, || {
+        mem.admin().optimize(level, target_session.as_deref())
+    })?;
     class(py, r)
 }
 

@@ -17,7 +17,7 @@ pub(crate) fn punch_in(
     namespace: Option<String>,
 ) -> PyResult<PunchIn> {
     let p = run(py, || {
-        mem.punch_in(
+        mem.timesheet().punch_in(
             &llm_name,
             &task_description,
             context.as_deref(),
@@ -34,7 +34,9 @@ pub(crate) fn punch_out(
     summary: String,
     detect_files: bool,
 ) -> PyResult<PunchOut> {
-    let p = run(py, || mem.punch_out(&task_id, &summary, detect_files))?;
+    let p = run(py, || {
+        mem.timesheet().punch_out(&task_id, &summary, detect_files)
+    })?;
     class(py, p)
 }
 
@@ -43,7 +45,7 @@ pub(crate) fn task(
     mem: &memstrata::Memory,
     task_id: String,
 ) -> PyResult<Option<Task>> {
-    let t = run(py, || mem.task(&task_id))?;
+    let t = run(py, || mem.timesheet().task(&task_id))?;
     t.map(|t| class(py, t)).transpose()
 }
 
@@ -68,7 +70,7 @@ pub(crate) fn tasks(
     }
     .filter()
     .map_err(to_py)?;
-    classes(py, run(py, || mem.tasks(&filter))?)
+    classes(py, run(py, || mem.timesheet().tasks(&filter))?)
 }
 
 pub(crate) fn report(
@@ -79,7 +81,7 @@ pub(crate) fn report(
 ) -> PyResult<TimesheetReport> {
     let since = convert::opt_timestamp(since, "since")?.map(Into::into);
     let until = convert::opt_timestamp(until, "until")?.map(Into::into);
-    let r = run(py, || mem.timesheet_report(since, until))?;
+    let r = run(py, || mem.timesheet().report(since, until))?;
     class(py, r)
 }
 

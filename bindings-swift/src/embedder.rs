@@ -31,7 +31,7 @@ impl memstrata::Embedder for Foreign {
                 memstrata::Error::invalid("embedder", format!("the embedder failed: {e}"))
             })?;
         out.iter()
-            .map(|v| memstrata::embedding_from_f64("embedder", &v.0))
+            .map(|v| memstrata_bindings_common::embedding_from_f64("embedder", &v.0))
             .collect()
     }
 }

@@ -58,9 +58,9 @@ pub fn memstrata_info() -> MemstrataInfo {
         version: memstrata_version(),
         default_context: memstrata::DEFAULT_CONTEXT.to_owned(),
         format_version: n(u64::from(memstrata::FORMAT_VERSION)),
-        export_format_version: n(u64::from(memstrata::EXPORT_FORMAT_VERSION)),
-        max_compression_level: u32::from(memstrata::MAX_COMPRESSION_LEVEL),
-        summary_max_chars: n(memstrata::SUMMARY_MAX_CHARS as u64),
+        export_format_version: n(u64::from(memstrata::admin::EXPORT_FORMAT_VERSION)),
+        max_compression_level: u32::from(memstrata::sessions::MAX_COMPRESSION_LEVEL),
+        summary_max_chars: n(memstrata::episodic::SUMMARY_MAX_CHARS as u64),
         builtin_actions: memstrata::procedural::BUILTIN_ACTIONS
             .iter()
             .map(|s| (*s).to_owned())

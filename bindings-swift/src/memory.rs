@@ -167,7 +167,7 @@ impl Memory {
     /// Contexts that hold (or held) data, sorted; always includes `"default"`.
     pub async fn contexts(&self) -> Result<Vec<String>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.contexts()).await
+        pool::core(move || mem.contexts().list()).await
     }
 
     /// Store `value` (JSON text) in the short-term layer of `namespace` (else
@@ -185,7 +185,8 @@ impl Memory {
             let value = json("value", &value)?;
             let ttl = options::ttl(ttl)?;
             Ok(mem
-                .context_store(&key, value, ttl, namespace.as_deref())?
+                .contexts()
+                .store(&key, value, ttl, namespace.as_deref())?
                 .into())
         })
         .await
@@ -199,7 +200,7 @@ impl Memory {
         namespace: Option<String>,
     ) -> Result<Option<ContextValue>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.context_retrieve(&key, namespace.as_deref()))
+        pool::core(move || mem.contexts().retrieve(&key, namespace.as_deref()))
             .await
             .map(|v| v.map(Into::into))
     }
@@ -216,7 +217,7 @@ impl Memory {
         let mem = self.core()?;
         pool::run(move || {
             let metadata = opt_json("metadata", metadata.as_deref())?;
-            Ok(mem.session_create(&name, metadata)?.into())
+            Ok(mem.sessions().create(&name, metadata)?.into())
         })
         .await
     }
@@ -234,7 +235,7 @@ impl Memory {
         pool::run(move || {
             let content = json("content", &content)?;
             let level = options::compression_level(compression_level)?;
-            Ok(mem.session_save(&session_id, content, level)?.into())
+            Ok(mem.sessions().save(&session_id, content, level)?.into())
         })
         .await
     }
@@ -249,7 +250,7 @@ impl Memory {
         let mem = self.core()?;
         pool::run(move || {
             let version = options::version("version", version)?;
-            Ok(mem.session_restore(&session_id, version)?.into())
+            Ok(mem.sessions().restore(&session_id, version)?.into())
         })
         .await
     }
@@ -257,7 +258,7 @@ impl Memory {
     /// Every session.
     pub async fn session_list(&self) -> Result<Vec<SessionInfo>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.session_list())
+        pool::core(move || mem.sessions().list())
             .await
             .map(common::list)
     }
@@ -268,7 +269,7 @@ impl Memory {
         session_id: String,
     ) -> Result<Vec<SessionVersionInfo>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.session_versions(&session_id))
+        pool::core(move || mem.sessions().versions(&session_id))
             .await
             .map(common::list)
     }
@@ -276,7 +277,7 @@ impl Memory {
     /// Delete a session and its versions; false if it did not exist.
     pub async fn session_delete(&self, session_id: String) -> Result<bool, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.session_delete(&session_id)).await
+        pool::core(move || mem.sessions().delete(&session_id)).await
     }
 
     // ------------------------------------------------------------ timesheet
@@ -294,7 +295,7 @@ impl Memory {
     ) -> Result<PunchIn, MemstrataError> {
         let mem = self.core()?;
         pool::core(move || {
-            mem.punch_in(
+            mem.timesheet().punch_in(
                 &llm_name,
                 &task_description,
                 context.as_deref(),
@@ -314,7 +315,7 @@ impl Memory {
         detect_files: bool,
     ) -> Result<PunchOut, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.punch_out(&task_id, &summary, detect_files))
+        pool::core(move || mem.timesheet().punch_out(&task_id, &summary, detect_files))
             .await
             .map(Into::into)
     }
@@ -322,7 +323,7 @@ impl Memory {
     /// A task, or null.
     pub async fn task(&self, task_id: String) -> Result<Option<Task>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.task(&task_id))
+        pool::core(move || mem.timesheet().task(&task_id))
             .await
             .map(|t| t.map(Into::into))
     }
@@ -336,7 +337,7 @@ impl Memory {
         let mem = self.core()?;
         pool::run(move || {
             let f = filter.unwrap_or_default().filter()?;
-            Ok(common::list(mem.tasks(&f)?))
+            Ok(common::list(mem.timesheet().tasks(&f)?))
         })
         .await
     }
@@ -349,9 +350,12 @@ impl Memory {
         until: Option<Timestamp>,
     ) -> Result<TimesheetReport, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.timesheet_report(since.map(|t| t.0), until.map(|t| t.0)))
-            .await
-            .map(Into::into)
+        pool::core(move || {
+            mem.timesheet()
+                .report(since.map(|t| t.0), until.map(|t| t.0))
+        })
+        .await
+        .map(Into::into)
     }
 
     // ------------------------------------------------------------ status, maintenance
@@ -364,7 +368,7 @@ impl Memory {
         include_metrics: bool,
     ) -> Result<Status, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.status(include_sessions, include_metrics))
+        pool::core(move || mem.admin().status(include_sessions, include_metrics))
             .await
             .map(Into::into)
     }
@@ -381,7 +385,7 @@ impl Memory {
         let mem = self.core()?;
         pool::run(move || {
             let level = options::optimize_level(level.as_deref())?;
-            let report = mem.optimize_with_progress(
+            let report = mem.admin().optimize_with_progress(
                 level,
                 target_session.as_deref(),
                 &progress_fn(progress),

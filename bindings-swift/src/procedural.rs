@@ -39,7 +39,7 @@ pub trait ProgressListener: Send + Sync {
 /// The core's progress callback for an optional listener.
 pub(crate) fn progress_fn(
     listener: Option<Arc<dyn ProgressListener>>,
-) -> impl Fn(memstrata::Progress) {
+) -> impl Fn(memstrata::admin::Progress) {
     move |p| {
         if let Some(l) = &listener {
             l.on_progress(p.into());
@@ -62,17 +62,17 @@ impl JsonAction for Host {
 }
 
 /// The core's action table for an optional host (empty: every host action pauses).
-fn table(handler: Option<Arc<dyn ActionHandler>>) -> memstrata::Actions {
+fn table(handler: Option<Arc<dyn ActionHandler>>) -> memstrata::procedural::Actions {
     match handler {
         Some(h) => {
             let names = h.actions();
             actions(names, Arc::new(Host(h)))
         }
-        None => memstrata::Actions::new(),
+        None => memstrata::procedural::Actions::new(),
     }
 }
 
-fn steps(text: &str) -> Result<Vec<memstrata::Step>, BindingError> {
+fn steps(text: &str) -> Result<Vec<memstrata::procedural::Step>, BindingError> {
     Ok(memstrata::procedural::steps_from_json(json(
         "steps", text,
     )?)?)

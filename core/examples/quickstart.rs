@@ -7,7 +7,10 @@ use std::time::Duration;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memstrata::{ActionHandler, Memory, NewEpisode, OptimizeLevel, SearchFilters, Step};
+use memstrata::{
+    Memory, NewEpisode, SearchFilters, admin::OptimizeLevel, procedural::ActionHandler,
+    procedural::Step,
+};
 use serde_json::json;
 
 fn main() -> memstrata::Result<()> {
@@ -112,30 +115,37 @@ fn main() -> memstrata::Result<()> {
     );
 
     // Sessions: versioned, compressed snapshots an agent (or another model) restores.
-    let s = mem.session_create("refactor", json!({"repo": "x"}))?;
-    mem.session_save(&s.session_id, json!({"step": 1, "notes": "started"}), 0)?;
-    let saved = mem.session_save(&s.session_id, json!({"step": 2, "notes": "tests green"}), 3)?;
-    let latest = mem.session_restore(&s.session_id, None)?;
-    let first = mem.session_restore(&s.session_id, Some(1))?;
+    let s = mem.sessions().create("refactor", json!({"repo": "x"}))?;
+    mem.sessions()
+        .save(&s.session_id, json!({"step": 1, "notes": "started"}), 0)?;
+    let saved =
+        mem.sessions()
+            .save(&s.session_id, json!({"step": 2, "notes": "tests green"}), 3)?;
+    let latest = mem.sessions().restore(&s.session_id, None)?;
+    let first = mem.sessions().restore(&s.session_id, Some(1))?;
     println!(
         "sessions: saved v{}, latest = {}, v1 = {}",
         saved.version, latest.content, first.content
     );
 
     // Contexts store/retrieve with TTL, and the LLM timesheet.
-    mem.context_store(
+    mem.contexts().store(
         "handoff",
         json!("pick up at step 3"),
         Some(Duration::from_secs(600)),
         Some("project-x"),
     )?;
-    let v = mem.context_retrieve("handoff", Some("project-x"))?;
+    let v = mem.contexts().retrieve("handoff", Some("project-x"))?;
     println!(
         "context_retrieve(handoff, project-x) = {:?}",
         v.map(|v| v.value)
     );
-    let t = mem.punch_in("claude", "write tests", Some("the core suite"), None)?;
-    let out = mem.punch_out(&t.task_id, "tests written", false)?;
+    let t = mem
+        .timesheet()
+        .punch_in("claude", "write tests", Some("the core suite"), None)?;
+    let out = mem
+        .timesheet()
+        .punch_out(&t.task_id, "tests written", false)?;
     println!(
         "timesheet: task {} took {:.3}s",
         t.task_id, out.duration_seconds
@@ -149,14 +159,14 @@ fn main() -> memstrata::Result<()> {
     );
     mem.switch_context("default", true)?;
 
-    let status = mem.status(true, true)?;
+    let status = mem.admin().status(true, true)?;
     println!(
         "status: {} (version {}, {} session(s))",
         status.status,
         status.version,
         status.session_count.unwrap_or(0)
     );
-    let report = mem.optimize(OptimizeLevel::Light, None)?;
+    let report = mem.admin().optimize(OptimizeLevel::Light, None)?;
     println!("optimize(light): {} bytes saved", report.bytes_saved);
 
     mem.flush()?;

@@ -306,18 +306,20 @@ fn run(level: u8, versions: &[Value]) -> Measure {
         .open()
         .expect("open a temporary store");
     let sid = mem
-        .session_create("bench", json!({"level": level}))
+        .sessions()
+        .create("bench", json!({"level": level}))
         .expect("create")
         .session_id;
     let t0 = Instant::now();
     for v in versions {
-        mem.session_save(&sid, v.clone(), level).expect("save");
+        mem.sessions().save(&sid, v.clone(), level).expect("save");
     }
     let save = t0.elapsed();
     let t1 = Instant::now();
     for (i, v) in versions.iter().enumerate() {
         let got = mem
-            .session_restore(&sid, Some(i as u64 + 1))
+            .sessions()
+            .restore(&sid, Some(i as u64 + 1))
             .expect("restore");
         assert!(
             &got.content == v,
@@ -326,7 +328,7 @@ fn run(level: u8, versions: &[Value]) -> Measure {
         );
     }
     let restore = t1.elapsed();
-    let infos = mem.session_versions(&sid).expect("versions");
+    let infos = mem.sessions().versions(&sid).expect("versions");
     let last = infos.last().expect("at least one version");
     Measure {
         per_version: infos

@@ -214,8 +214,30 @@ impl Error {
     }
 }
 
-impl From<sled::Error> for Error {
-    fn from(e: sled::Error) -> Self {
+/// Conversion of a dependency's error into [`Error`]: crate-private, so sled,
+/// tantivy, rmp-serde and postgres (and their versions) are no part of the
+/// public API. Call sites convert with [`DepResult::dep`] (or `map_err(Error::from_dep)`).
+pub(crate) trait FromDep<E> {
+    fn from_dep(e: E) -> Self;
+}
+
+/// `result.dep()?`: the `?` of a dependency's result.
+pub(crate) trait DepResult<T, E> {
+    fn dep(self) -> Result<T>;
+}
+
+impl<T, E> DepResult<T, E> for std::result::Result<T, E>
+where
+    Error: FromDep<E>,
+{
+    #[inline]
+    fn dep(self) -> Result<T> {
+        self.map_err(Error::from_dep)
+    }
+}
+
+impl FromDep<sled::Error> for Error {
+    fn from_dep(e: sled::Error) -> Self {
         match e {
             sled::Error::Io(io) => Error::Io(io),
             e @ sled::Error::Corruption { .. } => Error::Corrupted {
@@ -230,31 +252,31 @@ impl From<sled::Error> for Error {
     }
 }
 
-impl From<sled::transaction::TransactionError<Error>> for Error {
-    fn from(e: sled::transaction::TransactionError<Error>) -> Self {
+impl FromDep<sled::transaction::TransactionError<Error>> for Error {
+    fn from_dep(e: sled::transaction::TransactionError<Error>) -> Self {
         match e {
             sled::transaction::TransactionError::Abort(e) => e,
-            sled::transaction::TransactionError::Storage(e) => e.into(),
+            sled::transaction::TransactionError::Storage(e) => Error::from_dep(e),
         }
     }
 }
 
-impl From<tantivy::TantivyError> for Error {
-    fn from(e: tantivy::TantivyError) -> Self {
+impl FromDep<tantivy::TantivyError> for Error {
+    fn from_dep(e: tantivy::TantivyError) -> Self {
         Error::index_by(e.to_string(), e)
     }
 }
 
 /// An encode failure is a value the store's format cannot hold: `InvalidInput`
 /// on `value`, not `Storage` (see [`Error`]).
-impl From<rmp_serde::encode::Error> for Error {
-    fn from(e: rmp_serde::encode::Error) -> Self {
+impl FromDep<rmp_serde::encode::Error> for Error {
+    fn from_dep(e: rmp_serde::encode::Error) -> Self {
         Error::unencodable(e)
     }
 }
 
-impl From<rmp_serde::decode::Error> for Error {
-    fn from(e: rmp_serde::decode::Error) -> Self {
+impl FromDep<rmp_serde::decode::Error> for Error {
+    fn from_dep(e: rmp_serde::decode::Error) -> Self {
         Error::corrupted_by(format!("decode: {e}"), e)
     }
 }
@@ -269,7 +291,7 @@ mod tests {
     fn wrapped_errors_keep_their_source() {
         let decode = rmp_serde::from_slice::<String>(&[0xc1]).unwrap_err();
         let text = decode.to_string();
-        let e = Error::from(decode);
+        let e = Error::from_dep(decode);
         assert_eq!(e.code(), "CORRUPTED");
         assert_eq!(
             e.to_string(),
@@ -278,7 +300,7 @@ mod tests {
         let src = e.source().expect("decode error kept as source");
         assert!(src.downcast_ref::<rmp_serde::decode::Error>().is_some());
 
-        let sled = Error::from(sled::Error::Unsupported("nope".into()));
+        let sled = Error::from_dep(sled::Error::Unsupported("nope".into()));
         assert_eq!(sled.code(), "STORAGE");
         assert!(sled.to_string().starts_with("storage error: "));
         assert!(sled.to_string().contains("nope"));

@@ -24,81 +24,119 @@
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-mod clock;
-mod codec;
+pub mod admin;
 mod config;
-mod contexts;
-mod decoded_cache;
+mod continuity;
 mod engine;
-mod episodic;
 mod error;
-mod export;
-mod fork;
-#[doc(hidden)]
-pub mod fuzzing;
-mod index;
-mod metrics;
-mod optimize;
-pub mod procedural;
-mod semantic;
-mod session_codec;
-mod sessions;
-mod short_term;
-mod status;
+mod layers;
+pub mod search;
 mod storage;
-mod timesheet;
-mod validate;
-mod value_tape;
-mod vectors;
-mod working;
+mod util;
+
+/// Entry points for fuzz targets and robustness tests. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::layers::{episodic, semantic, short_term, working};
+    use crate::storage::codec;
+
+    /// Decode `bytes` as every stored record type; must never panic.
+    /// Returns how many decoders accepted the input.
+    pub fn decode_records(bytes: &[u8]) -> usize {
+        let mut ok = 0;
+        ok += usize::from(codec::decode::<short_term::StRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<working::WorkingState>(bytes).is_ok());
+        ok += usize::from(codec::decode::<episodic::EpisodeRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<semantic::KnowledgeRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<semantic::HistoryRecord>(bytes).is_ok());
+        ok += usize::from(codec::decode::<serde_json::Value>(bytes).is_ok());
+        ok += usize::from(codec::decode::<Vec<String>>(bytes).is_ok());
+        ok
+    }
+
+    /// Encode a JSON value the way records are stored (for building seeds).
+    pub fn encode_value(v: &serde_json::Value) -> Vec<u8> {
+        codec::encode(v).unwrap_or_default()
+    }
+}
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
-use serde::Serialize;
-
-pub use crate::clock::{Clock, ManualClock, SystemClock};
+pub use crate::admin::Admin;
+pub use crate::config::clock::{Clock, ManualClock, SystemClock};
 pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Options};
-pub use crate::contexts::{ContextStored, ContextValue};
-pub use crate::engine::{ActionHandler, FORMAT_VERSION};
-pub use crate::episodic::{
-    Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
-};
+pub use crate::continuity::contexts::Contexts;
+pub use crate::continuity::sessions::Sessions;
+pub use crate::continuity::timesheet::Timesheet;
+pub use crate::engine::{DEFAULT_CONTEXT, FORMAT_VERSION};
 pub use crate::error::{Error, Result};
-pub use crate::export::{ENTITY_KEY_PREFIX, EXPORT_FORMAT_VERSION, ExportStats, ImportStats};
-pub use crate::metrics::OpMetrics;
-pub use crate::optimize::{OptimizeLevel, OptimizeReport, Progress};
-pub use crate::procedural::{
-    Actions, Branch, Next, PendingAction, Procedural, Procedure, Run, RunStatus, Step, TraceEntry,
-};
-pub use crate::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
-pub use crate::sessions::{
-    MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved,
-    SessionVersionInfo,
-};
-pub use crate::short_term::{ShortTerm, ShortTermEntry};
-pub use crate::status::{
-    ACTIVE_SESSIONS_LIMIT, ActiveSession, DEGRADED_INDEX_LAG, Health, IndexStats, ItemCounts,
-    Status, StatusMetrics,
-};
+pub use crate::layers::episodic::{Episodic, NewEpisode, SearchFilters};
+pub use crate::layers::procedural::{self, Procedural};
+pub use crate::layers::semantic::Semantic;
+pub use crate::layers::short_term::ShortTerm;
+pub use crate::layers::working::Working;
+pub use crate::search::{Embedder, Fusion, FusionMethod, VectorQuery};
+
+/// The short-term layer: key/value entries with an optional TTL.
+pub mod short_term {
+    pub use crate::layers::short_term::{ShortTerm, ShortTermEntry};
+
+    /// Convert a TTL in seconds (as bindings and MCP receive it) to a `Duration`,
+    /// refusing zero, negative, NaN and absurd values with `InvalidInput { field: "ttl" }`.
+    pub fn ttl_from_secs(secs: f64) -> crate::Result<std::time::Duration> {
+        Ok(crate::util::input::ttl("ttl", Some(secs))?.unwrap_or_default())
+    }
+}
+
+/// Working memory: the focus list and workspace items of a context.
+pub mod working {
+    pub use crate::layers::working::{Working, WorkspaceItem};
+}
+
+/// The episodic layer: recorded episodes with full-text and vector search.
+pub mod episodic {
+    pub use crate::layers::episodic::{
+        Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
+    };
+}
+
+/// The semantic layer: versioned knowledge entries.
+pub mod semantic {
+    pub use crate::layers::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
+}
+
+/// Sessions: snapshots of a context, saved (compressed, as deltas) and restored.
+pub mod sessions {
+    pub use crate::continuity::sessions::{
+        MAX_COMPRESSION_LEVEL, SessionCreated, SessionInfo, SessionRestored, SessionSaved,
+        SessionVersionInfo, Sessions,
+    };
+}
+
+/// The LLM timesheet: tasks punched in and out, and reports over them.
+pub mod timesheet {
+    pub use crate::continuity::timesheet::{
+        EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
+        TaskStatusFilter, Timesheet, TimesheetReport,
+    };
+}
+
+/// Contexts: the named partitions of a store, and values stored into a named context.
+pub mod contexts {
+    pub use crate::continuity::contexts::{ContextStored, ContextValue, Contexts, SwitchResult};
+
+    /// Check a context name (`[A-Za-z0-9_.:-]{1,128}`), naming `field` in the error.
+    pub fn validate_name(field: &str, name: &str) -> crate::Result<()> {
+        crate::util::input::context_name(field, name)
+    }
+}
+
 /// Store locations (a directory or a PostgreSQL URL): parse, validate, and mask for display.
 pub use crate::storage::url as store_url;
-pub use crate::timesheet::{
-    EPISODE_CONTEXT_CHARS, LlmTimesheet, PunchIn, PunchOut, Task, TaskFilter, TaskStatus,
-    TaskStatusFilter, TimesheetReport,
-};
-pub use crate::vectors::{
-    ADAPTIVE_PEAK_DEPTH, ADAPTIVE_TAIL_FROM, DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K,
-    DEFAULT_VECTOR_WEIGHT, Embedder, FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH, Fusion, FusionMethod,
-    MAX_EMBEDDING_DIM, VectorQuery, embedding_from_f64,
-};
-pub use crate::working::{Working, WorkspaceItem};
 
-use crate::engine::{Engine, EngineUse};
-
-/// The context every handle starts in.
-pub const DEFAULT_CONTEXT: &str = "default";
+use crate::continuity::contexts::SwitchResult;
+use crate::engine::{Engine, Scope};
 
 /// Handle on a Memstrata engine.
 ///
@@ -106,30 +144,28 @@ pub const DEFAULT_CONTEXT: &str = "default";
 /// [`Memory::namespace`] gives a handle with its own active context.
 /// Opening the same path twice in one process returns a handle on the same
 /// engine; another process gets [`Error::StoreLocked`].
+///
+/// The handle opens stores, manages its active context, the embedder and
+/// durability; everything else is reached through accessor objects that share
+/// the handle's engine and active context: the layers ([`Memory::short_term`],
+/// [`Memory::working`], [`Memory::episodic`], [`Memory::semantic`],
+/// [`Memory::procedural`]), [`Memory::sessions`], [`Memory::timesheet`],
+/// [`Memory::contexts`] and [`Memory::admin`].
 #[derive(Clone)]
 pub struct Memory {
-    pub(crate) engine: Arc<EngineUse>,
-    active: Arc<RwLock<Arc<str>>>,
+    scope: Scope,
 }
 
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
-            .field("path", &crate::storage::url::mask_path(&self.engine.path))
-            .field("active_context", &*self.active.read())
+            .field(
+                "path",
+                &crate::storage::url::mask_path(&self.scope.engine.path),
+            )
+            .field("active_context", &self.scope.active_context())
             .finish()
     }
-}
-
-/// Result of [`Memory::switch_context`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SwitchResult {
-    /// Always true when returned.
-    pub success: bool,
-    /// The context that was active before.
-    pub previous_context: String,
-    /// True when the target context already held data.
-    pub context_loaded: bool,
 }
 
 impl Memory {
@@ -150,103 +186,121 @@ impl Memory {
 
     /// Open with explicit options.
     pub fn open_with(opts: Options) -> Result<Memory> {
-        let engine = Engine::open(opts)?;
+        let engine = Engine::open(opts, &layers::REGISTRY)?;
         Ok(Memory {
-            engine,
-            active: Arc::new(RwLock::new(Arc::from(DEFAULT_CONTEXT))),
+            scope: Scope::new(engine, DEFAULT_CONTEXT),
         })
     }
 
     /// See [`MemoryBuilder::separate_engine`].
-    pub(crate) fn open_separate(opts: Options) -> Result<Memory> {
-        let engine = Engine::open_separate(opts)?;
+    fn open_separate(opts: Options) -> Result<Memory> {
+        let engine = Engine::open_separate(opts, &layers::REGISTRY)?;
         Ok(Memory {
-            engine,
-            active: Arc::new(RwLock::new(Arc::from(DEFAULT_CONTEXT))),
+            scope: Scope::new(engine, DEFAULT_CONTEXT),
         })
     }
 
     /// A new handle on the same engine whose active context is `name`.
     pub fn namespace(&self, name: &str) -> Result<Memory> {
-        self.engine.check_process()?;
-        validate::context_name("name", name)?;
+        self.scope.engine.check_process()?;
+        util::input::context_name("name", name)?;
         Ok(Memory {
-            engine: Arc::clone(&self.engine),
-            active: Arc::new(RwLock::new(Arc::from(name))),
+            scope: Scope::new(Arc::clone(&self.scope.engine), name),
         })
     }
 
     /// The active context of this handle.
     pub fn active_context(&self) -> String {
-        self.active.read().to_string()
-    }
-
-    /// The active context, shared (no allocation: what the layers use per call).
-    pub(crate) fn active_ctx(&self) -> Arc<str> {
-        Arc::clone(&self.active.read())
+        self.scope.active_context()
     }
 
     /// Make `target` the active context of this handle. With `preserve_current = false`
     /// the working memory of the context being left is cleared.
     pub fn switch_context(&self, target: &str, preserve_current: bool) -> Result<SwitchResult> {
-        let e = &self.engine;
+        let e = &self.scope.engine;
         e.timed("context.switch", || {
-            validate::context_name("target_context", target)?;
-            let mut active = self.active.write();
+            util::input::context_name("target_context", target)?;
+            let mut active = self.scope.active_cell().write();
             let previous = active.to_string();
             if !preserve_current && previous != target {
-                working::clear_in(e, &previous)?;
+                layers::working::clear_in(e, &previous)?;
             }
             let loaded = e.context_has_data(target)?;
             *active = Arc::from(target);
             Ok(SwitchResult {
-                success: true,
                 previous_context: previous,
                 context_loaded: loaded,
             })
         })
     }
 
-    /// Contexts that hold (or held) data, sorted; always includes `"default"`.
-    pub fn contexts(&self) -> Result<Vec<String>> {
-        self.engine.check_process()?;
-        let mut out = vec![DEFAULT_CONTEXT.to_owned()];
-        for k in self.engine.t.contexts.iter().keys() {
-            let k = k?;
-            let name = String::from_utf8(k.to_vec())
-                .map_err(|_| Error::corrupted("non-utf8 context name"))?;
-            if name != DEFAULT_CONTEXT {
-                out.push(name);
-            }
-        }
-        out.sort();
-        Ok(out)
-    }
-
     /// Short-term layer of the active context.
     pub fn short_term(&self) -> ShortTerm {
-        ShortTerm { mem: self.clone() }
+        ShortTerm {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Working memory of the active context.
     pub fn working(&self) -> Working {
-        Working { mem: self.clone() }
+        Working {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Episodic layer of the active context.
     pub fn episodic(&self) -> Episodic {
-        Episodic { mem: self.clone() }
+        Episodic {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Semantic layer of the active context.
     pub fn semantic(&self) -> Semantic {
-        Semantic { mem: self.clone() }
+        Semantic {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// Procedural layer of the active context.
+    pub fn procedural(&self) -> Procedural {
+        Procedural {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// Sessions: snapshots of a context, saved and restored.
+    pub fn sessions(&self) -> Sessions {
+        Sessions {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// The LLM timesheet (tasks punched in and out, with reports).
+    pub fn timesheet(&self) -> Timesheet {
+        Timesheet {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// The store's contexts: list them, read or write a named context's values.
+    pub fn contexts(&self) -> Contexts {
+        Contexts {
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// Store-wide administration: status, optimize, export and import.
+    pub fn admin(&self) -> Admin {
+        Admin {
+            scope: self.scope.clone(),
+        }
     }
 
     /// Commit the index and fsync everything now (what `Durability::Manual` users call).
     pub fn flush(&self) -> Result<()> {
-        self.engine.check_process()?;
-        self.engine.flush()
+        self.scope.engine.check_process()?;
+        self.scope.engine.flush()
     }
 
     /// Register (or with `None` remove) the host's embedder, engine-wide.
@@ -256,40 +310,35 @@ impl Memory {
     /// knowledge's text) and on searches with a non-empty query and no embedding.
     /// Its failures are reported as `InvalidInput` on field `embedder`.
     pub fn set_embedder(&self, embedder: Option<Arc<dyn Embedder>>) {
-        *self.engine.embedder.write() = embedder;
-    }
-
-    /// The registered embedder, if any.
-    pub(crate) fn embedder(&self) -> Option<Arc<dyn Embedder>> {
-        self.engine.embedder.read().clone()
+        *self.scope.engine.embedder.write() = embedder;
     }
 
     /// The store directory, or the PostgreSQL URL as given, *with* its password:
     /// show it with [`store_url::mask`] (as `Debug` and every error do).
     pub fn path(&self) -> PathBuf {
-        self.engine.path().to_owned()
+        self.scope.engine.path().to_owned()
     }
 
     /// Whether the store is temporary (deleted on close).
     pub fn is_temporary(&self) -> bool {
-        self.engine.is_temporary()
+        self.scope.engine.is_temporary()
     }
 
     /// The options the engine was opened with.
     pub fn options(&self) -> &Options {
-        &self.engine.opts
+        &self.scope.engine.opts
     }
 }
 
-/// Convert a TTL in seconds (as bindings and MCP receive it) to a `Duration`,
-/// refusing zero, negative, NaN and absurd values with `InvalidInput { field: "ttl" }`.
-pub fn ttl_from_secs(secs: f64) -> Result<std::time::Duration> {
-    Ok(validate::ttl("ttl", Some(secs))?.unwrap_or_default())
-}
-
-/// Check a context name (`[A-Za-z0-9_.:-]{1,128}`), naming `field` in the error.
-pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
-    validate::context_name(field, name)
+impl MemoryBuilder {
+    /// Open the store.
+    pub fn open(self) -> Result<Memory> {
+        let (opts, separate) = self.into_parts();
+        if separate {
+            return Memory::open_separate(opts);
+        }
+        Memory::open_with(opts)
+    }
 }
 
 /// How text search weighs the words of a query (see `docs/api.md`): exposed
@@ -297,5 +346,5 @@ pub fn validate_context_name(field: &str, name: &str) -> Result<()> {
 /// query Memstrata builds. Not a stable API.
 #[doc(hidden)]
 pub mod search_terms {
-    pub use crate::index::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
+    pub use crate::search::index::query::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
 }

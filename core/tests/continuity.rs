@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use memstrata::{
-    Actions, Error, Health, ManualClock, Memory, MemoryBuilder, NewEpisode, OptimizeLevel,
-    RunStatus, SearchFilters, Step, TaskFilter, TaskStatus, TaskStatusFilter,
+    Error, ManualClock, Memory, MemoryBuilder, NewEpisode, SearchFilters, admin::Health,
+    admin::OptimizeLevel, procedural::Actions, procedural::RunStatus, procedural::Step,
+    timesheet::TaskFilter, timesheet::TaskStatus, timesheet::TaskStatusFilter,
 };
 use serde_json::{Value, json};
 
@@ -53,7 +54,7 @@ fn agent_state(i: usize) -> Value {
 
 fn export_lines(mem: &Memory) -> Vec<String> {
     let mut out = Vec::new();
-    mem.export(&mut out).unwrap();
+    mem.admin().export(&mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     // Skip the header (it carries `exported_at`).
     text.lines().skip(1).map(str::to_owned).collect()
@@ -72,7 +73,8 @@ fn session_versions_round_trip_at_every_level() {
     let (mem, _) = open(&dir.path());
     for level in 0..=3u8 {
         let s = mem
-            .session_create(&format!("level {level}"), json!({"level": level}))
+            .sessions()
+            .create(&format!("level {level}"), json!({"level": level}))
             .unwrap();
         let contents: Vec<Value> = vec![
             agent_state(1),
@@ -84,8 +86,10 @@ fn session_versions_round_trip_at_every_level() {
             json!([1, -2, 3.5, {"x": [true, false]}]),
         ];
         for (i, c) in contents.iter().enumerate() {
-            let saved = mem.session_save(&s.session_id, c.clone(), level).unwrap();
-            assert!(saved.success);
+            let saved = mem
+                .sessions()
+                .save(&s.session_id, c.clone(), level)
+                .unwrap();
             assert_eq!(
                 saved.version,
                 i as u64 + 1,
@@ -94,16 +98,17 @@ fn session_versions_round_trip_at_every_level() {
         }
         for (i, c) in contents.iter().enumerate() {
             let r = mem
-                .session_restore(&s.session_id, Some(i as u64 + 1))
+                .sessions()
+                .restore(&s.session_id, Some(i as u64 + 1))
                 .unwrap();
             assert_eq!(&r.content, c, "level {level} version {}", i + 1);
             assert_eq!(r.version, i as u64 + 1);
             assert_eq!(r.metadata, json!({"level": level}));
         }
-        let latest = mem.session_restore(&s.session_id, None).unwrap();
+        let latest = mem.sessions().restore(&s.session_id, None).unwrap();
         assert_eq!(latest.version, contents.len() as u64);
         assert_eq!(&latest.content, contents.last().unwrap());
-        let infos = mem.session_versions(&s.session_id).unwrap();
+        let infos = mem.sessions().versions(&s.session_id).unwrap();
         assert_eq!(infos.len(), contents.len());
         assert!(infos.iter().all(|i| i.compression_level == level));
     }
@@ -116,10 +121,11 @@ fn compression_levels_are_real_and_different() {
     let content = agent_state(40);
     let mut stored = Vec::new();
     for level in 0..=2u8 {
-        let s = mem.session_create("same content", json!({})).unwrap();
-        mem.session_save(&s.session_id, content.clone(), level)
+        let s = mem.sessions().create("same content", json!({})).unwrap();
+        mem.sessions()
+            .save(&s.session_id, content.clone(), level)
             .unwrap();
-        let info = &mem.session_versions(&s.session_id).unwrap()[0];
+        let info = &mem.sessions().versions(&s.session_id).unwrap()[0];
         stored.push((info.raw_bytes, info.stored_bytes));
     }
     let raw = stored[0].0;
@@ -138,16 +144,20 @@ fn compression_levels_are_real_and_different() {
     );
 
     // Level 3: a small change on top of the previous version stores a small delta.
-    let s = mem.session_create("delta", json!({})).unwrap();
-    mem.session_save(&s.session_id, content.clone(), 3).unwrap();
+    let s = mem.sessions().create("delta", json!({})).unwrap();
+    mem.sessions()
+        .save(&s.session_id, content.clone(), 3)
+        .unwrap();
     let mut changed = content.clone();
     changed["state"]["step"] = json!(41);
     changed["messages"]
         .as_array_mut()
         .unwrap()
         .push(json!({"role": "user", "content": "one more"}));
-    mem.session_save(&s.session_id, changed.clone(), 3).unwrap();
-    let infos = mem.session_versions(&s.session_id).unwrap();
+    mem.sessions()
+        .save(&s.session_id, changed.clone(), 3)
+        .unwrap();
+    let infos = mem.sessions().versions(&s.session_id).unwrap();
     assert!(
         infos[1].stored_bytes * 10 < stored[2].1,
         "a delta is far smaller than a full level-2 copy: {} vs {}",
@@ -155,11 +165,17 @@ fn compression_levels_are_real_and_different() {
         stored[2].1
     );
     assert_eq!(
-        mem.session_restore(&s.session_id, Some(2)).unwrap().content,
+        mem.sessions()
+            .restore(&s.session_id, Some(2))
+            .unwrap()
+            .content,
         changed
     );
     assert_eq!(
-        mem.session_restore(&s.session_id, Some(1)).unwrap().content,
+        mem.sessions()
+            .restore(&s.session_id, Some(1))
+            .unwrap()
+            .content,
         content
     );
 }
@@ -171,21 +187,22 @@ fn old_versions_restore_exactly_after_many_saves_and_reopen() {
     {
         let (mem, _) = open(&dir.path());
         sid = mem
-            .session_create("long", json!({"k": 1}))
+            .sessions()
+            .create("long", json!({"k": 1}))
             .unwrap()
             .session_id;
         // 60 saves: long delta chains (keyframes forced past 16) and mixed levels.
         for i in 0..60 {
             let level = if i % 10 == 9 { (i / 10 % 3) as u8 } else { 3 };
-            mem.session_save(&sid, agent_state(i), level).unwrap();
+            mem.sessions().save(&sid, agent_state(i), level).unwrap();
         }
     }
     let (mem, _) = open(&dir.path());
     for v in [1u64, 2, 16, 17, 18, 33, 40, 59, 60] {
-        let r = mem.session_restore(&sid, Some(v)).unwrap();
+        let r = mem.sessions().restore(&sid, Some(v)).unwrap();
         assert_eq!(r.content, agent_state(v as usize - 1), "version {v}");
     }
-    let list = mem.session_list().unwrap();
+    let list = mem.sessions().list().unwrap();
     let info = list.iter().find(|s| s.session_id == sid).unwrap();
     assert_eq!(info.latest_version, Some(60));
     assert_eq!(info.version_count, 60);
@@ -197,34 +214,37 @@ fn retention_pruning_keeps_every_remaining_version_exact() {
     let dir = common::tempdir();
     let (b, _) = builder(&dir.path());
     let mem = b.session_retention(5).open().unwrap();
-    let a = mem.session_create("a", json!({})).unwrap().session_id;
-    let other = mem.session_create("b", json!({})).unwrap().session_id;
+    let a = mem.sessions().create("a", json!({})).unwrap().session_id;
+    let other = mem.sessions().create("b", json!({})).unwrap().session_id;
     for i in 0..30 {
-        mem.session_save(&a, agent_state(i), 3).unwrap();
-        mem.session_save(&other, agent_state(i), 1).unwrap();
+        mem.sessions().save(&a, agent_state(i), 3).unwrap();
+        mem.sessions().save(&other, agent_state(i), 1).unwrap();
     }
     // Only the target session is pruned.
-    let report = mem.optimize(OptimizeLevel::Medium, Some(&a)).unwrap();
-    assert!(report.success);
+    let report = mem
+        .admin()
+        .optimize(OptimizeLevel::Medium, Some(&a))
+        .unwrap();
     assert_eq!(
         report.optimization_details["sessions"]["versions_pruned"],
         json!(25)
     );
     let kept: Vec<u64> = mem
-        .session_versions(&a)
+        .sessions()
+        .versions(&a)
         .unwrap()
         .iter()
         .map(|v| v.version)
         .collect();
     assert_eq!(kept, vec![26, 27, 28, 29, 30]);
-    assert_eq!(mem.session_versions(&other).unwrap().len(), 30);
+    assert_eq!(mem.sessions().versions(&other).unwrap().len(), 30);
     for v in 26..=30u64 {
         assert_eq!(
-            mem.session_restore(&a, Some(v)).unwrap().content,
+            mem.sessions().restore(&a, Some(v)).unwrap().content,
             agent_state(v as usize - 1)
         );
     }
-    let err = mem.session_restore(&a, Some(3)).unwrap_err();
+    let err = mem.sessions().restore(&a, Some(3)).unwrap_err();
     assert!(matches!(err, Error::NotFound { .. }), "{err}");
     assert!(
         err.to_string().contains("version 3") && err.to_string().contains("26..=30"),
@@ -232,28 +252,29 @@ fn retention_pruning_keeps_every_remaining_version_exact() {
     );
 
     // Saving after a prune continues the numbering and deltas against the kept versions.
-    let s = mem.session_save(&a, agent_state(30), 3).unwrap();
+    let s = mem.sessions().save(&a, agent_state(30), 3).unwrap();
     assert_eq!(s.version, 31);
     assert_eq!(
-        mem.session_restore(&a, None).unwrap().content,
+        mem.sessions().restore(&a, None).unwrap().content,
         agent_state(30)
     );
 
     // All sessions.
-    mem.optimize(OptimizeLevel::Medium, None).unwrap();
+    mem.admin().optimize(OptimizeLevel::Medium, None).unwrap();
     let kept: Vec<u64> = mem
-        .session_versions(&other)
+        .sessions()
+        .versions(&other)
         .unwrap()
         .iter()
         .map(|v| v.version)
         .collect();
     assert_eq!(kept, vec![26, 27, 28, 29, 30]);
     assert_eq!(
-        mem.session_restore(&other, Some(26)).unwrap().content,
+        mem.sessions().restore(&other, Some(26)).unwrap().content,
         agent_state(25)
     );
     assert_eq!(
-        mem.session_restore(&a, Some(27)).unwrap().content,
+        mem.sessions().restore(&a, Some(27)).unwrap().content,
         agent_state(26)
     );
 }
@@ -262,7 +283,11 @@ fn retention_pruning_keeps_every_remaining_version_exact() {
 fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
     let dir = common::tempdir();
     let (mem, _) = open(&dir.path());
-    let sid = mem.session_create("shared", json!({})).unwrap().session_id;
+    let sid = mem
+        .sessions()
+        .create("shared", json!({}))
+        .unwrap()
+        .session_id;
     let handles: Vec<_> = (0..4)
         .map(|t| {
             let mem = mem.clone();
@@ -273,11 +298,12 @@ fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
                         let mut c = agent_state(i);
                         c["thread"] = json!(t);
                         let v = mem
-                            .session_save(&sid, c.clone(), 3 - (i % 2) as u8)
+                            .sessions()
+                            .save(&sid, c.clone(), 3 - (i % 2) as u8)
                             .unwrap()
                             .version;
                         // Reads interleave with other threads' saves.
-                        assert_eq!(mem.session_restore(&sid, Some(v)).unwrap().content, c);
+                        assert_eq!(mem.sessions().restore(&sid, Some(v)).unwrap().content, c);
                         (v, c)
                     })
                     .collect::<Vec<_>>()
@@ -295,7 +321,7 @@ fn concurrent_saves_get_distinct_versions_that_restore_exactly() {
     );
     for (v, c) in &all {
         assert_eq!(
-            &mem.session_restore(&sid, Some(*v)).unwrap().content,
+            &mem.sessions().restore(&sid, Some(*v)).unwrap().content,
             c,
             "version {v}"
         );
@@ -307,8 +333,12 @@ fn restores_racing_with_pruning_never_see_a_missing_base() {
     let dir = common::tempdir();
     let (b, _) = builder(&dir.path());
     let mem = b.session_retention(2).open().unwrap();
-    let sid = mem.session_create("raced", json!({})).unwrap().session_id;
-    mem.session_save(&sid, agent_state(0), 3).unwrap();
+    let sid = mem
+        .sessions()
+        .create("raced", json!({}))
+        .unwrap()
+        .session_id;
+    mem.sessions().save(&sid, agent_state(0), 3).unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let readers: Vec<_> = (0..2)
         .map(|_| {
@@ -317,7 +347,7 @@ fn restores_racing_with_pruning_never_see_a_missing_base() {
                 let mut n = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     // The newest version is never pruned; it must always restore exactly.
-                    let r = mem.session_restore(&sid, None).unwrap();
+                    let r = mem.sessions().restore(&sid, None).unwrap();
                     assert_eq!(r.content, agent_state(r.version as usize - 1));
                     n += 1;
                 }
@@ -326,15 +356,18 @@ fn restores_racing_with_pruning_never_see_a_missing_base() {
         })
         .collect();
     for i in 1..40 {
-        mem.session_save(&sid, agent_state(i), 3).unwrap();
-        mem.optimize(OptimizeLevel::Medium, Some(&sid)).unwrap();
+        mem.sessions().save(&sid, agent_state(i), 3).unwrap();
+        mem.admin()
+            .optimize(OptimizeLevel::Medium, Some(&sid))
+            .unwrap();
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for r in readers {
         assert!(r.join().unwrap() > 0);
     }
     let kept: Vec<u64> = mem
-        .session_versions(&sid)
+        .sessions()
+        .versions(&sid)
         .unwrap()
         .iter()
         .map(|v| v.version)
@@ -346,47 +379,52 @@ fn restores_racing_with_pruning_never_see_a_missing_base() {
 fn session_errors_and_delete() {
     let dir = common::tempdir();
     let (mem, _) = open(&dir.path());
-    let err = mem.session_restore("no-such-session", None).unwrap_err();
+    let err = mem.sessions().restore("no-such-session", None).unwrap_err();
     assert!(
         matches!(err, Error::NotFound { .. }) && err.to_string().contains("no-such-session"),
         "{err}"
     );
     assert!(matches!(
-        mem.session_save("no-such-session", json!(1), 0)
+        mem.sessions()
+            .save("no-such-session", json!(1), 0)
             .unwrap_err(),
         Error::NotFound { .. }
     ));
     assert!(matches!(
-        mem.session_versions("no-such-session").unwrap_err(),
+        mem.sessions().versions("no-such-session").unwrap_err(),
         Error::NotFound { .. }
     ));
 
-    let s = mem.session_create("s", json!({"repo": "x"})).unwrap();
-    let err = mem.session_restore(&s.session_id, None).unwrap_err();
+    let s = mem.sessions().create("s", json!({"repo": "x"})).unwrap();
+    let err = mem.sessions().restore(&s.session_id, None).unwrap_err();
     assert!(err.to_string().contains("no saved versions"), "{err}");
-    let err = mem.session_save(&s.session_id, json!(1), 4).unwrap_err();
+    let err = mem.sessions().save(&s.session_id, json!(1), 4).unwrap_err();
     assert!(is_invalid(&err, "compression_level"), "{err}");
     assert!(is_invalid(
-        &mem.session_create("", json!({})).unwrap_err(),
+        &mem.sessions().create("", json!({})).unwrap_err(),
         "name"
     ));
 
-    mem.session_save(&s.session_id, json!({"a": 1}), 2).unwrap();
-    mem.session_save(&s.session_id, json!({"a": 2}), 3).unwrap();
-    let err = mem.session_restore(&s.session_id, Some(9)).unwrap_err();
+    mem.sessions()
+        .save(&s.session_id, json!({"a": 1}), 2)
+        .unwrap();
+    mem.sessions()
+        .save(&s.session_id, json!({"a": 2}), 3)
+        .unwrap();
+    let err = mem.sessions().restore(&s.session_id, Some(9)).unwrap_err();
     assert!(
         err.to_string().contains("version 9") && err.to_string().contains("1..=2"),
         "{err}"
     );
 
-    assert!(mem.session_delete(&s.session_id).unwrap());
-    assert!(!mem.session_delete(&s.session_id).unwrap());
-    assert!(mem.session_list().unwrap().is_empty());
+    assert!(mem.sessions().delete(&s.session_id).unwrap());
+    assert!(!mem.sessions().delete(&s.session_id).unwrap());
+    assert!(mem.sessions().list().unwrap().is_empty());
     assert!(matches!(
-        mem.session_restore(&s.session_id, Some(1)).unwrap_err(),
+        mem.sessions().restore(&s.session_id, Some(1)).unwrap_err(),
         Error::NotFound { .. }
     ));
-    let st = mem.status(true, true).unwrap();
+    let st = mem.admin().status(true, true).unwrap();
     assert_eq!(
         st.metrics.unwrap().items.session_versions,
         0,
@@ -402,24 +440,23 @@ fn context_store_ttl_follows_the_injected_clock() {
     let dir = common::tempdir();
     let (mem, clock) = open(&dir.path());
     let stored = mem
-        .context_store(
+        .contexts()
+        .store(
             "k",
             json!({"v": 1}),
             Some(Duration::from_secs(60)),
             Some("proj"),
         )
         .unwrap();
-    assert!(stored.success);
     let expires = stored.expires_at.unwrap();
     assert_eq!(expires - clock_now(&clock), chrono::Duration::seconds(60));
-    mem.context_store("plain", json!(2), None, None).unwrap();
+    mem.contexts().store("plain", json!(2), None, None).unwrap();
 
-    let got = mem.context_retrieve("k", Some("proj")).unwrap().unwrap();
-    assert!(got.success);
+    let got = mem.contexts().retrieve("k", Some("proj")).unwrap().unwrap();
     assert_eq!(got.value, json!({"v": 1}));
     assert_eq!(got.expires_at, Some(expires));
     assert!(
-        mem.context_retrieve("k", None).unwrap().is_none(),
+        mem.contexts().retrieve("k", None).unwrap().is_none(),
         "other context"
     );
     // It is the short-term layer of that context.
@@ -433,25 +470,35 @@ fn context_store_ttl_follows_the_injected_clock() {
     );
 
     clock.advance(Duration::from_secs(59));
-    assert!(mem.context_retrieve("k", Some("proj")).unwrap().is_some());
+    assert!(
+        mem.contexts()
+            .retrieve("k", Some("proj"))
+            .unwrap()
+            .is_some()
+    );
     clock.advance(Duration::from_secs(2));
     assert!(
-        mem.context_retrieve("k", Some("proj")).unwrap().is_none(),
+        mem.contexts()
+            .retrieve("k", Some("proj"))
+            .unwrap()
+            .is_none(),
         "expired after the TTL"
     );
-    let plain = mem.context_retrieve("plain", None).unwrap().unwrap();
+    let plain = mem.contexts().retrieve("plain", None).unwrap().unwrap();
     assert_eq!(plain.expires_at, None);
 
     let err = mem
-        .context_store("k", json!(1), None, Some("bad name!"))
+        .contexts()
+        .store("k", json!(1), None, Some("bad name!"))
         .unwrap_err();
     assert!(is_invalid(&err, "namespace"), "{err}");
     assert!(is_invalid(
-        &mem.context_retrieve("k", Some("")).unwrap_err(),
+        &mem.contexts().retrieve("k", Some("")).unwrap_err(),
         "namespace"
     ));
     assert!(is_invalid(
-        &mem.context_store("k", json!(1), Some(Duration::ZERO), None)
+        &mem.contexts()
+            .store("k", json!(1), Some(Duration::ZERO), None)
             .unwrap_err(),
         "ttl"
     ));
@@ -470,12 +517,11 @@ fn switch_context_clears_or_keeps_working_memory() {
     mem.working().add_to_workspace(json!({"w": 1})).unwrap();
 
     let r = mem.switch_context("proj", false).unwrap();
-    assert!(r.success);
     assert_eq!(r.previous_context, "default");
     assert!(!r.context_loaded, "proj held no data");
     assert_eq!(mem.active_context(), "proj");
     mem.working().focus("proj-item").unwrap();
-    mem.context_store("pk", json!(1), None, None).unwrap();
+    mem.contexts().store("pk", json!(1), None, None).unwrap();
 
     // preserve_current = true keeps proj's working memory for the return.
     let r = mem.switch_context("default", true).unwrap();
@@ -492,10 +538,10 @@ fn switch_context_clears_or_keeps_working_memory() {
         vec!["proj-item".to_owned()]
     );
     assert_eq!(
-        mem.context_retrieve("pk", None).unwrap().unwrap().value,
+        mem.contexts().retrieve("pk", None).unwrap().unwrap().value,
         json!(1)
     );
-    assert!(mem.contexts().unwrap().contains(&"proj".to_owned()));
+    assert!(mem.contexts().list().unwrap().contains(&"proj".to_owned()));
     assert!(is_invalid(
         &mem.switch_context("no spaces", true).unwrap_err(),
         "target_context"
@@ -546,12 +592,16 @@ fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links(
     std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("link-to-file")).unwrap();
     std::os::unix::fs::symlink(&outside, root.join("link-to-dir")).unwrap();
 
-    let t = mem.punch_in("claude", "write tests", None, None).unwrap();
-    assert!(t.success);
+    let t = mem
+        .timesheet()
+        .punch_in("claude", "write tests", None, None)
+        .unwrap();
     assert_eq!(t.start_time, clock_now(&clock));
     clock.advance(Duration::from_secs(3600));
-    let out = mem.punch_out(&t.task_id, "tests written", true).unwrap();
-    assert!(out.success);
+    let out = mem
+        .timesheet()
+        .punch_out(&t.task_id, "tests written", true)
+        .unwrap();
     assert_eq!(out.duration_seconds, 3600.0);
     assert_eq!(
         out.files,
@@ -562,7 +612,7 @@ fn punch_out_detects_modified_files_honouring_gitignore_and_not_following_links(
     );
     assert_eq!(out.files_modified, 2);
 
-    let task = mem.task(&t.task_id).unwrap().unwrap();
+    let task = mem.timesheet().task(&t.task_id).unwrap().unwrap();
     assert_eq!(task.status, TaskStatus::Closed);
     assert_eq!(task.files, out.files);
     assert_eq!(task.duration_seconds, Some(3600.0));
@@ -574,25 +624,38 @@ fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
     let missing = dir.fs().join("not-there");
     let (b, _) = builder(&dir.path());
     let mem = b.workspace_root(&missing).open().unwrap();
-    let t = mem.punch_in("gpt", "refactor", None, Some("proj")).unwrap();
-    let err = mem.punch_out(&t.task_id, "done", true).unwrap_err();
+    let t = mem
+        .timesheet()
+        .punch_in("gpt", "refactor", None, Some("proj"))
+        .unwrap();
+    let err = mem
+        .timesheet()
+        .punch_out(&t.task_id, "done", true)
+        .unwrap_err();
     assert!(is_invalid(&err, "not-there"), "{err}");
     let still_open = mem
+        .timesheet()
         .tasks(&TaskFilter {
             status: TaskStatusFilter::Open,
             ..Default::default()
         })
         .unwrap();
     assert_eq!(still_open.len(), 1);
-    let out = mem.punch_out(&t.task_id, "done", false).unwrap();
+    let out = mem
+        .timesheet()
+        .punch_out(&t.task_id, "done", false)
+        .unwrap();
     assert_eq!(out.files_modified, 0);
 
     // No roots configured at all: detect_files is refused with a hint.
     let dir2 = common::tempdir();
     let (mem2, _) = open(&dir2.path());
-    let t2 = mem2.punch_in("gpt", "x", None, None).unwrap();
+    let t2 = mem2.timesheet().punch_in("gpt", "x", None, None).unwrap();
     assert!(is_invalid(
-        &mem2.punch_out(&t2.task_id, "", true).unwrap_err(),
+        &mem2
+            .timesheet()
+            .punch_out(&t2.task_id, "", true)
+            .unwrap_err(),
         "workspace roots"
     ));
 }
@@ -601,32 +664,47 @@ fn missing_workspace_root_is_a_clear_error_and_the_task_stays_open() {
 fn punch_out_of_unknown_or_closed_task_fails() {
     let dir = common::tempdir();
     let (mem, _) = open(&dir.path());
-    let err = mem.punch_out("0190-no-such-task", "x", false).unwrap_err();
+    let err = mem
+        .timesheet()
+        .punch_out("0190-no-such-task", "x", false)
+        .unwrap_err();
     assert!(
         matches!(err, Error::NotFound { .. }) && err.to_string().contains("0190-no-such-task"),
         "{err}"
     );
-    let t = mem.punch_in("claude", "a task", None, None).unwrap();
-    mem.punch_out(&t.task_id, "done", false).unwrap();
-    let err = mem.punch_out(&t.task_id, "again", false).unwrap_err();
+    let t = mem
+        .timesheet()
+        .punch_in("claude", "a task", None, None)
+        .unwrap();
+    mem.timesheet()
+        .punch_out(&t.task_id, "done", false)
+        .unwrap();
+    let err = mem
+        .timesheet()
+        .punch_out(&t.task_id, "again", false)
+        .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     assert!(is_invalid(
-        &mem.punch_in("", "x", None, None).unwrap_err(),
+        &mem.timesheet().punch_in("", "x", None, None).unwrap_err(),
         "llm_name"
     ));
     assert!(is_invalid(
-        &mem.punch_in("claude", "  ", None, None).unwrap_err(),
+        &mem.timesheet()
+            .punch_in("claude", "  ", None, None)
+            .unwrap_err(),
         "task_description"
     ));
     assert!(is_invalid(
-        &mem.punch_in("claude", "x", None, Some("bad ctx"))
+        &mem.timesheet()
+            .punch_in("claude", "x", None, Some("bad ctx"))
             .unwrap_err(),
         "namespace"
     ));
     // The free-text context is bounded by the value size limit only.
     let too_long = "x".repeat(memstrata::Limits::default().max_value_bytes + 1);
     assert!(matches!(
-        mem.punch_in("claude", "x", Some(&too_long), None)
+        mem.timesheet()
+            .punch_in("claude", "x", Some(&too_long), None)
             .unwrap_err(),
         Error::LimitExceeded { .. }
     ));
@@ -638,22 +716,31 @@ fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
     let (mem, _) = open(&dir.path());
     let text = "Additional context: the parser fails on nested lists.\nSee issue 42 — ünïcode, \"quotes\".";
     let t = mem
+        .timesheet()
         .punch_in("claude", "fix the parser", Some(text), Some("proj"))
         .unwrap();
-    let task = mem.task(&t.task_id).unwrap().unwrap();
+    let task = mem.timesheet().task(&t.task_id).unwrap().unwrap();
     assert_eq!(task.context.as_deref(), Some(text));
     assert_eq!(task.namespace, "proj");
     // Any text, even one that is not a valid context name, and no namespace: the active one.
     let t2 = mem
+        .timesheet()
         .punch_in("gpt", "review", Some("bad ctx / not a name"), None)
         .unwrap();
-    let task2 = mem.task(&t2.task_id).unwrap().unwrap();
+    let task2 = mem.timesheet().task(&t2.task_id).unwrap().unwrap();
     assert_eq!(task2.context.as_deref(), Some("bad ctx / not a name"));
     assert_eq!(task2.namespace, "default");
-    let t3 = mem.punch_in("gpt", "plain", None, None).unwrap();
-    assert_eq!(mem.task(&t3.task_id).unwrap().unwrap().context, None);
+    let t3 = mem
+        .timesheet()
+        .punch_in("gpt", "plain", None, None)
+        .unwrap();
+    assert_eq!(
+        mem.timesheet().task(&t3.task_id).unwrap().unwrap().context,
+        None
+    );
 
     let in_proj = mem
+        .timesheet()
         .tasks(&TaskFilter {
             namespace: Some("proj".into()),
             ..Default::default()
@@ -668,8 +755,16 @@ fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
     );
 
     // The episode recorded at punch-out carries it too.
-    mem.punch_out(&t.task_id, "fixed", false).unwrap();
-    let ep_id = mem.task(&t.task_id).unwrap().unwrap().episode_id.unwrap();
+    mem.timesheet()
+        .punch_out(&t.task_id, "fixed", false)
+        .unwrap();
+    let ep_id = mem
+        .timesheet()
+        .task(&t.task_id)
+        .unwrap()
+        .unwrap()
+        .episode_id
+        .unwrap();
     let ep = mem
         .namespace("proj")
         .unwrap()
@@ -680,10 +775,15 @@ fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
     assert_eq!(ep.content["context"], json!(text));
 
     // A long text stays whole on the task; the episode gets its beginning.
-    let long = "é".repeat(memstrata::EPISODE_CONTEXT_CHARS + 10);
-    let t4 = mem.punch_in("gpt", "long", Some(&long), None).unwrap();
-    mem.punch_out(&t4.task_id, "done", false).unwrap();
-    let task4 = mem.task(&t4.task_id).unwrap().unwrap();
+    let long = "é".repeat(memstrata::timesheet::EPISODE_CONTEXT_CHARS + 10);
+    let t4 = mem
+        .timesheet()
+        .punch_in("gpt", "long", Some(&long), None)
+        .unwrap();
+    mem.timesheet()
+        .punch_out(&t4.task_id, "done", false)
+        .unwrap();
+    let task4 = mem.timesheet().task(&t4.task_id).unwrap().unwrap();
     assert_eq!(task4.context.as_deref(), Some(long.as_str()));
     let ep4 = mem
         .episodic()
@@ -692,7 +792,7 @@ fn punch_in_context_is_free_text_and_namespace_names_the_memstrata_context() {
         .unwrap();
     let kept = ep4.content["context"].as_str().unwrap();
     assert!(long.starts_with(kept.trim_end_matches('…')));
-    assert!(kept.chars().count() <= memstrata::EPISODE_CONTEXT_CHARS);
+    assert!(kept.chars().count() <= memstrata::timesheet::EPISODE_CONTEXT_CHARS);
 }
 
 #[test]
@@ -700,16 +800,26 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
     let dir = common::tempdir();
     let (mem, clock) = open(&dir.path());
     let t1 = mem
+        .timesheet()
         .punch_in("claude", "implement sessions", None, Some("proj"))
         .unwrap();
     clock.advance(Duration::from_secs(120));
-    let t2 = mem.punch_in("gpt", "review sessions", None, None).unwrap();
-    clock.advance(Duration::from_secs(60));
-    mem.punch_out(&t1.task_id, "sessions implemented", false)
+    let t2 = mem
+        .timesheet()
+        .punch_in("gpt", "review sessions", None, None)
         .unwrap();
-    let _t3 = mem.punch_in("claude", "still running", None, None).unwrap();
+    clock.advance(Duration::from_secs(60));
+    mem.timesheet()
+        .punch_out(&t1.task_id, "sessions implemented", false)
+        .unwrap();
+    let _t3 = mem
+        .timesheet()
+        .punch_in("claude", "still running", None, None)
+        .unwrap();
     clock.advance(Duration::from_secs(30));
-    mem.punch_out(&t2.task_id, "looks good", false).unwrap();
+    mem.timesheet()
+        .punch_out(&t2.task_id, "looks good", false)
+        .unwrap();
 
     let proj = mem.namespace("proj").unwrap();
     let hits = proj
@@ -729,7 +839,8 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
     assert_eq!(ep.content["summary"], json!("sessions implemented"));
     assert_eq!(ep.content["duration_seconds"], json!(180.0));
     assert_eq!(
-        mem.task(&t1.task_id)
+        mem.timesheet()
+            .task(&t1.task_id)
             .unwrap()
             .unwrap()
             .episode_id
@@ -738,6 +849,7 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
     );
 
     let claude = mem
+        .timesheet()
         .tasks(&TaskFilter {
             llm_name: Some("claude".into()),
             ..Default::default()
@@ -746,6 +858,7 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
     assert_eq!(claude.len(), 2);
     assert_eq!(claude[0].task_description, "still running", "newest first");
     let closed_in_proj = mem
+        .timesheet()
         .tasks(&TaskFilter {
             namespace: Some("proj".into()),
             status: TaskStatusFilter::Closed,
@@ -754,14 +867,14 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
         .unwrap();
     assert_eq!(closed_in_proj.len(), 1);
 
-    let report = mem.timesheet_report(None, None).unwrap();
+    let report = mem.timesheet().report(None, None).unwrap();
     assert_eq!(report.tasks, 3);
     assert_eq!(report.total_seconds, 180.0 + 90.0);
     let c = report.llms.iter().find(|l| l.llm_name == "claude").unwrap();
     assert_eq!((c.tasks, c.open_tasks, c.total_seconds), (2, 1, 180.0));
     let g = report.llms.iter().find(|l| l.llm_name == "gpt").unwrap();
     assert_eq!((g.tasks, g.open_tasks, g.total_seconds), (1, 0, 90.0));
-    let later = mem.timesheet_report(Some(t2.start_time), None).unwrap();
+    let later = mem.timesheet().report(Some(t2.start_time), None).unwrap();
     assert_eq!(later.tasks, 2);
 }
 
@@ -772,41 +885,42 @@ fn finished_tasks_become_episodes_and_feed_the_report() {
 fn status_lists_the_most_recently_active_sessions_newest_first() {
     let dir = common::tempdir();
     let (mem, clock) = open(&dir.path());
-    let st = mem.status(true, false).unwrap();
+    let st = mem.admin().status(true, false).unwrap();
     assert_eq!(st.active_sessions, Some(vec![]));
     assert_eq!(st.session_count, Some(0));
 
-    let total = memstrata::ACTIVE_SESSIONS_LIMIT + 5;
+    let total = memstrata::admin::ACTIVE_SESSIONS_LIMIT + 5;
     let mut ids = Vec::new();
     for i in 0..total {
         clock.advance(Duration::from_secs(1));
         ids.push(
-            mem.session_create(&format!("s{i}"), json!({}))
+            mem.sessions()
+                .create(&format!("s{i}"), json!({}))
                 .unwrap()
                 .session_id,
         );
     }
     // Saving the oldest session makes it the most recently active one.
     clock.advance(Duration::from_secs(1));
-    mem.session_save(&ids[0], json!({"x": 1}), 1).unwrap();
+    mem.sessions().save(&ids[0], json!({"x": 1}), 1).unwrap();
 
-    let st = mem.status(true, false).unwrap();
+    let st = mem.admin().status(true, false).unwrap();
     assert_eq!(st.session_count, Some(total as u64));
     let active = st.active_sessions.unwrap();
-    assert_eq!(active.len(), memstrata::ACTIVE_SESSIONS_LIMIT);
+    assert_eq!(active.len(), memstrata::admin::ACTIVE_SESSIONS_LIMIT);
     let got: Vec<&str> = active.iter().map(|a| a.name.as_str()).collect();
     let mut want = vec!["s0".to_owned()];
     want.extend(
         (0..total)
             .rev()
             .map(|i| format!("s{i}"))
-            .take(memstrata::ACTIVE_SESSIONS_LIMIT - 1),
+            .take(memstrata::admin::ACTIVE_SESSIONS_LIMIT - 1),
     );
     assert_eq!(got, want);
     assert_eq!(active[0].session_id, ids[0]);
     assert!(active[1].created_at > active[2].created_at);
 
-    let bare = mem.status(false, false).unwrap();
+    let bare = mem.admin().status(false, false).unwrap();
     assert_eq!((bare.active_sessions, bare.session_count), (None, None));
 }
 
@@ -814,7 +928,7 @@ fn status_lists_the_most_recently_active_sessions_newest_first() {
 fn status_reports_real_metrics_after_operations() {
     let dir = common::tempdir();
     let (mem, _) = open(&dir.path());
-    let bare = mem.status(false, false).unwrap();
+    let bare = mem.admin().status(false, false).unwrap();
     assert_eq!(bare.status, Health::Healthy);
     assert_eq!(bare.version, env!("CARGO_PKG_VERSION"));
     assert!(
@@ -830,16 +944,20 @@ fn status_reports_real_metrics_after_operations() {
     mem.semantic()
         .store("user:alice", json!({"role": "admin"}))
         .unwrap();
-    let s = mem.session_create("s", json!({})).unwrap();
-    mem.session_save(&s.session_id, json!({"x": 1}), 1).unwrap();
-    mem.session_save(&s.session_id, json!({"x": 2}), 3).unwrap();
-    mem.punch_in("claude", "t", None, None).unwrap();
+    let s = mem.sessions().create("s", json!({})).unwrap();
+    mem.sessions()
+        .save(&s.session_id, json!({"x": 1}), 1)
+        .unwrap();
+    mem.sessions()
+        .save(&s.session_id, json!({"x": 2}), 3)
+        .unwrap();
+    mem.timesheet().punch_in("claude", "t", None, None).unwrap();
     mem.episodic()
         .search("staging", &SearchFilters::default(), 5)
         .unwrap();
-    let _ = mem.session_restore("missing", None);
+    let _ = mem.sessions().restore("missing", None);
 
-    let st = mem.status(true, true).unwrap();
+    let st = mem.admin().status(true, true).unwrap();
     assert_eq!(st.status, Health::Healthy, "{:?}", st.issues);
     assert_eq!(st.session_count, Some(1));
     let active = st.active_sessions.unwrap();
@@ -877,7 +995,7 @@ fn status_reports_real_metrics_after_operations() {
     // The search made the changes visible with a soft commit; the durable
     // commit (and `committed_seq`) follows on the timer, on flush or close.
     assert!(m.index.applied_seq >= m.index.committed_seq);
-    let v = serde_json::to_value(mem.status(true, true).unwrap()).unwrap();
+    let v = serde_json::to_value(mem.admin().status(true, true).unwrap()).unwrap();
     assert_eq!(v["status"], json!("healthy"));
 }
 
@@ -890,13 +1008,13 @@ fn status_is_degraded_while_the_index_lags_far_behind() {
         .index_commit_interval(Duration::from_secs(3600))
         .open()
         .unwrap();
-    let n = memstrata::DEGRADED_INDEX_LAG as usize + 1;
+    let n = memstrata::admin::DEGRADED_INDEX_LAG as usize + 1;
     for i in 0..n {
         mem.episodic()
             .record(NewEpisode::new(format!("lagging episode {i}")))
             .unwrap();
     }
-    let st = mem.status(false, true).unwrap();
+    let st = mem.admin().status(false, true).unwrap();
     if common::backend_is_postgres() {
         // PostgreSQL searches in SQL: the search rows commit with the records,
         // so there is no index to lag behind.
@@ -918,7 +1036,7 @@ fn status_is_degraded_while_the_index_lags_far_behind() {
         "{idx:?}"
     );
     mem.flush().unwrap();
-    let st = mem.status(false, true).unwrap();
+    let st = mem.admin().status(false, true).unwrap();
     assert_eq!(st.status, Health::Healthy, "{:?}", st.issues);
     assert_eq!(st.metrics.unwrap().index.documents, n as u64);
 }
@@ -936,20 +1054,22 @@ fn optimize_purges_expired_data_and_old_versions() {
     let filler = "x".repeat(2000);
     for i in 0..3000 {
         let ctx = if i % 2 == 0 { None } else { Some("other") };
-        mem.context_store(
-            &format!("tmp-{i}"),
-            json!({"i": i, "pad": filler}),
-            Some(Duration::from_secs(10)),
-            ctx,
-        )
-        .unwrap();
+        mem.contexts()
+            .store(
+                &format!("tmp-{i}"),
+                json!({"i": i, "pad": filler}),
+                Some(Duration::from_secs(10)),
+                ctx,
+            )
+            .unwrap();
     }
     mem.short_term()
         .store("keep", json!("forever"), None)
         .unwrap();
-    let s = mem.session_create("s", json!({})).unwrap();
+    let s = mem.sessions().create("s", json!({})).unwrap();
     for i in 0..40 {
-        mem.session_save(&s.session_id, agent_state(i), (i % 4) as u8)
+        mem.sessions()
+            .save(&s.session_id, agent_state(i), (i % 4) as u8)
             .unwrap();
     }
     for i in 0..50 {
@@ -960,15 +1080,14 @@ fn optimize_purges_expired_data_and_old_versions() {
     }
     clock.advance(Duration::from_secs(11));
 
-    let light = mem.optimize(OptimizeLevel::Light, None).unwrap();
-    assert!(light.success);
+    let light = mem.admin().optimize(OptimizeLevel::Light, None).unwrap();
     assert_eq!(
         light.optimization_details["expired_items_removed"],
         json!(3000)
     );
     assert!(light.optimization_details.get("sessions").is_none());
     assert_eq!(mem.short_term().keys("").unwrap(), vec!["keep".to_owned()]);
-    let st = mem.status(false, true).unwrap().metrics.unwrap();
+    let st = mem.admin().status(false, true).unwrap().metrics.unwrap();
     assert_eq!(st.items.short_term, 1);
     assert_eq!(
         light.bytes_saved,
@@ -980,13 +1099,17 @@ fn optimize_purges_expired_data_and_old_versions() {
                 .unwrap()
     );
 
-    let medium = mem.optimize("medium".parse().unwrap(), None).unwrap();
+    let medium = mem
+        .admin()
+        .optimize("medium".parse().unwrap(), None)
+        .unwrap();
     assert_eq!(
         medium.optimization_details["sessions"]["versions_pruned"],
         json!(37)
     );
     let kept: Vec<u64> = mem
-        .session_versions(&s.session_id)
+        .sessions()
+        .versions(&s.session_id)
         .unwrap()
         .iter()
         .map(|v| v.version)
@@ -994,16 +1117,21 @@ fn optimize_purges_expired_data_and_old_versions() {
     assert_eq!(kept, vec![38, 39, 40]);
     for v in 38..=40u64 {
         assert_eq!(
-            mem.session_restore(&s.session_id, Some(v)).unwrap().content,
+            mem.sessions()
+                .restore(&s.session_id, Some(v))
+                .unwrap()
+                .content,
             agent_state(v as usize - 1)
         );
     }
 
     let aggressive = mem
+        .admin()
         .optimize(OptimizeLevel::Aggressive, Some(&s.session_id))
         .unwrap();
     let idx = &aggressive.optimization_details["index"];
     let segments = mem
+        .admin()
         .status(false, true)
         .unwrap()
         .metrics
@@ -1030,7 +1158,8 @@ fn optimize_purges_expired_data_and_old_versions() {
         50
     );
     assert!(matches!(
-        mem.optimize(OptimizeLevel::Light, Some("nope"))
+        mem.admin()
+            .optimize(OptimizeLevel::Light, Some("nope"))
             .unwrap_err(),
         Error::NotFound { .. }
     ));
@@ -1104,14 +1233,17 @@ fn populate(mem: &Memory, clock: &ManualClock) -> (String, String, String) {
     assert_eq!(run.status, RunStatus::AwaitingAction);
 
     let s = mem
-        .session_create("refactor", json!({"repo": "x"}))
+        .sessions()
+        .create("refactor", json!({"repo": "x"}))
         .unwrap();
     for i in 0..6 {
-        mem.session_save(&s.session_id, agent_state(i), (i % 4) as u8)
+        mem.sessions()
+            .save(&s.session_id, agent_state(i), (i % 4) as u8)
             .unwrap();
         clock.advance(Duration::from_secs(1));
     }
     let t = mem
+        .timesheet()
         .punch_in(
             "claude",
             "write tests",
@@ -1120,8 +1252,12 @@ fn populate(mem: &Memory, clock: &ManualClock) -> (String, String, String) {
         )
         .unwrap();
     clock.advance(Duration::from_secs(90));
-    mem.punch_out(&t.task_id, "done", false).unwrap();
-    mem.punch_in("gpt", "still open", None, None).unwrap();
+    mem.timesheet()
+        .punch_out(&t.task_id, "done", false)
+        .unwrap();
+    mem.timesheet()
+        .punch_in("gpt", "still open", None, None)
+        .unwrap();
     clock.advance(Duration::from_secs(2)); // "gone" expires
     (s.session_id, t.task_id, run.run_id)
 }
@@ -1132,7 +1268,7 @@ fn export_then_import_gives_identical_reads() {
     let (src, clock) = open(&dir.join("a"));
     let (sid, tid, run_id) = populate(&src, &clock);
     let mut buf = Vec::new();
-    let stats = src.export(&mut buf).unwrap();
+    let stats = src.admin().export(&mut buf).unwrap();
     assert_eq!(
         stats.counts["episode"], 3,
         "two recorded + one from the finished task"
@@ -1156,7 +1292,7 @@ fn export_then_import_gives_identical_reads() {
     let (b, dst_clock) = builder(&dir.join("b"));
     dst_clock.set(clock_now(&clock));
     let dst = b.open().unwrap();
-    let istats = dst.import(&mut Cursor::new(&buf)).unwrap();
+    let istats = dst.admin().import(&mut Cursor::new(&buf)).unwrap();
     assert_eq!(istats.records, stats.records);
     assert_eq!(istats.counts, stats.counts);
 
@@ -1228,25 +1364,34 @@ fn export_then_import_gives_identical_reads() {
     assert_eq!(dst.semantic().history("user:alice").unwrap().len(), 2);
     let hits = dst.semantic().query("infra", 5).unwrap();
     assert_eq!(hits[0].key, "user:alice");
-    assert_eq!(src.contexts().unwrap(), dst.contexts().unwrap());
+    assert_eq!(
+        src.contexts().list().unwrap(),
+        dst.contexts().list().unwrap()
+    );
     assert_eq!(
         src.procedural().run(&run_id).unwrap(),
         dst.procedural().run(&run_id).unwrap()
     );
-    assert_eq!(src.session_list().unwrap(), dst.session_list().unwrap());
+    assert_eq!(
+        src.sessions().list().unwrap(),
+        dst.sessions().list().unwrap()
+    );
     let (va, vb) = (
-        src.session_versions(&sid).unwrap(),
-        dst.session_versions(&sid).unwrap(),
+        src.sessions().versions(&sid).unwrap(),
+        dst.sessions().versions(&sid).unwrap(),
     );
     assert_eq!(va, vb);
     for v in &va {
         assert_eq!(
-            src.session_restore(&sid, Some(v.version)).unwrap(),
-            dst.session_restore(&sid, Some(v.version)).unwrap()
+            src.sessions().restore(&sid, Some(v.version)).unwrap(),
+            dst.sessions().restore(&sid, Some(v.version)).unwrap()
         );
     }
-    assert_eq!(src.task(&tid).unwrap(), dst.task(&tid).unwrap());
-    let task = dst.task(&tid).unwrap().unwrap();
+    assert_eq!(
+        src.timesheet().task(&tid).unwrap(),
+        dst.timesheet().task(&tid).unwrap()
+    );
+    let task = dst.timesheet().task(&tid).unwrap().unwrap();
     assert_eq!(
         (task.context.as_deref(), task.namespace.as_str()),
         (Some("free text: the export suite"), "proj")
@@ -1273,12 +1418,15 @@ fn export_then_import_gives_identical_reads() {
     let (b3, clock3) = builder(&dir.join("c"));
     clock3.set(clock_now(&clock));
     let old_dst = b3.open().unwrap();
-    old_dst.import(&mut Cursor::new(old.as_bytes())).unwrap();
-    let task = old_dst.task(&tid).unwrap().unwrap();
+    old_dst
+        .admin()
+        .import(&mut Cursor::new(old.as_bytes()))
+        .unwrap();
+    let task = old_dst.timesheet().task(&tid).unwrap().unwrap();
     assert_eq!((task.context, task.namespace.as_str()), (None, "proj"));
     assert_eq!(
-        src.tasks(&TaskFilter::default()).unwrap(),
-        dst.tasks(&TaskFilter::default()).unwrap()
+        src.timesheet().tasks(&TaskFilter::default()).unwrap(),
+        dst.timesheet().tasks(&TaskFilter::default()).unwrap()
     );
 
     // A paused run imported elsewhere can be resumed there.
@@ -1290,7 +1438,7 @@ fn export_then_import_gives_identical_reads() {
 
     // And the imported store exports the same lines (header aside).
     let (src2, _) = open(&dir.join("c"));
-    src2.import(&mut Cursor::new(&buf)).unwrap();
+    src2.admin().import(&mut Cursor::new(&buf)).unwrap();
     assert_eq!(export_lines(&src), export_lines(&src2));
 }
 
@@ -1300,7 +1448,7 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     let (src, clock) = open(&dir.join("a"));
     populate(&src, &clock);
     let mut good = Vec::new();
-    src.export(&mut good).unwrap();
+    src.admin().export(&mut good).unwrap();
     let good = String::from_utf8(good).unwrap();
     let lines: Vec<&str> = good.lines().collect();
     assert!(lines.len() > 5);
@@ -1349,6 +1497,7 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     ];
     for (text, needle) in cases {
         let err = dst
+            .admin()
             .import(&mut BufReader::new(text.as_bytes()))
             .unwrap_err();
         assert!(is_invalid(&err, needle), "expected {needle:?} in {err}");
@@ -1362,7 +1511,7 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     let mut bytes = format!("{}\n", lines[0]).into_bytes();
     bytes.extend_from_slice(&[0xff, 0xfe, b'\n']);
     assert!(is_invalid(
-        &dst.import(&mut Cursor::new(bytes)).unwrap_err(),
+        &dst.admin().import(&mut Cursor::new(bytes)).unwrap_err(),
         "line 2"
     ));
     assert_eq!(export_lines(&dst), before);
@@ -1387,7 +1536,10 @@ fn knowledge_graph_import_from_the_reference_memory_server() {
 
 {"type":"relation","from":"Alice","to":"Acme","relationType":"works_at"}
 "#;
-    let stats = kg.import_knowledge_graph(&mut Cursor::new(jsonl)).unwrap();
+    let stats = kg
+        .admin()
+        .import_knowledge_graph(&mut Cursor::new(jsonl))
+        .unwrap();
     assert_eq!(stats.counts["entity"], 2);
     assert_eq!(stats.counts["relation"], 4);
     assert_eq!(
@@ -1423,6 +1575,7 @@ fn knowledge_graph_import_from_the_reference_memory_server() {
 
     let bad = "{\"type\":\"entity\",\"name\":\"Zed\",\"entityType\":\"x\",\"observations\":[]}\n{\"type\":\"relation\",\"from\":\"Zed\"}\n";
     let err = kg
+        .admin()
         .import_knowledge_graph(&mut Cursor::new(bad))
         .unwrap_err();
     assert!(is_invalid(&err, "line 2"), "{err}");

@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use memstrata::{
-    Actions, Durability, EncryptionKey, Error, Memory, NewEpisode, OptimizeLevel, SearchFilters,
-    Step, VectorQuery,
+    Durability, EncryptionKey, Error, Memory, NewEpisode, SearchFilters, VectorQuery,
+    admin::OptimizeLevel, procedural::Actions, procedural::Step,
 };
 use serde_json::json;
 
@@ -77,16 +77,18 @@ fn write_every_layer(mem: &Memory) -> Written {
         .unwrap();
     mem.semantic().update("fact", json!({"v": 2})).unwrap();
     let session = mem
-        .session_create("s", json!({"meta": MARKER}))
+        .sessions()
+        .create("s", json!({"meta": MARKER}))
         .unwrap()
         .session_id;
     for level in 0..=3u8 {
-        mem.session_save(
-            &session,
-            json!({"level": level, "state": MARKER, "pad": "x".repeat(2000)}),
-            level,
-        )
-        .unwrap();
+        mem.sessions()
+            .save(
+                &session,
+                json!({"level": level, "state": MARKER, "pad": "x".repeat(2000)}),
+                level,
+            )
+            .unwrap();
     }
     let p = mem.procedural();
     let mut step = Step::new("one", "set");
@@ -97,6 +99,7 @@ fn write_every_layer(mem: &Memory) -> Written {
         .unwrap()
         .run_id;
     let task = mem
+        .timesheet()
         .punch_in("llm", &format!("task {MARKER}"), Some(MARKER), None)
         .unwrap()
         .task_id;
@@ -146,16 +149,16 @@ fn check_every_layer(mem: &Memory, w: &Written) {
             .any(|h| h.key == "fact")
     );
     for v in 1..=4u64 {
-        let r = mem.session_restore(&w.session, Some(v)).unwrap();
+        let r = mem.sessions().restore(&w.session, Some(v)).unwrap();
         assert_eq!(r.content["level"], json!(v - 1));
         assert_eq!(r.content["state"], json!(MARKER));
         assert_eq!(r.metadata, json!({"meta": MARKER}));
     }
-    assert_eq!(mem.session_versions(&w.session).unwrap().len(), 4);
+    assert_eq!(mem.sessions().versions(&w.session).unwrap().len(), 4);
     let run = mem.procedural().run(&w.run).unwrap().unwrap();
     assert_eq!(run.outputs["one"], json!({"out": MARKER}));
     assert!(mem.procedural().get("proc").unwrap().is_some());
-    let task = mem.task(&w.task).unwrap().unwrap();
+    let task = mem.timesheet().task(&w.task).unwrap().unwrap();
     assert_eq!(task.task_description, format!("task {MARKER}"));
 }
 
@@ -198,17 +201,20 @@ fn every_layer_round_trips_sealed_and_after_reopen() {
     let mem = open(&path, Some(key(7))).unwrap();
     let w = write_every_layer(&mem);
     check_every_layer(&mem, &w);
-    mem.optimize(OptimizeLevel::Aggressive, None).unwrap();
+    mem.admin()
+        .optimize(OptimizeLevel::Aggressive, None)
+        .unwrap();
     check_every_layer(&mem, &w);
     drop(mem);
     let mem = open(&path, Some(key(7))).unwrap();
     check_every_layer(&mem, &w);
     // Medium optimize re-encodes kept session versions: they must stay sealed and readable.
-    let before = mem.session_versions(&w.session).unwrap();
-    mem.optimize(OptimizeLevel::Medium, Some(&w.session))
+    let before = mem.sessions().versions(&w.session).unwrap();
+    mem.admin()
+        .optimize(OptimizeLevel::Medium, Some(&w.session))
         .unwrap();
     assert_eq!(
-        mem.session_versions(&w.session).unwrap().len(),
+        mem.sessions().versions(&w.session).unwrap().len(),
         before.len()
     );
     check_every_layer(&mem, &w);
@@ -230,7 +236,7 @@ fn raw_sled_files_hold_no_plaintext_of_an_encrypted_store() {
     let sealed = dir.path().join("sealed");
     let mem = open(&sealed, Some(key(1))).unwrap();
     let w = write_every_layer(&mem);
-    mem.optimize(OptimizeLevel::Medium, None).unwrap();
+    mem.admin().optimize(OptimizeLevel::Medium, None).unwrap();
     drop(mem);
     let found = files_with_marker(&sealed);
     assert!(found.is_empty(), "plaintext marker found in {found:?}");
@@ -314,10 +320,10 @@ fn keys_rotate_by_export_and_import() {
     let old = open(&old_path, Some(key(10))).unwrap();
     let w = write_every_layer(&old);
     let mut dump = Vec::new();
-    old.export(&mut dump).unwrap();
+    old.admin().export(&mut dump).unwrap();
     drop(old);
     let new = open(&new_path, Some(key(11))).unwrap();
-    new.import(&mut dump.as_slice()).unwrap();
+    new.admin().import(&mut dump.as_slice()).unwrap();
     check_every_layer(&new, &w);
     new.flush().unwrap();
     drop(new);

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use memstrata::{Episode, Memory, NewEpisode, SearchFilters};
+use memstrata::{Memory, NewEpisode, SearchFilters, episodic::Episode};
 use serde_json::json;
 
 fn any() -> SearchFilters {
@@ -76,13 +76,13 @@ fn import_replacing_an_episode_is_seen_by_search_and_get() {
     assert_eq!(ep.get(&id).unwrap().unwrap().content, json!({"v": 1}));
 
     let mut out = Vec::new();
-    mem.export(&mut out).unwrap();
+    mem.admin().export(&mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("axolotl original wording"));
     let text = text
         .replace("axolotl original wording", "axolotl replaced wording")
         .replace("{\"v\":1}", "{\"v\":2}");
-    mem.import(&mut text.as_bytes()).unwrap();
+    mem.admin().import(&mut text.as_bytes()).unwrap();
 
     let got = ep.get(&id).unwrap().unwrap();
     assert_eq!(got.summary, "axolotl replaced wording");

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memstrata::{ManualClock, Memory, NewEpisode, OptimizeLevel, SearchFilters, VectorQuery};
+use memstrata::{
+    ManualClock, Memory, NewEpisode, SearchFilters, VectorQuery, admin::OptimizeLevel,
+};
 use serde_json::json;
 
 const MARK: &str = "zebracorn";
@@ -22,7 +24,7 @@ fn open(path: &Path, clock: &Arc<ManualClock>) -> Memory {
 
 fn export_text(mem: &Memory) -> String {
     let mut out = Vec::new();
-    mem.export(&mut out).unwrap();
+    mem.admin().export(&mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -96,11 +98,12 @@ fn assert_gone(mem: &Memory, ep_id: &str, session_id: &str, when: &str) {
         "{when}: knowledge vector search"
     );
     assert!(
-        ctx.session_restore(session_id, None).is_err(),
+        ctx.sessions().restore(session_id, None).is_err(),
         "{when}: deleted session restore"
     );
     assert!(
-        ctx.session_list()
+        ctx.sessions()
+            .list()
             .unwrap()
             .iter()
             .all(|s| s.session_id != session_id),
@@ -167,22 +170,23 @@ fn forgotten_items_never_come_back() {
         );
         assert_eq!(mem.semantic().query_hybrid("", 10, &near).unwrap().len(), 1);
         mem.semantic().update("secret", json!({"w": MARK})).unwrap();
-        let s = mem.session_create(MARK, json!({"m": MARK})).unwrap();
+        let s = mem.sessions().create(MARK, json!({"m": MARK})).unwrap();
         session_id = s.session_id.clone();
         for level in 0..=3 {
-            mem.session_save(
-                &session_id,
-                json!({"notes": format!("{MARK} {level}")}),
-                level,
-            )
-            .unwrap();
+            mem.sessions()
+                .save(
+                    &session_id,
+                    json!({"notes": format!("{MARK} {level}")}),
+                    level,
+                )
+                .unwrap();
         }
         mem.flush().unwrap();
 
         assert!(mem.short_term().forget("forgotten").unwrap());
         assert!(mem.episodic().forget(&ep_id).unwrap());
         assert!(mem.semantic().forget("secret").unwrap());
-        assert!(mem.session_delete(&session_id).unwrap());
+        assert!(mem.sessions().delete(&session_id).unwrap());
         clock.advance(Duration::from_secs(6));
         assert_gone(&mem, &ep_id, &session_id, "immediately");
     }
@@ -194,7 +198,7 @@ fn forgotten_items_never_come_back() {
             OptimizeLevel::Medium,
             OptimizeLevel::Aggressive,
         ] {
-            mem.optimize(level, None).unwrap();
+            mem.admin().optimize(level, None).unwrap();
             assert_gone(
                 &mem,
                 &ep_id,

@@ -1,5 +1,5 @@
 //! Searches see index changes not yet committed through the in-memory
-//! overlay (`core/src/index_overlay.rs`), without a commit, and rank them as
+//! overlay (`core/src/search/index/overlay.rs`), without a commit, and rank them as
 //! the committed index would. Real sled, real tantivy, no timing assertions.
 use std::time::Duration;
 
@@ -15,8 +15,13 @@ fn open(dir: &std::path::Path) -> Memory {
         .unwrap()
 }
 
-fn index_stats(mem: &Memory) -> memstrata::IndexStats {
-    mem.status(false, true).unwrap().metrics.unwrap().index
+fn index_stats(mem: &Memory) -> memstrata::admin::IndexStats {
+    mem.admin()
+        .status(false, true)
+        .unwrap()
+        .metrics
+        .unwrap()
+        .index
 }
 
 fn episode_hits(mem: &Memory, q: &str, f: &SearchFilters) -> Vec<(String, f32)> {

@@ -93,7 +93,7 @@ fn contexts_isolate_data() {
     assert_eq!(proj.active_context(), "proj");
     assert_eq!(mem.active_context(), "default");
     assert_eq!(
-        mem.contexts().unwrap(),
+        mem.contexts().list().unwrap(),
         vec!["default".to_string(), "proj".to_string()]
     );
     assert!(
@@ -346,7 +346,7 @@ fn summarize_is_chronological_and_bounded() {
         );
     }
     let s = ep.summarize(&ids).unwrap();
-    assert!(s.chars().count() <= memstrata::SUMMARY_MAX_CHARS + 100);
+    assert!(s.chars().count() <= memstrata::episodic::SUMMARY_MAX_CHARS + 100);
     assert!(s.contains("more episode"));
     assert!(matches!(
         ep.summarize(&["nope".into()]),

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use memstrata::{
-    Actions, Branch, Durability, Error, Limits, ManualClock, Memory, NewEpisode, Next,
-    OptimizeLevel, RunStatus, SearchFilters, Step,
+    Durability, Error, Limits, ManualClock, Memory, NewEpisode, SearchFilters,
+    admin::OptimizeLevel, procedural::Actions, procedural::Branch, procedural::Next,
+    procedural::RunStatus, procedural::Step,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -146,7 +147,7 @@ fn pick_ep(eps: &[EpModel], pick: u8) -> Option<&EpModel> {
     eps.get(usize::from(pick) % (eps.len() + 1))
 }
 
-fn check_episode(got: &memstrata::Episode, want: &EpModel) -> Result<(), TestCaseError> {
+fn check_episode(got: &memstrata::episodic::Episode, want: &EpModel) -> Result<(), TestCaseError> {
     prop_assert_eq!(&got.id, &want.id);
     prop_assert_eq!(got.summary.clone(), want.summary());
     prop_assert_eq!(&got.content, &want.content());
@@ -485,14 +486,14 @@ proptest! {
                 SeOp::Create { name } => {
                     let name = format!("session-{name}");
                     let metadata = json!({"n": ss.len(), "name": name});
-                    let c = h.session_create(&name, metadata.clone()).unwrap();
+                    let c = h.sessions().create(&name, metadata.clone()).unwrap();
                     prop_assert_eq!(c.created_at.timestamp_millis(), now_ms);
                     ss.push(SeModel { id: c.session_id, name, metadata, created_ms: now_ms, updated_ms: now_ms, live: true, last_version: 0, versions: BTreeMap::new() });
                 }
                 SeOp::Save { pick, level, seed } => {
                     let i = pick_se(&ss, pick);
                     let id = i.map_or(MISSING_ID.to_owned(), |i| ss[i].id.clone());
-                    let r = h.session_save(&id, session_content(seed), level);
+                    let r = h.sessions().save(&id, session_content(seed), level);
                     match i.filter(|&i| ss[i].live) {
                         Some(i) => {
                             let s = &mut ss[i];
@@ -511,7 +512,7 @@ proptest! {
                     let id = i.map_or(MISSING_ID.to_owned(), |i| ss[i].id.clone());
                     // Versions 0..=last+1: stored, pruned and never-saved ones.
                     let version = version.map(|v| u64::from(v) % (i.map_or(0, |i| ss[i].last_version) + 2));
-                    let r = h.session_restore(&id, version);
+                    let r = h.sessions().restore(&id, version);
                     let want = i.filter(|&i| ss[i].live).and_then(|i| {
                         let s = &ss[i];
                         let v = match version {
@@ -534,7 +535,7 @@ proptest! {
                     let i = pick_se(&ss, pick);
                     let id = i.map_or(MISSING_ID.to_owned(), |i| ss[i].id.clone());
                     let want = i.is_some_and(|i| ss[i].live);
-                    prop_assert_eq!(h.session_delete(&id).unwrap(), want);
+                    prop_assert_eq!(h.sessions().delete(&id).unwrap(), want);
                     if let Some(i) = i {
                         ss[i].live = false;
                         ss[i].versions.clear();
@@ -543,7 +544,7 @@ proptest! {
                 SeOp::Versions { pick } => {
                     let i = pick_se(&ss, pick);
                     let id = i.map_or(MISSING_ID.to_owned(), |i| ss[i].id.clone());
-                    let r = h.session_versions(&id);
+                    let r = h.sessions().versions(&id);
                     match i.filter(|&i| ss[i].live) {
                         Some(i) => {
                             let got: Vec<(u64, u8, i64)> = r.unwrap().into_iter().map(|v| (v.version, v.compression_level, v.saved_at.timestamp_millis())).collect();
@@ -554,7 +555,7 @@ proptest! {
                     }
                 }
                 SeOp::List => {
-                    let mut got: Vec<(String, String, Option<u64>, u64, i64, i64)> = h.session_list().unwrap().into_iter()
+                    let mut got: Vec<(String, String, Option<u64>, u64, i64, i64)> = h.sessions().list().unwrap().into_iter()
                         .map(|s| (s.session_id, s.name, s.latest_version, s.version_count, s.created_at.timestamp_millis(), s.updated_at.timestamp_millis()))
                         .collect();
                     got.sort();
@@ -568,7 +569,7 @@ proptest! {
                     let level = if medium { OptimizeLevel::Medium } else { OptimizeLevel::Light };
                     let t = target.map(|p| pick_se(&ss, p));
                     let tid = t.map(|i| i.map_or(MISSING_ID.to_owned(), |i| ss[i].id.clone()));
-                    let r = h.optimize(level, tid.as_deref());
+                    let r = h.admin().optimize(level, tid.as_deref());
                     match t {
                         // A target that does not exist (never did, or deleted) is NotFound at any level.
                         Some(i) if !i.is_some_and(|i| ss[i].live) => prop_assert!(is_not_found(&r), "optimize target: {r:?}"),
@@ -600,10 +601,10 @@ proptest! {
         // After a reopen every stored version restores exactly.
         drop(mem.take());
         let mem = open(&dir.path(), &clock, &limits, RETENTION);
-        prop_assert_eq!(mem.session_list().unwrap().len(), ss.iter().filter(|s| s.live).count());
+        prop_assert_eq!(mem.sessions().list().unwrap().len(), ss.iter().filter(|s| s.live).count());
         for s in ss.iter().filter(|s| s.live) {
             for (v, (content, _, _)) in &s.versions {
-                let r = mem.session_restore(&s.id, Some(*v)).unwrap();
+                let r = mem.sessions().restore(&s.id, Some(*v)).unwrap();
                 prop_assert_eq!(&r.content, content);
             }
         }
@@ -813,7 +814,11 @@ impl RunModel {
     }
 }
 
-fn check_run(h: &Memory, run: &memstrata::Run, m: &RunModel) -> Result<(), TestCaseError> {
+fn check_run(
+    h: &Memory,
+    run: &memstrata::procedural::Run,
+    m: &RunModel,
+) -> Result<(), TestCaseError> {
     prop_assert_eq!(run.status, m.status, "run {:?}: {:?}", run.error, m);
     let steps: Vec<String> = run.trace.iter().map(|t| t.step.clone()).collect();
     prop_assert_eq!(&steps, &m.trace);

@@ -48,7 +48,7 @@ fn a_password_parameter_never_shows_in_debug_status_or_errors() {
     let m = Memory::open(&url).unwrap();
     let debug = format!("{m:?}");
     assert!(debug.contains("password=***"), "{debug}");
-    let status = m.status(true, true).unwrap();
+    let status = m.admin().status(true, true).unwrap();
     let shown = format!(
         "{debug} {status:?} {}",
         serde_json::to_string(&status).unwrap()
@@ -249,15 +249,15 @@ fn a_store_moves_from_sled_to_postgres_and_back_losslessly() {
     }
     src.semantic().store("fact", json!({"v": 1})).unwrap();
     src.semantic().update("fact", json!({"w": 2})).unwrap();
-    let sid = src.session_create("s", json!({})).unwrap().session_id;
-    src.session_save(&sid, json!({"step": 1}), 3).unwrap();
-    src.session_save(&sid, json!({"step": 2}), 3).unwrap();
+    let sid = src.sessions().create("s", json!({})).unwrap().session_id;
+    src.sessions().save(&sid, json!({"step": 1}), 3).unwrap();
+    src.sessions().save(&sid, json!({"step": 2}), 3).unwrap();
     let mut exported = Vec::new();
-    let stats = src.export(&mut exported).unwrap();
+    let stats = src.admin().export(&mut exported).unwrap();
 
     let dir = pg_dir();
     let pg = Memory::open(dir.path()).unwrap();
-    let istats = pg.import(&mut Cursor::new(&exported)).unwrap();
+    let istats = pg.admin().import(&mut Cursor::new(&exported)).unwrap();
     let nonzero = |m: &std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
         m.iter()
             .filter(|(_, n)| **n > 0)
@@ -266,7 +266,7 @@ fn a_store_moves_from_sled_to_postgres_and_back_losslessly() {
     };
     assert_eq!(nonzero(&istats.counts), nonzero(&stats.counts));
     let mut again = Vec::new();
-    pg.export(&mut again).unwrap();
+    pg.admin().export(&mut again).unwrap();
     // Same records (the header line carries the export time).
     let body = |b: &[u8]| -> Vec<String> {
         String::from_utf8(b.to_vec())
@@ -287,9 +287,9 @@ fn a_store_moves_from_sled_to_postgres_and_back_losslessly() {
 
     let back_dir = tempfile::tempdir().unwrap();
     let back = Memory::open(back_dir.path()).unwrap();
-    back.import(&mut Cursor::new(&again)).unwrap();
+    back.admin().import(&mut Cursor::new(&again)).unwrap();
     let mut third = Vec::new();
-    back.export(&mut third).unwrap();
+    back.admin().export(&mut third).unwrap();
     assert_eq!(body(&third), body(&exported));
 }
 
@@ -370,7 +370,7 @@ fn read_modify_writes_are_serialised_across_instances() {
         .separate_engine()
         .open()
         .unwrap();
-    let sid = a.session_create("shared", json!({})).unwrap().session_id;
+    let sid = a.sessions().create("shared", json!({})).unwrap().session_id;
     let threads_per_instance = 3;
     let saves = 8;
     let barrier = Arc::new(Barrier::new(threads_per_instance * 2));
@@ -385,7 +385,8 @@ fn read_modify_writes_are_serialised_across_instances() {
                 let mut versions = Vec::new();
                 for i in 0..saves {
                     let saved = mem
-                        .session_save(&sid, json!({ "by": format!("{name}{t}"), "i": i }), 1)
+                        .sessions()
+                        .save(&sid, json!({ "by": format!("{name}{t}"), "i": i }), 1)
                         .unwrap();
                     versions.push((saved.version, format!("{name}{t}"), i));
                 }
@@ -394,7 +395,10 @@ fn read_modify_writes_are_serialised_across_instances() {
                     .procedural()
                     .learn(
                         &format!("p{t}"),
-                        vec![memstrata::Step::new("s", "set").parameters(json!({"v": 1}))],
+                        vec![
+                            memstrata::procedural::Step::new("s", "set")
+                                .parameters(json!({"v": 1})),
+                        ],
                     )
                     .is_ok();
                 (versions, created)
@@ -418,11 +422,11 @@ fn read_modify_writes_are_serialised_across_instances() {
     // Every acknowledged save restores its own content, from either instance.
     for (v, by, i) in &versions {
         for mem in [&a, &b] {
-            let r = mem.session_restore(&sid, Some(*v)).unwrap();
+            let r = mem.sessions().restore(&sid, Some(*v)).unwrap();
             assert_eq!(r.content, json!({ "by": by, "i": i }), "version {v}");
         }
     }
-    assert_eq!(b.session_versions(&sid).unwrap().len(), total);
+    assert_eq!(b.sessions().versions(&sid).unwrap().len(), total);
 }
 
 #[test]
@@ -445,21 +449,22 @@ fn ordered_scans_span_pages_from_both_ends() {
     assert_eq!(st.keys("b").unwrap().len(), 650);
     assert_eq!(st.keys("").unwrap().len(), 1950);
     // The latest session version is read from the back of a multi-page scan.
-    let sid = mem.session_create("long", json!({})).unwrap().session_id;
+    let sid = mem.sessions().create("long", json!({})).unwrap().session_id;
     for i in 0..600 {
-        mem.session_save(&sid, json!({ "i": i }), 0).unwrap();
+        mem.sessions().save(&sid, json!({ "i": i }), 0).unwrap();
     }
-    let latest = mem.session_restore(&sid, None).unwrap();
+    let latest = mem.sessions().restore(&sid, None).unwrap();
     assert_eq!(latest.version, 600);
     assert_eq!(latest.content, json!({ "i": 599 }));
     let versions: Vec<u64> = mem
-        .session_versions(&sid)
+        .sessions()
+        .versions(&sid)
         .unwrap()
         .iter()
         .map(|v| v.version)
         .collect();
     assert_eq!(versions, (1..=600).collect::<Vec<u64>>());
-    let listed = mem.session_list().unwrap();
+    let listed = mem.sessions().list().unwrap();
     assert_eq!(listed[0].version_count, 600);
     assert_eq!(listed[0].latest_version, Some(600));
 }
@@ -467,7 +472,7 @@ fn ordered_scans_span_pages_from_both_ends() {
 // ---------------------------------------------------------------------------
 // Full-text search in SQL (`search_docs`)
 
-fn ids(hits: &[memstrata::EpisodeHit]) -> Vec<String> {
+fn ids(hits: &[memstrata::episodic::EpisodeHit]) -> Vec<String> {
     hits.iter().map(|h| h.episode.id.clone()).collect()
 }
 
@@ -518,7 +523,13 @@ fn search_sees_another_instances_write_with_no_local_index_or_catch_up() {
         .unwrap();
     // No local index directory is made for a PostgreSQL store.
     assert_eq!(memstrata_pgindex_dirs(), index_dirs_before);
-    let seq_before = a.status(false, true).unwrap().metrics.unwrap().index;
+    let seq_before = a
+        .admin()
+        .status(false, true)
+        .unwrap()
+        .metrics
+        .unwrap()
+        .index;
     let id = b
         .episodic()
         .record(NewEpisode::new("the quokka escaped from the enclosure"))
@@ -537,7 +548,13 @@ fn search_sees_another_instances_write_with_no_local_index_or_catch_up() {
     let k = a.semantic().query("wallaby", 5).unwrap();
     assert_eq!(k.len(), 1);
     assert_eq!(k[0].key, "quokka facts");
-    let seq_after = a.status(false, true).unwrap().metrics.unwrap().index;
+    let seq_after = a
+        .admin()
+        .status(false, true)
+        .unwrap()
+        .metrics
+        .unwrap()
+        .index;
     assert_eq!(
         seq_after.applied_seq, seq_before.applied_seq,
         "the search applied no index-log entry"

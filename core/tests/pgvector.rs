@@ -36,7 +36,8 @@ fn client(url: &str) -> postgres::Client {
 }
 
 fn vector_search(mem: &Memory) -> String {
-    mem.status(false, true)
+    mem.admin()
+        .status(false, true)
         .unwrap()
         .metrics
         .unwrap()
@@ -360,10 +361,10 @@ fn vector_rows_follow_writes_forget_replace_and_import() {
     let sled = Memory::open(src.path()).unwrap();
     fill(&sled);
     let mut out = Vec::new();
-    sled.export(&mut out).unwrap();
+    sled.admin().export(&mut out).unwrap();
     let dst_dir = common::pg_tempdir();
     let dst = Memory::open(dst_dir.path()).unwrap();
-    dst.import(&mut out.as_slice()).unwrap();
+    dst.admin().import(&mut out.as_slice()).unwrap();
     assert_eq!(
         vector_rows(&base, &common::schema_of(&dst_dir.path())),
         (N + 10) as i64

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memstrata::procedural::steps_from_json;
 use memstrata::{
-    ActionHandler, Actions, Error, Limits, Memory, Next, RunStatus, SearchFilters, Step,
+    Error, Limits, Memory, SearchFilters, procedural::ActionHandler, procedural::Actions,
+    procedural::Next, procedural::RunStatus, procedural::Step,
 };
 use serde_json::{Value, json};
 
@@ -53,7 +54,7 @@ fn invalid(r: memstrata::Result<impl std::fmt::Debug>) -> (String, String) {
     }
 }
 
-fn step_ids(run: &memstrata::Run) -> Vec<&str> {
+fn step_ids(run: &memstrata::procedural::Run) -> Vec<&str> {
     run.trace.iter().map(|t| t.step.as_str()).collect()
 }
 
@@ -740,7 +741,7 @@ fn learn_update_get_list_forget() {
     assert!(p.forget("b-proc").unwrap());
     assert!(!p.forget("b-proc").unwrap());
     assert_eq!(p.list().unwrap(), vec!["a-proc"]);
-    assert!(mem.contexts().unwrap().contains(&"other".to_owned()));
+    assert!(mem.contexts().list().unwrap().contains(&"other".to_owned()));
 }
 
 #[test]

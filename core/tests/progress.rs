@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use memstrata::{Durability, ManualClock, Memory, NewEpisode, OptimizeLevel, Progress};
+use memstrata::{
+    Durability, ManualClock, Memory, NewEpisode, admin::OptimizeLevel, admin::Progress,
+};
 use serde_json::json;
 
 fn store(dir: &tempfile::TempDir, name: &str, clock: Arc<ManualClock>) -> Memory {
@@ -77,16 +79,18 @@ fn optimize_reports_stages_in_order_with_monotonic_done() {
     let sessions = 70;
     for i in 0..sessions {
         let sid = mem
-            .session_create(&format!("s{i}"), json!({}))
+            .sessions()
+            .create(&format!("s{i}"), json!({}))
             .unwrap()
             .session_id;
         for v in 0..3 {
-            mem.session_save(
-                &sid,
-                json!({"i": i, "v": v, "text": "some session content"}),
-                3,
-            )
-            .unwrap();
+            mem.sessions()
+                .save(
+                    &sid,
+                    json!({"i": i, "v": v, "text": "some session content"}),
+                    3,
+                )
+                .unwrap();
         }
     }
     for i in 0..5 {
@@ -101,6 +105,7 @@ fn optimize_reports_stages_in_order_with_monotonic_done() {
 
     let reports = RefCell::new(Vec::new());
     let report = mem
+        .admin()
         .optimize_with_progress(OptimizeLevel::Aggressive, None, &|p| {
             // Callbacks run with no engine lock held: calling back into the engine is fine.
             mem.short_term().retrieve("k0").unwrap();
@@ -138,7 +143,8 @@ fn optimize_reports_stages_in_order_with_monotonic_done() {
 
     // Light reports only its own stages; the plain `optimize` still works.
     let light = RefCell::new(Vec::new());
-    mem.optimize_with_progress(OptimizeLevel::Light, None, &|p| light.borrow_mut().push(p))
+    mem.admin()
+        .optimize_with_progress(OptimizeLevel::Light, None, &|p| light.borrow_mut().push(p))
         .unwrap();
     assert_eq!(
         check_reports(
@@ -147,7 +153,7 @@ fn optimize_reports_stages_in_order_with_monotonic_done() {
         ),
         ["sweep", "flush"]
     );
-    mem.optimize(OptimizeLevel::Medium, None).unwrap();
+    mem.admin().optimize(OptimizeLevel::Medium, None).unwrap();
 }
 
 #[test]
@@ -170,13 +176,14 @@ fn import_reports_validate_then_apply() {
             .unwrap();
     }
     let mut buf = Vec::new();
-    let exported = src.export(&mut buf).unwrap();
+    let exported = src.admin().export(&mut buf).unwrap();
 
     let dst = store(&dir, "dst", clock());
     let reports = RefCell::new(Vec::new());
     let stats = dst
+        .admin()
         .import_with_progress(&mut buf.as_slice(), &|p| {
-            dst.status(false, false).unwrap();
+            dst.admin().status(false, false).unwrap();
             reports.borrow_mut().push(p);
         })
         .unwrap();
@@ -200,6 +207,7 @@ fn import_reports_validate_then_apply() {
     // A bad file reports validation and fails before applying anything.
     let bad = RefCell::new(Vec::new());
     let err = dst
+        .admin()
         .import_with_progress(&mut &b"not json\n"[..], &|p| bad.borrow_mut().push(p))
         .unwrap_err();
     assert!(

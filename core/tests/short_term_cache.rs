@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memstrata::{ManualClock, Memory, OptimizeLevel};
+use memstrata::{ManualClock, Memory, admin::OptimizeLevel};
 use serde_json::{Value, json};
 
 fn open(path: &Path, clock: &Arc<ManualClock>) -> Memory {
@@ -40,7 +40,7 @@ fn store_overwrite_forget_then_retrieve() {
     assert_eq!(entry.value, json!({"v": 2, "list": [1, 2, 3]}));
     assert_eq!(entry.expires_at, None);
     assert_eq!(
-        mem.context_retrieve("k", None).unwrap().unwrap().value,
+        mem.contexts().retrieve("k", None).unwrap().unwrap().value,
         json!({"v": 2, "list": [1, 2, 3]})
     );
 
@@ -52,11 +52,13 @@ fn store_overwrite_forget_then_retrieve() {
     assert!(st.forget("k").unwrap());
     assert_eq!(st.retrieve("k").unwrap(), None);
     assert_eq!(st.entry("k").unwrap(), None);
-    assert_eq!(mem.context_retrieve("k", None).unwrap(), None);
+    assert_eq!(mem.contexts().retrieve("k", None).unwrap(), None);
     assert!(!st.forget("k").unwrap());
 
     // Stored again after the forget.
-    mem.context_store("k", json!("back"), None, None).unwrap();
+    mem.contexts()
+        .store("k", json!("back"), None, None)
+        .unwrap();
     assert_eq!(st.retrieve("k").unwrap(), Some(json!("back")));
 }
 
@@ -94,7 +96,7 @@ fn a_hit_gives_the_stored_value_and_timestamps() {
     }
     assert!(st.cache_usage().0 >= 2, "both records cached");
     assert_eq!(
-        mem.context_retrieve("k", None).unwrap().unwrap().value,
+        mem.contexts().retrieve("k", None).unwrap().unwrap().value,
         value
     );
 }
@@ -122,12 +124,12 @@ fn ttl_is_checked_on_every_hit_and_the_sweep_invalidates() {
     // Expired while cached: never returned by any read path.
     assert_eq!(st.retrieve("brief").unwrap(), None);
     assert_eq!(st.entry("brief").unwrap(), None);
-    assert_eq!(mem.context_retrieve("brief", None).unwrap(), None);
+    assert_eq!(mem.contexts().retrieve("brief", None).unwrap(), None);
     assert_eq!(st.keys("").unwrap(), vec!["kept".to_string()]);
     assert_eq!(st.retrieve("kept").unwrap(), Some(json!("stays forever")));
 
     // The sweep removes it from the store and the cache; a new value is served.
-    mem.optimize(OptimizeLevel::Light, None).unwrap();
+    mem.admin().optimize(OptimizeLevel::Light, None).unwrap();
     assert_eq!(st.retrieve("brief").unwrap(), None);
     st.store("brief", json!("renewed"), Some(Duration::from_secs(10)))
         .unwrap();
@@ -138,7 +140,7 @@ fn ttl_is_checked_on_every_hit_and_the_sweep_invalidates() {
         .unwrap();
     assert_eq!(st.retrieve("swept").unwrap(), Some(json!(1)));
     clock.advance(Duration::from_secs(6));
-    mem.optimize(OptimizeLevel::Light, None).unwrap();
+    mem.admin().optimize(OptimizeLevel::Light, None).unwrap();
     assert_eq!(st.retrieve("swept").unwrap(), None);
     drop(st);
     drop(mem);
@@ -165,7 +167,8 @@ fn contexts_do_not_share_entries_and_switching_keeps_short_term() {
     assert_eq!(b.short_term().retrieve("k").unwrap(), None);
     assert_eq!(a.short_term().retrieve("k").unwrap(), Some(json!("in a")));
     // `context_store` into a named context is seen by that context's handle.
-    mem.context_store("k", json!("b again"), None, Some("b"))
+    mem.contexts()
+        .store("k", json!("b again"), None, Some("b"))
         .unwrap();
     assert_eq!(
         b.short_term().retrieve("k").unwrap(),
@@ -187,7 +190,7 @@ fn import_replacing_a_cached_value_is_seen() {
     st.store("k", json!({"v": "exported"}), None).unwrap();
     st.store("gone", json!(1), None).unwrap();
     let mut out = Vec::new();
-    mem.export(&mut out).unwrap();
+    mem.admin().export(&mut out).unwrap();
 
     st.store("k", json!({"v": "changed after export"}), None)
         .unwrap();
@@ -198,7 +201,7 @@ fn import_replacing_a_cached_value_is_seen() {
     assert!(st.forget("gone").unwrap());
     assert_eq!(st.retrieve("gone").unwrap(), None);
 
-    mem.import(&mut out.as_slice()).unwrap();
+    mem.admin().import(&mut out.as_slice()).unwrap();
     // Import replaces records with the same key: both reads see the imported ones.
     assert_eq!(st.retrieve("k").unwrap(), Some(json!({"v": "exported"})));
     assert_eq!(st.retrieve("gone").unwrap(), Some(json!(1)));
@@ -296,9 +299,9 @@ fn concurrent_writers_and_readers_never_read_stale() {
         .map(|k| mem.short_term().retrieve(&format!("key{k}")).unwrap())
         .collect();
     let mut out = Vec::new();
-    mem.export(&mut out).unwrap();
+    mem.admin().export(&mut out).unwrap();
     let fresh = Memory::temporary().unwrap();
-    fresh.import(&mut out.as_slice()).unwrap();
+    fresh.admin().import(&mut out.as_slice()).unwrap();
     for (k, v) in served.iter().enumerate() {
         assert!(v.is_some(), "key{k}");
         assert_eq!(

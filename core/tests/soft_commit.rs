@@ -17,8 +17,13 @@ fn search_ids(mem: &Memory, q: &str, limit: usize) -> Vec<String> {
         .collect()
 }
 
-fn index_stats(mem: &Memory) -> memstrata::IndexStats {
-    mem.status(false, true).unwrap().metrics.unwrap().index
+fn index_stats(mem: &Memory) -> memstrata::admin::IndexStats {
+    mem.admin()
+        .status(false, true)
+        .unwrap()
+        .metrics
+        .unwrap()
+        .index
 }
 
 #[test]

@@ -301,9 +301,12 @@ fn bad_input_is_refused_and_data_stays_intact() {
         ),
         "ttl"
     );
-    assert_eq!(field_of(memstrata::ttl_from_secs(-1.0).unwrap_err()), "ttl");
     assert_eq!(
-        field_of(memstrata::ttl_from_secs(f64::NAN).unwrap_err()),
+        field_of(memstrata::short_term::ttl_from_secs(-1.0).unwrap_err()),
+        "ttl"
+    );
+    assert_eq!(
+        field_of(memstrata::short_term::ttl_from_secs(f64::NAN).unwrap_err()),
         "ttl"
     );
     assert_eq!(field_of(st.retrieve(&big_key).unwrap_err()), "key");

@@ -109,7 +109,8 @@ fn sustained_periodic_writes_make_progress_and_lose_nothing() {
 
     let expected = per_thread * THREADS;
     assert_eq!(
-        mem.status(false, true)
+        mem.admin()
+            .status(false, true)
             .unwrap()
             .metrics
             .unwrap()
@@ -121,7 +122,8 @@ fn sustained_periodic_writes_make_progress_and_lose_nothing() {
 
     let mem = Memory::open(dir.path()).unwrap();
     assert_eq!(
-        mem.status(false, true)
+        mem.admin()
+            .status(false, true)
             .unwrap()
             .metrics
             .unwrap()

@@ -469,12 +469,12 @@ fn export_import_round_trip_carries_vectors() {
         .unwrap();
     src.episodic().record(NewEpisode::new("no vector")).unwrap();
     let mut out = Vec::new();
-    src.export(&mut out).unwrap();
+    src.admin().export(&mut out).unwrap();
     let text = String::from_utf8(out.clone()).unwrap();
     assert_eq!(text.matches("\"embedding\":[").count(), 31);
 
     let dst = common::temporary().unwrap();
-    dst.import(&mut out.as_slice()).unwrap();
+    dst.admin().import(&mut out.as_slice()).unwrap();
     let q: Vec<f32> = (0..8).map(|j| (j as f32 - 3.5) / 2.0).collect();
     let a = src
         .episodic()
@@ -498,7 +498,7 @@ fn export_import_round_trip_carries_vectors() {
     );
     // A second export is byte-identical (vectors round-trip exactly).
     let mut again = Vec::new();
-    dst.export(&mut again).unwrap();
+    dst.admin().export(&mut again).unwrap();
     let lines = |t: &str| {
         let mut v: Vec<String> = t
             .lines()
@@ -516,7 +516,7 @@ fn export_import_round_trip_carries_vectors() {
         .episodic()
         .record(NewEpisode::new("fixes eight").embedding(vec![1.0; 8]))
         .unwrap();
-    let err = fresh.import(&mut bad.as_bytes()).unwrap_err();
+    let err = fresh.admin().import(&mut bad.as_bytes()).unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT");
     assert!(err.to_string().contains("9 dimensions"), "{err}");
     assert_eq!(fresh.episodic().recent(100).unwrap().len(), 1);

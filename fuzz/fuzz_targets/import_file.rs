@@ -13,7 +13,7 @@ fn mem() -> &'static Memory {
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let m = mem();
     let mut r = std::io::BufReader::new(data);
-    let _ = m.import(&mut r);
+    let _ = m.admin().import(&mut r);
     let mut r = std::io::BufReader::new(data);
-    let _ = m.import_knowledge_graph(&mut r);
+    let _ = m.admin().import_knowledge_graph(&mut r);
 });

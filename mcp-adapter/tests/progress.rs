@@ -25,11 +25,12 @@ fn shared_with_sessions() -> Arc<Shared> {
         .expect("temp store");
     for i in 0..5 {
         let sid = mem
-            .session_create(&format!("s{i}"), json!({}))
+            .sessions()
+            .create(&format!("s{i}"), json!({}))
             .unwrap()
             .session_id;
         for v in 0..3 {
-            mem.session_save(&sid, json!({"v": v}), 1).unwrap();
+            mem.sessions().save(&sid, json!({"v": v}), 1).unwrap();
         }
     }
     Shared::new(mem, Auth::disabled(), false).expect("shared")

@@ -116,6 +116,7 @@ fn vector_run(mem: &Memory, n: usize, dim: usize, calls: usize) -> (String, Late
         ctx.episodic().record(ep).expect("record with embedding");
     }
     let which = mem
+        .admin()
         .status(false, true)
         .expect("status")
         .metrics

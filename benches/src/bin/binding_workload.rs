@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use memstrata::{Durability, Memory, NewEpisode, OptimizeLevel, SearchFilters};
+use memstrata::{Durability, Memory, NewEpisode, SearchFilters, admin::OptimizeLevel};
 use memstrata_benches::corpus::{Corpus, Rng};
 use serde_json::{Value, json};
 
@@ -182,7 +182,7 @@ fn run(dir: &Path) -> Result<()> {
     );
     out.insert("record_wall_s".into(), t0.elapsed().as_secs_f64().into());
     // One index segment on both sides: the segment layout otherwise depends on commit timing.
-    mem.optimize(OptimizeLevel::Aggressive, None)?;
+    mem.admin().optimize(OptimizeLevel::Aggressive, None)?;
     let filters = SearchFilters::default();
     for q in &queries[..warmup] {
         ep.search(q, &filters, 10)?;

@@ -565,7 +565,8 @@ fn search_tier(corpus: &Corpus, n: usize, args: &Args) -> Result<SearchResult> {
     phase(format!("{n}: optimize(aggressive)"));
     let t = Instant::now();
     mem.memory()
-        .optimize(memstrata::OptimizeLevel::Aggressive, None)?;
+        .admin()
+        .optimize(memstrata::admin::OptimizeLevel::Aggressive, None)?;
     let took = t.elapsed();
     drop(mem);
     results[0].after_optimize = Some((sys::disk_usage(&mem_dir).1, took));
@@ -682,11 +683,12 @@ fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
     let mut ids = Vec::new();
     for level in 0..=3u8 {
         ids.push(
-            mem.session_create(
-                &format!("level-{level}"),
-                serde_json::json!({"level": level}),
-            )?
-            .session_id,
+            mem.sessions()
+                .create(
+                    &format!("level-{level}"),
+                    serde_json::json!({"level": level}),
+                )?
+                .session_id,
         );
         levels.push(SessionLevel {
             level,
@@ -706,7 +708,7 @@ fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
             let l = (v + j) % 4;
             let c = content.clone();
             let t = Instant::now();
-            mem.session_save(&ids[l], c, l as u8)?;
+            mem.sessions().save(&ids[l], c, l as u8)?;
             let d = t.elapsed();
             levels[l].save.record(d);
             levels[l].save_ns += d.as_nanos() as f64;
@@ -718,7 +720,7 @@ fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
         for j in 0..4 {
             let l = (v + j) % 4;
             let t = Instant::now();
-            let r = mem.session_restore(&ids[l], Some(v as u64 + 1))?;
+            let r = mem.sessions().restore(&ids[l], Some(v as u64 + 1))?;
             let d = t.elapsed();
             levels[l].restore.record(d);
             levels[l].restore_ns += d.as_nanos() as f64;
@@ -729,7 +731,7 @@ fn sessions_bench(corpus: &Corpus, dir: &Path) -> Result<SessionResult> {
         tick();
     }
     for (l, id) in ids.iter().enumerate() {
-        let vs = mem.session_versions(id)?;
+        let vs = mem.sessions().versions(id)?;
         levels[l].raw = vs.iter().map(|v| v.raw_bytes).sum();
         levels[l].stored = vs.iter().map(|v| v.stored_bytes).sum();
         if let Some(last) = vs.last() {
@@ -906,7 +908,8 @@ fn binding_baseline(data: &Path) -> Result<()> {
         ep.record(ne)?;
     }
     // One index segment on both sides: the segment layout otherwise depends on commit timing.
-    mem.optimize(memstrata::OptimizeLevel::Aggressive, None)?;
+    mem.admin()
+        .optimize(memstrata::admin::OptimizeLevel::Aggressive, None)?;
     let queries: Vec<String> = d["queries"]
         .as_array()
         .ok_or("queries")?

@@ -55,7 +55,7 @@ fn new_episode(d: &EpisodeDoc) -> NewEpisode {
 }
 
 /// Live key + value bytes of every tree of a closed store's sled database.
-fn live_bytes(db: &std::path::Path) -> memstrata::Result<u64> {
+fn live_bytes(db: &std::path::Path) -> Result<u64, sled::Error> {
     let db = sled::Config::new().path(db).open()?;
     let mut live = 0u64;
     for name in db.tree_names() {
@@ -151,8 +151,10 @@ fn main() -> memstrata::Result<()> {
         vec_store.flush()?;
         ingest = Some((ingest_plain, t.elapsed()));
     }
-    let live_plain = live_bytes(&scratch.join("plain").join("db"))?;
-    let live_vec = live_bytes(&scratch.join("vectors").join("db"))?;
+    let live_plain =
+        live_bytes(&scratch.join("plain").join("db")).map_err(std::io::Error::other)?;
+    let live_vec =
+        live_bytes(&scratch.join("vectors").join("db")).map_err(std::io::Error::other)?;
     // Reopen both: sizes after a clean close, and the vector matrix built from sled.
     let plain = open("plain")?;
     let mem = open("vectors")?;
@@ -167,7 +169,7 @@ fn main() -> memstrata::Result<()> {
         let m = Memory::temporary().unwrap();
         let id = m.episodic().record(ep).unwrap();
         let mut out = Vec::new();
-        m.export(&mut out).unwrap();
+        m.admin().export(&mut out).unwrap();
         let _ = id;
         out.len()
     };

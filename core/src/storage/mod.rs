@@ -26,11 +26,42 @@ use sled::transaction::{
     ConflictableTransactionError, TransactionalTree, UnabortableTransactionError,
 };
 
+use crate::error::DepResult;
+use crate::error::FromDep;
 use crate::{Error, Result};
 
+mod serial;
+#[allow(unused_imports)]
+pub(crate) use serial::*;
+
+pub(crate) mod codec;
+pub(crate) mod docs;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 pub mod url;
+
+/// Total size of the regular files under `dir` (links are not followed).
+pub(crate) fn dir_size(dir: &std::path::Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for ent in rd.flatten() {
+            // Files may vanish while we walk (sled and tantivy rotate files): skip them.
+            let Ok(md) = std::fs::symlink_metadata(ent.path()) else {
+                continue;
+            };
+            if md.is_dir() {
+                stack.push(ent.path());
+            } else if md.is_file() {
+                total += md.len();
+            }
+        }
+    }
+    total
+}
 
 /// The `meta` record naming the version of a PostgreSQL store's `search_docs`
 /// rows (the mapping from records to rows). Migration 2 removes it, and the
@@ -137,7 +168,7 @@ impl From<UnabortableTransactionError> for TxError {
     fn from(e: UnabortableTransactionError) -> Self {
         match e {
             UnabortableTransactionError::Conflict => TxError::Conflict,
-            UnabortableTransactionError::Storage(s) => TxError::Abort(Error::from(s)),
+            UnabortableTransactionError::Storage(s) => TxError::Abort(Error::from_dep(s)),
         }
     }
 }
@@ -149,7 +180,7 @@ impl Store {
     /// One tree of the store.
     pub(crate) fn tree(&self, t: Tree) -> Result<KvTree> {
         Ok(match self {
-            Store::Sled(db) => KvTree::Sled(db.open_tree(t.name())?),
+            Store::Sled(db) => KvTree::Sled(db.open_tree(t.name()).dep()?),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => KvTree::Postgres(Arc::clone(p), t),
         })
@@ -159,7 +190,7 @@ impl Store {
     pub(crate) fn flush(&self) -> Result<()> {
         match self {
             Store::Sled(db) => {
-                db.flush()?;
+                db.flush().dep()?;
             }
             #[cfg(feature = "postgres")]
             Store::Postgres(_) => {}
@@ -170,7 +201,7 @@ impl Store {
     /// A fresh, increasing id (never repeats, across processes for PostgreSQL).
     pub(crate) fn generate_id(&self) -> Result<u64> {
         match self {
-            Store::Sled(db) => Ok(db.generate_id()?),
+            Store::Sled(db) => db.generate_id().dep(),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => p.next_id(),
         }
@@ -201,7 +232,7 @@ impl Store {
 
     /// Text search in the store's own search table (PostgreSQL, see
     /// [`pg::PgStore::search`]). sled has none: its engine searches tantivy.
-    pub(crate) fn search(&self, q: &crate::index::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
+    pub(crate) fn search(&self, q: &docs::IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
         match self {
             Store::Sled(_) => {
                 let _ = q;
@@ -287,104 +318,16 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
             }
         }
     }
-    Ok(sled_trees.as_slice().transaction(|views| {
-        let tx: Vec<TxTree<'_>> = views.iter().map(TxTree::Sled).collect();
-        f(&tx).map_err(|e| match e {
-            TxError::Conflict => ConflictableTransactionError::Conflict,
-            TxError::Abort(e) => ConflictableTransactionError::Abort(e),
+    sled_trees
+        .as_slice()
+        .transaction(|views| {
+            let tx: Vec<TxTree<'_>> = views.iter().map(TxTree::Sled).collect();
+            f(&tx).map_err(|e| match e {
+                TxError::Conflict => ConflictableTransactionError::Conflict,
+                TxError::Abort(e) => ConflictableTransactionError::Abort(e),
+            })
         })
-    })?)
-}
-
-/// A store-wide lock held across processes (see [`Store::shared_lock`]).
-#[derive(Debug)]
-pub(crate) struct SharedLock {
-    #[cfg(feature = "postgres")]
-    _held: pg::HeldLock,
-}
-
-/// A serial write section (see [`Store::serial`]). Dropped without
-/// [`Serial::commit`], its writes are discarded (PostgreSQL) .
-pub(crate) enum Serial {
-    Sled(sled::Db),
-    #[cfg(feature = "postgres")]
-    Postgres(Box<pg::SerialTx>),
-}
-
-impl std::fmt::Debug for Serial {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Serial")
-    }
-}
-
-impl Serial {
-    /// A fresh id, greater than every id used by a committed serial section.
-    pub(crate) fn generate_id(&mut self) -> Result<u64> {
-        match self {
-            Serial::Sled(db) => Ok(db.generate_id()?),
-            #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.next_id(),
-        }
-    }
-
-    /// Like [`Store::transaction`], inside the section.
-    pub(crate) fn transaction<R>(
-        &mut self,
-        trees: &[&KvTree],
-        f: impl Fn(&[TxTree<'_>]) -> TxResult<R>,
-    ) -> Result<R> {
-        match self {
-            Serial::Sled(_) => sled_transaction(trees, f),
-            #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.transaction(&tree_names(trees)?, f),
-        }
-    }
-
-    /// Bring the store's own search rows in line with `ops`, inside the
-    /// section (PostgreSQL: `search_docs`, see [`pg::SerialTx::apply_search_ops`]).
-    /// sled keeps no search rows: its tantivy index follows the index log.
-    pub(crate) fn apply_search_ops(&mut self, ops: &[crate::index::IndexOp]) -> Result<()> {
-        match self {
-            Serial::Sled(_) => {
-                let _ = ops;
-                Ok(())
-            }
-            #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.apply_search_ops(ops),
-        }
-    }
-
-    /// Remove every search row of the store (PostgreSQL; sled keeps none), to
-    /// be written again through [`Serial::apply_search_ops`] before the commit.
-    pub(crate) fn clear_search_docs(&mut self) -> Result<()> {
-        match self {
-            Serial::Sled(_) => Ok(()),
-            #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.clear_search_docs(),
-        }
-    }
-
-    /// Keep a PostgreSQL store's `vectors` table (pgvector, where in use) in
-    /// line with `ops`, in the section's transaction (sled: nothing to do, its
-    /// vector index is in memory).
-    pub(crate) fn apply_vector_ops(&mut self, ops: &[crate::index::IndexOp]) -> Result<()> {
-        #[cfg(not(feature = "postgres"))]
-        let _ = ops;
-        match self {
-            Serial::Sled(_) => Ok(()),
-            #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.apply_vector_ops(ops),
-        }
-    }
-
-    /// Commit the section.
-    pub(crate) fn commit(self) -> Result<()> {
-        match self {
-            Serial::Sled(_) => Ok(()),
-            #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.commit(),
-        }
-    }
+        .dep()
 }
 
 /// One tree of a store.
@@ -412,7 +355,7 @@ pub(crate) struct CasMismatch;
 impl KvTree {
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
-            KvTree::Sled(t) => Ok(t.get(key)?),
+            KvTree::Sled(t) => t.get(key).dep(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.get(*t, key.as_ref()),
         }
@@ -421,7 +364,7 @@ impl KvTree {
     pub(crate) fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         match self {
             KvTree::Sled(t) => {
-                t.insert(key.as_ref(), value.as_ref())?;
+                t.insert(key.as_ref(), value.as_ref()).dep()?;
                 Ok(())
             }
             #[cfg(feature = "postgres")]
@@ -432,7 +375,7 @@ impl KvTree {
     /// Remove `key`; returns the value it had.
     pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
-            KvTree::Sled(t) => Ok(t.remove(key)?),
+            KvTree::Sled(t) => t.remove(key).dep(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.remove(*t, key.as_ref()),
         }
@@ -440,7 +383,7 @@ impl KvTree {
 
     pub(crate) fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         match self {
-            KvTree::Sled(t) => Ok(t.contains_key(key)?),
+            KvTree::Sled(t) => t.contains_key(key).dep(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => Ok(p.get(*t, key.as_ref())?.is_some()),
         }
@@ -459,7 +402,8 @@ impl KvTree {
                     key.as_ref(),
                     old.as_ref().map(AsRef::as_ref),
                     new.as_ref().map(|v| v.as_ref()),
-                )?
+                )
+                .dep()?
                 .map_err(|_| CasMismatch)),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.compare_and_swap(
@@ -535,7 +479,7 @@ impl KvTree {
                         None => b.remove(k),
                     }
                 }
-                t.apply_batch(b)?;
+                t.apply_batch(b).dep()?;
                 Ok(())
             }
             #[cfg(feature = "postgres")]
@@ -602,7 +546,7 @@ impl Iterator for Iter {
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Sled(i) => i.next().map(|r| r.map_err(Error::from)),
+            Iter::Sled(i) => i.next().map(|r| r.map_err(Error::from_dep)),
             #[cfg(feature = "postgres")]
             Iter::Postgres(i) => i.next(),
         }
@@ -612,7 +556,7 @@ impl Iterator for Iter {
 impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Sled(i) => i.next_back().map(|r| r.map_err(Error::from)),
+            Iter::Sled(i) => i.next_back().map(|r| r.map_err(Error::from_dep)),
             #[cfg(feature = "postgres")]
             Iter::Postgres(i) => i.next_back(),
         }

@@ -36,7 +36,7 @@ pub(super) fn status(cli: &Cli, json: bool, audit_n: usize) -> CliResult<()> {
     store::require_existing(cli)?;
     let location = store::location(cli)?;
     let (status, note) = match store::open(cli) {
-        Ok(mem) => (Some(mem.status(true, true)?), None),
+        Ok(mem) => (Some(mem.admin().status(true, true)?), None),
         Err(e) => (None, Some(e.to_string())),
     };
     let audit_path = store::audit_file(cli)?;
@@ -182,7 +182,7 @@ pub(super) fn export(cli: &Cli, file: &Path) -> CliResult<()> {
             inner: BufWriter::new(std::io::stdout().lock()),
             pb: pb.clone(),
         };
-        let s = mem.export(&mut w)?;
+        let s = mem.admin().export(&mut w)?;
         w.flush()?;
         pb.finish_and_clear();
         ExportStats::from(s)
@@ -263,7 +263,7 @@ pub(super) fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> CliRes
     tracing::info!(level = level.as_str(), "optimizing");
     let lvl = optimize_level(Some(level.as_str()))?;
     let pb = spinner(&format!("optimizing ({})", lvl.as_str()));
-    let report = mem.optimize_with_progress(lvl, session, &|p| {
+    let report = mem.admin().optimize_with_progress(lvl, session, &|p| {
         let counts = match p.total {
             Some(t) => format!(" {}/{t}", p.done),
             None => String::new(),

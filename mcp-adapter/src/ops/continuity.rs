@@ -43,7 +43,7 @@ impl Op for SessionCreate {
         global(Access::Write)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx.mem.session_create(
+        let r = cx.mem.sessions().create(
             &self.name,
             self.metadata.unwrap_or(Value::Object(Default::default())),
         )?;
@@ -71,7 +71,7 @@ impl Op for SessionSave {
         global(Access::Write)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx.mem.session_save(
+        let r = cx.mem.sessions().save(
             &self.session_id,
             self.content,
             compression_level(self.compression_level.map(u32::from))?,
@@ -103,7 +103,8 @@ impl Op for SessionRestore {
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let r = cx
             .mem
-            .session_restore(&self.session_id, self.version)
+            .sessions()
+            .restore(&self.session_id, self.version)
             .map_err(|e| {
                 ToolError::from(e).hint_on(
                     NotFound,
@@ -141,7 +142,7 @@ impl Op for ContextStore {
         ctx_target(&self.namespace, cx, Access::Write)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx.mem.context_store(
+        let r = cx.mem.contexts().store(
             &self.key,
             self.value,
             ttl(self.ttl)?,
@@ -182,7 +183,8 @@ impl Op for ContextRetrieve {
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let got = cx
             .mem
-            .context_retrieve(&self.key, self.namespace.as_deref())?
+            .contexts()
+            .retrieve(&self.key, self.namespace.as_deref())?
             .map(common::ContextValue::from);
         Done::of(&match got {
             Some(v) => ContextRetrieved {
@@ -229,7 +231,7 @@ impl Op for LlmPunchIn {
         ])
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        let r = cx.mem.punch_in(
+        let r = cx.mem.timesheet().punch_in(
             &self.llm_name,
             &self.task_description,
             self.context.as_deref(),
@@ -270,7 +272,7 @@ pub struct PunchedOut {
 impl Op for LlmPunchOut {
     fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
         let mut t = vec![Target::Global(Access::Write)];
-        if let Some(task) = cx.mem.task(&self.task_id)? {
+        if let Some(task) = cx.mem.timesheet().task(&self.task_id)? {
             t.push(Target::Context(task.namespace, Access::Write));
         }
         Ok(t)
@@ -278,6 +280,7 @@ impl Op for LlmPunchOut {
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let mut r = cx
             .mem
+            .timesheet()
             .punch_out(
                 &self.task_id,
                 &self.summary,
@@ -312,7 +315,7 @@ impl Op for LlmPunchOut {
             scanned_roots,
         })?;
         // The finished task is recorded as an episode: the context's episode list changed.
-        if let Some(task) = cx.mem.task(&self.task_id)?
+        if let Some(task) = cx.mem.timesheet().task(&self.task_id)?
             && let Some(eid) = task.episode_id
         {
             done = done.changed(
@@ -344,7 +347,7 @@ impl Op for SystemStatus {
         global(Access::Read)
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
-        Done::of(&common::Status::from(cx.mem.status(
+        Done::of(&common::Status::from(cx.mem.admin().status(
             self.include_sessions.unwrap_or(DEFAULT_INCLUDE_SESSIONS),
             self.include_metrics.unwrap_or(DEFAULT_INCLUDE_METRICS),
         )?))
@@ -394,6 +397,7 @@ impl Op for MemoryOptimize {
         let level = optimize_level(self.level.map(Level::as_str))?;
         Done::of(&common::OptimizeReport::from(
             cx.mem
+                .admin()
                 .optimize_with_progress(level, self.target_session.as_deref(), &|p| cx.report(p))?,
         ))
     }

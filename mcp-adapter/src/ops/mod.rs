@@ -26,7 +26,7 @@ pub use procedures::*;
 
 /// Where a tool sends progress reports (the MCP handler turns them into
 /// `notifications/progress` when the client asked for them with a progress token).
-pub type ProgressSink = tokio::sync::mpsc::UnboundedSender<memstrata::Progress>;
+pub type ProgressSink = tokio::sync::mpsc::UnboundedSender<memstrata::admin::Progress>;
 
 /// What a tool call runs against.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ pub struct Cx {
 impl Cx {
     /// Pass a progress report on (a no-op when nobody listens). Never blocks, so it is
     /// safe to call from a core progress callback.
-    pub fn report(&self, p: memstrata::Progress) {
+    pub fn report(&self, p: memstrata::admin::Progress) {
         if let Some(tx) = &self.progress {
             // The receiver is gone only when the call's forwarder stopped: nothing to do.
             let _ = tx.send(p);
@@ -58,7 +58,7 @@ impl Cx {
     pub fn scoped(&self, namespace: &Option<String>) -> ToolResult<(Memory, String)> {
         match namespace {
             Some(ns) => {
-                memstrata::validate_context_name("namespace", ns)?;
+                memstrata::contexts::validate_name("namespace", ns)?;
                 Ok((self.mem.namespace(ns)?, ns.clone()))
             }
             None => Ok((self.mem.clone(), self.active())),

@@ -31,7 +31,7 @@ pub struct BoundedRun {
 
 impl BoundedRun {
     /// `run` with its trace cut to the last [`MAX_TRACE`] entries.
-    pub fn new(run: memstrata::Run) -> BoundedRun {
+    pub fn new(run: memstrata::procedural::Run) -> BoundedRun {
         let mut run = common::Run::from(run);
         let omitted = run.trace.len().saturating_sub(MAX_TRACE);
         run.trace.drain(..omitted);

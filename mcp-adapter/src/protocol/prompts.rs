@@ -121,9 +121,10 @@ fn resume_session(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetProm
         })?),
         None => None,
     };
-    let restored = mem.session_restore(&id, version)?;
+    let restored = mem.sessions().restore(&id, version)?;
     let name = mem
-        .session_list()?
+        .sessions()
+        .list()?
         .into_iter()
         .find(|s| s.session_id == id)
         .map_or_else(String::new, |s| s.name);
@@ -242,9 +243,9 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
             mem.episodic().summarize(&ids)?
         );
     }
-    let open = mem.tasks(&memstrata::TaskFilter {
+    let open = mem.timesheet().tasks(&memstrata::timesheet::TaskFilter {
         namespace: Some(ctx.clone()),
-        status: memstrata::TaskStatusFilter::Open,
+        status: memstrata::timesheet::TaskStatusFilter::Open,
         limit: Some(LIST),
         ..Default::default()
     })?;
@@ -261,7 +262,7 @@ fn handoff(mem: &Memory, args: &Map<String, Value>) -> ToolResult<GetPromptResul
             );
         }
     }
-    let mut sessions = mem.session_list()?;
+    let mut sessions = mem.sessions().list()?;
     sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
     if !sessions.is_empty() {
         text.push_str("\nMost recently saved sessions (resume with the resume_session prompt or session_restore):\n");

@@ -65,7 +65,7 @@ pub fn list_all(mem: &Memory, who: &Principal) -> ToolResult<Vec<Resource>> {
                 )
                 .with_mime_type("application/json"),
         );
-        for s in mem.session_list()? {
+        for s in mem.sessions().list()? {
             out.push(
                 Resource::new(uri::session(&s.session_id), short(&s.name))
                     .with_description(format!(
@@ -122,19 +122,20 @@ pub fn target(r: &ResourceRef) -> Target {
 pub fn read(mem: &Memory, r: &ResourceRef) -> ToolResult<Option<Value>> {
     Ok(match r {
         ResourceRef::Status => {
-            Some(serde_json::to_value(mem.status(true, true)?).map_err(internal)?)
+            Some(serde_json::to_value(mem.admin().status(true, true)?).map_err(internal)?)
         }
         ResourceRef::Session(id) => {
             let Some(info) = mem
-                .session_list()?
+                .sessions()
+                .list()?
                 .into_iter()
                 .find(|s| &s.session_id == id)
             else {
                 return Ok(None);
             };
-            let versions = mem.session_versions(id)?;
+            let versions = mem.sessions().versions(id)?;
             let latest = match info.latest_version {
-                Some(v) => Some(mem.session_restore(id, Some(v))?),
+                Some(v) => Some(mem.sessions().restore(id, Some(v))?),
                 None => None,
             };
             Some(json!({"session": info, "versions": versions, "latest": latest}))
@@ -169,7 +170,7 @@ pub fn contents(uri: &str, v: &Value) -> ResourceContents {
 fn scoped(mem: &Memory, ctx: Option<&str>) -> ToolResult<Memory> {
     match ctx {
         Some(c) => {
-            memstrata::validate_context_name("context", c)?;
+            memstrata::contexts::validate_name("context", c)?;
             Ok(mem.namespace(c)?)
         }
         None => Ok(mem.clone()),

@@ -330,7 +330,7 @@ impl Auth {
             for p in k.read.iter().chain(&k.write) {
                 let name = p.strip_suffix('*').unwrap_or(p);
                 if !name.is_empty() {
-                    memstrata::validate_context_name("pattern", name)
+                    memstrata::contexts::validate_name("pattern", name)
                         .map_err(|e| format!("{}: keys[{i}] ({}): {e}", path.display(), k.id))?;
                 }
             }

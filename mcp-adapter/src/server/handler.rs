@@ -323,14 +323,16 @@ impl ServerHandler for MemoryServer {
         let values = tokio::task::spawn_blocking(move || -> ToolResult<Vec<String>> {
             Ok(match kind {
                 "session" if who.allows(&Target::Global(Access::Read)) => mem
-                    .session_list()?
+                    .sessions()
+                    .list()?
                     .into_iter()
                     .map(|s| s.session_id)
                     .filter(|id| id.starts_with(&prefix))
                     .collect(),
                 "key" if who.can_read(&mem.active_context()) => mem.semantic().keys(&prefix)?,
                 "context" => mem
-                    .contexts()?
+                    .contexts()
+                    .list()?
                     .into_iter()
                     .filter(|c| c.starts_with(&prefix) && who.can_read(c))
                     .collect(),

@@ -306,7 +306,7 @@ impl MemoryServer {
 /// Send a tool's progress reports as `notifications/progress` for `token` until the tool
 /// drops its sender.
 ///
-/// Reports come in stages (`memstrata::Progress`), each counting from 0, while MCP wants one
+/// Reports come in stages (`memstrata::admin::Progress`), each counting from 0, while MCP wants one
 /// strictly increasing `progress` per request. So `progress` counts work units across
 /// stages (every report advances it by the items done since the previous report of its
 /// stage, at least 1); `total`, sent when the stage's size is known, is where the current
@@ -314,7 +314,7 @@ impl MemoryServer {
 async fn forward_progress(
     peer: Peer<RoleServer>,
     token: ProgressToken,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<memstrata::Progress>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<memstrata::admin::Progress>,
 ) {
     let mut position = 0u64;
     let mut stage: Option<&'static str> = None;

@@ -1,0 +1,317 @@
+//! Open options: durability, limits, memory budgets, clock.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub mod clock;
+
+use self::clock::{Clock, SystemClock};
+
+/// When a mutating call's data reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Every mutating call returns only after sled has fsynced.
+    Immediate,
+    /// sled fsyncs in the background every `n` milliseconds: at most that
+    /// window of acknowledged writes can be lost on a crash (not on a clean close).
+    Periodic(u64),
+    /// Nothing is fsynced until [`crate::Memory::flush`] or close.
+    Manual,
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability::Periodic(500)
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s {
+            "immediate" => Ok(Durability::Immediate),
+            "periodic" => Ok(Durability::default()),
+            "manual" => Ok(Durability::Manual),
+            other => {
+                if let Some(ms) = other.strip_prefix("periodic:")
+                    && let Ok(ms) = ms.parse::<u64>()
+                    && ms > 0
+                {
+                    return Ok(Durability::Periodic(ms));
+                }
+                Err(crate::Error::invalid(
+                    "durability",
+                    format!(
+                        "expected \"immediate\", \"periodic\", \"periodic:<ms>\" or \"manual\", got {other:?}"
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Input limits. Every public entry point checks these and fails with
+/// `InvalidInput` / `LimitExceeded` naming the field and the limit.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Max bytes of a key, name or id (default 1 KiB).
+    pub max_key_bytes: usize,
+    /// Max bytes of one JSON value once encoded (default 16 MiB).
+    pub max_value_bytes: usize,
+    /// Max JSON nesting depth (default 128).
+    pub max_json_depth: usize,
+    /// Max bytes of a search query (default 4 KiB).
+    pub max_query_bytes: usize,
+    /// Max tags or participants on one episode (default 64).
+    pub max_tags: usize,
+    /// Max results one search / list call returns (default 1000).
+    pub max_results: usize,
+    /// Focus capacity of working memory (default 7).
+    pub focus_capacity: usize,
+    /// Workspace capacity of working memory (default 64).
+    pub workspace_capacity: usize,
+    /// Versions of a semantic entry kept in its history (default 32).
+    pub semantic_history: usize,
+    /// Steps one procedure run may execute before failing (default 1000).
+    pub max_steps: usize,
+    /// Steps in one procedure definition (default 256).
+    pub max_procedure_steps: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_key_bytes: 1024,
+            max_value_bytes: 16 * 1024 * 1024,
+            max_json_depth: 128,
+            max_query_bytes: 4096,
+            max_tags: 64,
+            max_results: 1000,
+            focus_capacity: 7,
+            workspace_capacity: 64,
+            semantic_history: 32,
+            max_steps: 1000,
+            max_procedure_steps: 256,
+        }
+    }
+}
+
+/// A 32-byte key for encryption at rest (XChaCha20-Poly1305). See `docs/security.md`.
+///
+/// Its `Debug` output never shows the key; the bytes are overwritten when it is dropped.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EncryptionKey([u8; EncryptionKey::LEN]);
+
+impl EncryptionKey {
+    /// Key length in bytes.
+    pub const LEN: usize = 32;
+
+    /// A key from exactly 32 bytes.
+    pub fn new(bytes: [u8; Self::LEN]) -> Self {
+        EncryptionKey(bytes)
+    }
+
+    /// A key from a byte slice; `InvalidInput` on field `encryption_key` unless it is 32 bytes.
+    pub fn from_slice(bytes: &[u8]) -> crate::Result<Self> {
+        <[u8; Self::LEN]>::try_from(bytes)
+            .map(EncryptionKey)
+            .map_err(|_| {
+                crate::Error::invalid(
+                    "encryption_key",
+                    format!(
+                        "must be exactly {} bytes, got {} bytes",
+                        Self::LEN,
+                        bytes.len()
+                    ),
+                )
+            })
+    }
+
+    /// A key from the contents of a key file: exactly 32 raw bytes, or 64
+    /// hexadecimal characters (surrounding whitespace such as a final newline
+    /// is ignored). Anything else is `InvalidInput` on field `encryption_key`
+    /// (the message never repeats the file's contents).
+    pub fn from_key_file_contents(contents: &[u8]) -> crate::Result<Self> {
+        if contents.len() == Self::LEN {
+            return Self::from_slice(contents);
+        }
+        let text = contents.trim_ascii();
+        if text.len() == 2 * Self::LEN && text.iter().all(u8::is_ascii_hexdigit) {
+            let mut out = [0u8; Self::LEN];
+            for (o, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+                let hex = |c: u8| match c {
+                    b'0'..=b'9' => c - b'0',
+                    b'a'..=b'f' => c - b'a' + 10,
+                    _ => c - b'A' + 10,
+                };
+                *o = (hex(pair[0]) << 4) | hex(pair[1]);
+            }
+            return Ok(EncryptionKey(out));
+        }
+        Err(crate::Error::invalid(
+            "encryption_key",
+            format!(
+                "a key file must hold exactly {} raw bytes or {} hexadecimal characters, this one has {} bytes",
+                Self::LEN,
+                2 * Self::LEN,
+                contents.len()
+            ),
+        ))
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8; Self::LEN] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for EncryptionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EncryptionKey(<redacted>)")
+    }
+}
+
+impl Drop for EncryptionKey {
+    fn drop(&mut self) {
+        // Best effort: volatile-free overwrite; the optimiser may keep copies elsewhere.
+        self.0.fill(0);
+        std::hint::black_box(&self.0);
+    }
+}
+
+/// Everything [`crate::Memory`] needs to open a store. Build with [`crate::Memory::builder`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Store directory; `None` makes a temporary store deleted on close.
+    pub path: Option<PathBuf>,
+    /// Durability mode (default `Periodic(500)`).
+    pub durability: Durability,
+    /// sled page cache in bytes (default 32 MiB).
+    pub cache_bytes: u64,
+    /// tantivy writer memory budget in bytes (default 16 MB, tantivy's floor is 15 MB).
+    pub index_writer_bytes: usize,
+    /// Longest time an indexed write waits before a background commit (default 250 ms).
+    /// Searches never wait: they force a commit when documents are pending.
+    pub index_commit_interval: Duration,
+    /// How often expired short-term items are swept (default 60 s).
+    pub sweep_interval: Duration,
+    /// Input limits.
+    pub limits: Limits,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    /// Versions kept per session by `optimize(medium)` and later (default 10).
+    pub session_retention: usize,
+    /// Roots searched by `punch_out(detect_files = true)`.
+    pub workspace_roots: Vec<PathBuf>,
+    /// Encryption-at-rest key (default `None`: records stored in plaintext).
+    /// A store created with a key can only be opened with that key.
+    pub encryption_key: Option<EncryptionKey>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            path: None,
+            durability: Durability::default(),
+            cache_bytes: 32 * 1024 * 1024,
+            index_writer_bytes: 16_000_000,
+            index_commit_interval: Duration::from_millis(250),
+            sweep_interval: Duration::from_secs(60),
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock),
+            session_retention: 10,
+            workspace_roots: Vec::new(),
+            encryption_key: None,
+        }
+    }
+}
+
+/// Builder for [`crate::Memory`].
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct MemoryBuilder {
+    pub(crate) opts: Options,
+    /// Test knob: an engine of its own instead of sharing the process's engine for the path.
+    pub(crate) separate_engine: bool,
+}
+
+impl MemoryBuilder {
+    /// Store directory (created if missing).
+    pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.opts.path = Some(path.into());
+        self
+    }
+    /// Use a temporary directory removed when the engine closes.
+    pub fn temporary(mut self) -> Self {
+        self.opts.path = None;
+        self
+    }
+    /// Durability mode.
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.opts.durability = d;
+        self
+    }
+    /// sled cache size in bytes.
+    pub fn cache_bytes(mut self, bytes: u64) -> Self {
+        self.opts.cache_bytes = bytes;
+        self
+    }
+    /// tantivy writer memory in bytes (at least 15 MB).
+    pub fn index_writer_bytes(mut self, bytes: usize) -> Self {
+        self.opts.index_writer_bytes = bytes;
+        self
+    }
+    /// Background index commit interval.
+    pub fn index_commit_interval(mut self, d: Duration) -> Self {
+        self.opts.index_commit_interval = d;
+        self
+    }
+    /// Expired-item sweep interval.
+    pub fn sweep_interval(mut self, d: Duration) -> Self {
+        self.opts.sweep_interval = d;
+        self
+    }
+    /// Input limits and capacities.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.opts.limits = limits;
+        self
+    }
+    /// Time source (tests inject a [`crate::ManualClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.opts.clock = clock;
+        self
+    }
+    /// Session versions kept by `optimize(medium|aggressive)`.
+    pub fn session_retention(mut self, n: usize) -> Self {
+        self.opts.session_retention = n;
+        self
+    }
+    /// Add a workspace root for timesheet file detection.
+    pub fn workspace_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.opts.workspace_roots.push(root.into());
+        self
+    }
+    /// Encrypt record values at rest with this 32-byte key (see `docs/security.md`).
+    /// A new store is created encrypted; an existing store must have been created
+    /// with the same key (a wrong or unexpected key is `InvalidInput` on
+    /// `encryption_key`, and nothing is written).
+    pub fn encryption_key(mut self, key: EncryptionKey) -> Self {
+        self.opts.encryption_key = Some(key);
+        self
+    }
+    /// Open an engine of its own for a shared (PostgreSQL) store instead of
+    /// sharing the one this process has open for the same URL, as a second
+    /// server instance would. For tests of several instances in one process;
+    /// refused for a sled store (one process, one engine).
+    #[doc(hidden)]
+    pub fn separate_engine(mut self) -> Self {
+        self.separate_engine = true;
+        self
+    }
+    /// The options built so far, and whether to open a separate engine
+    /// (what `MemoryBuilder::open` in the crate root consumes).
+    pub(crate) fn into_parts(self) -> (Options, bool) {
+        (self.opts, self.separate_engine)
+    }
+}

@@ -1,0 +1,99 @@
+//! `context_store` / `context_retrieve`: the short-term layer of a named (else the active) context.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::Scope;
+use crate::{Result, layers::short_term, util::input};
+
+/// Result of [`Memory::switch_context`](crate::Memory::switch_context).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SwitchResult {
+    /// The context that was active before.
+    pub previous_context: String,
+    /// True when the target context already held data.
+    pub context_loaded: bool,
+}
+
+/// Result of [`Contexts::store`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ContextStored {
+    /// When the value expires (`None`: no TTL).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Result of [`Contexts::retrieve`](crate::Contexts::retrieve).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ContextValue {
+    /// The stored value.
+    pub value: Value,
+    /// When it was stored.
+    pub stored_at: DateTime<Utc>,
+    /// When it expires (`None`: no TTL).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Handle on the store's contexts: list them, and read or write the short-term layer of a named (else the active) context. Get it from [`Memory::contexts`](crate::Memory::contexts).
+#[derive(Debug, Clone)]
+pub struct Contexts {
+    pub(crate) scope: Scope,
+}
+
+impl Contexts {
+    /// Contexts that hold (or held) data, sorted; always includes `"default"`.
+    pub fn list(&self) -> Result<Vec<String>> {
+        self.scope.engine.check_process()?;
+        self.scope.engine.context_names()
+    }
+
+    fn context_or_active(&self, namespace: Option<&str>) -> Result<String> {
+        match namespace {
+            Some(ns) => {
+                input::context_name("namespace", ns)?;
+                Ok(ns.to_owned())
+            }
+            None => Ok(self.scope.active_context()),
+        }
+    }
+
+    /// Store `value` under `key` in the short-term layer of `namespace` (else the
+    /// active context), replacing any previous value; `ttl` makes it expire.
+    pub fn store(
+        &self,
+        key: &str,
+        value: Value,
+        ttl: Option<Duration>,
+        namespace: Option<&str>,
+    ) -> Result<ContextStored> {
+        let e = &self.scope.engine;
+        e.timed("context.store", || {
+            let ctx = self.context_or_active(namespace)?;
+            let entry = short_term::store_in(e, &ctx, key, value, ttl)?;
+            Ok(ContextStored {
+                expires_at: entry.expires_at,
+            })
+        })
+    }
+
+    /// The value under `key` in the short-term layer of `namespace` (else the active
+    /// context), or `None` when absent or expired.
+    pub fn retrieve(&self, key: &str, namespace: Option<&str>) -> Result<Option<ContextValue>> {
+        let e = &self.scope.engine;
+        e.timed("context.retrieve", || {
+            let ctx = self.context_or_active(namespace)?;
+            Ok(
+                short_term::entry_in(e, &ctx, key)?.map(|entry| ContextValue {
+                    value: entry.value,
+                    stored_at: entry.stored_at,
+                    expires_at: entry.expires_at,
+                }),
+            )
+        })
+    }
+}

@@ -1,0 +1,187 @@
+//! The engine's side of vector search: the embedding dimension fixed per
+//! context, building a context's vector set from the store, and the hit list
+//! of a hybrid (BM25 + vector) search.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::Engine;
+use crate::search::embedder::{Embedder, check, embed_one};
+use crate::search::fusion::{Fused, depth, fuse, validate_fusion};
+use crate::search::index::Kind;
+use crate::search::vector::{RowFilter, VectorQuery, VectorSet};
+use crate::{Error, Result};
+
+fn dim_key(ctx: &str) -> Vec<u8> {
+    let mut k = b"vector_dim\0".to_vec();
+    k.extend_from_slice(ctx.as_bytes());
+    k
+}
+
+/// The embedding dimension fixed for `ctx`, if any vector was ever stored there.
+pub(crate) fn dim_of(e: &Engine, ctx: &str) -> Result<Option<usize>> {
+    Ok(match e.t.meta.get(dim_key(ctx))? {
+        Some(v) => {
+            let b: [u8; 4] = v
+                .as_ref()
+                .try_into()
+                .map_err(|_| Error::corrupted("vector_dim record is not 4 bytes"))?;
+            Some(u32::from_be_bytes(b) as usize)
+        }
+        None => None,
+    })
+}
+
+pub(crate) fn mismatch(field: &str, ctx: &str, got: usize, fixed: usize) -> Error {
+    Error::invalid(
+        field,
+        format!("embedding has {got} dimensions, context '{ctx}' uses {fixed}"),
+    )
+}
+
+/// Check `dim` against the context's fixed dimension. Call under the index
+/// writer lock (every dimension write holds it). `Ok(Some(meta_key))` means the
+/// context has none yet: the caller's transaction stores it under that key.
+pub(crate) fn claim_dim(e: &Engine, field: &str, ctx: &str, dim: usize) -> Result<Option<Vec<u8>>> {
+    match dim_of(e, ctx)? {
+        Some(fixed) if fixed == dim => Ok(None),
+        Some(fixed) => Err(mismatch(field, ctx, dim, fixed)),
+        None => Ok(Some(dim_key(ctx))),
+    }
+}
+
+/// The value stored under a dimension key.
+pub(crate) fn dim_value(dim: usize) -> [u8; 4] {
+    (dim as u32).to_be_bytes()
+}
+
+/// Validate a query embedding and fusion; `Ok(None)` when the context holds no vectors yet.
+pub(crate) fn prepare_query(
+    e: &Engine,
+    ctx: &str,
+    vq: &VectorQuery,
+    q: &[f32],
+) -> Result<Option<usize>> {
+    validate_fusion(&vq.fusion)?;
+    check("embedding", q)?;
+    match dim_of(e, ctx)? {
+        Some(d) if d == q.len() => Ok(Some(d)),
+        Some(d) => Err(mismatch("embedding", ctx, q.len(), d)),
+        None => Ok(None),
+    }
+}
+
+/// The hit list of one search of `kind` in `ctx`, shared by episodes and knowledge.
+///
+/// Without a query embedding (given in `vq` or made by `embedder` from a
+/// non-empty `query`): the BM25 list of `text_list(limit)`. With one and an
+/// empty query: the vector list alone. With both: the BM25 list (hits that
+/// matched a word) and the vector list, each `depth(limit)` deep and each
+/// filtered (`text_list` by the index query, the vectors by `filter`), fused.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fused_hits(
+    e: &Engine,
+    kind: Kind,
+    ctx: &str,
+    query: &str,
+    vq: &VectorQuery,
+    embedder: Option<&dyn Embedder>,
+    limit: usize,
+    filter: &RowFilter<'_>,
+    text_list: impl Fn(usize) -> Result<Vec<(String, f32)>>,
+) -> Result<Vec<Fused>> {
+    validate_fusion(&vq.fusion)?;
+    let has_text = !query.trim().is_empty();
+    let embedded;
+    let embedding = match (&vq.embedding, embedder) {
+        (Some(v), _) => Some(v.as_slice()),
+        (None, Some(f)) if has_text => {
+            embedded = embed_one(f, query)?;
+            Some(embedded.as_slice())
+        }
+        (None, _) => None,
+    };
+    let ranked = |list: Vec<(String, f32)>, text: bool| -> Vec<Fused> {
+        list.into_iter()
+            .take(limit)
+            .enumerate()
+            .map(|(i, (key, score))| Fused {
+                key,
+                score,
+                bm25_rank: (text && has_text).then_some(i as u32 + 1),
+                vector_rank: (!text).then_some(i as u32 + 1),
+            })
+            .collect()
+    };
+    let Some(qv) = embedding else {
+        return Ok(ranked(text_list(limit)?, true));
+    };
+    let depth = depth(limit);
+    // The in-process sets follow other instances' writes through the index log;
+    // pgvector's table holds every committed write already.
+    if !e.vectors_in_sql() {
+        e.sync_shared()?;
+    }
+    let vector_list = match prepare_query(e, ctx, vq, qv)? {
+        Some(_) => e.vector_search(kind, ctx, qv, filter, depth)?,
+        None => Vec::new(),
+    };
+    if !has_text {
+        return Ok(ranked(vector_list, false));
+    }
+    // Hits with no matching word (score 0, by recency) are not a text match.
+    let mut bm25 = text_list(depth)?;
+    bm25.retain(|(_, s)| *s > 0.0);
+    // How many vectors the list was drawn from (the context's, filters aside);
+    // pgvector's list does not say, so its own length stands in.
+    let rows = if e.vectors_in_sql() {
+        vector_list.len()
+    } else {
+        e.vector_rows_in(kind, ctx)?
+    };
+    Ok(fuse(&bm25, &vector_list, rows, &vq.fusion, limit))
+}
+
+impl Engine {
+    /// The vector set of (kind, ctx), built on first use from the records of
+    /// the indexed source of `kind`.
+    fn vector_set(&self, kind: Kind, ctx: &str) -> Result<Arc<RwLock<VectorSet>>> {
+        self.vectors.loaded(
+            kind,
+            ctx,
+            || self.index_lock(),
+            |set| {
+                let source = self.source(kind)?;
+                (source.vectors)(self, ctx, &mut |key, emb, meta| set.upsert(key, emb, meta))
+            },
+        )
+    }
+
+    /// The `depth` nearest keys of (kind, ctx) to `q` (already checked against the
+    /// context's dimension) among rows `filter` accepts, with their cosine, best first.
+    pub(crate) fn vector_search(
+        &self,
+        kind: Kind,
+        ctx: &str,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        // PostgreSQL with pgvector: the same exact search, in SQL over `<schema>.vectors`.
+        #[cfg(feature = "postgres")]
+        if let crate::storage::Store::Postgres(p) = &self.store
+            && let Some(hits) = p.vector_search(kind, ctx, q, filter, depth)?
+        {
+            return Ok(hits);
+        }
+        let set = self.vector_set(kind, ctx)?;
+        let set = set.read();
+        Ok(set.search(q, filter, depth))
+    }
+
+    /// Vectors held for (kind, ctx).
+    pub(crate) fn vector_rows_in(&self, kind: Kind, ctx: &str) -> Result<usize> {
+        Ok(self.vector_set(kind, ctx)?.read().len())
+    }
+}

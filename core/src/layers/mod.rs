@@ -1,0 +1,18 @@
+//! The memory layers: short-term, working, episodic, semantic and procedural.
+//! Each layer is an accessor object holding a [`crate::engine::Scope`].
+
+pub(crate) mod episodic;
+pub mod procedural;
+pub(crate) mod semantic;
+pub(crate) mod short_term;
+pub(crate) mod working;
+
+use crate::engine::Registrations;
+
+/// What the layers register with the engine: the indexed sources (episodes,
+/// knowledge), the short-term expiry sweep, and the episode cache.
+pub(crate) static REGISTRY: Registrations = Registrations {
+    sources: &[episodic::SOURCE, semantic::SOURCE],
+    sweeps: &[short_term::sweep_expired],
+    states: &[episodic::new_cache],
+};

@@ -1,0 +1,601 @@
+//! Semantic memory: keyed knowledge with merge-patch updates, bounded history and full-text query.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::clock::millis_to_dt;
+use crate::engine::vectors;
+use crate::engine::{Engine, IndexedSource, Scope};
+use crate::search::embedder::{self, Embedder};
+use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
+use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
+use crate::{Error, Result, storage::codec, util::input};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct KnowledgeRecord {
+    pub value: Value,
+    pub version: u64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// The embedding (`vector::VecBytes`: half floats, raw f32 in older records;
+    /// absent on records written before embeddings existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<VecBytes>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct HistoryRecord {
+    pub value: Value,
+    pub recorded_at: i64,
+}
+
+/// A semantic entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Knowledge {
+    /// The key.
+    pub key: String,
+    /// The knowledge (any JSON).
+    pub knowledge: Value,
+    /// 1 on first store, +1 on every store/update.
+    pub version: u64,
+    /// First stored.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One past (or the current) version of an entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnowledgeVersion {
+    /// Version number.
+    pub version: u64,
+    /// The knowledge at that version.
+    pub knowledge: Value,
+    /// When that version was written.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// One `query` result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KnowledgeHit {
+    /// The key.
+    pub key: String,
+    /// The knowledge.
+    pub knowledge: Value,
+    /// BM25 score; with an embedding, the fused score (pure vector search: the cosine).
+    pub score: f32,
+    /// 1-based rank in the text (BM25) list; `None` when that list did not find the hit.
+    pub bm25_rank: Option<u32>,
+    /// 1-based rank in the vector list; `None` when that list did not find the hit.
+    pub vector_rank: Option<u32>,
+}
+
+/// Dimension keys to write with a transaction (see `episodic::claim_dims`).
+type DimClaims = Vec<(Vec<u8>, usize)>;
+
+/// What a new version does with the entry's embedding.
+#[derive(Debug, Clone)]
+enum EmbeddingChange {
+    /// Keep the current one (merge-patch updates without an embedder).
+    Keep,
+    /// Replace it (`None` removes it: a `store` without an embedding).
+    Set(Option<Vec<f32>>),
+}
+
+/// Handle on the semantic layer of the active context. Get it from [`Memory::semantic`](crate::Memory::semantic).
+#[derive(Debug, Clone)]
+pub struct Semantic {
+    pub(crate) scope: Scope,
+}
+
+pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
+    let mut body = String::new();
+    input::json_text(&r.value, &mut body);
+    IndexDoc {
+        uid: index::uid(Kind::Knowledge, ctx, key),
+        kind: Kind::Knowledge,
+        ctx: ctx.to_owned(),
+        summary: key.to_owned(),
+        body,
+        participants: vec![],
+        tags: vec![],
+        ts_ms: r.updated_at,
+        importance: 0,
+        embedding: vector::stored_to_index(r.embedding.as_ref()),
+    }
+}
+
+/// The knowledge entries as an indexed source of the engine.
+pub(crate) const SOURCE: IndexedSource = IndexedSource {
+    kind: Kind::Knowledge,
+    scan: scan_docs,
+    load: load_doc,
+    vectors: scan_vectors,
+};
+
+fn scan_docs(e: &Engine, f: &mut dyn FnMut(IndexDoc) -> Result<()>) -> Result<()> {
+    for item in e.t.semantic.iter() {
+        let (k, v) = item?;
+        let (ctx, key) = codec::split_ctx_key(&k)?;
+        f(index_doc(&ctx, &key, &e.codec.decode(&v)?))?;
+    }
+    Ok(())
+}
+
+/// What building a set needs of a knowledge record (`semantic::KnowledgeRecord`),
+/// with the row metadata `semantic::index_doc` gives it.
+#[derive(Deserialize)]
+struct VectorView {
+    updated_at: i64,
+    #[serde(default)]
+    embedding: Option<VecBytes>,
+}
+
+fn scan_vectors(e: &Engine, ctx: &str, f: &mut dyn FnMut(&str, &[f32], RowMeta)) -> Result<()> {
+    for item in e.t.semantic.scan_prefix(codec::ctx_prefix(ctx)) {
+        let (k, v) = item?;
+        let (_, key) = codec::split_ctx_key(&k)?;
+        // Only the fields the set needs are decoded (the value is skipped).
+        let r: VectorView = e.codec.decode(&v)?;
+        if let Some(emb) = vector::stored_to_index(r.embedding.as_ref()) {
+            let meta = RowMeta {
+                ts_ms: r.updated_at,
+                importance: 0,
+                tags: Box::new([]),
+                participants: Box::new([]),
+            };
+            f(&key, &emb, meta);
+        }
+    }
+    Ok(())
+}
+
+fn load_doc(e: &Engine, ctx: &str, key: &str) -> Result<Option<IndexDoc>> {
+    Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
+        Some(v) => Some(index_doc(ctx, key, &e.codec.decode(&v)?)),
+        None => None,
+    })
+}
+
+fn history_key(ctx: &str, key: &str, version: u64) -> Vec<u8> {
+    let mut k = codec::ctx_key(ctx, key);
+    k.push(0);
+    k.extend_from_slice(&version.to_be_bytes());
+    k
+}
+
+fn history_prefix(ctx: &str, key: &str) -> Vec<u8> {
+    let mut k = codec::ctx_key(ctx, key);
+    k.push(0);
+    k
+}
+
+fn to_public(key: &str, r: KnowledgeRecord) -> Knowledge {
+    Knowledge {
+        key: key.to_owned(),
+        knowledge: r.value,
+        version: r.version,
+        created_at: millis_to_dt(r.created_at),
+        updated_at: millis_to_dt(r.updated_at),
+    }
+}
+
+/// Write a new version computed by `next` from the current record (None = absent).
+fn write_version(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    next: impl Fn(Option<&KnowledgeRecord>) -> Result<Value>,
+    embedding: EmbeddingChange,
+) -> Result<Knowledge> {
+    input::key(&e.opts.limits, "key", key)?;
+    let dkey = codec::ctx_key(ctx, key);
+    let now = e.opts.clock.now().timestamp_millis();
+    let keep = e.opts.limits.semantic_history.max(1) as u64;
+    let (new_bytes, dim) = match &embedding {
+        EmbeddingChange::Set(Some(v)) => {
+            embedder::check("embedding", v)?;
+            (Some(VecBytes::from_f32(v)), Some(v.len()))
+        }
+        _ => (None, None),
+    };
+    e.touch_context(ctx)?;
+    let rec = e.indexed_write_prepared(
+        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
+        || match dim {
+            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
+            None => Ok(None),
+        },
+        |t, claim| {
+            let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
+                Some(v) => Some(e.codec.decode(&v)?),
+                None => None,
+            };
+            let value = next(cur.as_ref())?;
+            input::value(&e.opts.limits, "knowledge", &value)?;
+            let rec = KnowledgeRecord {
+                version: cur.as_ref().map_or(1, |c| c.version + 1),
+                created_at: cur.as_ref().map_or(now, |c| c.created_at),
+                updated_at: now,
+                value,
+                embedding: match &embedding {
+                    EmbeddingChange::Keep => cur.as_ref().and_then(|c| c.embedding.clone()),
+                    EmbeddingChange::Set(_) => new_bytes.clone(),
+                },
+            };
+            if let Some(k) = claim {
+                t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
+            }
+            let enc = e.codec.encode(&rec)?;
+            t[0].insert(dkey.as_slice(), enc)?;
+            let hist = HistoryRecord {
+                value: rec.value.clone(),
+                recorded_at: now,
+            };
+            let henc = e.codec.encode(&hist)?;
+            t[1].insert(history_key(ctx, key, rec.version), henc)?;
+            if rec.version > keep {
+                t[1].remove(history_key(ctx, key, rec.version - keep))?;
+            }
+            let doc = index_doc(ctx, key, &rec);
+            Ok((rec, vec![IndexOp::Upsert(doc)]))
+        },
+    )?;
+    Ok(to_public(key, rec))
+}
+
+pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, knowledge: Value) -> Result<Knowledge> {
+    store_embedded_in(e, ctx, key, knowledge, None)
+}
+
+/// Store (replace) an entry with an optional embedding (`None`: the entry has none).
+pub(crate) fn store_embedded_in(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    knowledge: Value,
+    embedding: Option<Vec<f32>>,
+) -> Result<Knowledge> {
+    input::value(&e.opts.limits, "knowledge", &knowledge)?;
+    write_version(
+        e,
+        ctx,
+        key,
+        |_| Ok(knowledge.clone()),
+        EmbeddingChange::Set(embedding),
+    )
+}
+
+/// The text an embedder is given for an entry: the key, then the knowledge's text.
+fn embed_text(key: &str, v: &Value) -> String {
+    crate::layers::episodic::embed_text(key, v)
+}
+
+pub(crate) fn get_in(e: &Engine, ctx: &str, key: &str) -> Result<Option<Knowledge>> {
+    input::key(&e.opts.limits, "key", key)?;
+    Ok(match e.t.semantic.get(codec::ctx_key(ctx, key))? {
+        Some(v) => Some(to_public(key, e.codec.decode(&v)?)),
+        None => None,
+    })
+}
+
+/// Kept history of an entry, oldest first: (version, record).
+pub(crate) fn history_in(e: &Engine, ctx: &str, key: &str) -> Result<Vec<(u64, HistoryRecord)>> {
+    let mut out = Vec::new();
+    for item in e.t.semantic_history.scan_prefix(history_prefix(ctx, key)) {
+        let (k, v) = item?;
+        let ver = k
+            .len()
+            .checked_sub(8)
+            .map(|p| &k[p..])
+            .and_then(|b| b.try_into().ok());
+        let version = u64::from_be_bytes(ver.ok_or_else(|| Error::corrupted("bad history key"))?);
+        out.push((version, e.codec.decode(&v)?));
+    }
+    Ok(out)
+}
+
+/// Write an entry and its history exactly as given (import), replacing any existing
+/// entry and history under `key`, through the indexed write path.
+pub(crate) fn insert_record_in(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    rec: &KnowledgeRecord,
+    history: &[(u64, HistoryRecord)],
+) -> Result<()> {
+    let dkey = codec::ctx_key(ctx, key);
+    let enc = e.codec.encode(rec)?;
+    let mut hist = Vec::with_capacity(history.len());
+    for (v, h) in history {
+        hist.push((history_key(ctx, key, *v), e.codec.encode(h)?));
+    }
+    let doc = index_doc(ctx, key, rec);
+    e.touch_context(ctx)?;
+    let hprefix = history_prefix(ctx, key);
+    e.indexed_write_prepared(
+        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
+        || -> Result<(Vec<crate::storage::Bytes>, DimClaims)> {
+            let claims = crate::layers::episodic::claim_dims(e, std::iter::once(&doc))?;
+            Ok((
+                e.t.semantic_history
+                    .scan_prefix(&hprefix)
+                    .keys()
+                    .collect::<Result<_, _>>()?,
+                claims,
+            ))
+        },
+        |t, (old, claims)| {
+            for k in old {
+                t[1].remove(k)?;
+            }
+            for (k, dim) in claims {
+                t[2].insert(k.as_slice(), vectors::dim_value(*dim))?;
+            }
+            for (k, v) in &hist {
+                t[1].insert(k.as_slice(), v.as_slice())?;
+            }
+            t[0].insert(dkey.as_slice(), enc.as_slice())?;
+            Ok(((), vec![IndexOp::Upsert(doc.clone())]))
+        },
+    )
+}
+
+pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
+    input::key(&e.opts.limits, "key", key)?;
+    let dkey = codec::ctx_key(ctx, key);
+    let hprefix = history_prefix(ctx, key);
+    let uid = index::uid(Kind::Knowledge, ctx, key);
+    // History keys are listed under the index writer lock (every history write
+    // holds it), so no version can slip in between the scan and the delete.
+    e.indexed_write_prepared(
+        &[&e.t.semantic, &e.t.semantic_history],
+        || -> Result<Vec<crate::storage::Bytes>> {
+            e.t.semantic_history
+                .scan_prefix(&hprefix)
+                .keys()
+                .collect::<Result<_, _>>()
+        },
+        |t, hkeys| {
+            let old = t[0].remove(dkey.as_slice())?;
+            for k in hkeys {
+                t[1].remove(k)?;
+            }
+            let ops = if old.is_some() {
+                vec![IndexOp::Delete(uid.clone())]
+            } else {
+                vec![]
+            };
+            Ok((old.is_some(), ops))
+        },
+    )
+}
+
+pub(crate) fn query_in(
+    e: &Engine,
+    ctx: &str,
+    text: &str,
+    limit: usize,
+    vq: &VectorQuery,
+    embedder: Option<&dyn Embedder>,
+) -> Result<Vec<KnowledgeHit>> {
+    let lim = &e.opts.limits;
+    if text.len() > lim.max_query_bytes {
+        return Err(Error::limit(
+            "text",
+            "query size in bytes",
+            lim.max_query_bytes as u64,
+            text.len() as u64,
+        ));
+    }
+    if limit == 0 {
+        return Err(Error::invalid("limit", "must be at least 1"));
+    }
+    if limit > lim.max_results {
+        return Err(Error::limit(
+            "limit",
+            "results per call",
+            lim.max_results as u64,
+            limit as u64,
+        ));
+    }
+    let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
+        let q = IndexQuery {
+            kind: Kind::Knowledge,
+            ctx,
+            text,
+            tags_all: &[],
+            participants_any: &[],
+            since_ms: None,
+            until_ms: None,
+            min_importance: None,
+            limit: depth,
+        };
+        let mut out = Vec::new();
+        for (uid, score) in e.search_index(&q)? {
+            let (kind, c, key) = index::parse_uid(&uid)?;
+            if kind == Kind::Knowledge && c == ctx {
+                out.push((key, score));
+            }
+        }
+        Ok(out)
+    };
+    let fused = vectors::fused_hits(
+        e,
+        Kind::Knowledge,
+        ctx,
+        text,
+        vq,
+        embedder,
+        limit,
+        &vector::RowFilter::NONE,
+        text_list,
+    )?;
+    let mut out = Vec::with_capacity(fused.len());
+    for f in fused {
+        if let Some(k) = get_in(e, ctx, &f.key)? {
+            out.push(KnowledgeHit {
+                key: k.key,
+                knowledge: k.knowledge,
+                score: f.score,
+                bm25_rank: f.bm25_rank,
+                vector_rank: f.vector_rank,
+            });
+        }
+    }
+    Ok(out)
+}
+
+impl Semantic {
+    /// Store (replace) the knowledge under `key`.
+    ///
+    /// With an embedder registered ([`Memory::set_embedder`](crate::Memory::set_embedder)) the entry is
+    /// embedded (text: the key, then the knowledge's text); otherwise it has no embedding.
+    pub fn store(&self, key: &str, knowledge: Value) -> Result<Knowledge> {
+        self.store_with_embedding(key, knowledge, None)
+    }
+
+    /// Store (replace) the knowledge under `key` with the host's embedding
+    /// (`None`: the registered embedder's, if any).
+    pub fn store_with_embedding(
+        &self,
+        key: &str,
+        knowledge: Value,
+        embedding: Option<Vec<f32>>,
+    ) -> Result<Knowledge> {
+        let e = &self.scope.engine;
+        e.timed("semantic.store", || {
+            let embedding = match (embedding, self.scope.embedder()) {
+                (Some(v), _) => Some(v),
+                (None, Some(f)) => {
+                    input::key(&e.opts.limits, "key", key)?;
+                    input::value(&e.opts.limits, "knowledge", &knowledge)?;
+                    Some(embedder::embed_one(
+                        f.as_ref(),
+                        &embed_text(key, &knowledge),
+                    )?)
+                }
+                (None, None) => None,
+            };
+            store_embedded_in(e, &self.scope.active_ctx(), key, knowledge, embedding)
+        })
+    }
+
+    /// The knowledge under `key`, or `None`.
+    pub fn retrieve(&self, key: &str) -> Result<Option<Value>> {
+        Ok(self.get(key)?.map(|k| k.knowledge))
+    }
+
+    /// The entry under `key` with version and timestamps, or `None`.
+    pub fn get(&self, key: &str) -> Result<Option<Knowledge>> {
+        let e = &self.scope.engine;
+        e.timed("semantic.retrieve", || {
+            get_in(e, &self.scope.active_ctx(), key)
+        })
+    }
+
+    /// Full-text query over keys and knowledge text (hybrid when an embedder
+    /// is registered and `text` is not empty).
+    pub fn query(&self, text: &str, limit: usize) -> Result<Vec<KnowledgeHit>> {
+        self.query_hybrid(text, limit, &VectorQuery::default())
+    }
+
+    /// Query with an embedding: fused BM25 and vector lists, or pure vector
+    /// search when `text` is empty (see [`crate::Episodic::search_hybrid`]).
+    pub fn query_hybrid(
+        &self,
+        text: &str,
+        limit: usize,
+        vq: &VectorQuery,
+    ) -> Result<Vec<KnowledgeHit>> {
+        let e = &self.scope.engine;
+        let embedder = self.scope.embedder();
+        e.timed("semantic.query", || {
+            query_in(
+                e,
+                &self.scope.active_ctx(),
+                text,
+                limit,
+                vq,
+                embedder.as_deref(),
+            )
+        })
+    }
+
+    /// Apply an RFC 7386 JSON Merge Patch to an existing entry (`NotFound` otherwise).
+    pub fn update(&self, key: &str, patch: Value) -> Result<Knowledge> {
+        let e = &self.scope.engine;
+        e.timed("semantic.update", || {
+            input::value(&e.opts.limits, "patch", &patch)?;
+            let ctx = self.scope.active_ctx();
+            write_version(
+                e,
+                &ctx,
+                key,
+                |cur| {
+                    let Some(cur) = cur else {
+                        return Err(Error::not_found(format!(
+                            "semantic key {key:?} in context {ctx:?}"
+                        )));
+                    };
+                    let mut v = cur.value.clone();
+                    json_patch::merge(&mut v, &patch);
+                    Ok(v)
+                },
+                EmbeddingChange::Keep,
+            )
+        })
+    }
+
+    /// Delete the entry and its history; `true` when it existed.
+    pub fn forget(&self, key: &str) -> Result<bool> {
+        let e = &self.scope.engine;
+        e.timed("semantic.forget", || {
+            forget_in(e, &self.scope.active_ctx(), key)
+        })
+    }
+
+    /// Kept versions, oldest first (the last one is the current value).
+    pub fn history(&self, key: &str) -> Result<Vec<KnowledgeVersion>> {
+        let e = &self.scope.engine;
+        e.timed("semantic.history", || {
+            input::key(&e.opts.limits, "key", key)?;
+            let prefix = history_prefix(&self.scope.active_ctx(), key);
+            let mut out = Vec::new();
+            for item in e.t.semantic_history.scan_prefix(&prefix) {
+                let (k, v) = item?;
+                let ver = k
+                    .len()
+                    .checked_sub(8)
+                    .map(|p| &k[p..])
+                    .and_then(|b| b.try_into().ok());
+                let version =
+                    u64::from_be_bytes(ver.ok_or_else(|| Error::corrupted("bad history key"))?);
+                let h: HistoryRecord = e.codec.decode(&v)?;
+                out.push(KnowledgeVersion {
+                    version,
+                    knowledge: h.value,
+                    recorded_at: millis_to_dt(h.recorded_at),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Keys starting with `prefix` (empty: all), sorted.
+    pub fn keys(&self, prefix: &str) -> Result<Vec<String>> {
+        let e = &self.scope.engine;
+        e.timed("semantic.keys", || {
+            let mut out = Vec::new();
+            for k in
+                e.t.semantic
+                    .scan_prefix(codec::ctx_key(&self.scope.active_ctx(), prefix))
+                    .keys()
+            {
+                out.push(codec::split_ctx_key(&k?)?.1);
+            }
+            Ok(out)
+        })
+    }
+}

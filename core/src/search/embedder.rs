@@ -1,0 +1,73 @@
+//! The host's embedder hook and the checks every embedding passes.
+
+use super::vector::MAX_EMBEDDING_DIM;
+use crate::{Error, Result};
+
+/// Computes embeddings for texts on behalf of the engine (see [`crate::Memory::set_embedder`]).
+///
+/// Returns one vector per text, in order. An error (or a panic) is reported to
+/// the caller of the operation as `InvalidInput` on field `embedder`.
+pub trait Embedder: Send + Sync {
+    /// Embed `texts`.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+impl<F> Embedder for F
+where
+    F: Fn(&[&str]) -> Result<Vec<Vec<f32>>> + Send + Sync,
+{
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self(texts)
+    }
+}
+
+/// Call the embedder on one text, turning every failure (error, panic, wrong
+/// count, bad vector) into `InvalidInput { field: "embedder" }`.
+pub(crate) fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| embedder.embed(&[text])))
+        .unwrap_or_else(|_| Err(Error::invalid("embedder", "the embedder panicked")));
+    let mut out = match r {
+        Ok(v) => v,
+        Err(Error::InvalidInput { field, reason }) if field == "embedder" => {
+            return Err(Error::invalid("embedder", reason));
+        }
+        Err(e) => return Err(Error::invalid("embedder", format!("embedder failed: {e}"))),
+    };
+    if out.len() != 1 {
+        return Err(Error::invalid(
+            "embedder",
+            format!("returned {} vectors for 1 text", out.len()),
+        ));
+    }
+    let v = out.pop().unwrap_or_default();
+    check("embedder", &v)?;
+    Ok(v)
+}
+
+/// Check an embedding: 1..=[`MAX_EMBEDDING_DIM`] finite numbers, not all zero.
+pub(crate) fn check(field: &str, v: &[f32]) -> Result<()> {
+    if v.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if v.len() > MAX_EMBEDDING_DIM {
+        return Err(Error::limit(
+            field,
+            "embedding dimensions",
+            MAX_EMBEDDING_DIM as u64,
+            v.len() as u64,
+        ));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(Error::invalid(
+            field,
+            format!("must hold finite numbers; element {i} is {}", v[i]),
+        ));
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        return Err(Error::invalid(
+            field,
+            "must not be all zeros (cosine is undefined)",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,460 @@
+//! Fusion of the BM25 list and the vector list of a hybrid search: the
+//! methods (adaptive, linear, reciprocal rank) and their tuning constants.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Default reciprocal-rank-fusion constant `k`.
+pub const DEFAULT_RRF_K: f32 = 60.0;
+
+/// Adaptive fusion: each list's background is its ranks `ADAPTIVE_TAIL_FROM + 1`
+/// to `ADAPTIVE_PEAK_DEPTH` (see [`FusionMethod::Adaptive`]), slots past the end
+/// of a shorter list counting 0; the [`FUSION_MIN_DEPTH`] a list is fetched at.
+pub const ADAPTIVE_PEAK_DEPTH: usize = 50;
+
+/// Adaptive fusion: the background starts after this many hits (the result
+/// window of a default search), so the hits competing for the top 10 are
+/// measured against the near misses below them.
+pub const ADAPTIVE_TAIL_FROM: usize = 10;
+
+/// Default weight of the BM25 list in fusion.
+pub const DEFAULT_BM25_WEIGHT: f32 = 0.5;
+
+/// Default weight of the vector list in fusion.
+pub const DEFAULT_VECTOR_WEIGHT: f32 = 0.5;
+
+/// Each list is fetched at depth `max(limit * FUSION_DEPTH_FACTOR, FUSION_MIN_DEPTH)` before fusion.
+pub const FUSION_DEPTH_FACTOR: usize = 5;
+
+/// See [`FUSION_DEPTH_FACTOR`].
+pub const FUSION_MIN_DEPTH: usize = 50;
+
+/// How the BM25 list and the vector list are combined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FusionMethod {
+    /// The default. Each list's scores are calibrated against that list's own
+    /// background, the near misses at ranks `ADAPTIVE_TAIL_FROM + 1 ..=
+    /// ADAPTIVE_PEAK_DEPTH` (slots past the end of a shorter list count 0, the
+    /// score of a memory that matched no word): `z = max(0, (score - μ_tail) /
+    /// σ_tail)` (σ of the whole padded list when the tail is flat). Score:
+    /// `bm25_weight * z_bm25 + vector_weight * z_vector`, a hit absent from a
+    /// list adding 0 for it, where each list's z is first reduced by the z its
+    /// best hit reaches by chance among its candidates (√(2 ln n) is about the
+    /// largest of n unrelated normal scores): `√(2 ln(N / ADAPTIVE_PEAK_DEPTH))`
+    /// for the vector list, the top of the context's N vectors (0 when N ≤ the
+    /// depth), `√(2 ln(1 + n / ADAPTIVE_TAIL_FROM))` for a BM25 list of n ≤
+    /// `ADAPTIVE_PEAK_DEPTH` hits measured against its ranks past
+    /// `ADAPTIVE_TAIL_FROM`; z below the allowance counts 0. Last, the list
+    /// whose best hit has the lower z is scaled by the ratio of the two best z
+    /// (the more confident list keeps its full weight). A list whose best hits stand far above its own
+    /// near misses (a rare word, a close paraphrase) gets large z and leads; a
+    /// list that is flat, as a weak embedder's or a question-words-only BM25
+    /// list is, gives every hit a small z and defers to the other. Nothing is
+    /// tuned to a data set or an embedder: each query's two lists carry the
+    /// evidence.
+    #[default]
+    Adaptive,
+    /// `bm25_weight * bm25 / max_bm25 + vector_weight * max(cosine, 0)`; a hit
+    /// absent from a list contributes 0 for that list.
+    Linear,
+    /// Reciprocal rank fusion: `bm25_weight / (k + rank_bm25) + vector_weight / (k + rank_vector)`.
+    Rrf,
+}
+
+impl FusionMethod {
+    /// Parse `"adaptive"`, `"linear"` or `"rrf"` (what bindings and MCP receive),
+    /// naming `field` in the error.
+    pub fn parse(field: &str, s: &str) -> Result<FusionMethod> {
+        match s {
+            "adaptive" => Ok(FusionMethod::Adaptive),
+            "linear" => Ok(FusionMethod::Linear),
+            "rrf" => Ok(FusionMethod::Rrf),
+            other => Err(Error::invalid(
+                field,
+                format!("must be \"adaptive\", \"linear\" or \"rrf\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// Fusion settings. The default is [`FusionMethod::Adaptive`] with weights 0.5/0.5 (and `k` = 60 for RRF).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    /// The method.
+    pub method: FusionMethod,
+    /// Weight of the BM25 list (finite, ≥ 0).
+    pub bm25_weight: f32,
+    /// Weight of the vector list (finite, ≥ 0).
+    pub vector_weight: f32,
+    /// RRF constant `k` (finite, > 0).
+    pub rrf_k: f32,
+}
+
+impl Default for Fusion {
+    fn default() -> Self {
+        Fusion {
+            method: FusionMethod::Adaptive,
+            bm25_weight: DEFAULT_BM25_WEIGHT,
+            vector_weight: DEFAULT_VECTOR_WEIGHT,
+            rrf_k: DEFAULT_RRF_K,
+        }
+    }
+}
+
+impl Fusion {
+    fn validate(&self) -> Result<()> {
+        for (field, w) in [
+            ("bm25_weight", self.bm25_weight),
+            ("vector_weight", self.vector_weight),
+        ] {
+            if !w.is_finite() || w < 0.0 {
+                return Err(Error::invalid(
+                    field,
+                    format!("must be a finite number >= 0, got {w}"),
+                ));
+            }
+        }
+        if !self.rrf_k.is_finite() || self.rrf_k <= 0.0 {
+            return Err(Error::invalid(
+                "rrf_k",
+                format!("must be a finite number > 0, got {}", self.rrf_k),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One entry of a fused list.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Fused {
+    pub key: String,
+    pub score: f32,
+    pub bm25_rank: Option<u32>,
+    pub vector_rank: Option<u32>,
+}
+
+/// A list's background for [`FusionMethod::Adaptive`]: mean and population σ
+/// of its scores at 0-based ranks `from..slots`, slots past the end counting 0;
+/// when those are all equal, σ of the whole padded list (`slots` entries).
+#[derive(Debug, Clone, Copy, Default)]
+struct TailZ {
+    mu: f32,
+    sigma: f32,
+    allowance: f32,
+}
+
+impl TailZ {
+    fn of(list: &[(String, f32)], from: usize, slots: usize) -> Self {
+        let at = |i: usize| list.get(i).map_or(0.0, |(_, s)| f64::from(*s));
+        let stats = |r: std::ops::Range<usize>| {
+            let n = r.len().max(1) as f64;
+            let mean = r.clone().map(at).sum::<f64>() / n;
+            let var = r.map(|i| (at(i) - mean).powi(2)).sum::<f64>() / n;
+            (mean, var.sqrt())
+        };
+        let slots = slots.max(from + 1);
+        let (mu, mut sigma) = stats(from..slots);
+        if sigma.is_nan() || sigma <= 1e-9 {
+            sigma = stats(0..slots).1;
+        }
+        TailZ {
+            mu: mu as f32,
+            sigma: sigma as f32,
+            allowance: 0.0,
+        }
+    }
+
+    fn apply(&self, s: f32) -> f32 {
+        if self.sigma > 0.0 && self.sigma.is_finite() {
+            ((s - self.mu) / self.sigma - self.allowance).max(0.0)
+        } else {
+            // Every slot equal: no hit stands out of the list.
+            0.0
+        }
+    }
+
+    /// The same, less `allowance` (see [`chance_z`]).
+    fn less(self, allowance: f32) -> Self {
+        TailZ { allowance, ..self }
+    }
+}
+
+/// Scales for two lists whose best hits have z `b` and `v`: the list that
+/// stands out more keeps its weight, the other is scaled by `min / max`.
+fn relative_confidence(b: f32, v: f32) -> (f32, f32) {
+    if b >= v && b > 0.0 {
+        (1.0, v / b)
+    } else if v > b {
+        (b / v, 1.0)
+    } else {
+        (1.0, 1.0)
+    }
+}
+
+/// About the largest z that the best of `n` unrelated candidates reaches by
+/// chance: `√(2 ln n)`, 0 for `n ≤ 1`.
+fn chance_z(n: f64) -> f32 {
+    if n > 1.0 {
+        (2.0 * n.ln()).sqrt() as f32
+    } else {
+        0.0
+    }
+}
+
+/// Fuse a BM25 list and a vector list (each best first) into at most `limit`
+/// entries; `vector_rows` is how many vectors the vector list was drawn from.
+pub(crate) fn fuse(
+    bm25: &[(String, f32)],
+    vector: &[(String, f32)],
+    vector_rows: usize,
+    fusion: &Fusion,
+    limit: usize,
+) -> Vec<Fused> {
+    let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
+    let (bm25_norm, vector_norm) = match fusion.method {
+        FusionMethod::Adaptive => {
+            let (depth, tail) = (ADAPTIVE_PEAK_DEPTH as f64, ADAPTIVE_TAIL_FROM as f64);
+            let n_bm25 = bm25.len().min(ADAPTIVE_PEAK_DEPTH) as f64;
+            let rows = vector_rows.max(vector.len()) as f64;
+            (
+                TailZ::of(bm25, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
+                    .less(chance_z(1.0 + n_bm25 / tail)),
+                TailZ::of(vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
+                    .less(chance_z(rows / depth)),
+            )
+        }
+        _ => (TailZ::default(), TailZ::default()),
+    };
+    // Adaptive: the list whose best hit stands out less is scaled by the ratio
+    // of the two best z (each list's best hit has its largest z).
+    let (bm25_scale, vector_scale) = if fusion.method == FusionMethod::Adaptive {
+        let top = |l: &[(String, f32)], n: &TailZ| l.first().map_or(0.0, |(_, s)| n.apply(*s));
+        relative_confidence(top(bm25, &bm25_norm), top(vector, &vector_norm))
+    } else {
+        (1.0, 1.0)
+    };
+    // Per key: (rank, score) in the BM25 list and in the vector list.
+    type Ranked = Option<(u32, f32)>;
+    let mut all: HashMap<&str, (Ranked, Ranked)> = HashMap::new();
+    for (i, (k, s)) in bm25.iter().enumerate() {
+        all.entry(k.as_str())
+            .or_default()
+            .0
+            .get_or_insert((i as u32 + 1, *s));
+    }
+    for (i, (k, s)) in vector.iter().enumerate() {
+        all.entry(k.as_str())
+            .or_default()
+            .1
+            .get_or_insert((i as u32 + 1, *s));
+    }
+    let mut out: Vec<Fused> = all
+        .into_iter()
+        .map(|(k, (b, v))| {
+            let score = match fusion.method {
+                FusionMethod::Linear => {
+                    let bs = b.map_or(
+                        0.0,
+                        |(_, s)| if max_bm25 > 0.0 { s / max_bm25 } else { 0.0 },
+                    );
+                    let vs = v.map_or(0.0, |(_, s)| s.max(0.0));
+                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
+                }
+                FusionMethod::Adaptive => {
+                    let bs = b.map_or(0.0, |(_, s)| bm25_norm.apply(s));
+                    let vs = v.map_or(0.0, |(_, s)| vector_norm.apply(s));
+                    fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
+                }
+                FusionMethod::Rrf => {
+                    let r = |x: Option<(u32, f32)>, w: f32| {
+                        x.map_or(0.0, |(rank, _)| w / (fusion.rrf_k + rank as f32))
+                    };
+                    r(b, fusion.bm25_weight) + r(v, fusion.vector_weight)
+                }
+            };
+            Fused {
+                key: k.to_owned(),
+                score,
+                bm25_rank: b.map(|x| x.0),
+                vector_rank: v.map(|x| x.0),
+            }
+        })
+        .collect();
+    let best = |f: &Fused| {
+        f.bm25_rank
+            .unwrap_or(u32::MAX)
+            .min(f.vector_rank.unwrap_or(u32::MAX))
+    };
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| best(a).cmp(&best(b)))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    out.truncate(limit);
+    out
+}
+
+/// Depth each list is fetched at before fusion.
+pub(crate) fn depth(limit: usize) -> usize {
+    limit
+        .saturating_mul(FUSION_DEPTH_FACTOR)
+        .max(FUSION_MIN_DEPTH)
+}
+
+/// The fusion to validate even when no embedding is given (bad weights are refused early).
+pub(crate) fn validate_fusion(f: &Fusion) -> Result<()> {
+    f.validate()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(v: &[(&str, f32)]) -> Vec<(String, f32)> {
+        v.iter().map(|(k, s)| ((*k).to_owned(), *s)).collect()
+    }
+
+    #[test]
+    fn tail_z_follows_its_formula() {
+        // Tail = ranks 1..4 of [4, 2, 2, (0)]: mean 4/3, σ = sqrt(8/9).
+        let l = list(&[("a", 4.0), ("b", 2.0), ("c", 2.0)]);
+        let z = TailZ::of(&l, 1, 4);
+        let sd = (8.0f32 / 9.0).sqrt();
+        assert!((z.apply(4.0) - (4.0 - 4.0 / 3.0) / sd).abs() < 1e-5);
+        assert!((z.apply(2.0) - (2.0 - 4.0 / 3.0) / sd).abs() < 1e-5);
+        // Below the tail's mean: floored at 0, like a hit absent from the list.
+        assert_eq!(z.apply(0.5), 0.0);
+        // A flat tail [1, 1]: σ of the whole list [3, 1, 1] (mean 5/3, σ sqrt(8/9)).
+        let flat = TailZ::of(&list(&[("a", 3.0), ("b", 1.0), ("c", 1.0)]), 1, 3);
+        assert!((flat.apply(3.0) - (3.0 - 1.0) / sd).abs() < 1e-5);
+        // Every slot equal: nothing stands out.
+        assert_eq!(
+            TailZ::of(&list(&[("a", 3.0), ("b", 3.0)]), 0, 2).apply(3.0),
+            0.0
+        );
+        assert_eq!(TailZ::of(&[], 10, 50).apply(1.0), 0.0);
+        // The chance allowance is subtracted, and a z below it counts 0.
+        assert!((z.less(1.0).apply(4.0) - ((4.0 - 4.0 / 3.0) / sd - 1.0)).abs() < 1e-5);
+        assert_eq!(z.less(10.0).apply(4.0), 0.0);
+        assert!((chance_z(100.0) - (2.0 * 100f64.ln()).sqrt() as f32).abs() < 1e-6);
+        assert_eq!(chance_z(1.0), 0.0);
+        assert_eq!(chance_z(0.5), 0.0);
+        assert_eq!(relative_confidence(4.0, 2.0), (1.0, 0.5));
+        assert_eq!(relative_confidence(2.0, 8.0), (0.25, 1.0));
+        assert_eq!(relative_confidence(0.0, 0.0), (1.0, 1.0));
+    }
+
+    #[test]
+    fn a_larger_context_asks_more_of_the_vector_list() {
+        // The same vector list counts for less when it is the top 50 of
+        // 100,000 vectors than of 60: its head is likelier to be chance.
+        let (_, bm25, vector) = scenario(ADAPTIVE_PEAK_DEPTH + 10, 1.2, 0.5);
+        let small = fuse(&bm25, &vector, 60, &Fusion::default(), 60);
+        let large = fuse(&bm25, &vector, 100_000, &Fusion::default(), 60);
+        let score = |l: &[Fused], k: &str| l.iter().find(|f| f.key == k).map_or(0.0, |f| f.score);
+        assert!(score(&large, "k59") < score(&small, "k59"), "{large:?}");
+    }
+
+    type ScoredList = Vec<(String, f32)>;
+
+    /// `n` keys; a BM25 list over all but the last, a vector list over all.
+    fn scenario(n: usize, bm25_top: f32, vec_top: f32) -> (Vec<String>, ScoredList, ScoredList) {
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i:02}")).collect();
+        let fav = keys[n - 1].clone();
+        // The vectors' first choice is the last key (no word in common with
+        // the query); k00 is their second; the rest decline slowly.
+        let mut vector: Vec<(String, f32)> = vec![(fav, vec_top), (keys[0].clone(), 0.41)];
+        for (i, k) in keys.iter().enumerate().take(n - 1).skip(1) {
+            vector.push((k.clone(), 0.40 - i as f32 * 0.001));
+        }
+        // BM25 ranks k00 first; every other key matched only question words.
+        let bm25 = keys
+            .iter()
+            .take(n - 1)
+            .enumerate()
+            .map(|(i, k)| {
+                (
+                    k.clone(),
+                    if i == 0 {
+                        bm25_top
+                    } else {
+                        1.0 - i as f32 * 0.001
+                    },
+                )
+            })
+            .collect();
+        (keys, bm25, vector)
+    }
+
+    #[test]
+    fn adaptive_fusion_follows_the_list_whose_best_hit_stands_out() {
+        let n = ADAPTIVE_PEAK_DEPTH + 10;
+        let adaptive = Fusion::default();
+        assert_eq!(adaptive.method, FusionMethod::Adaptive);
+
+        // A rare word matched one memory (BM25 10 against ~1); the vectors are
+        // flat noise (their favourite only just above the rest): BM25 leads.
+        let (keys, bm25, vector) = scenario(n, 10.0, 0.415);
+        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 3);
+        assert_eq!(top[0].key, "k00", "{top:?}");
+        assert_eq!(top[0].bm25_rank, Some(1));
+        assert_eq!(top[0].vector_rank, Some(2));
+
+        // Only question words matched (BM25 flat: 1.005 against ~1); the
+        // vectors single out their favourite (0.9 against ~0.4): it leads.
+        let (_, flat, vector) = scenario(n, 1.005, 0.9);
+        let top = fuse(&flat, &vector, vector.len(), &adaptive, 3);
+        assert_eq!(top[0].key, keys[n - 1], "{top:?}");
+        assert_eq!(top[0].bm25_rank, None);
+        // Its score is the vector side alone (absent from the BM25 list: 0).
+        let vz = TailZ::of(&vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
+            .less(chance_z(n as f64 / ADAPTIVE_PEAK_DEPTH as f64));
+        assert!((top[0].score - 0.5 * vz.apply(0.9)).abs() < 1e-4);
+        // The max-normalised linear blend cannot tell a flat BM25 list from a
+        // peaked one: its top still gets the full BM25 weight.
+        let linear = Fusion {
+            method: FusionMethod::Linear,
+            ..Fusion::default()
+        };
+        assert_eq!(fuse(&flat, &vector, vector.len(), &linear, 1)[0].key, "k00");
+
+        // Both stand out, BM25 far more (its top is ~780 σ above its tail, the
+        // vectors' ~11 σ): the memory both rank high (k00: BM25 first, vectors
+        // second) leads, and the vectors, scaled by the ratio, only break ties:
+        // BM25's order follows.
+        let (_, bm25, vector) = scenario(n, 10.0, 0.5);
+        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 2);
+        assert_eq!(top[0].key, "k00", "{top:?}");
+        assert_eq!(top[1].key, "k01", "{top:?}");
+
+        // A rare word shared equally by a dozen memories the vectors rank low
+        // is still a lexical signal: a short list stands out of the zeros
+        // below it. Against flat vectors all twelve make the top 14.
+        let (_, _, vector) = scenario(n, 1.0, 0.415);
+        let tied: Vec<(String, f32)> = keys[40..52].iter().map(|k| (k.clone(), 3.0)).collect();
+        let top = fuse(&tied, &vector, vector.len(), &adaptive, 14);
+        let lexical = top.iter().filter(|f| f.bm25_rank.is_some()).count();
+        assert_eq!(lexical, 12, "{top:?}");
+    }
+
+    #[test]
+    fn adaptive_fusion_with_one_list_keeps_its_order() {
+        let bm = list(&[("a", 3.0), ("b", 2.0), ("c", 1.0)]);
+        let keys: Vec<String> = fuse(&bm, &[], 0, &Fusion::default(), 10)
+            .into_iter()
+            .map(|f| f.key)
+            .collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        let vec = list(&[("x", 0.9), ("y", -0.2)]);
+        let keys: Vec<String> = fuse(&[], &vec, vec.len(), &Fusion::default(), 10)
+            .into_iter()
+            .map(|f| f.key)
+            .collect();
+        assert_eq!(keys, ["x", "y"]);
+    }
+}

@@ -1,0 +1,369 @@
+//! The tantivy `Directory` under the search index: an `MmapDirectory` whose
+//! commits can be *soft* (visible to searches, not durable).
+//!
+//! tantivy 0.27 has no near-real-time search: documents become searchable
+//! only through a commit, and a commit fsyncs every new segment file,
+//! `.managed.json`, `meta.json` and the folder (about 16 `fdatasync` on this
+//! project's disks). A search must see every acknowledged write, so under a
+//! mixed load nearly every search used to pay one such commit.
+//!
+//! The index is derived from sled, which also keeps an `index_log` of every
+//! change after the last durable index commit, so a commit made to serve a
+//! search need not survive a crash. This directory gives tantivy a commit
+//! that does not:
+//!
+//! - new files (segments written by the indexing thread or by merges) are
+//!   written without fsync, and remembered as unsynced;
+//! - `.managed.json` (tantivy's list of files to garbage-collect) is
+//!   replaced by rename, without fsync;
+//! - `meta.json` (the commit point) is kept **in memory**: the reader and
+//!   the writer read it from there, the disk keeps the last durable commit.
+//!   That covers every `meta.json` tantivy writes on its own, including the
+//!   ones at the end of a background merge;
+//! - only while the engine makes a durable commit ([`SoftSyncDirectory::durable`])
+//!   does a `meta.json` write go to disk: it first fsyncs every unsynced file
+//!   still present, `.managed.json` and the folder, then writes `meta.json`
+//!   (fsync, rename, folder fsync) and drops the in-memory copy;
+//! - files of the segments the durable `meta.json` names are never deleted
+//!   while it names them (a soft commit after a merge would otherwise let
+//!   tantivy's garbage collection remove them): their deletion waits for the
+//!   next durable `meta.json` that no longer names them.
+//!
+//! So after a crash the folder holds exactly the last durable commit (plus
+//! unreferenced files, removed by [`remove_orphans`] at open), and the engine
+//! replays the sled log after that commit's sequence. See
+//! `docs/internals.md`, *The sled/tantivy sequence protocol*.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
+use tantivy::directory::{
+    AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite,
+    WatchCallback, WatchHandle, WritePtr,
+};
+
+const META: &str = "meta.json";
+const MANAGED: &str = ".managed.json";
+
+/// Shared by every clone of one [`SoftSyncDirectory`].
+#[derive(Debug, Default)]
+struct State {
+    /// While set, `meta.json` writes go to disk (a durable commit); otherwise
+    /// they stay in memory (a soft commit, or a merge between commits).
+    durable: AtomicBool,
+    inner: Mutex<Files>,
+}
+
+#[derive(Debug, Default)]
+struct Files {
+    /// `meta.json` of the last soft commit, newer than the one on disk.
+    mem_meta: Option<Vec<u8>>,
+    /// Files written since the last durable `meta.json`, not yet fsynced.
+    unsynced: HashSet<PathBuf>,
+    /// Segment ids (32 hex digits) named by the `meta.json` on disk.
+    durable_segments: HashSet<String>,
+    /// Deletes tantivy asked for while the durable `meta.json` named the file.
+    deferred: HashSet<PathBuf>,
+}
+
+/// An `MmapDirectory` with soft (non-durable) commits; see the module docs.
+#[derive(Clone)]
+pub(crate) struct SoftSyncDirectory {
+    mmap: MmapDirectory,
+    root: PathBuf,
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for SoftSyncDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SoftSyncDirectory")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes `meta.json` writes durable for as long as it lives.
+pub(crate) struct DurableGuard<'a>(&'a SoftSyncDirectory);
+
+impl Drop for DurableGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state.durable.store(false, Ordering::Release);
+    }
+}
+
+impl SoftSyncDirectory {
+    /// Open `root` (which must exist).
+    pub(crate) fn open(root: &Path) -> tantivy::Result<Self> {
+        let mmap = MmapDirectory::open(root)?;
+        let dir = SoftSyncDirectory {
+            mmap,
+            root: root.to_owned(),
+            state: Arc::default(),
+        };
+        if let Some(ids) = std::fs::read(root.join(META))
+            .ok()
+            .and_then(|m| segment_ids(&m))
+        {
+            dir.state.inner.lock().durable_segments = ids;
+        }
+        Ok(dir)
+    }
+
+    /// `meta.json` writes go to disk, durably, until the guard is dropped
+    /// (the caller serialises durable commits: the index writer lock).
+    pub(crate) fn durable(&self) -> DurableGuard<'_> {
+        self.state.durable.store(true, Ordering::Release);
+        DurableGuard(self)
+    }
+
+    fn durable_meta_write(&self, files: &mut Files, data: &[u8]) -> io::Result<()> {
+        for p in files.unsynced.drain() {
+            match File::open(self.root.join(&p)) {
+                Ok(f) => f.sync_data()?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match File::open(self.root.join(MANAGED)) {
+            Ok(f) => f.sync_data()?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        self.sync_folder()?;
+        // Temp file, fsync, rename, folder fsync: MmapDirectory's own atomic write.
+        self.mmap.atomic_write(Path::new(META), data)?;
+        self.sync_folder()?;
+        files.mem_meta = None;
+        files.durable_segments = segment_ids(data).unwrap_or_default();
+        // Deletes that waited for this commit to stop naming their segment.
+        let ready: Vec<PathBuf> = files
+            .deferred
+            .iter()
+            .filter(|p| !names_segment(&files.durable_segments, p))
+            .cloned()
+            .collect();
+        for p in ready {
+            files.deferred.remove(&p);
+            let _ = self.mmap.delete(&p);
+        }
+        Ok(())
+    }
+
+    fn sync_folder(&self) -> io::Result<()> {
+        File::open(&self.root)?.sync_data()
+    }
+
+    /// Replace `path` by `data` with a rename, without fsync.
+    fn replace_unsynced(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let mut tmp = tempfile::Builder::new().tempfile_in(&self.root)?;
+        tmp.write_all(data)?;
+        tmp.flush()?;
+        tmp.into_temp_path().persist(self.root.join(path))?;
+        Ok(())
+    }
+}
+
+impl Directory for SoftSyncDirectory {
+    fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        self.mmap.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        let mut files = self.state.inner.lock();
+        if names_segment(&files.durable_segments, path) {
+            // Still part of the durable commit: delete once a durable commit drops it.
+            files.deferred.insert(path.to_owned());
+            return Ok(());
+        }
+        files.unsynced.remove(path);
+        drop(files);
+        self.mmap.delete(path)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
+        self.mmap.exists(path)
+    }
+
+    fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.root.join(path))
+            .map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    OpenWriteError::FileAlreadyExists(path.to_owned())
+                } else {
+                    OpenWriteError::wrap_io_error(e, path.to_owned())
+                }
+            })?;
+        self.state.inner.lock().unsynced.insert(path.to_owned());
+        Ok(BufWriter::new(Box::new(UnsyncedFile(file))))
+    }
+
+    fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        if path == Path::new(META)
+            && let Some(m) = &self.state.inner.lock().mem_meta
+        {
+            return Ok(m.clone());
+        }
+        self.mmap.atomic_read(path)
+    }
+
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let mut files = self.state.inner.lock();
+        if path == Path::new(META) {
+            if self.state.durable.load(Ordering::Acquire) {
+                self.durable_meta_write(&mut files, data)
+            } else {
+                files.mem_meta = Some(data.to_vec());
+                Ok(())
+            }
+        } else {
+            // `.managed.json`: bookkeeping for garbage collection, fsynced
+            // with the next durable `meta.json`.
+            drop(files);
+            self.replace_unsynced(path, data)
+        }
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        // The folder is fsynced with every durable `meta.json`, which is the
+        // only point where durability is promised.
+        Ok(())
+    }
+
+    fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
+        self.mmap.acquire_lock(lock)
+    }
+
+    fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.mmap.watch(watch_callback)
+    }
+}
+
+/// A segment file: flushed on `terminate`, fsynced only by the next durable `meta.json`.
+struct UnsyncedFile(File);
+
+impl Write for UnsyncedFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl TerminatingWrite for UnsyncedFile {
+    fn terminate_ref(&mut self, _: AntiCallToken) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// The 32-hex-digit segment id a segment file's name starts with.
+fn segment_of(path: &Path) -> Option<&str> {
+    let name = path.file_name()?.to_str()?;
+    let id = name.get(..32)?;
+    (id.bytes().all(|b| b.is_ascii_hexdigit()) && name.as_bytes().get(32) == Some(&b'.'))
+        .then_some(id)
+}
+
+fn names_segment(ids: &HashSet<String>, path: &Path) -> bool {
+    segment_of(path).is_some_and(|id| ids.contains(id))
+}
+
+/// Segment ids named by a `meta.json` (`None` if it does not parse).
+fn segment_ids(meta: &[u8]) -> Option<HashSet<String>> {
+    let v = serde_json::from_slice::<serde_json::Value>(meta).ok()?;
+    let segments = v.get("segments")?.as_array()?;
+    segments
+        .iter()
+        .map(|s| Some(s.get("segment_id")?.as_str()?.replace('-', "")))
+        .collect()
+}
+
+/// Remove segment files that the `meta.json` on disk does not name: after a
+/// crash, what soft commits and merges wrote since the last durable commit.
+/// Run before a writer opens the index (the store lock keeps everyone else out).
+/// Does nothing when `meta.json` does not parse (the index is rebuilt then).
+pub(crate) fn remove_orphans(root: &Path) -> io::Result<usize> {
+    let meta = std::fs::read(root.join(META))?;
+    let Some(live) = segment_ids(&meta) else {
+        return Ok(0);
+    };
+    let mut removed = 0;
+    for entry in std::fs::read_dir(root)? {
+        let path = entry?.path();
+        if let Some(id) = segment_of(&path)
+            && !live.contains(id)
+        {
+            std::fs::remove_file(&path)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_file_names() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(segment_of(Path::new(&format!("{id}.idx"))), Some(id));
+        assert_eq!(segment_of(Path::new(&format!("{id}.12.del"))), Some(id));
+        assert_eq!(segment_of(Path::new("meta.json")), None);
+        assert_eq!(segment_of(Path::new(".managed.json")), None);
+        assert_eq!(segment_of(Path::new(&format!("{id}x.idx"))), None);
+        let meta =
+            br#"{"segments":[{"segment_id":"01234567-89ab-cdef-0123-456789abcdef","max_doc":1}]}"#;
+        assert!(segment_ids(meta).unwrap().contains(id));
+        assert!(segment_ids(b"{\"segm").is_none());
+    }
+
+    #[test]
+    fn orphans_are_removed_only_against_a_readable_meta() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = "0123456789abcdef0123456789abcdef";
+        let orphan = "fedcba9876543210fedcba9876543210";
+        for f in [
+            format!("{live}.idx"),
+            format!("{live}.3.del"),
+            format!("{orphan}.idx"),
+            format!("{orphan}.store"),
+            ".managed.json".to_owned(),
+            "marker".to_owned(),
+        ] {
+            std::fs::write(dir.path().join(f), b"x").unwrap();
+        }
+        std::fs::write(dir.path().join(META), b"{\"segm").unwrap();
+        assert_eq!(remove_orphans(dir.path()).unwrap(), 0);
+        std::fs::write(
+            dir.path().join(META),
+            br#"{"segments":[{"segment_id":"01234567-89ab-cdef-0123-456789abcdef"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(remove_orphans(dir.path()).unwrap(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".managed.json".to_owned(),
+                format!("{live}.3.del"),
+                format!("{live}.idx"),
+                "marker".to_owned(),
+                META.to_owned()
+            ]
+        );
+    }
+}
