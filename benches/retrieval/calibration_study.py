@@ -233,11 +233,11 @@ def content_only(full: list[Pair], content: list[Pair]) -> list[Pair]:
 
 
 def zfuse(bm: list[Pair], vec: list[Pair], n_vec: int, ratio: float = 1.0, allowance: bool = True,
-          wb: float = 0.5, wv: float = 0.5) -> list[str]:
+          wb: float = 0.5, wv: float = 0.5, bm25_allowance: bool = True) -> list[str]:
     """adaptive with the ratio step raised to the power `ratio` (1 = the current default)."""
     zb = tail_z_pad(bm, 10, 50)
     zv = tail_z_pad(vec, 10, 50)
-    cb = chance_z(1 + min(len(bm), 50) / 10) if allowance else 0.0
+    cb = chance_z(1 + min(len(bm), 50) / 10) if allowance and bm25_allowance else 0.0
     cv = chance_z(max(n_vec, len(vec)) / 50) if allowance else 0.0
     zb = {t: max(0.0, x - cb) for t, x in zb.items()}
     zv = {t: max(0.0, x - cv) for t, x in zv.items()}
@@ -252,6 +252,13 @@ def zfuse(bm: list[Pair], vec: list[Pair], n_vec: int, ratio: float = 1.0, allow
     for t, x in zv.items():
         s[t] = s.get(t, 0.0) + wv * x
     return order(s)
+
+
+def anchored(fused: list[str], bm: list[Pair], vec: list[Pair], k: int = 3) -> list[str]:
+    """The fused top 10, made to hold each list's top k (the rest of the fused order fills it)."""
+    must = list(dict.fromkeys([t for t, _ in bm[:k]] + [t for t, _ in vec[:k]]))
+    chosen = set(must) | set([t for t in fused if t not in must][: max(0, 10 - len(must))])
+    return [t for t in fused if t in chosen][:10] + [t for t in must if t not in fused]
 
 
 def score(ranked: list[str], gold: list[str]) -> tuple[float, float]:
@@ -299,6 +306,9 @@ def main() -> None:
         "adaptive ratio^2, content-only filter": lambda b, v, g, bc, bo: zfuse(bo, v, g[2], 2.0),
         "tail-z + allowance, content-only filter": lambda b, v, g, bc, bo: zfuse(bo, v, g[2], 0.0),
         "tail-z, content-only filter": lambda b, v, g, bc, bo: zfuse(bo, v, g[2], 0.0, False),
+        "adaptive, no BM25 allowance, content-only filter": lambda b, v, g, bc, bo: zfuse(
+            bo, v, g[2], 1.0, bm25_allowance=False),
+        "adaptive + each list's top 3 kept": lambda b, v, g, bc, bo: anchored(adaptive(b, v, g), b, v, 3),
     })
     if args.only:
         keys = args.only.split(",")
