@@ -7,7 +7,7 @@ next to BM25 alone, vectors alone and max(BM25, vectors). No constant is fitted
 per set: each candidate is one formula with fixed constants, and the question is
 whether it stays at or above the better list everywhere.
 
-    PYTHONPATH=<memstrata binding> python calibration_study.py [--out FILE.md] [--sets a,b] [--models minilm,l3]
+    PYTHONPATH=<memstrata binding> python calibration_study.py [--out FILE.md] [--sets a,b] [--models minilm,e5] [--only a,b]
 """
 
 from __future__ import annotations
