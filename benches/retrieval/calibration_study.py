@@ -7,7 +7,7 @@ next to BM25 alone, vectors alone and max(BM25, vectors). No constant is fitted
 per set: each candidate is one formula with fixed constants, and the question is
 whether it stays at or above the better list everywhere.
 
-    PYTHONPATH=<memstrata binding> python calibration_study.py [--out FILE.md] [--sets a,b] [--models minilm,l3]
+    PYTHONPATH=<memstrata binding> python calibration_study.py [--out FILE.md] [--sets a,b] [--models minilm,e5] [--only a,b]
 """
 
 from __future__ import annotations
@@ -195,6 +195,72 @@ def _add(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     return out
 
 
+def _stop_words() -> set[str]:
+    """The engine's QUERY_STOP_WORDS, read from core/src/index.rs (one list, no copy)."""
+    import re
+
+    src = (HERE.parent.parent / "core" / "src" / "index.rs").read_text(encoding="utf-8")
+    block = src.split("pub const QUERY_STOP_WORDS", 1)[1].split("];", 1)[0]
+    block = "\n".join(line.split("//", 1)[0] for line in block.splitlines())
+    return set(re.findall(r'"([a-z]+)"', block))
+
+
+STOP = _stop_words()
+
+
+def content_text(text: str) -> str:
+    """The question's content words only (the engine's stop words dropped), "" when none."""
+    import re
+
+    return " ".join(w for w in re.findall(r"\w+", text) if w.lower() not in STOP)
+
+
+def content_list(st: Any, q: dict[str, Any], full: list[Pair]) -> list[Pair]:
+    """The BM25 list of the question's content words (what a search for them alone
+    returns); the full list when the question has no content word."""
+    t = content_text(q["text"])
+    if not t:
+        return full
+    hits = st.ns[q["ns"]].episodic.search(t, limit=lists.DEPTH)
+    return [(st.ep2doc[h.episode.id], h.score) for h in hits if h.score > 0]
+
+
+def content_only(full: list[Pair], content: list[Pair]) -> list[Pair]:
+    """The full BM25 list (its scores and order) restricted to the memories that
+    matched a content word: what the engine can do without a second search."""
+    keep = {t for t, _ in content}
+    return [(t, x) for t, x in full if t in keep]
+
+
+def zfuse(bm: list[Pair], vec: list[Pair], n_vec: int, ratio: float = 1.0, allowance: bool = True,
+          wb: float = 0.5, wv: float = 0.5, bm25_allowance: bool = True) -> list[str]:
+    """adaptive with the ratio step raised to the power `ratio` (1 = the current default)."""
+    zb = tail_z_pad(bm, 10, 50)
+    zv = tail_z_pad(vec, 10, 50)
+    cb = chance_z(1 + min(len(bm), 50) / 10) if allowance and bm25_allowance else 0.0
+    cv = chance_z(max(n_vec, len(vec)) / 50) if allowance else 0.0
+    zb = {t: max(0.0, x - cb) for t, x in zb.items()}
+    zv = {t: max(0.0, x - cv) for t, x in zv.items()}
+    mb, mv = max(zb.values(), default=0.0), max(zv.values(), default=0.0)
+    if mb >= mv and mb > 0:
+        wv *= (mv / mb) ** ratio
+    elif mv > mb:
+        wb *= (mb / mv) ** ratio
+    s: dict[str, float] = {}
+    for t, x in zb.items():
+        s[t] = s.get(t, 0.0) + wb * x
+    for t, x in zv.items():
+        s[t] = s.get(t, 0.0) + wv * x
+    return order(s)
+
+
+def anchored(fused: list[str], bm: list[Pair], vec: list[Pair], k: int = 3) -> list[str]:
+    """The fused top 10, made to hold each list's top k (the rest of the fused order fills it)."""
+    must = list(dict.fromkeys([t for t, _ in bm[:k]] + [t for t, _ in vec[:k]]))
+    chosen = set(must) | set([t for t in fused if t not in must][: max(0, 10 - len(must))])
+    return [t for t in fused if t in chosen][:10] + [t for t in must if t not in fused]
+
+
 def score(ranked: list[str], gold: list[str]) -> tuple[float, float]:
     g = set(gold)
     r10 = len(g.intersection(ranked[:10])) / len(g)
@@ -204,12 +270,13 @@ def score(ranked: list[str], gold: list[str]) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sets", default="convmem,friendsqa,molweni")
-    ap.add_argument("--models", default="minilm,l3")
+    ap.add_argument("--sets", default="convmem,friendsqa,molweni,friendsqa-mini,molweni-mini")
+    ap.add_argument("--models", default="minilm,e5")
+    ap.add_argument("--only", default="", help="comma-separated substrings: candidates to compute (default all)")
     ap.add_argument("--out")
     args = ap.parse_args()
     target = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent.parent / "target"))
-    cands: dict[str, Callable[..., list[str]]] = {
+    old: dict[str, Callable[..., list[str]]] = {
         "**adaptive (default since #27)**": adaptive,
         "rrf k60": lambda b, v, g: rrf(b, v),
         "rrf k10": lambda b, v, g: rrf(b, v, k=10),
@@ -226,6 +293,26 @@ def main() -> None:
         "gap-weighted rrf k60": conf_rrf,
         "gap-weighted rrf k20": lambda b, v, g: conf_rrf(b, v, g, 20),
     }
+    # Every candidate gets (BM25 list, vector list, background, content-word BM25 list,
+    # full list restricted to content matches).
+    cands: dict[str, Callable[..., list[str]]] = {k: (lambda f: lambda b, v, g, bc, bo: f(b, v, g))(f)
+                                                  for k, f in old.items()}
+    cands.update({
+        "adaptive, content-word list": lambda b, v, g, bc, bo: adaptive(bc, v, g),
+        "adaptive, content-only filter": lambda b, v, g, bc, bo: adaptive(bo, v, g),
+        "rrf k60, content-word list": lambda b, v, g, bc, bo: rrf(bc, v),
+        "rrf k60, content-only filter": lambda b, v, g, bc, bo: rrf(bo, v),
+        "adaptive ratio^2": lambda b, v, g, bc, bo: zfuse(b, v, g[2], 2.0),
+        "adaptive ratio^2, content-only filter": lambda b, v, g, bc, bo: zfuse(bo, v, g[2], 2.0),
+        "tail-z + allowance, content-only filter": lambda b, v, g, bc, bo: zfuse(bo, v, g[2], 0.0),
+        "tail-z, content-only filter": lambda b, v, g, bc, bo: zfuse(bo, v, g[2], 0.0, False),
+        "adaptive, no BM25 allowance, content-only filter": lambda b, v, g, bc, bo: zfuse(
+            bo, v, g[2], 1.0, bm25_allowance=False),
+        "adaptive + each list's top 3 kept": lambda b, v, g, bc, bo: anchored(adaptive(b, v, g), b, v, 3),
+    })
+    if args.only:
+        keys = args.only.split(",")
+        cands = {k: f for k, f in cands.items() if any(x in k for x in keys)}
     out = ["| set | model | BM25 | vectors | max | " + " | ".join(cands) + " |",
            "|---|---|---:|---:|---:|" + "---:|" * len(cands)]
     for sname in args.sets.split(","):
@@ -237,17 +324,19 @@ def main() -> None:
         for m in args.models.split(","):
             emb = embed.Embedder(cache_dir=target / "bench" / "embcache", model=m)
             dv = emb.embed_array([d["text"] for d in data["docs"]])
-            qv = emb.embed_array([q["text"] for q in data["questions"]])
+            qv = emb.embed_array([q["text"] for q in data["questions"]], query=True)
             st = lists.Store(data, dv)
             res: dict[str, list[float]] = {k: [] for k in ["BM25", "vectors", *cands]}
             for i, q in enumerate(data["questions"]):
                 b = st.bm25(q)
                 v = st.cosine(q, qv[i])
                 g = st.background(q, qv[i])
+                bc = content_list(st, q, b)
+                bo = content_only(b, bc)
                 res["BM25"].append(score([t for t, _ in b], q["gold"])[0])
                 res["vectors"].append(score([t for t, _ in v], q["gold"])[0])
                 for name, f in cands.items():
-                    res[name].append(score(f(b, v, g), q["gold"])[0])
+                    res[name].append(score(f(b, v, g, bc, bo), q["gold"])[0])
             st.close()
             mean = {k: float(np.mean(x)) for k, x in res.items()}
             best = max(mean["BM25"], mean["vectors"])

