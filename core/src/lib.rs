@@ -161,7 +161,7 @@ impl std::fmt::Debug for Memory {
         f.debug_struct("Memory")
             .field(
                 "path",
-                &crate::storage::url::mask_path(&self.scope.engine.path),
+                &crate::storage::url::mask_path(self.scope.engine.path()),
             )
             .field("active_context", &self.scope.active_context())
             .finish()
@@ -310,7 +310,7 @@ impl Memory {
     /// knowledge's text) and on searches with a non-empty query and no embedding.
     /// Its failures are reported as `InvalidInput` on field `embedder`.
     pub fn set_embedder(&self, embedder: Option<Arc<dyn Embedder>>) {
-        *self.scope.engine.embedder.write() = embedder;
+        self.scope.engine.set_embedder(embedder);
     }
 
     /// The store directory, or the PostgreSQL URL as given, *with* its password:

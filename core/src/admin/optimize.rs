@@ -240,12 +240,12 @@ impl Admin {
                 });
             }
 
-            if level >= OptimizeLevel::Aggressive && e.index.is_none() {
+            if level >= OptimizeLevel::Aggressive && e.text_index().is_none() {
                 // PostgreSQL searches in SQL: the GIN index's pending list is
                 // what corresponds to unmerged segments; the table is also
                 // analyzed (the search plan depends on its statistics).
                 progress(Progress::new("merge_index", 0, Some(1), "cleaning the search index's pending list"));
-                let pages = e.store.clean_search_index()?;
+                let pages = e.store().clean_search_index()?;
                 let (documents, _) = e.index_doc_stats();
                 progress(Progress::new(
                     "merge_index",
@@ -262,7 +262,7 @@ impl Admin {
             } else if level >= OptimizeLevel::Aggressive {
                 progress(Progress::new("merge_index", 0, Some(1), "merging index segments"));
                 e.commit_index()?;
-                let index = e.index.as_ref().ok_or_else(|| Error::storage("no tantivy index"))?;
+                let index = e.text_index().ok_or_else(|| Error::storage("no tantivy index"))?;
                 let segments_before = index.committed_segments()?;
                 merge_index(index)?;
                 e.prune_index_log()?;

@@ -266,7 +266,7 @@ impl Admin {
                     }
                 };
                 Some(StatusMetrics {
-                    operations: e.metrics.snapshot(),
+                    operations: e.metrics().snapshot(),
                     items,
                     bytes_on_disk: e.bytes_on_disk(),
                     index,
@@ -277,7 +277,7 @@ impl Admin {
             Ok(Status {
                 status: health,
                 version: env!("CARGO_PKG_VERSION").to_owned(),
-                uptime_seconds: e.started.elapsed().as_secs_f64(),
+                uptime_seconds: e.uptime().as_secs_f64(),
                 active_sessions,
                 session_count,
                 metrics,

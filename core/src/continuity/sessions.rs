@@ -241,7 +241,7 @@ impl Sessions {
             let header = e.codec.encode(&rec)?;
             let vkey = version_key(session_id, version);
             let record = e.codec.seal(enc.record)?;
-            e.store
+            e.store()
                 .transaction(&[&e.t.sessions, &e.t.session_versions], |t| {
                     let (s, v) = (&t[0], &t[1]);
                     v.insert(vkey.as_slice(), record.as_slice())?;
@@ -361,7 +361,7 @@ impl Sessions {
                     .keys()
                     .collect::<Result<_, _>>()?;
             let existed = e
-                .store
+                .store()
                 .transaction(&[&e.t.sessions, &e.t.session_versions], |t| {
                     let (s, v) = (&t[0], &t[1]);
                     for k in &keys {

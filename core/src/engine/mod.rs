@@ -113,36 +113,35 @@ pub(crate) struct Engine {
     /// The process that opened it: every handle call checks it first (see `fork`).
     origin: crate::util::fork::Origin,
     pub opts: Options,
-    pub path: PathBuf,
+    path: PathBuf,
     /// Encodes every record value (sealed when the store is encrypted).
     pub codec: codec::Codec,
     /// The backend (sled or PostgreSQL) holding the trees.
-    pub store: Store,
+    store: Store,
     pub t: Trees,
     /// The tantivy index (sled). `None` on PostgreSQL, which searches in SQL
     /// (`search_docs`, written with the records; see `storage::pg`).
-    pub index: Option<SearchIndex>,
+    index: Option<SearchIndex>,
     /// PostgreSQL: the last index-log sequence the vector index followed,
     /// locked across every indexed write (on sled, the tantivy writer lock
     /// plays this role). See [`Engine::index_lock`].
     log_cursor: Mutex<u64>,
-    pub metrics: Metrics,
-    /// Decoded episodes recently recorded or read (see `decoded_cache`).
+    metrics: Metrics,
     /// What the layers registered: indexed sources and maintenance hooks.
     layers: &'static Registrations,
     /// The layers' per-engine state (see [`Registrations::states`] and [`Engine::state`]).
     states: Vec<LayerState>,
     /// Decoded short-term records recently read (see `decoded_cache`).
-    pub short_term_cache: ShortTermCache,
-    pub started: Instant,
+    short_term_cache: ShortTermCache,
+    started: Instant,
     /// Serialises read-modify-write updates of non-indexed records (working memory, runs, tasks...).
-    pub rmw: Mutex<()>,
+    rmw: Mutex<()>,
     /// Host actions registered engine-wide.
-    pub actions: parking_lot::RwLock<HashMap<String, Arc<dyn ActionHandler>>>,
+    actions: parking_lot::RwLock<HashMap<String, Arc<dyn ActionHandler>>>,
     /// The derived in-memory vector index (see `vectors`).
-    pub vectors: crate::search::vector::VectorIndex,
+    vectors: crate::search::vector::VectorIndex,
     /// The host's embedder, if one is registered.
-    pub embedder: parking_lot::RwLock<Option<Arc<dyn crate::search::embedder::Embedder>>>,
+    embedder: parking_lot::RwLock<Option<Arc<dyn crate::search::embedder::Embedder>>>,
     known_contexts: Mutex<HashSet<String>>,
     index_error: Mutex<Option<String>>,
     registered: Arc<AtomicBool>,
@@ -356,6 +355,59 @@ impl Engine {
             .iter()
             .find(|s| s.kind == kind)
             .ok_or_else(|| Error::corrupted(format!("no indexed source of kind {kind:?}")))
+    }
+
+    /// The decoded short-term records cache (the short-term layer's).
+    pub(crate) fn short_term_cache(&self) -> &ShortTermCache {
+        &self.short_term_cache
+    }
+
+    /// The backend holding the trees.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The tantivy index; `None` on a store that searches in SQL (PostgreSQL).
+    pub(crate) fn text_index(&self) -> Option<&SearchIndex> {
+        self.index.as_ref()
+    }
+
+    /// Per-operation metrics since open.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Time since the engine was opened.
+    pub(crate) fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Register (or replace) the host action `name`, engine-wide.
+    pub(crate) fn register_action(&self, name: &str, handler: Arc<dyn ActionHandler>) {
+        self.actions.write().insert(name.to_owned(), handler);
+    }
+
+    /// Remove the host action `name`; whether it was registered.
+    pub(crate) fn unregister_action(&self, name: &str) -> bool {
+        self.actions.write().remove(name).is_some()
+    }
+
+    /// The host action registered as `name`.
+    pub(crate) fn action(&self, name: &str) -> Option<Arc<dyn ActionHandler>> {
+        self.actions.read().get(name).cloned()
+    }
+
+    /// The names of the registered host actions (unsorted).
+    pub(crate) fn action_names(&self) -> Vec<String> {
+        self.actions.read().keys().cloned().collect()
+    }
+
+    /// Register (or with `None` remove) the host's embedder.
+    pub(crate) fn set_embedder(
+        &self,
+        embedder: Option<Arc<dyn crate::search::embedder::Embedder>>,
+    ) {
+        *self.embedder.write() = embedder;
     }
 
     /// The per-engine state of type `T` a layer registered (see [`Registrations::states`]).

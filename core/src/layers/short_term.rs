@@ -79,7 +79,7 @@ impl ShortTerm {
             let sk = codec::ctx_key(&self.scope.active_ctx(), key);
             let old = e.t.short_term.remove(&sk);
             // After the store write (see `decoded_cache`), whatever its outcome.
-            e.short_term_cache.invalidate(&sk);
+            e.short_term_cache().invalidate(&sk);
             let old = old?;
             e.after_write()?;
             let now = e.opts.clock.now().timestamp_millis();
@@ -99,7 +99,7 @@ impl ShortTerm {
     /// (a shared PostgreSQL store).
     #[doc(hidden)]
     pub fn cache_usage(&self) -> (usize, usize, usize) {
-        let c = &self.scope.engine.short_term_cache;
+        let c = &self.scope.engine.short_term_cache();
         let (n, bytes) = c.usage();
         (n, bytes, c.budget())
     }
@@ -163,7 +163,7 @@ pub(crate) fn store_in(
     let written = e.t.short_term.insert(sk.as_slice(), enc);
     // No write-through: a concurrent `store` of the same key may have committed
     // after this one; the next read fills from the store (see `decoded_cache`).
-    e.short_term_cache.invalidate(&sk);
+    e.short_term_cache().invalidate(&sk);
     written?;
     e.after_write()?;
     Ok(ShortTermEntry {
@@ -210,7 +210,7 @@ enum Got {
 /// The record under storage key `sk`, through the short-term cache.
 /// May be expired: callers check.
 fn get_record(e: &Engine, sk: &[u8]) -> Result<Option<Got>> {
-    let cache = &e.short_term_cache;
+    let cache = &e.short_term_cache();
     if let Some(p) = cache.get(sk) {
         return Ok(Some(Got::Cached(p)));
     }
@@ -265,7 +265,7 @@ fn live_record(e: &Engine, sk: &[u8]) -> Result<Option<(i64, Option<i64>, Value)
     match unpack(got) {
         Some(r) => Ok(Some(r)),
         None => {
-            e.short_term_cache.invalidate(sk);
+            e.short_term_cache().invalidate(sk);
             let Some(v) = e.t.short_term.get(sk)? else {
                 return Ok(None);
             };
@@ -316,7 +316,7 @@ pub(crate) fn sweep_expired(e: &Engine) -> Result<usize> {
                 e.t.short_term
                     .compare_and_swap(&k, Some(&v), None as Option<&[u8]>);
             // After the store write (see `decoded_cache`), whatever its outcome.
-            e.short_term_cache.invalidate(&k);
+            e.short_term_cache().invalidate(&k);
             if swapped?.is_ok() {
                 n += 1;
             }

@@ -568,7 +568,7 @@ pub(super) fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Resu
     let written = e.t.short_term.apply_batch(batch);
     // After the store write (see `decoded_cache`), whatever its outcome.
     for (ctx, key, _) in &plan.short_term {
-        e.short_term_cache.invalidate(&codec::ctx_key(ctx, key));
+        e.short_term_cache().invalidate(&codec::ctx_key(ctx, key));
     }
     written?;
     stats.add("short_term", plan.short_term.len() as u64);

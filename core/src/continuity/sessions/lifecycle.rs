@@ -48,7 +48,7 @@ pub(crate) fn import_session(
             .scan_prefix(version_prefix(sid))
             .keys()
             .collect::<Result<_, _>>()?;
-    e.store
+    e.store()
         .transaction(&[&e.t.sessions, &e.t.session_versions], |t| {
             let (s, v) = (&t[0], &t[1]);
             for k in &old {
@@ -152,7 +152,7 @@ pub(crate) fn prune_and_recompress(
         if removes.is_empty() && writes.is_empty() {
             continue;
         }
-        e.store.transaction(&[&e.t.session_versions], |t| {
+        e.store().transaction(&[&e.t.session_versions], |t| {
             let t = &t[0];
             for (k, r) in &writes {
                 t.insert(k.as_slice(), r.as_slice())?;

@@ -266,10 +266,7 @@ fn run_action(e: &Engine, ctx: &str, step: &Step, params: &Value, actions: &Acti
             Err(msg) => Outcome::Failed(format!("step {:?} ({action}) failed: {msg}", step.id)),
         };
     }
-    let handler = actions
-        .get(action)
-        .cloned()
-        .or_else(|| e.actions.read().get(action).cloned());
+    let handler = actions.get(action).cloned().or_else(|| e.action(action));
     let Some(handler) = handler else {
         return Outcome::Pause;
     };

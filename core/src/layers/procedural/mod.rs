@@ -286,18 +286,18 @@ impl Procedural {
                 format!("{name:?} is a built-in action and cannot be replaced"),
             ));
         }
-        e.actions.write().insert(name.to_owned(), handler);
+        e.register_action(name, handler);
         Ok(())
     }
 
     /// Remove an engine-wide host action; `true` when it was registered.
     pub fn unregister_action(&self, name: &str) -> bool {
-        self.scope.engine.actions.write().remove(name).is_some()
+        self.scope.engine.unregister_action(name)
     }
 
     /// Names of the engine-wide host actions, sorted.
     pub fn registered_actions(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.scope.engine.actions.read().keys().cloned().collect();
+        let mut v: Vec<String> = self.scope.engine.action_names();
         v.sort();
         v
     }
