@@ -100,6 +100,11 @@ def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
     dt = time.perf_counter() - t0
     end_rss = status_kib("VmRSS")
     end_file = status_kib("RssFile")
+    live_end = None
+    if os.environ.get("FP_TRIM_BEFORE_CLOSE"):
+        # Diagnosis: how much of the end-of-ingest RSS is freed heap glibc kept.
+        trim()
+        live_end = mib(status_kib("VmRSS") - base)
     mem.close()
     after_close = status_kib("VmRSS")
     del ep, mem
@@ -110,6 +115,21 @@ def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
     after_trim = status_kib("VmRSS")
     peak = status_kib("VmHWM")
     disk = disk_bytes(path)
+    search_p50 = None
+    queries = int(os.environ.get("FP_SEARCHES", "0"))
+    if queries:
+        # Reopen and search: what a smaller sled cache costs reads.
+        mem = memstrata.Memory(path, **opts)
+        rng = random.Random(7)
+        lat = []
+        for _ in range(queries):
+            q = " ".join(rng.sample(WORDS, 2))
+            t = time.perf_counter()
+            mem.episodic.search(q, limit=10)
+            lat.append(time.perf_counter() - t)
+        mem.close()
+        lat.sort()
+        search_p50 = lat[len(lat) // 2] * 1e3
     shutil.rmtree(d, ignore_errors=True)
     return {
         "engine": "memstrata",
@@ -124,6 +144,8 @@ def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
         "disk_parts": {k: v / n for k, v in sorted(disk["parts"].items())},
         "eps": n / dt,
         "end_file_mib": mib(end_file),
+        "end_trimmed_mib": live_end,
+        "search_p50_ms": search_p50,
     }
 
 
@@ -216,7 +238,9 @@ def main() -> None:
         )
         parts = ", ".join(f"{k} {v:.0f}" for k, v in r["disk_parts"].items())
         print(f"<!-- n={n} disk B/episode by part: {parts}; base RSS {r['base_mib']:.0f} MiB; "
-              f"file-backed RSS at end of ingest {r['end_file_mib']:.0f} MiB -->")
+              f"file-backed RSS at end of ingest {r['end_file_mib']:.0f} MiB; "
+              f"end of ingest after malloc_trim {fmt(r['end_trimmed_mib'])} MiB; "
+              f"search p50 after reopen {fmt(r['search_p50_ms'], '.2f')} ms -->")
     load = os.getloadavg()
     print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
