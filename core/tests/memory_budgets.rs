@@ -51,7 +51,7 @@ fn low_memory_preset_sets_every_budget_and_works() {
         .open()
         .unwrap();
     exercise(&mem);
-    mem.close().unwrap();
+    drop(mem);
     // Reopened with the default budgets, the data is all there.
     let mem = Memory::open(dir.path().join("store")).unwrap();
     let hits = mem
