@@ -15,8 +15,25 @@
 //! their own terms).
 #![allow(unsafe_code)]
 
-/// Return free heap pages of every malloc arena to the operating system.
+/// Rounds of [`release_free_memory`]'s epoch collection (each frees a few
+/// bags of deferred garbage).
+const EPOCH_COLLECT_ROUNDS: usize = 256;
+
+/// Free what sled deferred, then return free heap pages of every malloc arena
+/// to the operating system.
+///
+/// sled frees replaced pages and nodes through crossbeam-epoch: they wait in a
+/// process-wide queue until some thread pins the epoch again. After the last
+/// store closes nothing pins, so that garbage (tens of MiB after a short
+/// ingest) would stay allocated for the life of the process. Pinning and
+/// flushing here advances the epoch and collects it; no guard of a closed
+/// store is alive, and other open stores are unaffected (collection only frees
+/// what no pinned thread can still see).
 pub(crate) fn release_free_memory() {
+    for _ in 0..EPOCH_COLLECT_ROUNDS {
+        let guard = sled::crossbeam_pin();
+        guard.flush();
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes a padding size and only releases memory the
     // allocator already holds as free; it touches no live allocation and is
