@@ -22,15 +22,22 @@ fn exercise(mem: &Memory) {
     // Read back through the episode cache (or the store when it is off).
     for (i, id) in ids.iter().enumerate().step_by(17) {
         let got = ep.get(id).unwrap().expect("recorded episode");
-        assert_eq!(got.summary, format!("episode {i} about the deploy of build {}", i % 7));
+        assert_eq!(
+            got.summary,
+            format!("episode {i} about the deploy of build {}", i % 7)
+        );
     }
     let hits = ep
         .search("deploy build", &SearchFilters::default(), 500)
         .unwrap();
     assert_eq!(hits.len(), 200);
     let st = mem.short_term();
-    st.store("k", json!({"a": 1, "b": [1, 2, 3]}), None).unwrap();
-    assert_eq!(st.retrieve("k").unwrap(), Some(json!({"a": 1, "b": [1, 2, 3]})));
+    st.store("k", json!({"a": 1, "b": [1, 2, 3]}), None)
+        .unwrap();
+    assert_eq!(
+        st.retrieve("k").unwrap(),
+        Some(json!({"a": 1, "b": [1, 2, 3]}))
+    );
     st.store("k", json!("replaced"), None).unwrap();
     assert_eq!(st.retrieve("k").unwrap(), Some(json!("replaced")));
 }
