@@ -187,7 +187,8 @@ pub struct Options {
     pub path: Option<PathBuf>,
     /// Durability mode (default `Periodic(500)`).
     pub durability: Durability,
-    /// sled page cache in bytes (default 32 MiB). sled's accounting counts
+    /// sled page cache in bytes (default 4 MiB; 32 MiB before the footprint
+    /// measurements). sled's accounting counts
     /// far less than the memory its cached pages hold: see
     /// `docs/benchmarks/footprint.md` before raising it.
     pub cache_bytes: u64,
