@@ -187,10 +187,19 @@ pub struct Options {
     pub path: Option<PathBuf>,
     /// Durability mode (default `Periodic(500)`).
     pub durability: Durability,
-    /// sled page cache in bytes (default 32 MiB).
+    /// sled page cache in bytes (default 4 MiB; 32 MiB before the footprint
+    /// measurements). sled's accounting counts
+    /// far less than the memory its cached pages hold: see
+    /// `docs/benchmarks/footprint.md` before raising it.
     pub cache_bytes: u64,
     /// tantivy writer memory budget in bytes (default 16 MB, tantivy's floor is 15 MB).
     pub index_writer_bytes: usize,
+    /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it
+    /// off; at most [`Options::MAX_DECODED_CACHE_BYTES`]). Off on a shared store.
+    pub episode_cache_bytes: usize,
+    /// Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it
+    /// off; at most [`Options::MAX_DECODED_CACHE_BYTES`]). Off on a shared store.
+    pub short_term_cache_bytes: usize,
     /// Longest time an indexed write waits before a background commit (default 250 ms).
     /// Searches never wait: they force a commit when documents are pending.
     pub index_commit_interval: Duration,
@@ -214,8 +223,10 @@ impl Default for Options {
         Options {
             path: None,
             durability: Durability::default(),
-            cache_bytes: 32 * 1024 * 1024,
+            cache_bytes: 4 * 1024 * 1024,
             index_writer_bytes: 16_000_000,
+            episode_cache_bytes: 8 * 1024 * 1024,
+            short_term_cache_bytes: 16 * 1024 * 1024,
             index_commit_interval: Duration::from_millis(250),
             sweep_interval: Duration::from_secs(60),
             limits: Limits::default(),
@@ -224,6 +235,47 @@ impl Default for Options {
             workspace_roots: Vec::new(),
             encryption_key: None,
         }
+    }
+}
+
+impl Options {
+    /// Largest budget of a decoded-record cache (`episode_cache_bytes`,
+    /// `short_term_cache_bytes`): 1 GiB.
+    pub const MAX_DECODED_CACHE_BYTES: usize = 1 << 30;
+
+    /// The memory budgets of [`MemoryBuilder::low_memory`]: sled cache 1 MiB,
+    /// index writer 15 MB (tantivy's floor), episode cache 1 MiB, short-term
+    /// cache 2 MiB. Everything else as in [`Options::default`].
+    pub fn low_memory() -> Self {
+        let mut o = Options::default();
+        o.apply_low_memory();
+        o
+    }
+
+    fn apply_low_memory(&mut self) {
+        self.cache_bytes = 1024 * 1024;
+        self.index_writer_bytes = 15_000_000;
+        self.episode_cache_bytes = 1024 * 1024;
+        self.short_term_cache_bytes = 2 * 1024 * 1024;
+    }
+
+    /// Check the memory budgets: `InvalidInput` naming the field and the limit.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        for (field, bytes) in [
+            ("episode_cache_bytes", self.episode_cache_bytes),
+            ("short_term_cache_bytes", self.short_term_cache_bytes),
+        ] {
+            if bytes > Self::MAX_DECODED_CACHE_BYTES {
+                return Err(crate::Error::invalid(
+                    field,
+                    format!(
+                        "must be at most {} bytes (1 GiB), got {bytes}",
+                        Self::MAX_DECODED_CACHE_BYTES
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -260,6 +312,22 @@ impl MemoryBuilder {
     /// tantivy writer memory in bytes (at least 15 MB).
     pub fn index_writer_bytes(mut self, bytes: usize) -> Self {
         self.opts.index_writer_bytes = bytes;
+        self
+    }
+    /// Budget of the decoded-episode cache in bytes (0 turns it off; at most 1 GiB).
+    pub fn episode_cache_bytes(mut self, bytes: usize) -> Self {
+        self.opts.episode_cache_bytes = bytes;
+        self
+    }
+    /// Budget of the short-term read cache in bytes (0 turns it off; at most 1 GiB).
+    pub fn short_term_cache_bytes(mut self, bytes: usize) -> Self {
+        self.opts.short_term_cache_bytes = bytes;
+        self
+    }
+    /// The mobile preset: every memory budget at its low setting (see
+    /// [`Options::low_memory`]). Budgets set after this call override it.
+    pub fn low_memory(mut self) -> Self {
+        self.opts.apply_low_memory();
         self
     }
     /// Background index commit interval.

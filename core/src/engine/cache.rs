@@ -36,17 +36,14 @@ use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 use smallvec::SmallVec;
 
-/// Byte budget of the episode cache (estimated heap size of the cached episodes).
-pub(crate) const EPISODE_CACHE_BYTES: usize = 8 * 1024 * 1024;
-
-/// Byte budget of the short-term cache. Larger than the episode cache's: the
-/// short-term layer is the one agents re-read most, its records are small
-/// (packed, ~300 bytes for a 4-field value plus ~130 of bookkeeping, so ~39k
-/// of them fit; ~16k when they were cached as decoded `Value`s), and a miss costs
-/// a store read, a decode and an eviction, which at 8 MiB (~87 % of a 10k
-/// working set) made the average retrieve no faster than without a cache
-/// (docs/benchmarks/short-term.md, *Findings*).
-pub(crate) const SHORT_TERM_CACHE_BYTES: usize = 16 * 1024 * 1024;
+// The budgets are `Options::episode_cache_bytes` (default 8 MiB) and
+// `Options::short_term_cache_bytes` (default 16 MiB). The short-term one is
+// larger: the short-term layer is the one agents re-read most, its records are
+// small (packed, ~300 bytes for a 4-field value plus ~130 of bookkeeping, so
+// ~39k of them fit; ~16k when they were cached as decoded `Value`s), and a miss
+// costs a store read, a decode and an eviction, which at 8 MiB (~87 % of a 10k
+// working set) made the average retrieve no faster than without a cache
+// (docs/benchmarks/short-term.md, *Findings*).
 
 /// A cached record's estimated heap footprint in bytes.
 pub(crate) trait Weigh {

@@ -496,9 +496,9 @@ pub(crate) struct Registrations {
     /// short-term expiry sweep); returns how many records it removed.
     pub sweeps: &'static [fn(&Engine) -> Result<usize>],
     /// Makers of the layers' per-engine state (e.g. a decoded-record cache),
-    /// called once at open with whether the store is shared by several
-    /// instances; read back with [`Engine::state`].
-    pub states: &'static [fn(bool) -> LayerState],
+    /// called once at open with the options and whether the store is shared
+    /// by several instances; read back with [`Engine::state`].
+    pub states: &'static [fn(&crate::config::Options, bool) -> LayerState],
 }
 
 /// The handles' share of an engine: every [`crate::Memory`] on it holds this

@@ -73,6 +73,7 @@ pub(super) fn registry() -> &'static Mutex<Registry> {
 impl Engine {
     /// Open (or share) the engine for `opts.path`.
     pub(crate) fn open(opts: Options, layers: &'static Registrations) -> Result<Arc<EngineUse>> {
+        opts.validate()?;
         if !opts
             .path
             .as_ref()
@@ -155,6 +156,7 @@ impl Engine {
         opts: Options,
         layers: &'static Registrations,
     ) -> Result<Arc<EngineUse>> {
+        opts.validate()?;
         let path = match &opts.path {
             Some(p) if storage::url::is_postgres_path(p) => p.clone(),
             _ => {
@@ -249,11 +251,11 @@ impl Engine {
         let reg_path = path.clone();
         // A process-local cache cannot see other instances' writes: none on a shared store.
         let cache_bytes = |bytes: usize| if store.is_shared() { 0 } else { bytes };
-        let short_term_cache_bytes = cache_bytes(cache::SHORT_TERM_CACHE_BYTES);
+        let short_term_cache_bytes = cache_bytes(opts.short_term_cache_bytes);
         let states = layers
             .states
             .iter()
-            .map(|make| make(store.is_shared()))
+            .map(|make| make(&opts, store.is_shared()))
             .collect();
         let engine = Engine {
             origin,
@@ -403,7 +405,12 @@ pub(super) fn open_sled_store(
     };
     crate::util::fork::sled_started();
     let checkpoint = LogCheckpoint {
-        cfg: sled_cfg.clone().flush_every_ms(None),
+        // Recovery builds the page table whatever the cache; a small cache
+        // keeps the reopen from holding pages it will never read.
+        cfg: sled_cfg
+            .clone()
+            .flush_every_ms(None)
+            .cache_capacity(CHECKPOINT_CACHE_BYTES),
         size_at_open: db.size_on_disk().unwrap_or(0),
         armed: AtomicBool::new(false),
     };
@@ -437,6 +444,9 @@ pub(super) fn open_postgres(_opts: &Options, _path: &Path) -> Result<OpenedStore
         "a postgres:// store needs memstrata built with the `postgres` feature",
     ))
 }
+
+/// sled cache of the checkpoint's reopen (see [`LogCheckpoint`]).
+const CHECKPOINT_CACHE_BYTES: u64 = 1024 * 1024;
 
 /// Log growth during one open after which a clean close checkpoints sled.
 pub(crate) const CHECKPOINT_AFTER_BYTES: u64 = 32 * 1024 * 1024;
@@ -511,5 +521,8 @@ impl Drop for Registration {
                 reg.remove(&self.path);
             }
         }
+        // Every other field of the engine (sled, the index writer, the
+        // caches, the checkpoint's reopened sled) is gone by now.
+        crate::util::heap::release_free_memory();
     }
 }

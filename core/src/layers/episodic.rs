@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use std::any::Any;
 
+use crate::config::Options;
 use crate::config::clock::millis_to_dt;
 use crate::engine::cache::{self, DecodedCache, Weigh};
 use crate::engine::vectors;

@@ -13,8 +13,8 @@
 //! do too, but it is a system call on every call (glibc no longer caches the
 //! pid). See docs/multiprocess.md for the measured cost.
 //!
-//! This is the only `unsafe` of the crate: two libc calls, each with its
-//! safety argument below.
+//! With `util::heap` (`malloc_trim` after close), the only `unsafe` of the
+//! crate: two libc calls, each with its safety argument below.
 #![allow(unsafe_code)]
 
 use std::sync::Once;

@@ -25,12 +25,8 @@ pub(crate) type EpisodeCache = DecodedCache<Episode>;
 
 /// The episode cache of a new engine: none on a store shared by several
 /// instances (a process-local cache cannot see other instances' writes).
-pub(crate) fn new_cache(shared: bool) -> Box<dyn Any + Send + Sync> {
-    let bytes = if shared {
-        0
-    } else {
-        cache::EPISODE_CACHE_BYTES
-    };
+pub(crate) fn new_cache(opts: &Options, shared: bool) -> Box<dyn Any + Send + Sync> {
+    let bytes = if shared { 0 } else { opts.episode_cache_bytes };
     Box::new(EpisodeCache::new(bytes))
 }
 

@@ -1,0 +1,249 @@
+"""Footprint probe: resident memory and disk for short (~100 character) episodes.
+
+Each measurement runs in a fresh Python process (this script re-invokes itself
+with `--child`), so the baseline RSS, the peak and what stays after `close()`
+belong to that store alone. Next to it, SQLite FTS5 (stdlib sqlite3) stores the
+same texts in one table.
+
+Usage (the binding must be importable, e.g. PYTHONPATH=<dir of a release wheel>):
+    python benches/footprint/probe.py [-n 100000] [-n 20000] [--opt cache_bytes=8388608] [--trim]
+
+Memory figures come from /proc/self/status (VmRSS; VmHWM for the peak), so the
+probe runs on Linux only. Disk is the size of every file under the store
+directory right after ingest and close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+WORDS = (
+    "the agent user asked about deploy build failed retry config token cache "
+    "server client request timeout error fixed update note meeting tomorrow "
+    "schedule review branch merge test passed docs release version python rust "
+    "memory search index query result file path open close write read latency "
+    "project plan budget summary context session task done pending blocked"
+).split()
+
+
+def text(i: int) -> str:
+    """A deterministic ~100 character chat-like line for episode `i`."""
+    rng = random.Random(i)
+    out = [f"#{i}"]
+    n = 3
+    while n < 100:
+        w = rng.choice(WORDS)
+        out.append(w)
+        n += len(w) + 1
+    return " ".join(out)[:100]
+
+
+def status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def mib(kib: float) -> float:
+    return kib / 1024.0
+
+
+def disk_bytes(root: str) -> dict:
+    """Bytes of every file under `root`, and per top-level entry."""
+    total = 0
+    parts: dict = {}
+    for dirpath, _dirs, files in os.walk(root):
+        rel = os.path.relpath(dirpath, root).split(os.sep)[0]
+        for name in files:
+            try:
+                size = os.path.getsize(os.path.join(dirpath, name))
+            except FileNotFoundError:
+                continue
+            total += size
+            key = rel if rel != "." else name
+            parts[key] = parts.get(key, 0) + size
+    return {"total": total, "parts": parts}
+
+
+def trim() -> None:
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
+    import memstrata
+
+    gc.collect()
+    base = status_kib("VmRSS")
+    d = tempfile.mkdtemp(prefix="memstrata-fp-")
+    path = os.path.join(d, "store")
+    mem = memstrata.Memory(path, **opts)
+    ep = mem.episodic
+    t0 = time.perf_counter()
+    for i in range(n):
+        ep.record(text(i))
+    dt = time.perf_counter() - t0
+    end_rss = status_kib("VmRSS")
+    end_file = status_kib("RssFile")
+    live_end = None
+    if os.environ.get("FP_TRIM_BEFORE_CLOSE"):
+        # Diagnosis: how much of the end-of-ingest RSS is freed heap glibc kept.
+        trim()
+        live_end = mib(status_kib("VmRSS") - base)
+    mem.close()
+    after_close = status_kib("VmRSS")
+    del ep, mem
+    gc.collect()
+    after_gc = status_kib("VmRSS")
+    if do_trim:
+        trim()
+    after_trim = status_kib("VmRSS")
+    peak = status_kib("VmHWM")
+    disk = disk_bytes(path)
+    search_p50 = None
+    queries = int(os.environ.get("FP_SEARCHES", "0"))
+    if queries:
+        # Reopen and search: what a smaller sled cache costs reads.
+        mem = memstrata.Memory(path, **opts)
+        rng = random.Random(7)
+        lat = []
+        for _ in range(queries):
+            q = " ".join(rng.sample(WORDS, 2))
+            t = time.perf_counter()
+            mem.episodic.search(q, limit=10)
+            lat.append(time.perf_counter() - t)
+        mem.close()
+        lat.sort()
+        search_p50 = lat[len(lat) // 2] * 1e3
+    shutil.rmtree(d, ignore_errors=True)
+    return {
+        "engine": "memstrata",
+        "n": n,
+        "base_mib": mib(base),
+        "peak_added_mib": mib(peak - base),
+        "end_added_mib": mib(end_rss - base),
+        "close_added_mib": mib(after_close - base),
+        "gc_added_mib": mib(after_gc - base),
+        "trim_added_mib": mib(after_trim - base) if do_trim else None,
+        "disk_per_ep": disk["total"] / n,
+        "disk_parts": {k: v / n for k, v in sorted(disk["parts"].items())},
+        "eps": n / dt,
+        "end_file_mib": mib(end_file),
+        "end_trimmed_mib": live_end,
+        "search_p50_ms": search_p50,
+    }
+
+
+def child_fts5(n: int) -> dict:
+    gc.collect()
+    base = status_kib("VmRSS")
+    d = tempfile.mkdtemp(prefix="fts5-fp-")
+    path = os.path.join(d, "fts.db")
+    con = sqlite3.connect(path)
+    con.execute("CREATE VIRTUAL TABLE ep USING fts5(body)")
+    t0 = time.perf_counter()
+    for i in range(n):
+        con.execute("INSERT INTO ep(body) VALUES (?)", (text(i),))
+        if i % 1000 == 999:
+            con.commit()
+    con.commit()
+    dt = time.perf_counter() - t0
+    con.close()
+    peak = status_kib("VmHWM")
+    size = disk_bytes(d)["total"]
+    shutil.rmtree(d, ignore_errors=True)
+    return {
+        "engine": "fts5",
+        "n": n,
+        "base_mib": mib(base),
+        "peak_added_mib": mib(peak - base),
+        "disk_per_ep": size / n,
+        "eps": n / dt,
+    }
+
+
+def parse_opt(s: str) -> tuple:
+    k, _, v = s.partition("=")
+    if v in ("true", "false"):
+        return k, v == "true"
+    try:
+        return k, int(v)
+    except ValueError:
+        return k, v
+
+
+def run_child(args: list, env_extra: dict) -> dict:
+    env = dict(os.environ, **env_extra)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=env
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"child failed ({args}):\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fmt(v, spec=".0f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, action="append", help="episodes per run (repeatable; default 20000)")
+    ap.add_argument("--opt", action="append", default=[], help="Memory(...) keyword, k=v (repeatable)")
+    ap.add_argument("--env", action="append", default=[], help="K=V for the child process (repeatable)")
+    ap.add_argument("--trim", action="store_true", help="also call glibc malloc_trim(0) after close (a probe)")
+    ap.add_argument("--no-fts5", action="store_true")
+    ap.add_argument("--label", default="default")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--engine", default="memstrata", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    sizes = a.n or [20000]
+    if a.child:
+        opts = dict(parse_opt(o) for o in a.opt)
+        res = child_fts5(sizes[0]) if a.engine == "fts5" else child_memstrata(sizes[0], opts, a.trim)
+        print(json.dumps(res))
+        return
+    env_extra = dict(e.split("=", 1) for e in a.env)
+    load = os.getloadavg()
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; label: {a.label}; "
+          f"opts: {a.opt or '-'}; env: {a.env or '-'}")
+    print()
+    print("| run | n | peak +MiB | end of ingest +MiB | after close +MiB | after gc +MiB | after malloc_trim +MiB "
+          "| disk B/episode | FTS5 B/row | ratio | episodes/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        child_args = [f"-n={n}", *(f"--opt={o}" for o in a.opt)] + (["--trim"] if a.trim else [])
+        r = run_child(child_args, env_extra)
+        f = None if a.no_fts5 else run_child([f"-n={n}", "--engine=fts5"], {})
+        ratio = None if f is None else r["disk_per_ep"] / f["disk_per_ep"]
+        print(
+            f"| {a.label} | {n} | {fmt(r['peak_added_mib'])} | {fmt(r['end_added_mib'])} | {fmt(r['close_added_mib'])} "
+            f"| {fmt(r['gc_added_mib'])} | {fmt(r['trim_added_mib'])} | {fmt(r['disk_per_ep'])} "
+            f"| {fmt(None if f is None else f['disk_per_ep'])} | {fmt(ratio, '.2f')} | {fmt(r['eps'])} |"
+        )
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in r["disk_parts"].items())
+        print(f"<!-- n={n} disk B/episode by part: {parts}; base RSS {r['base_mib']:.0f} MiB; "
+              f"file-backed RSS at end of ingest {r['end_file_mib']:.0f} MiB; "
+              f"end of ingest after malloc_trim {fmt(r['end_trimmed_mib'])} MiB; "
+              f"search p50 after reopen {fmt(r['search_p50_ms'], '.2f')} ms -->")
+    load = os.getloadavg()
+    print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
