@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use memstrata_bindings_common::ExportStats;
 use memstrata_bindings_common::files::{
     export_to_path, import_from_path, import_knowledge_graph_from_path,
 };
 use memstrata_bindings_common::options::optimize_level;
+use memstrata_bindings_common::{ExportStats, OptimizeReport};
 
 use super::error::{CliError, CliResult};
 use super::signals::Signals;
@@ -276,6 +276,8 @@ pub(super) fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> CliRes
         ));
     })?;
     pb.finish_and_clear();
+    // The binding layer's record: the wire shape of the `optimize` tool (with `success`).
+    let report = OptimizeReport::from(report);
     println!(
         "{}",
         serde_json::to_string_pretty(&report).unwrap_or_default()
