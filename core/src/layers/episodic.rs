@@ -290,26 +290,7 @@ pub(crate) fn search_in(
     vq: &VectorQuery,
     embedder: Option<&dyn Embedder>,
 ) -> Result<Vec<EpisodeHit>> {
-    let lim = &e.opts.limits;
-    if query.len() > lim.max_query_bytes {
-        return Err(Error::limit(
-            "query",
-            "query size in bytes",
-            lim.max_query_bytes as u64,
-            query.len() as u64,
-        ));
-    }
-    if limit == 0 {
-        return Err(Error::invalid("limit", "must be at least 1"));
-    }
-    if limit > lim.max_results {
-        return Err(Error::limit(
-            "limit",
-            "results per call",
-            lim.max_results as u64,
-            limit as u64,
-        ));
-    }
+    crate::util::input::search(&e.opts.limits, "query", query, limit)?;
     check_list(e, "tags", &filters.tags)?;
     check_list(e, "participants", &filters.participants)?;
     if let Some(m) = filters.min_importance

@@ -380,26 +380,7 @@ pub(crate) fn query_in(
     vq: &VectorQuery,
     embedder: Option<&dyn Embedder>,
 ) -> Result<Vec<KnowledgeHit>> {
-    let lim = &e.opts.limits;
-    if text.len() > lim.max_query_bytes {
-        return Err(Error::limit(
-            "text",
-            "query size in bytes",
-            lim.max_query_bytes as u64,
-            text.len() as u64,
-        ));
-    }
-    if limit == 0 {
-        return Err(Error::invalid("limit", "must be at least 1"));
-    }
-    if limit > lim.max_results {
-        return Err(Error::limit(
-            "limit",
-            "results per call",
-            lim.max_results as u64,
-            limit as u64,
-        ));
-    }
+    crate::util::input::search(&e.opts.limits, "text", text, limit)?;
     let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
         let q = IndexQuery {
             kind: Kind::Knowledge,

@@ -70,6 +70,31 @@ pub(crate) fn value(limits: &Limits, field: &str, v: &Value) -> Result<()> {
     Ok(())
 }
 
+/// Check a search's query text (named `field`) and its result `limit` against
+/// `limits`: the episode search and the knowledge query share these bounds.
+pub(crate) fn search(limits: &Limits, field: &str, query: &str, limit: usize) -> Result<()> {
+    if query.len() > limits.max_query_bytes {
+        return Err(Error::limit(
+            field,
+            "query size in bytes",
+            limits.max_query_bytes as u64,
+            query.len() as u64,
+        ));
+    }
+    if limit == 0 {
+        return Err(Error::invalid("limit", "must be at least 1"));
+    }
+    if limit > limits.max_results {
+        return Err(Error::limit(
+            "limit",
+            "results per call",
+            limits.max_results as u64,
+            limit as u64,
+        ));
+    }
+    Ok(())
+}
+
 /// Depth of a JSON value, stopping early past `cap`.
 pub(crate) fn json_depth(v: &Value, cap: usize) -> usize {
     // Iterative, so hostile nesting cannot overflow the stack.
