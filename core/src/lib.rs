@@ -96,14 +96,18 @@ pub mod working {
 
 /// The episodic layer: recorded episodes with full-text and vector search.
 pub mod episodic {
+    pub use crate::layers::dedup::OnDuplicate;
     pub use crate::layers::episodic::{
-        Episode, EpisodeHit, Episodic, NewEpisode, SUMMARY_MAX_CHARS, SearchFilters,
+        Episode, EpisodeHit, Episodic, NewEpisode, Recorded, SUMMARY_MAX_CHARS, SearchFilters,
     };
 }
 
 /// The semantic layer: versioned knowledge entries.
 pub mod semantic {
-    pub use crate::layers::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
+    pub use crate::layers::dedup::OnDuplicate;
+    pub use crate::layers::semantic::{
+        Knowledge, KnowledgeHit, KnowledgeVersion, Semantic, StoreOptions,
+    };
 }
 
 /// Sessions: snapshots of a context, saved (compressed, as deltas) and restored.

@@ -180,6 +180,9 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             tags: r.tags,
             importance: r.importance,
             embedding: r.embedding.as_ref().map(|b| b.to_f32()).transpose()?,
+            seen_count: (r.seen_count > 1).then_some(r.seen_count),
+            last_seen: r.last_seen.map(millis_to_dt),
+            duplicate_of: r.duplicate_of,
         };
         write_line(w, "episode", &line)?;
         stats.add("episode");
@@ -206,6 +209,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             updated_at: millis_to_dt(r.updated_at),
             history,
             embedding: r.embedding.as_ref().map(|b| b.to_f32()).transpose()?,
+            duplicate_of: r.duplicate_of,
         };
         write_line(w, "knowledge", &line)?;
         stats.add("knowledge");

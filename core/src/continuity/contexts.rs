@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::Scope;
+use crate::layers::dedup::{self, OnDuplicate};
 use crate::{Result, layers::short_term, util::input};
 
 /// Result of [`Memory::switch_context`](crate::Memory::switch_context).
@@ -60,6 +61,26 @@ impl Contexts {
             }
             None => Ok(self.scope.active_context()),
         }
+    }
+
+    /// Set the duplicate policy of writes to `namespace` (else the active
+    /// context) that give none: `episodic.record` and `semantic.store` use it
+    /// when their `on_duplicate` is absent. Every context starts with `keep`.
+    pub fn set_on_duplicate(&self, policy: OnDuplicate, namespace: Option<&str>) -> Result<()> {
+        let e = &self.scope.engine;
+        e.timed("context.set_on_duplicate", || {
+            let ctx = self.context_or_active(namespace)?;
+            dedup::set_context_policy(e, &ctx, policy)
+        })
+    }
+
+    /// The duplicate policy of `namespace` (else the active context).
+    pub fn on_duplicate(&self, namespace: Option<&str>) -> Result<OnDuplicate> {
+        let e = &self.scope.engine;
+        e.timed("context.on_duplicate", || {
+            let ctx = self.context_or_active(namespace)?;
+            dedup::context_policy(e, &ctx)
+        })
     }
 
     /// Store `value` under `key` in the short-term layer of `namespace` (else the

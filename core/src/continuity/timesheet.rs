@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::config::clock::millis_to_dt;
 use crate::engine::Engine;
 use crate::engine::Scope;
+use crate::layers::dedup::OnDuplicate;
 use crate::layers::episodic::{self, NewEpisode};
 use crate::{Error, Result, util::input};
 
@@ -465,7 +466,9 @@ impl Timesheet {
             }))
             .participants([rec.llm_name.clone()])
             .tags(["task"])
-            .timestamp(millis_to_dt(end));
+            .timestamp(millis_to_dt(end))
+            // A task's own record: never skipped or merged into another task's.
+            .on_duplicate(OnDuplicate::Keep);
             let episode_id = episodic::record_in(e, &rec.context, episode)?;
             rec.end_time = Some(end);
             rec.summary = Some(summary.to_owned());

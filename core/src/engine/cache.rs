@@ -343,6 +343,9 @@ mod tests {
             participants: vec![],
             tags: vec![],
             importance: 5,
+            seen_count: 1,
+            last_seen: None,
+            duplicate_of: None,
         })
     }
 

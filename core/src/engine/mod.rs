@@ -64,6 +64,8 @@ pub(crate) struct Trees {
     pub session_versions: KvTree,
     pub tasks: KvTree,
     pub index_log: KvTree,
+    /// Duplicate detection keys (`search::dedup`): context, kind, hash, record id.
+    pub dedup: KvTree,
 }
 
 impl Trees {
@@ -82,6 +84,7 @@ impl Trees {
             session_versions: store.tree(Tree::SessionVersions)?,
             tasks: store.tree(Tree::Tasks)?,
             index_log: store.tree(Tree::IndexLog)?,
+            dedup: store.tree(Tree::Dedup)?,
         })
     }
 }

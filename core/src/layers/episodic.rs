@@ -22,6 +22,13 @@ mod registered;
 #[allow(unused_imports)]
 pub(crate) use registered::*;
 
+mod dedup;
+pub use dedup::Recorded;
+#[allow(unused_imports)]
+pub(crate) use dedup::{ensure_ready as ensure_dedup_ready, fingerprint};
+
+use crate::layers::dedup::OnDuplicate;
+
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
 
@@ -41,6 +48,25 @@ pub(crate) struct EpisodeRecord {
     /// absent on records written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<VecBytes>,
+    /// How many times this episode was recorded (`merge` of duplicates adds
+    /// to it; 1 in records written before duplicate detection).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub seen_count: u32,
+    /// When a duplicate was last merged into it (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<i64>,
+    /// The earlier episode this one duplicates (`link` policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// A stored episode.
@@ -60,6 +86,12 @@ pub struct Episode {
     pub tags: Vec<String>,
     /// 1..=10.
     pub importance: u8,
+    /// How many times it was recorded (1, plus one per duplicate merged into it).
+    pub seen_count: u32,
+    /// When a duplicate was last merged into it (`None`: never).
+    pub last_seen: Option<DateTime<Utc>>,
+    /// The earlier episode it duplicates, when it was recorded with `on_duplicate = link`.
+    pub duplicate_of: Option<String>,
 }
 
 impl From<EpisodeRecord> for Episode {
@@ -72,6 +104,9 @@ impl From<EpisodeRecord> for Episode {
             participants: r.participants,
             tags: r.tags,
             importance: r.importance,
+            seen_count: r.seen_count,
+            last_seen: r.last_seen.map(millis_to_dt),
+            duplicate_of: r.duplicate_of,
         }
     }
 }
@@ -94,6 +129,9 @@ pub struct NewEpisode {
     pub timestamp: Option<DateTime<Utc>>,
     /// The host's embedding of the episode (see [`crate::Memory::set_embedder`] for the alternative).
     pub embedding: Option<Vec<f32>>,
+    /// What to do when an earlier episode of the context duplicates this one
+    /// (default: the context's policy, `keep` unless set).
+    pub on_duplicate: Option<OnDuplicate>,
 }
 
 impl NewEpisode {
@@ -138,6 +176,12 @@ impl NewEpisode {
     #[must_use]
     pub fn embedding(mut self, v: Vec<f32>) -> Self {
         self.embedding = Some(v);
+        self
+    }
+    /// Set the duplicate policy of this write.
+    #[must_use]
+    pub fn on_duplicate(mut self, p: OnDuplicate) -> Self {
+        self.on_duplicate = Some(p);
         self
     }
 }
@@ -223,10 +267,15 @@ pub(crate) fn validate_new(e: &Engine, ep: &NewEpisode) -> Result<u8> {
 
 /// Record an episode in `ctx` (used by the procedure engine and the timesheet too).
 pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String> {
+    Ok(record_detailed_in(e, ctx, ep)?.id)
+}
+
+/// Record an episode in `ctx`, applying its duplicate policy.
+pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<Recorded> {
     let importance = validate_new(e, &ep)?;
     let id = uuid::Uuid::now_v7().to_string();
     let rec = EpisodeRecord {
-        id: id.clone(),
+        id,
         timestamp: ep
             .timestamp
             .unwrap_or_else(|| e.opts.clock.now())
@@ -237,33 +286,75 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
         tags: ep.tags,
         importance,
         embedding: ep.embedding.as_deref().map(VecBytes::from_f32),
+        seen_count: 1,
+        last_seen: None,
+        duplicate_of: None,
     };
     let dim = ep.embedding.as_ref().map(Vec::len);
-    let enc = e.codec.encode(&rec)?;
-    let key = codec::ctx_key(ctx, &id);
-    let doc = index_doc(ctx, &rec);
+    let fp = fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
+    // The nearest stored vector, found before the writer lock as a search is.
+    let cosine = match &ep.embedding {
+        Some(v) => crate::layers::dedup::nearest_vector(e, Kind::Episode, ctx, v, None)?,
+        None => None,
+    };
     e.touch_context(ctx)?;
     // Taken before the write: a fill racing an invalidation of this key is refused.
     let generation = e.state::<EpisodeCache>().generation();
-    e.indexed_write_prepared(
-        &[&e.t.episodes, &e.t.meta],
-        || match dim {
-            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
-            None => Ok(None),
+    let on_duplicate = ep.on_duplicate;
+    let (recorded, cached, touched) = e.indexed_write_prepared(
+        &[&e.t.episodes, &e.t.meta, &e.t.dedup],
+        || {
+            let (plan, recorded) = dedup::plan(e, ctx, on_duplicate, rec, &fp, cosine)?;
+            let claim = match (&plan, dim) {
+                (dedup::Plan::Insert { .. }, Some(d)) => {
+                    vectors::claim_dim(e, "embedding", ctx, d)?
+                }
+                _ => None,
+            };
+            Ok((plan, recorded, claim))
         },
-        |t, claim| {
-            t[0].insert(key.as_slice(), enc.as_slice())?;
+        |t, (plan, recorded, claim)| {
             if let Some(k) = claim {
                 t[1].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
-            Ok(((), vec![IndexOp::Upsert(doc.clone())]))
+            Ok(match plan {
+                dedup::Plan::Insert {
+                    key,
+                    enc,
+                    doc,
+                    keys,
+                    rec,
+                } => {
+                    t[0].insert(key.as_slice(), enc.as_slice())?;
+                    for k in keys {
+                        t[2].insert(k.as_slice(), &[][..])?;
+                    }
+                    (
+                        (recorded.clone(), Some((key.clone(), rec.clone())), None),
+                        vec![IndexOp::Upsert(doc.clone())],
+                    )
+                }
+                dedup::Plan::Skip => ((recorded.clone(), None, None), vec![]),
+                dedup::Plan::Merge { key, enc, doc } => {
+                    t[0].insert(key.as_slice(), enc.as_slice())?;
+                    (
+                        (recorded.clone(), None, Some(key.clone())),
+                        vec![IndexOp::Upsert(doc.clone())],
+                    )
+                }
+            })
         },
     )?;
     // Write-through: the episode just recorded is the likeliest to be searched next.
     // (`Episode::from` of the record is exactly what decoding the stored bytes gives.)
-    e.state::<EpisodeCache>()
-        .insert(&key, Arc::new(Episode::from(rec)), generation);
-    Ok(id)
+    if let Some((key, rec)) = cached {
+        e.state::<EpisodeCache>()
+            .insert(&key, Arc::new(Episode::from(*rec)), generation);
+    }
+    if let Some(key) = touched {
+        e.state::<EpisodeCache>().invalidate(&key);
+    }
+    Ok(recorded)
 }
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>> {
@@ -380,6 +471,7 @@ pub(crate) fn embed_text(summary: &str, content: &Value) -> String {
 pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)]) -> Result<()> {
     for chunk in records.chunks(256) {
         let mut rows = Vec::with_capacity(chunk.len());
+        let mut dkeys = Vec::new();
         for (ctx, rec) in chunk {
             e.touch_context(ctx)?;
             rows.push((
@@ -387,9 +479,16 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                 e.codec.encode(rec)?,
                 index_doc(ctx, rec),
             ));
+            let fp = fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
+            dkeys.extend(crate::search::dedup::keys(
+                ctx,
+                crate::search::dedup::DupKind::Episode,
+                &rec.id,
+                &fp,
+            ));
         }
         let r = e.indexed_write_prepared(
-            &[&e.t.episodes, &e.t.meta],
+            &[&e.t.episodes, &e.t.meta, &e.t.dedup],
             || claim_dims(e, rows.iter().map(|(_, _, d)| d)),
             |t, claims| {
                 let mut ops = Vec::with_capacity(rows.len());
@@ -399,6 +498,9 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                 }
                 for (k, dim) in claims {
                     t[1].insert(k.as_slice(), vectors::dim_value(*dim))?;
+                }
+                for k in &dkeys {
+                    t[2].insert(k.as_slice(), &[][..])?;
                 }
                 Ok(((), ops))
             },
@@ -441,8 +543,11 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
     input::key(&e.opts.limits, "id", id)?;
     let key = codec::ctx_key(ctx, id);
     let uid = index::uid(Kind::Episode, ctx, id);
-    let r = e.indexed_write(&[&e.t.episodes], |t| {
+    let r = e.indexed_write(&[&e.t.episodes, &e.t.dedup], |t| {
         let old = t[0].remove(key.as_slice())?;
+        if let Some(old) = &old {
+            dedup::remove_keys(e, &t[1], ctx, old)?;
+        }
         let ops = if old.is_some() {
             vec![IndexOp::Delete(uid.clone())]
         } else {
@@ -461,7 +566,15 @@ impl Episodic {
     /// Without an embedding and with an embedder registered
     /// ([`Memory::set_embedder`](crate::Memory::set_embedder)), the embedder is called on the summary plus
     /// the content's text.
-    pub fn record(&self, mut episode: NewEpisode) -> Result<String> {
+    pub fn record(&self, episode: NewEpisode) -> Result<String> {
+        Ok(self.record_detailed(episode)?.id)
+    }
+
+    /// Record an episode and say what its duplicate policy did: the id (the
+    /// existing episode's when the write was skipped or merged), the duplicate
+    /// found (`duplicate_of`, with its similarity) and whether a new episode
+    /// was created. See [`NewEpisode::on_duplicate`].
+    pub fn record_detailed(&self, mut episode: NewEpisode) -> Result<Recorded> {
         let e = &self.scope.engine;
         e.timed("episodic.record", || {
             if episode.embedding.is_none()
@@ -471,7 +584,7 @@ impl Episodic {
                 let text = embed_text(&episode.summary, &episode.content);
                 episode.embedding = Some(embedder::embed_one(f.as_ref(), &text)?);
             }
-            record_in(e, &self.scope.active_ctx(), episode)
+            record_detailed_in(e, &self.scope.active_ctx(), episode)
         })
     }
 

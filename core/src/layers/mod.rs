@@ -1,6 +1,7 @@
 //! The memory layers: short-term, working, episodic, semantic and procedural.
 //! Each layer is an accessor object holding a [`crate::engine::Scope`].
 
+pub(crate) mod dedup;
 pub(crate) mod episodic;
 pub mod procedural;
 pub(crate) mod semantic;
@@ -14,5 +15,5 @@ use crate::engine::Registrations;
 pub(crate) static REGISTRY: Registrations = Registrations {
     sources: &[episodic::SOURCE, semantic::SOURCE],
     sweeps: &[short_term::sweep_expired],
-    states: &[episodic::new_cache],
+    states: &[episodic::new_cache, dedup::new_state],
 };

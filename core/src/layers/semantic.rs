@@ -12,6 +12,12 @@ use crate::search::index::{self, IndexDoc, IndexOp, IndexQuery, Kind};
 use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
 use crate::{Error, Result, storage::codec, util::input};
 
+mod dedup;
+use dedup::Decision;
+pub use dedup::StoreOptions;
+
+use crate::layers::dedup::OnDuplicate;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct KnowledgeRecord {
     pub value: Value,
@@ -22,6 +28,9 @@ pub(crate) struct KnowledgeRecord {
     /// absent on records written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<VecBytes>,
+    /// The entry this one duplicates (`link` policy; absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,6 +52,10 @@ pub struct Knowledge {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
+    /// From `store`: the entry found to duplicate the stored value (this key's
+    /// own when its value was already the same), whatever the policy. From
+    /// `get`: the entry this one was linked to (`on_duplicate = link`).
+    pub duplicate_of: Option<String>,
 }
 
 /// One past (or the current) version of an entry.
@@ -178,19 +191,29 @@ fn to_public(key: &str, r: KnowledgeRecord) -> Knowledge {
         version: r.version,
         created_at: millis_to_dt(r.created_at),
         updated_at: millis_to_dt(r.updated_at),
+        duplicate_of: r.duplicate_of,
     }
 }
 
-/// Write a new version computed by `next` from the current record (None = absent).
+/// The duplicate check of a `store`: the call's policy, the new value, the
+/// nearest stored embedding.
+struct DupCheck<'a> {
+    explicit: Option<OnDuplicate>,
+    value: &'a Value,
+    cosine: Option<(String, f32)>,
+}
+
+/// Write a new version computed by `next` from the current record (None = absent),
+/// after the duplicate check `check` (`None`: no check, as for `update`).
 fn write_version(
     e: &Engine,
     ctx: &str,
     key: &str,
     next: impl Fn(Option<&KnowledgeRecord>) -> Result<Value>,
     embedding: EmbeddingChange,
+    check: Option<DupCheck<'_>>,
 ) -> Result<Knowledge> {
     input::key(&e.opts.limits, "key", key)?;
-    let dkey = codec::ctx_key(ctx, key);
     let now = e.opts.clock.now().timestamp_millis();
     let keep = e.opts.limits.semantic_history.max(1) as u64;
     let (new_bytes, dim) = match &embedding {
@@ -202,31 +225,75 @@ fn write_version(
     };
     e.touch_context(ctx)?;
     let rec = e.indexed_write_prepared(
-        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
-        || match dim {
-            Some(d) => vectors::claim_dim(e, "embedding", ctx, d),
-            None => Ok(None),
+        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta, &e.t.dedup],
+        || {
+            let d = match check {
+                Some(c) => dedup::decide(e, ctx, key, c.value, c.explicit, c.cosine)?,
+                None => {
+                    dedup::ensure_ready(e, ctx)?;
+                    Decision::plain(key)
+                }
+            };
+            let claim = match dim {
+                Some(dm) if d.write && !d.patch => vectors::claim_dim(e, "embedding", ctx, dm)?,
+                _ => None,
+            };
+            Ok((d, claim))
         },
-        |t, claim| {
+        |t, (d, claim)| {
+            let target = d.target.as_str();
+            let dkey = codec::ctx_key(ctx, target);
             let cur: Option<KnowledgeRecord> = match t[0].get(dkey.as_slice())? {
                 Some(v) => Some(e.codec.decode(&v)?),
                 None => None,
             };
-            let value = next(cur.as_ref())?;
+            if !d.write {
+                let cur = cur.ok_or_else(|| {
+                    Error::not_found(format!("semantic key {target:?} in context {ctx:?}"))
+                })?;
+                let mut k = to_public(target, cur);
+                k.duplicate_of = d.duplicate_of.clone();
+                return Ok((k, vec![]));
+            }
+            let value = match (&cur, d.patch) {
+                (Some(c), true) => {
+                    let mut v = c.value.clone();
+                    if let Some(c) = &check_value(&next)? {
+                        json_patch::merge(&mut v, c);
+                    }
+                    v
+                }
+                _ => next(cur.as_ref())?,
+            };
             input::value(&e.opts.limits, "knowledge", &value)?;
+            let keep_embedding = d.patch || matches!(embedding, EmbeddingChange::Keep);
             let rec = KnowledgeRecord {
                 version: cur.as_ref().map_or(1, |c| c.version + 1),
                 created_at: cur.as_ref().map_or(now, |c| c.created_at),
                 updated_at: now,
                 value,
-                embedding: match &embedding {
-                    EmbeddingChange::Keep => cur.as_ref().and_then(|c| c.embedding.clone()),
-                    EmbeddingChange::Set(_) => new_bytes.clone(),
+                embedding: if keep_embedding {
+                    cur.as_ref().and_then(|c| c.embedding.clone())
+                } else {
+                    new_bytes.clone()
+                },
+                duplicate_of: if keep_embedding {
+                    cur.as_ref().and_then(|c| c.duplicate_of.clone())
+                } else {
+                    d.link.clone()
                 },
             };
             if let Some(k) = claim {
                 t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
+            dedup::rekey(
+                e,
+                &t[3],
+                ctx,
+                target,
+                cur.as_ref().map(|c| &c.value),
+                Some(&rec.value),
+            )?;
             let enc = e.codec.encode(&rec)?;
             t[0].insert(dkey.as_slice(), enc)?;
             let hist = HistoryRecord {
@@ -234,19 +301,28 @@ fn write_version(
                 recorded_at: now,
             };
             let henc = e.codec.encode(&hist)?;
-            t[1].insert(history_key(ctx, key, rec.version), henc)?;
+            t[1].insert(history_key(ctx, target, rec.version), henc)?;
             if rec.version > keep {
-                t[1].remove(history_key(ctx, key, rec.version - keep))?;
+                t[1].remove(history_key(ctx, target, rec.version - keep))?;
             }
-            let doc = index_doc(ctx, key, &rec);
-            Ok((rec, vec![IndexOp::Upsert(doc)]))
+            let doc = index_doc(ctx, target, &rec);
+            let mut k = to_public(target, rec);
+            if d.duplicate_of.is_some() {
+                k.duplicate_of = d.duplicate_of.clone();
+            }
+            Ok((k, vec![IndexOp::Upsert(doc)]))
         },
     )?;
-    Ok(to_public(key, rec))
+    Ok(rec)
+}
+
+/// The value a `store` writes (its `next` ignores the current record).
+fn check_value(next: &impl Fn(Option<&KnowledgeRecord>) -> Result<Value>) -> Result<Option<Value>> {
+    next(None).map(Some)
 }
 
 pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, knowledge: Value) -> Result<Knowledge> {
-    store_embedded_in(e, ctx, key, knowledge, None)
+    store_embedded_in(e, ctx, key, knowledge, None, None)
 }
 
 /// Store (replace) an entry with an optional embedding (`None`: the entry has none).
@@ -256,14 +332,29 @@ pub(crate) fn store_embedded_in(
     key: &str,
     knowledge: Value,
     embedding: Option<Vec<f32>>,
+    on_duplicate: Option<OnDuplicate>,
 ) -> Result<Knowledge> {
+    input::key(&e.opts.limits, "key", key)?;
     input::value(&e.opts.limits, "knowledge", &knowledge)?;
+    // The nearest stored vector, found before the writer lock as a search is.
+    let cosine = match &embedding {
+        Some(v) => {
+            embedder::check("embedding", v)?;
+            crate::layers::dedup::nearest_vector(e, Kind::Knowledge, ctx, v, Some(key))?
+        }
+        None => None,
+    };
     write_version(
         e,
         ctx,
         key,
         |_| Ok(knowledge.clone()),
         EmbeddingChange::Set(embedding),
+        Some(DupCheck {
+            explicit: on_duplicate,
+            value: &knowledge,
+            cosine,
+        }),
     )
 }
 
@@ -315,7 +406,7 @@ pub(crate) fn insert_record_in(
     e.touch_context(ctx)?;
     let hprefix = history_prefix(ctx, key);
     e.indexed_write_prepared(
-        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta],
+        &[&e.t.semantic, &e.t.semantic_history, &e.t.meta, &e.t.dedup],
         || -> Result<(Vec<crate::storage::Bytes>, DimClaims)> {
             let claims = crate::layers::episodic::claim_dims(e, std::iter::once(&doc))?;
             Ok((
@@ -336,6 +427,7 @@ pub(crate) fn insert_record_in(
             for (k, v) in &hist {
                 t[1].insert(k.as_slice(), v.as_slice())?;
             }
+            dedup::rekey(e, &t[3], ctx, key, None, Some(&rec.value))?;
             t[0].insert(dkey.as_slice(), enc.as_slice())?;
             Ok(((), vec![IndexOp::Upsert(doc.clone())]))
         },
@@ -350,7 +442,7 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
     // History keys are listed under the index writer lock (every history write
     // holds it), so no version can slip in between the scan and the delete.
     e.indexed_write_prepared(
-        &[&e.t.semantic, &e.t.semantic_history],
+        &[&e.t.semantic, &e.t.semantic_history, &e.t.dedup],
         || -> Result<Vec<crate::storage::Bytes>> {
             e.t.semantic_history
                 .scan_prefix(&hprefix)
@@ -359,6 +451,10 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
         },
         |t, hkeys| {
             let old = t[0].remove(dkey.as_slice())?;
+            if let Some(old) = &old {
+                let r: KnowledgeRecord = e.codec.decode(old)?;
+                dedup::rekey(e, &t[2], ctx, key, Some(&r.value), None)?;
+            }
             for k in hkeys {
                 t[1].remove(k)?;
             }
@@ -445,9 +541,26 @@ impl Semantic {
         knowledge: Value,
         embedding: Option<Vec<f32>>,
     ) -> Result<Knowledge> {
+        self.store_with(
+            key,
+            knowledge,
+            StoreOptions {
+                embedding,
+                on_duplicate: None,
+            },
+        )
+    }
+
+    /// Store (replace) the knowledge under `key` with options: the host's
+    /// embedding, and the duplicate policy of this write (`on_duplicate`;
+    /// default the context's). The result's `duplicate_of` names the entry
+    /// found to hold the same (or a near-identical) value; with `skip` the
+    /// result is that entry, unchanged, and with `merge` that entry with the
+    /// value applied as a JSON merge patch.
+    pub fn store_with(&self, key: &str, knowledge: Value, opts: StoreOptions) -> Result<Knowledge> {
         let e = &self.scope.engine;
         e.timed("semantic.store", || {
-            let embedding = match (embedding, self.scope.embedder()) {
+            let embedding = match (opts.embedding, self.scope.embedder()) {
                 (Some(v), _) => Some(v),
                 (None, Some(f)) => {
                     input::key(&e.opts.limits, "key", key)?;
@@ -459,7 +572,14 @@ impl Semantic {
                 }
                 (None, None) => None,
             };
-            store_embedded_in(e, &self.scope.active_ctx(), key, knowledge, embedding)
+            store_embedded_in(
+                e,
+                &self.scope.active_ctx(),
+                key,
+                knowledge,
+                embedding,
+                opts.on_duplicate,
+            )
         })
     }
 
@@ -525,6 +645,7 @@ impl Semantic {
                     Ok(v)
                 },
                 EmbeddingChange::Keep,
+                None,
             )
         })
     }

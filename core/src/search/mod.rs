@@ -5,11 +5,15 @@
 //! Public here: the embedder hook, vector queries, and the fusion of the BM25
 //! and vector lists with its tuning constants.
 
+pub(crate) mod dedup;
 pub(crate) mod embedder;
 pub(crate) mod fusion;
 pub(crate) mod index;
 pub(crate) mod vector;
 
+pub use self::dedup::{
+    MIN_NEAR_CHARS, MINHASH_BANDS, MINHASH_ROWS, NEAR_COSINE, NEAR_JACCARD, SHINGLE_CHARS,
+};
 pub use self::embedder::Embedder;
 pub use self::fusion::{
     ADAPTIVE_PEAK_DEPTH, ADAPTIVE_TAIL_FROM, DEFAULT_BM25_WEIGHT, DEFAULT_RRF_K,

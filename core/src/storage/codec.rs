@@ -38,6 +38,9 @@ const AAD: &[u8] = b"memstrata record v1";
 #[derive(Clone, Default)]
 pub(crate) struct Codec {
     cipher: Option<Arc<XChaCha20Poly1305>>,
+    /// Seed of the hashes stored as keys (duplicate detection): 0 in a
+    /// plaintext store, derived from the key in an encrypted one.
+    hash_seed: u64,
 }
 
 impl std::fmt::Debug for Codec {
@@ -51,9 +54,24 @@ impl std::fmt::Debug for Codec {
 impl Codec {
     /// A codec for `key` (`None`: plaintext).
     pub(crate) fn new(key: Option<&EncryptionKey>) -> Self {
-        Codec {
-            cipher: key.map(|k| Arc::new(XChaCha20Poly1305::new(k.bytes().into()))),
-        }
+        let cipher = key.map(|k| Arc::new(XChaCha20Poly1305::new(k.bytes().into())));
+        // A keyed pseudo-random value: the cipher's output for a fixed nonce and
+        // message (never stored; only the hashes it seeds are).
+        let hash_seed = cipher.as_ref().map_or(0, |c| {
+            c.encrypt(
+                XNonce::from_slice(&[0u8; NONCE_BYTES]),
+                b"memstrata hash seed v1".as_slice(),
+            )
+            .ok()
+            .and_then(|ct| ct.get(..8).and_then(|b| b.try_into().ok()))
+            .map_or(1, u64::from_le_bytes)
+        });
+        Codec { cipher, hash_seed }
+    }
+
+    /// The seed of hashes kept in keys (0 unless the store is encrypted).
+    pub(crate) fn hash_seed(&self) -> u64 {
+        self.hash_seed
     }
 
     /// Whether records are sealed.

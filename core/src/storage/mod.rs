@@ -91,12 +91,13 @@ pub(crate) enum Tree {
     SessionVersions,
     Tasks,
     IndexLog,
+    Dedup,
 }
 
 impl Tree {
     /// Every tree, in a fixed order.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) const ALL: [Tree; 13] = [
+    pub(crate) const ALL: [Tree; 14] = [
         Tree::Meta,
         Tree::Contexts,
         Tree::ShortTerm,
@@ -110,6 +111,7 @@ impl Tree {
         Tree::SessionVersions,
         Tree::Tasks,
         Tree::IndexLog,
+        Tree::Dedup,
     ];
 
     /// The tree's name (sled tree name, PostgreSQL table name).
@@ -128,6 +130,7 @@ impl Tree {
             Tree::SessionVersions => "session_versions",
             Tree::Tasks => "tasks",
             Tree::IndexLog => "index_log",
+            Tree::Dedup => "dedup",
         }
     }
 }

@@ -73,7 +73,10 @@ const MAX_ATTEMPTS: u32 = 64;
 const LOCK_CLASS: i32 = 0x6d65_6d73;
 
 /// The schema version the migrations below bring a store to.
-pub(crate) const SCHEMA_VERSION: i32 = 3;
+pub(crate) const SCHEMA_VERSION: i32 = 4;
+
+/// The migration that adds the `dedup` tree's table (duplicate detection keys).
+pub(crate) const DEDUP_MIGRATION: i32 = 4;
 
 /// The migration that adds `<schema>.vectors` (pgvector). Optional: recorded
 /// only once the table exists and holds every stored embedding, so a store
@@ -369,6 +372,25 @@ impl PgStore {
             .get(0);
         if !has_search_docs {
             tx.batch_execute(&search_docs_ddl(s)).dep()?;
+        }
+        // Migration 4: the `dedup` tree (a store created by migration 1 above
+        // already has it, as it creates every tree of this build).
+        let has_dedup: bool = tx
+            .query_one(
+                &format!(
+                    "SELECT EXISTS (SELECT 1 FROM \"{s}\".schema_migrations WHERE version = {DEDUP_MIGRATION})"
+                ),
+                &[],
+            )
+            .dep()?
+            .get(0);
+        if !has_dedup {
+            tx.batch_execute(&format!(
+                "CREATE TABLE IF NOT EXISTS \"{s}\".\"{}\" (key bytea PRIMARY KEY, value bytea NOT NULL);\n\
+                 INSERT INTO \"{s}\".schema_migrations (version) VALUES ({DEDUP_MIGRATION});",
+                Tree::Dedup.name()
+            ))
+            .dep()?;
         }
         tx.commit().dep()?;
         Ok(())

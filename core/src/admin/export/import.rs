@@ -310,6 +310,7 @@ pub(super) fn parse_episode(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<(
         importance: Some(l.importance),
         timestamp: Some(l.timestamp),
         embedding: None,
+        on_duplicate: None,
     };
     x.check(episodic::validate_new(x.e, &ep).map(|_| ()))?;
     let embedding = check_embedding(x, plan, &l.context, &l.embedding)?;
@@ -324,6 +325,9 @@ pub(super) fn parse_episode(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<(
             tags: ep.tags,
             importance: l.importance,
             embedding,
+            seen_count: l.seen_count.unwrap_or(1).max(1),
+            last_seen: l.last_seen.map(ms),
+            duplicate_of: l.duplicate_of,
         },
     ));
     Ok(())
@@ -372,6 +376,7 @@ pub(super) fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result
             created_at: ms(l.created_at),
             updated_at: ms(l.updated_at),
             embedding,
+            duplicate_of: l.duplicate_of,
         },
         history,
     ));

@@ -61,6 +61,15 @@ pub(super) struct EpisodeLine {
     /// The host's embedding (absent in files written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) embedding: Option<Vec<f32>>,
+    /// Times recorded, with merged duplicates (written only above 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) seen_count: Option<u32>,
+    /// When a duplicate was last merged into it (written only when one was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) last_seen: Option<DateTime<Utc>>,
+    /// The episode it duplicates (`link` policy; written only when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) duplicate_of: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -85,6 +94,9 @@ pub(super) struct KnowledgeLine {
     /// The host's embedding (absent in files written before embeddings existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) embedding: Option<Vec<f32>>,
+    /// The entry it duplicates (`link` policy; written only when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) duplicate_of: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -169,6 +169,7 @@ pub(super) fn run_builtin(
                 importance: opt_u8(o, "importance")?,
                 timestamp: None,
                 embedding: None,
+                on_duplicate: None,
             };
             let id = e
                 .timed("episodic.record", || episodic::record_in(e, ctx, ep))

@@ -14,6 +14,7 @@ use super::model::{
 };
 use crate::config::clock::millis_to_dt;
 use crate::engine::Engine;
+use crate::layers::dedup::OnDuplicate;
 use crate::layers::episodic::{self, NewEpisode};
 use crate::{Error, Result, util::input};
 
@@ -231,7 +232,9 @@ fn record_episode(e: &Engine, r: &RunRecord) -> Result<String> {
     });
     let ep = NewEpisode::new(summary.clone())
         .content(content)
-        .tags([PROCEDURE_TAG]);
+        .tags([PROCEDURE_TAG])
+        // A run's own record: never skipped or merged into another run's.
+        .on_duplicate(OnDuplicate::Keep);
     match episodic::record_in(e, &r.context, ep) {
         Err(Error::LimitExceeded { .. } | Error::InvalidInput { .. }) => {
             // Outputs too large for one episode: keep the facts, drop the outputs.
@@ -248,7 +251,8 @@ fn record_episode(e: &Engine, r: &RunRecord) -> Result<String> {
                 &r.context,
                 NewEpisode::new(summary)
                     .content(content)
-                    .tags([PROCEDURE_TAG]),
+                    .tags([PROCEDURE_TAG])
+                    .on_duplicate(OnDuplicate::Keep),
             )
         }
         other => other,

@@ -1,0 +1,300 @@
+//! Duplicates caught on write: the `on_duplicate` policy (per call, with a
+//! per-context default), the keys of the `dedup` tree kept beside every
+//! episode and knowledge entry, and the search for an earlier duplicate of a
+//! record about to be written. The fingerprints are `search::dedup`'s; what a
+//! policy does with a duplicate is the writing layer's (episodic, semantic).
+
+use std::collections::HashSet;
+use std::str::FromStr;
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+use crate::search::dedup::{self, DupKind, Fingerprint};
+use crate::{Error, Result};
+
+/// What a write does when it finds a duplicate of the record it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnDuplicate {
+    /// Store the new record anyway (the behaviour without duplicate detection); the
+    /// result still names the duplicate in `duplicate_of`.
+    #[default]
+    Keep,
+    /// Store nothing: the result is the existing record.
+    Skip,
+    /// Fold the new record into the existing one (episodes: tags and
+    /// participants united, importance the higher, `seen_count` + 1,
+    /// `last_seen`; knowledge: the new value applied as a JSON merge patch).
+    Merge,
+    /// Store the new record with a link (`duplicate_of`) to the existing one.
+    Link,
+}
+
+impl OnDuplicate {
+    /// Every policy, in documentation order.
+    pub const ALL: [OnDuplicate; 4] = [
+        OnDuplicate::Keep,
+        OnDuplicate::Skip,
+        OnDuplicate::Merge,
+        OnDuplicate::Link,
+    ];
+
+    /// The policy's name (`"keep"`, `"skip"`, `"merge"`, `"link"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDuplicate::Keep => "keep",
+            OnDuplicate::Skip => "skip",
+            OnDuplicate::Merge => "merge",
+            OnDuplicate::Link => "link",
+        }
+    }
+
+    /// Parse a policy name; `InvalidInput` on `field` otherwise.
+    pub fn parse(field: &str, s: &str) -> Result<Self> {
+        OnDuplicate::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(
+                    field,
+                    format!("must be \"keep\", \"skip\", \"merge\" or \"link\", got {s:?}"),
+                )
+            })
+    }
+
+    fn byte(self) -> u8 {
+        match self {
+            OnDuplicate::Keep => 0,
+            OnDuplicate::Skip => 1,
+            OnDuplicate::Merge => 2,
+            OnDuplicate::Link => 3,
+        }
+    }
+}
+
+impl FromStr for OnDuplicate {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        OnDuplicate::parse("on_duplicate", s)
+    }
+}
+
+impl std::fmt::Display for OnDuplicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn policy_key(ctx: &str) -> Vec<u8> {
+    let mut k = b"on_duplicate\0".to_vec();
+    k.extend_from_slice(ctx.as_bytes());
+    k
+}
+
+/// The default policy of `ctx` (`Keep` unless set).
+pub(crate) fn context_policy(e: &Engine, ctx: &str) -> Result<OnDuplicate> {
+    Ok(match e.t.meta.get(policy_key(ctx))? {
+        Some(v) => match v.first() {
+            Some(1) => OnDuplicate::Skip,
+            Some(2) => OnDuplicate::Merge,
+            Some(3) => OnDuplicate::Link,
+            Some(0) => OnDuplicate::Keep,
+            _ => return Err(Error::corrupted("bad on_duplicate record")),
+        },
+        None => OnDuplicate::Keep,
+    })
+}
+
+/// Set the default policy of `ctx`.
+pub(crate) fn set_context_policy(e: &Engine, ctx: &str, p: OnDuplicate) -> Result<()> {
+    e.touch_context(ctx)?;
+    e.t.meta.insert(policy_key(ctx), [p.byte()])?;
+    Ok(())
+}
+
+/// The policy of one write: the call's, else the context's default.
+pub(crate) fn effective(
+    e: &Engine,
+    ctx: &str,
+    explicit: Option<OnDuplicate>,
+) -> Result<OnDuplicate> {
+    match explicit {
+        Some(p) => Ok(p),
+        None => context_policy(e, ctx),
+    }
+}
+
+/// Contexts whose dedup keys this engine knows to be complete (registered layer state).
+#[derive(Debug, Default)]
+pub(crate) struct DedupState {
+    ready: Mutex<HashSet<(u8, String)>>,
+}
+
+/// The dedup state of a new engine.
+pub(crate) fn new_state(
+    _: &crate::config::Options,
+    _: bool,
+) -> Box<dyn std::any::Any + Send + Sync> {
+    Box::<DedupState>::default()
+}
+
+fn kind_byte(kind: DupKind) -> u8 {
+    match kind {
+        DupKind::Episode => b'e',
+        DupKind::Knowledge => b'k',
+    }
+}
+
+fn ready_key(ctx: &str, kind: DupKind) -> Vec<u8> {
+    let mut k = b"dedup_ready\0".to_vec();
+    k.push(kind_byte(kind));
+    k.extend_from_slice(ctx.as_bytes());
+    k
+}
+
+/// Make sure every record of (`ctx`, `kind`) has its dedup keys: records
+/// written before duplicate detection existed get them here, once per context
+/// and kind (a marker in `meta` says it was done). Call under the index writer
+/// lock (every dedup key write holds it). `scan` gives every record's id and
+/// fingerprint.
+pub(crate) fn ensure_ready(
+    e: &Engine,
+    ctx: &str,
+    kind: DupKind,
+    scan: impl FnOnce(&mut dyn FnMut(&str, &Fingerprint) -> Result<()>) -> Result<()>,
+) -> Result<()> {
+    let st = e.state::<DedupState>();
+    let mark = (kind_byte(kind), ctx.to_owned());
+    if st.ready.lock().contains(&mark) {
+        return Ok(());
+    }
+    let rkey = ready_key(ctx, kind);
+    if e.t.meta.get(&rkey)?.is_none() {
+        scan(&mut |id, fp| {
+            for k in dedup::keys(ctx, kind, id, fp) {
+                e.t.dedup.insert(k, [])?;
+            }
+            Ok(())
+        })?;
+        e.t.meta.insert(rkey, [1])?;
+    }
+    st.ready.lock().insert(mark);
+    Ok(())
+}
+
+/// One stored record offered as a candidate: its exact text and searchable text.
+pub(crate) struct Candidate {
+    pub exact: String,
+    pub text: String,
+}
+
+/// A duplicate found by [`find`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Found {
+    /// The existing record's id (knowledge: its key).
+    pub id: String,
+    /// 1.0 for an exact duplicate; else the Jaccard similarity of the shingle
+    /// sets, or the cosine of the embeddings.
+    pub similarity: f32,
+}
+
+/// The best earlier duplicate of a record with fingerprint `fp` and exact text
+/// `exact` in (`ctx`, `kind`): an exact one first, then the most similar
+/// near-duplicate by shingles (Jaccard ≥ `NEAR_JACCARD`), then `cosine` (the
+/// nearest stored embedding and its similarity, if at least `NEAR_COSINE`).
+/// `load` gives a candidate's texts (`None`: gone); `exclude` is never returned.
+pub(crate) fn find(
+    e: &Engine,
+    ctx: &str,
+    kind: DupKind,
+    fp: &Fingerprint,
+    exact: &str,
+    exclude: Option<&str>,
+    cosine: Option<(String, f32)>,
+    load: &mut dyn FnMut(&str) -> Result<Option<Candidate>>,
+) -> Result<Option<Found>> {
+    if let Some(h) = fp.exact {
+        let p = dedup::exact_prefix(ctx, kind, h);
+        for k in e.t.dedup.scan_prefix(&p).keys().take(dedup::MAX_CANDIDATES) {
+            let Some(id) = dedup::id_of(&k?, p.len()) else {
+                continue;
+            };
+            if Some(id.as_str()) == exclude {
+                continue;
+            }
+            if let Some(c) = load(&id)?
+                && c.exact == exact
+            {
+                return Ok(Some(Found {
+                    id,
+                    similarity: 1.0,
+                }));
+            }
+        }
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for (b, h) in fp.bands.iter().enumerate() {
+        let p = dedup::band_prefix(ctx, kind, b, *h);
+        for k in e.t.dedup.scan_prefix(&p).keys().take(dedup::MAX_CANDIDATES) {
+            if let Some(id) = dedup::id_of(&k?, p.len())
+                && Some(id.as_str()) != exclude
+                && !ids.contains(&id)
+            {
+                ids.push(id);
+            }
+        }
+    }
+    ids.sort();
+    let seed = e.codec.hash_seed();
+    let mut best: Option<Found> = None;
+    for id in ids {
+        let Some(c) = load(&id)? else { continue };
+        let sim = dedup::jaccard(
+            &fp.shingles,
+            &dedup::shingles(seed, &dedup::normalise(&c.text)),
+        );
+        if sim >= dedup::NEAR_JACCARD && best.as_ref().is_none_or(|b| sim > b.similarity) {
+            best = Some(Found {
+                id,
+                similarity: sim,
+            });
+        }
+    }
+    if best.is_some() {
+        return Ok(best);
+    }
+    if let Some((id, cos)) = cosine
+        && cos >= dedup::NEAR_COSINE
+        && Some(id.as_str()) != exclude
+        && load(&id)?.is_some()
+    {
+        return Ok(Some(Found {
+            id,
+            similarity: cos,
+        }));
+    }
+    Ok(None)
+}
+
+/// The nearest stored embedding of (`kind`, `ctx`) to `v` other than
+/// `exclude`, and its cosine, when the context holds vectors of `v`'s
+/// dimension (called before the write, outside the index writer lock, as a
+/// search is).
+pub(crate) fn nearest_vector(
+    e: &Engine,
+    kind: crate::search::index::Kind,
+    ctx: &str,
+    v: &[f32],
+    exclude: Option<&str>,
+) -> Result<Option<(String, f32)>> {
+    if crate::engine::vectors::dim_of(e, ctx)? != Some(v.len()) {
+        return Ok(None);
+    }
+    Ok(
+        e.vector_search(kind, ctx, v, &crate::search::vector::RowFilter::NONE, 2)?
+            .into_iter()
+            .find(|(k, _)| Some(k.as_str()) != exclude),
+    )
+}

@@ -1,0 +1,232 @@
+//! Duplicates of a knowledge entry caught on `store`: the fingerprint of a
+//! value, the decision each `on_duplicate` policy makes, and the upkeep of the
+//! entry's dedup keys (see `layers::dedup`).
+
+#[allow(unused_imports)]
+use super::*;
+
+use crate::layers::dedup::{self as policy, Candidate, OnDuplicate};
+use crate::search::dedup::{self, DupKind, Fingerprint};
+
+/// Optional arguments of [`Semantic::store_with`].
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// The host's embedding of the entry (`None`: the registered embedder's, if any).
+    pub embedding: Option<Vec<f32>>,
+    /// What to do when another entry of the context (or this key's current
+    /// value) duplicates the new value (default: the context's policy).
+    pub on_duplicate: Option<OnDuplicate>,
+}
+
+impl StoreOptions {
+    /// Set the embedding.
+    #[must_use]
+    pub fn embedding(mut self, v: Vec<f32>) -> Self {
+        self.embedding = Some(v);
+        self
+    }
+    /// Set the duplicate policy of this write.
+    #[must_use]
+    pub fn on_duplicate(mut self, p: OnDuplicate) -> Self {
+        self.on_duplicate = Some(p);
+        self
+    }
+}
+
+/// The exact text of a value: its JSON.
+fn exact_text(v: &Value) -> String {
+    v.to_string()
+}
+
+fn value_text(v: &Value) -> String {
+    let mut body = String::new();
+    input::json_text(v, &mut body);
+    body
+}
+
+/// The dedup fingerprint of a value: none for a value whose normalised text is
+/// shorter than `MIN_NEAR_CHARS` (`true`, `3`, `"dark"` are too common to call
+/// two entries duplicates).
+pub(crate) fn fingerprint(seed: u64, v: &Value) -> Fingerprint {
+    let text = value_text(v);
+    if dedup::normalise(&text).chars().count() < dedup::MIN_NEAR_CHARS {
+        return Fingerprint::default();
+    }
+    Fingerprint::of(seed, &exact_text(v), &text, true)
+}
+
+/// Add the dedup keys of every entry of `ctx` written before detection existed.
+pub(crate) fn ensure_ready(e: &Engine, ctx: &str) -> Result<()> {
+    policy::ensure_ready(e, ctx, DupKind::Knowledge, |f| {
+        let seed = e.codec.hash_seed();
+        for item in e.t.semantic.scan_prefix(codec::ctx_prefix(ctx)) {
+            let (k, v) = item?;
+            let (_, key) = codec::split_ctx_key(&k)?;
+            let r: KnowledgeRecord = e.codec.decode(&v)?;
+            f(&key, &fingerprint(seed, &r.value))?;
+        }
+        Ok(())
+    })
+}
+
+/// What a `store` writes, decided under the index writer lock.
+#[derive(Debug, Clone)]
+pub(crate) struct Decision {
+    /// The key written (or returned, when `write` is false).
+    pub target: String,
+    /// Whether a new version is written.
+    pub write: bool,
+    /// Apply the value as a merge patch to the target's value (`merge`).
+    pub patch: bool,
+    /// The duplicate found, reported in the result.
+    pub duplicate_of: Option<String>,
+    /// The link stored on the new version (`link`).
+    pub link: Option<String>,
+}
+
+impl Decision {
+    /// A plain write of `key` (no duplicate policy: `update`, import).
+    pub(crate) fn plain(key: &str) -> Self {
+        Decision {
+            target: key.to_owned(),
+            write: true,
+            patch: false,
+            duplicate_of: None,
+            link: None,
+        }
+    }
+}
+
+/// Decide what storing `value` under `key` of `ctx` does. `cosine`: the
+/// nearest stored embedding of the context and its similarity.
+pub(crate) fn decide(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    value: &Value,
+    explicit: Option<OnDuplicate>,
+    cosine: Option<(String, f32)>,
+) -> Result<Decision> {
+    ensure_ready(e, ctx)?;
+    let on_duplicate = policy::effective(e, ctx, explicit)?;
+    let mut d = Decision::plain(key);
+    // The same value again under the same key.
+    let same = match e.t.semantic.get(codec::ctx_key(ctx, key))? {
+        Some(v) => e.codec.decode::<KnowledgeRecord>(&v)?.value == *value,
+        None => false,
+    };
+    let found = if same {
+        Some(key.to_owned())
+    } else {
+        let fp = fingerprint(e.codec.hash_seed(), value);
+        let exact = exact_text(value);
+        let seed = e.codec.hash_seed();
+        policy::find(
+            e,
+            ctx,
+            DupKind::Knowledge,
+            &fp,
+            &exact,
+            Some(key),
+            cosine,
+            &mut |k| {
+                Ok(match e.t.semantic.get(codec::ctx_key(ctx, k))? {
+                    Some(v) => {
+                        let r: KnowledgeRecord = e.codec.decode(&v)?;
+                        // Short values are never near-duplicates of anything.
+                        (!fingerprint(seed, &r.value).shingles.is_empty()).then(|| Candidate {
+                            exact: exact_text(&r.value),
+                            text: value_text(&r.value),
+                        })
+                    }
+                    None => None,
+                })
+            },
+        )?
+        .map(|f| f.id)
+    };
+    let Some(found) = found else {
+        return Ok(d);
+    };
+    d.duplicate_of = Some(found.clone());
+    match on_duplicate {
+        OnDuplicate::Keep => {}
+        OnDuplicate::Link => {
+            if found != key {
+                d.link = Some(found);
+            }
+        }
+        OnDuplicate::Skip => {
+            d.target = found;
+            d.write = false;
+        }
+        OnDuplicate::Merge => {
+            d.write = found != key;
+            d.patch = true;
+            d.target = found;
+        }
+    }
+    Ok(d)
+}
+
+/// Replace the dedup keys of `key` (value `old`, if any) by those of `new`, in a transaction.
+pub(crate) fn rekey(
+    e: &Engine,
+    t: &crate::storage::TxTree<'_>,
+    ctx: &str,
+    key: &str,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) -> crate::storage::TxResult<()> {
+    let seed = e.codec.hash_seed();
+    let old_keys = old.map(|v| dedup::keys(ctx, DupKind::Knowledge, key, &fingerprint(seed, v)));
+    let new_keys = new.map(|v| dedup::keys(ctx, DupKind::Knowledge, key, &fingerprint(seed, v)));
+    for k in old_keys.iter().flatten() {
+        if !new_keys.iter().flatten().any(|n| n == k) {
+            t.remove(k.as_slice())?;
+        }
+    }
+    for k in new_keys.iter().flatten() {
+        t.insert(k.as_slice(), &[][..])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A knowledge record as versions before duplicate detection wrote it.
+    #[derive(Serialize)]
+    struct OldRecord {
+        value: Value,
+        version: u64,
+        created_at: i64,
+        updated_at: i64,
+    }
+
+    #[test]
+    fn an_old_record_decodes_with_defaults() {
+        let old = OldRecord {
+            value: Value::from("v"),
+            version: 2,
+            created_at: 1,
+            updated_at: 2,
+        };
+        let bytes = codec::encode(&old).unwrap();
+        let r: KnowledgeRecord = codec::decode(&bytes).unwrap();
+        assert_eq!(r.duplicate_of, None);
+        assert_eq!(r.version, 2);
+        assert_eq!(codec::encode(&r).unwrap(), bytes);
+    }
+
+    #[test]
+    fn short_values_have_no_fingerprint() {
+        assert!(fingerprint(0, &Value::from("dark")).exact.is_none());
+        assert!(fingerprint(0, &Value::Bool(true)).bands.is_empty());
+        let long = fingerprint(0, &Value::from("a value long enough to compare"));
+        assert!(long.exact.is_some());
+        assert_eq!(long.bands.len(), dedup::MINHASH_BANDS);
+    }
+}

@@ -1,0 +1,278 @@
+//! Duplicate detection on write: the fingerprints of a text and the keys of
+//! the `dedup` tree that find earlier records with the same fingerprints.
+//!
+//! - **Exact**: a 64-bit hash of the record's exact text (episodes: the
+//!   trimmed summary and the content's JSON; knowledge: the value's JSON).
+//!   A hash match is a candidate only: the caller compares the texts.
+//! - **Near**: MinHash over the set of character 5-grams ("shingles") of the
+//!   normalised text (lower case, every run of non-alphanumeric characters one
+//!   space). [`MINHASH_BANDS`] bands of [`MINHASH_ROWS`] minima each are
+//!   hashed into band keys (LSH): two texts whose shingle sets have Jaccard
+//!   similarity J share a band key with probability `1 − (1 − J^4)^8`
+//!   (0.985 at J = 0.8, 0.89 at 0.7, 0.12 at 0.3). A candidate is then
+//!   verified with the exact Jaccard similarity of the two shingle sets,
+//!   against [`NEAR_JACCARD`].
+//!
+//! The hash is FNV-1a 64 with a splitmix64 finaliser, seeded: stable across
+//! versions and platforms (the keys are stored). An encrypted store seeds it
+//! from its key, so the stored keys are not plain hashes of user text.
+
+use std::collections::HashSet;
+
+/// Characters per shingle.
+pub const SHINGLE_CHARS: usize = 5;
+/// MinHash bands (LSH): one `dedup` key per band and record.
+pub const MINHASH_BANDS: usize = 8;
+/// Minima per band.
+pub const MINHASH_ROWS: usize = 4;
+/// Jaccard similarity of two shingle sets at or above which two texts are near-duplicates.
+pub const NEAR_JACCARD: f32 = 0.8;
+/// Cosine similarity of two embeddings at or above which two records are near-duplicates.
+pub const NEAR_COSINE: f32 = 0.95;
+/// Knowledge values whose normalised text is shorter than this are compared
+/// with other keys' values only when identical, never as near-duplicates.
+pub const MIN_NEAR_CHARS: usize = 16;
+/// Candidates read per band (and per exact hash) at most.
+pub(crate) const MAX_CANDIDATES: usize = 16;
+
+/// What a record is, in the dedup tree (one byte of the key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DupKind {
+    Episode,
+    Knowledge,
+}
+
+impl DupKind {
+    fn byte(self) -> u8 {
+        match self {
+            DupKind::Episode => b'e',
+            DupKind::Knowledge => b'k',
+        }
+    }
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seeded 64-bit hash of `bytes` (FNV-1a, then splitmix64).
+pub(crate) fn hash64(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    splitmix(h)
+}
+
+/// Lower case, every run of characters that are not letters or digits one space, trimmed.
+pub(crate) fn normalise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.extend(c.to_lowercase());
+        } else {
+            space = true;
+        }
+    }
+    out
+}
+
+/// The hashed character shingles of a normalised text (one shingle for a text
+/// shorter than [`SHINGLE_CHARS`], none for an empty one).
+pub(crate) fn shingles(seed: u64, norm: &str) -> HashSet<u64> {
+    let chars: Vec<(usize, char)> = norm.char_indices().collect();
+    let mut out = HashSet::new();
+    if chars.is_empty() {
+        return out;
+    }
+    if chars.len() <= SHINGLE_CHARS {
+        out.insert(hash64(seed, norm.as_bytes()));
+        return out;
+    }
+    for i in 0..=chars.len() - SHINGLE_CHARS {
+        let start = chars[i].0;
+        let end = chars.get(i + SHINGLE_CHARS).map_or(norm.len(), |(p, _)| *p);
+        out.insert(hash64(seed, &norm.as_bytes()[start..end]));
+    }
+    out
+}
+
+/// Jaccard similarity of two shingle sets (0 when both are empty).
+pub(crate) fn jaccard(a: &HashSet<u64>, b: &HashSet<u64>) -> f32 {
+    if a.is_empty() && b.is_empty() {
+        return 0.0;
+    }
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let inter = small.iter().filter(|h| large.contains(h)).count();
+    let union = a.len() + b.len() - inter;
+    inter as f32 / union as f32
+}
+
+/// The band hashes of a shingle set's MinHash signature (empty set: none).
+pub(crate) fn bands(seed: u64, shingles: &HashSet<u64>) -> Vec<u64> {
+    if shingles.is_empty() {
+        return Vec::new();
+    }
+    let n = MINHASH_BANDS * MINHASH_ROWS;
+    let mut mins = vec![u64::MAX; n];
+    for s in shingles {
+        for (i, m) in mins.iter_mut().enumerate() {
+            // One cheap permutation per row: the shingle's hash mixed with the row's seed.
+            let h = splitmix(s ^ splitmix(seed ^ (i as u64 + 1)));
+            if h < *m {
+                *m = h;
+            }
+        }
+    }
+    mins.chunks(MINHASH_ROWS)
+        .enumerate()
+        .map(|(b, rows)| {
+            let mut bytes = Vec::with_capacity(8 * (MINHASH_ROWS + 1));
+            bytes.extend_from_slice(&(b as u64).to_be_bytes());
+            for r in rows {
+                bytes.extend_from_slice(&r.to_be_bytes());
+            }
+            hash64(seed, &bytes)
+        })
+        .collect()
+}
+
+/// The fingerprints of one record's text.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fingerprint {
+    /// Hash of the exact text (`None`: not checked for exact duplicates).
+    pub exact: Option<u64>,
+    /// The shingle set of the normalised text.
+    pub shingles: HashSet<u64>,
+    /// MinHash band hashes (empty: not checked for near-duplicates).
+    pub bands: Vec<u64>,
+}
+
+impl Fingerprint {
+    /// Fingerprints of a record whose exact text is `exact` and whose searchable text is `text`.
+    pub(crate) fn of(seed: u64, exact: &str, text: &str, near: bool) -> Self {
+        let norm = normalise(text);
+        let shingles = shingles(seed, &norm);
+        let bands = if near {
+            bands(seed, &shingles)
+        } else {
+            Vec::new()
+        };
+        Fingerprint {
+            exact: Some(hash64(seed, exact.as_bytes())),
+            shingles,
+            bands,
+        }
+    }
+}
+
+fn prefix(ctx: &str, kind: DupKind, sub: u8) -> Vec<u8> {
+    let mut k = Vec::with_capacity(ctx.len() + 24);
+    k.extend_from_slice(ctx.as_bytes());
+    k.push(0);
+    k.push(kind.byte());
+    k.push(sub);
+    k
+}
+
+/// Prefix of the exact-hash keys of `hash`.
+pub(crate) fn exact_prefix(ctx: &str, kind: DupKind, hash: u64) -> Vec<u8> {
+    let mut k = prefix(ctx, kind, b'x');
+    k.extend_from_slice(&hash.to_be_bytes());
+    k
+}
+
+/// Prefix of the keys of band `band` with hash `hash`.
+pub(crate) fn band_prefix(ctx: &str, kind: DupKind, band: usize, hash: u64) -> Vec<u8> {
+    let mut k = prefix(ctx, kind, b'b');
+    k.push(band as u8);
+    k.extend_from_slice(&hash.to_be_bytes());
+    k
+}
+
+/// The record id at the end of a dedup key whose prefix is `prefix_len` bytes long.
+pub(crate) fn id_of(key: &[u8], prefix_len: usize) -> Option<String> {
+    key.get(prefix_len..)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .map(str::to_owned)
+}
+
+/// Every dedup key of a record `id` with fingerprint `fp`.
+pub(crate) fn keys(ctx: &str, kind: DupKind, id: &str, fp: &Fingerprint) -> Vec<Vec<u8>> {
+    let mut out = Vec::with_capacity(1 + fp.bands.len());
+    if let Some(h) = fp.exact {
+        let mut k = exact_prefix(ctx, kind, h);
+        k.extend_from_slice(id.as_bytes());
+        out.push(k);
+    }
+    for (b, h) in fp.bands.iter().enumerate() {
+        let mut k = band_prefix(ctx, kind, b, *h);
+        k.extend_from_slice(id.as_bytes());
+        out.push(k);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalise_folds_case_and_punctuation() {
+        assert_eq!(normalise("  Hello,   World!! 42 "), "hello world 42");
+        assert_eq!(normalise("¡Ünïcode—ok?"), "ünïcode ok");
+        assert_eq!(normalise("..."), "");
+    }
+
+    #[test]
+    fn near_texts_share_a_band_and_far_texts_do_not() {
+        let a = Fingerprint::of(
+            0,
+            "a",
+            "The user prefers dark mode in every editor they use",
+            true,
+        );
+        let b = Fingerprint::of(
+            0,
+            "b",
+            "the user prefers dark mode in every editor they use.",
+            true,
+        );
+        let c = Fingerprint::of(
+            0,
+            "c",
+            "Quarterly revenue grew by eleven percent in Europe",
+            true,
+        );
+        assert!(jaccard(&a.shingles, &b.shingles) > 0.99);
+        assert!(a.bands.iter().zip(&b.bands).any(|(x, y)| x == y));
+        assert!(jaccard(&a.shingles, &c.shingles) < 0.1);
+        assert!(!a.bands.iter().zip(&c.bands).any(|(x, y)| x == y));
+        assert_eq!(a.bands.len(), MINHASH_BANDS);
+    }
+
+    #[test]
+    fn seeds_change_every_hash() {
+        let a = Fingerprint::of(0, "same text", "same text here", true);
+        let b = Fingerprint::of(7, "same text", "same text here", true);
+        assert_ne!(a.exact, b.exact);
+        assert!(a.bands.iter().zip(&b.bands).all(|(x, y)| x != y));
+    }
+
+    #[test]
+    fn short_and_empty_texts() {
+        assert_eq!(shingles(0, "hi").len(), 1);
+        assert!(shingles(0, "").is_empty());
+        assert!(bands(0, &HashSet::new()).is_empty());
+        assert_eq!(jaccard(&HashSet::new(), &HashSet::new()), 0.0);
+    }
+}
