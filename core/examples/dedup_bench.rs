@@ -1,0 +1,253 @@
+//! Duplicate detection on write: quality and cost (docs/memory-hygiene.md).
+//!
+//! `cargo run --release -p memstrata --example dedup_bench -- quality [DATA_DIR]`
+//! records real dialogue turns (FriendsQA and Molweni subsets shipped in
+//! benches/retrieval/data) plus a generated set, with copies edited by known
+//! operations inserted at random later positions, and reports the detector's
+//! precision and recall (`duplicate_of` of `record_detailed` against the truth).
+//!
+//! `... -- cost N` records N distinct generated episodes and prints the mean
+//! time per `record` (only the public `record` call: the same program measures
+//! a build without duplicate detection).
+
+use std::time::Instant;
+
+use memstrata::{Memory, NewEpisode};
+
+/// A small deterministic generator (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const WORDS: &[&str] = &[
+    "deploy", "billing", "service", "staging", "invoice", "customer", "meeting", "design",
+    "review", "budget", "travel", "Lisbon", "flight", "report", "quarterly", "migration",
+    "database", "backup", "release", "feature", "request", "support", "ticket", "priority",
+    "schedule", "Tuesday", "morning", "dinner", "Ana", "Ben", "Chloe", "prefers", "dark",
+    "mode", "editor", "email", "weekly", "summary", "contract", "renewal", "server",
+    "latency", "alert", "incident", "postmortem", "roadmap", "hiring", "interview",
+];
+
+fn generated(rng: &mut Rng, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let len = 6 + rng.below(12);
+            let mut w: Vec<&str> = (0..len).map(|_| WORDS[rng.below(WORDS.len())]).collect();
+            w.push(if i % 2 == 0 { "today" } else { "tomorrow" });
+            let mut s = w.join(" ");
+            s.push_str(&format!(" #{i}"));
+            s
+        })
+        .collect()
+}
+
+fn real_turns(dir: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let read = |f: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(format!("{dir}/{f}")).expect("data file");
+        serde_json::from_str(&text).expect("json")
+    };
+    let friends = read("friendsqa_mini.json");
+    for scene in friends["data"].as_array().expect("data") {
+        for p in scene["paragraphs"].as_array().expect("paragraphs") {
+            for u in p["utterances:"].as_array().expect("utterances") {
+                if let Some(t) = u["utterance"].as_str() {
+                    out.push(t.to_owned());
+                }
+            }
+        }
+    }
+    let molweni = read("molweni_mini.json");
+    for d in molweni["data"].as_array().expect("data") {
+        for e in d["edus"].as_array().expect("edus") {
+            if let Some(t) = e["text"].as_str() {
+                out.push(t.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// An edit that makes a duplicate, and its name.
+fn edit(rng: &mut Rng, text: &str, op: usize) -> (String, &'static str) {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut w: Vec<String> = words.iter().map(|s| (*s).to_owned()).collect();
+    match op {
+        0 => (text.to_owned(), "exact copy"),
+        1 => {
+            let mut s = text.to_uppercase();
+            s.push_str(" !");
+            (s, "case and punctuation")
+        }
+        2 if w.len() >= 8 => {
+            let i = rng.below(w.len());
+            w.insert(i, WORDS[rng.below(WORDS.len())].to_owned());
+            (w.join(" "), "one word inserted")
+        }
+        3 if w.len() >= 8 => {
+            let i = rng.below(w.len());
+            w.remove(i);
+            (w.join(" "), "one word deleted")
+        }
+        4 if w.len() >= 8 => {
+            let i = rng.below(w.len());
+            w[i] = WORDS[rng.below(WORDS.len())].to_owned();
+            (w.join(" "), "one word replaced")
+        }
+        5 if w.len() >= 12 => {
+            let i = rng.below(w.len() - 1);
+            w.swap(i, i + 1);
+            let j = rng.below(w.len());
+            w[j] = WORDS[rng.below(WORDS.len())].to_owned();
+            (w.join(" "), "two words swapped, one replaced")
+        }
+        _ => (text.to_owned(), "exact copy"),
+    }
+}
+
+fn normal(s: &str) -> String {
+    let mut out = String::new();
+    for part in s
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|p| !p.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&part.to_lowercase());
+    }
+    out
+}
+
+fn quality(name: &str, base: Vec<String>, seed: u64) {
+    let mut rng = Rng(seed);
+    // (text, original index, edit name): originals have no edit.
+    let mut items: Vec<(String, usize, Option<&'static str>)> =
+        base.iter().enumerate().map(|(i, t)| (t.clone(), i, None)).collect();
+    let copies = base.len() * 2 / 5;
+    for _ in 0..copies {
+        let src = rng.below(base.len());
+        let which = rng.below(6);
+        let (t, op) = edit(&mut rng, &base[src], which);
+        // Inserted after its original.
+        let pos = items.iter().position(|x| x.1 == src && x.2.is_none()).expect("orig");
+        let at = pos + 1 + rng.below(items.len() - pos);
+        items.insert(at, (t, src, Some(op)));
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let mem = Memory::open(dir.path()).expect("open");
+    let mut seen_norm: std::collections::HashMap<String, usize> = Default::default();
+    let mut id_of_orig: std::collections::HashMap<usize, String> = Default::default();
+    let mut orig_of_id: std::collections::HashMap<String, usize> = Default::default();
+    let (mut tp, mut fp, mut fneg, mut tn) = (0usize, 0usize, 0usize, 0usize);
+    let mut per_op: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut sims: Vec<f32> = Vec::new();
+    for (text, src, op) in &items {
+        let r = mem
+            .episodic()
+            .record_detailed(NewEpisode::new(text.clone()))
+            .expect("record");
+        let norm = normal(text);
+        // Truth: an edited copy of an earlier original, or a text whose
+        // normalised form was seen before (real dialogue repeats itself).
+        let truth = op.is_some() || seen_norm.contains_key(&norm);
+        let found = r.duplicate_of.is_some();
+        if let Some(op) = op {
+            let e = per_op.entry(op).or_default();
+            e.1 += 1;
+            if found {
+                e.0 += 1;
+            }
+        }
+        match (truth, found) {
+            (true, true) => tp += 1,
+            (true, false) => fneg += 1,
+            (false, true) => {
+                fp += 1;
+                if fp <= 5 {
+                    let other = r.duplicate_of.as_deref().and_then(|d| orig_of_id.get(d));
+                    println!(
+                        "  false positive: {:?} ~ {:?} ({:.2})",
+                        text,
+                        other.map(|o| base[*o].as_str()),
+                        r.similarity.unwrap_or(0.0)
+                    );
+                }
+            }
+            (false, false) => tn += 1,
+        }
+        if found {
+            sims.push(r.similarity.unwrap_or(0.0));
+        }
+        seen_norm.entry(norm).or_insert(*src);
+        if op.is_none() {
+            id_of_orig.insert(*src, r.id.clone());
+            orig_of_id.insert(r.id.clone(), *src);
+        }
+    }
+    let precision = tp as f64 / (tp + fp).max(1) as f64;
+    let recall = tp as f64 / (tp + fneg).max(1) as f64;
+    println!(
+        "{name}: {} records ({} originals, {copies} edited copies); duplicates {} (tp {tp}, fn {fneg}), non-duplicates {} (fp {fp}, tn {tn}); precision {:.3}, recall {:.3}",
+        items.len(),
+        base.len(),
+        tp + fneg,
+        fp + tn,
+        precision,
+        recall
+    );
+    for (op, (hit, n)) in per_op {
+        println!("  {op}: {hit}/{n} found ({:.1}%)", 100.0 * hit as f64 / n as f64);
+    }
+}
+
+fn cost(n: usize) {
+    let mut rng = Rng(7);
+    let texts = generated(&mut rng, n);
+    let dir = tempfile::tempdir().expect("tmp");
+    let mem = Memory::open(dir.path()).expect("open");
+    // Warm-up: the first writes open the index writer.
+    for t in texts.iter().take(100) {
+        mem.episodic().record(NewEpisode::new(format!("warm {t}"))).expect("record");
+    }
+    let started = Instant::now();
+    for t in &texts {
+        mem.episodic().record(NewEpisode::new(t.clone())).expect("record");
+    }
+    let el = started.elapsed();
+    println!(
+        "cost: {n} records, {:.1} µs per record",
+        el.as_secs_f64() * 1e6 / n as f64
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("quality") => {
+            let dir = args
+                .get(2)
+                .cloned()
+                .unwrap_or_else(|| "benches/retrieval/data".to_owned());
+            quality("real dialogue turns (FriendsQA + Molweni subsets)", real_turns(&dir), 1);
+            let mut rng = Rng(3);
+            quality("generated set", generated(&mut rng, 1000), 2);
+        }
+        Some("cost") => {
+            let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5000);
+            cost(n);
+        }
+        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N]"),
+    }
+}
