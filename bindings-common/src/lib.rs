@@ -32,7 +32,7 @@ pub use error::{BindingError, ErrorCode, guard, guard_binding};
 pub use handle::Handle;
 pub use options::{
     OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
-    embedding, vector_query,
+    embedding, on_duplicate, vector_query,
 };
 pub use records::*;
 pub use types::embedding_from_f64;

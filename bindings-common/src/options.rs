@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use memstrata::{
     Durability, Fusion, FusionMethod, Limits, Memory, MemoryBuilder, NewEpisode, SearchFilters,
-    VectorQuery, timesheet::TaskFilter,
+    VectorQuery, episodic::OnDuplicate, timesheet::TaskFilter,
 };
 
 use crate::defaults;
@@ -79,6 +79,10 @@ options! {
         pub timestamp: Option<Timestamp>,
         /// The host's embedding (1..=4096 finite numbers; dimension fixed per context).
         pub embedding: Option<Embedding>,
+        /// What to do when an earlier episode duplicates this one: `"keep"`, `"skip"`,
+        /// `"merge"` or `"link"` (default: the context's policy, `"keep"` unless set).
+        #[cfg_attr(feature = "napi", napi(ts_type = "'keep' | 'skip' | 'merge' | 'link'"))]
+        pub on_duplicate: Option<String>,
     }
 
     /// Optional arguments of `episodic.search`.
@@ -112,6 +116,10 @@ options! {
     pub struct StoreOptions {
         /// The host's embedding of the entry (without it, the registered embedder's, if any).
         pub embedding: Option<Embedding>,
+        /// What to do when another entry (or this key's current value) duplicates the
+        /// value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
+        #[cfg_attr(feature = "napi", napi(ts_type = "'keep' | 'skip' | 'merge' | 'link'"))]
+        pub on_duplicate: Option<String>,
     }
 
     /// Optional arguments of `semantic.query`.
@@ -233,8 +241,18 @@ impl RecordOptions {
         if let Some(v) = self.embedding {
             e = e.embedding(embedding(&v.0)?);
         }
+        if let Some(p) = on_duplicate(self.on_duplicate.as_deref())? {
+            e = e.on_duplicate(p);
+        }
         Ok(e)
     }
+}
+
+/// The core's duplicate policy from its name (`None`: the context's default).
+pub fn on_duplicate(name: Option<&str>) -> Result<Option<OnDuplicate>, BindingError> {
+    name.map(|s| OnDuplicate::parse("on_duplicate", s))
+        .transpose()
+        .map_err(BindingError::from)
 }
 
 /// An embedding from a foreign `f64` sequence (values must fit an `f32`).
@@ -273,6 +291,18 @@ impl StoreOptions {
     /// The core's embedding argument of `store_with_embedding`.
     pub fn embedding(self) -> Result<Option<Vec<f32>>, BindingError> {
         self.embedding.map(|v| embedding(&v.0)).transpose()
+    }
+
+    /// The core's options of `store_with`.
+    pub fn core(self) -> Result<memstrata::semantic::StoreOptions, BindingError> {
+        let mut o = memstrata::semantic::StoreOptions::default();
+        if let Some(p) = on_duplicate(self.on_duplicate.as_deref())? {
+            o = o.on_duplicate(p);
+        }
+        if let Some(v) = self.embedding()? {
+            o = o.embedding(v);
+        }
+        Ok(o)
     }
 }
 
@@ -426,6 +456,40 @@ mod tests {
         .episode("x".into())
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("embedding"));
+        let e = RecordOptions {
+            on_duplicate: Some("merge".into()),
+            ..Default::default()
+        }
+        .episode("x".into())
+        .unwrap();
+        assert_eq!(e.on_duplicate, Some(OnDuplicate::Merge));
+        let e = RecordOptions {
+            on_duplicate: Some("drop".into()),
+            ..Default::default()
+        }
+        .episode("x".into())
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("on_duplicate"));
+        assert!(e.message.contains("\"skip\""), "{}", e.message);
+    }
+
+    #[test]
+    fn store_options_carry_the_policy() {
+        let o = StoreOptions {
+            on_duplicate: Some("skip".into()),
+            embedding: Some(vec![0.5, 0.25].into()),
+        }
+        .core()
+        .unwrap();
+        assert_eq!(o.on_duplicate, Some(OnDuplicate::Skip));
+        assert_eq!(o.embedding, Some(vec![0.5, 0.25]));
+        let e = StoreOptions {
+            on_duplicate: Some("Keep".into()),
+            ..Default::default()
+        }
+        .core()
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("on_duplicate"));
     }
 
     #[test]

@@ -89,6 +89,27 @@ records! {
         pub tags: Vec<String>,
         /// Importance 1..=10.
         pub importance: u32,
+        /// How many times it was recorded (1, plus one per duplicate merged into it).
+        pub seen_count: i64,
+        /// When a duplicate was last merged into it (null: never).
+        pub last_seen: Option<Timestamp>,
+        /// The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
+        pub duplicate_of: Option<String>,
+    }
+
+    /// Result of `record_detailed`: what the duplicate policy did.
+    pub struct Recorded {
+        /// The episode's id: the new one, or the existing one when the write was skipped or merged.
+        pub id: String,
+        /// The earlier episode this one duplicates, when one was found (whatever the policy).
+        pub duplicate_of: Option<String>,
+        /// 1.0 for an exact duplicate, else the Jaccard similarity of the texts' shingles
+        /// or the cosine of the embeddings; null without a duplicate.
+        pub similarity: Option<f64>,
+        /// Whether a new episode was stored (false for `skip` and `merge` of a duplicate).
+        pub created: bool,
+        /// The policy applied: `"keep"`, `"skip"`, `"merge"` or `"link"`.
+        pub on_duplicate: String,
     }
 
     /// One episode search hit.
@@ -116,6 +137,10 @@ records! {
         pub created_at: Timestamp,
         /// Last changed.
         pub updated_at: Timestamp,
+        /// From `store`: the entry found to duplicate the stored value (this key's own
+        /// when its value was already the same), whatever the policy. From `get`: the
+        /// entry it was linked to (`on_duplicate = "link"`).
+        pub duplicate_of: Option<String>,
     }
 
     /// One kept version of a knowledge entry (`history`).
@@ -558,6 +583,21 @@ impl From<memstrata::episodic::Episode> for Episode {
             participants: e.participants,
             tags: e.tags,
             importance: u32::from(e.importance),
+            seen_count: i64::from(e.seen_count),
+            last_seen: e.last_seen.map(ts),
+            duplicate_of: e.duplicate_of,
+        }
+    }
+}
+
+impl From<memstrata::episodic::Recorded> for Recorded {
+    fn from(r: memstrata::episodic::Recorded) -> Self {
+        Recorded {
+            id: r.id,
+            duplicate_of: r.duplicate_of,
+            similarity: r.similarity.map(score),
+            created: r.created,
+            on_duplicate: r.on_duplicate.as_str().to_owned(),
         }
     }
 }
@@ -581,6 +621,7 @@ impl From<memstrata::semantic::Knowledge> for Knowledge {
             version: int(k.version),
             created_at: ts(k.created_at),
             updated_at: ts(k.updated_at),
+            duplicate_of: k.duplicate_of,
         }
     }
 }

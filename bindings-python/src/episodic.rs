@@ -24,6 +24,38 @@ impl Episodic {
     }
 }
 
+/// The core's episode from `record`'s arguments (content, participants, tags,
+/// importance, timestamp, embedding) and policy.
+fn episode(
+    mem: &memstrata::Memory,
+    summary: String,
+    [
+        content,
+        participants,
+        tags,
+        importance,
+        timestamp,
+        embedding,
+    ]: [Option<&Bound<'_, PyAny>>; 6],
+    on_duplicate: Option<String>,
+) -> PyResult<memstrata::NewEpisode> {
+    RecordOptions {
+        content: Some(JsonValue(convert::opt_json(
+            content,
+            "content",
+            max_depth(mem),
+        )?)),
+        participants: Some(convert::str_list(participants, "participants")?),
+        tags: Some(convert::str_list(tags, "tags")?),
+        importance: convert::opt_int(importance, "importance")?,
+        timestamp: convert::opt_timestamp(timestamp, "timestamp")?,
+        embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
+        on_duplicate,
+    }
+    .episode(summary)
+    .map_err(to_py)
+}
+
 #[pymethods]
 impl Episodic {
     /// Record an episode; returns its id. It is found by the next search.
@@ -31,7 +63,11 @@ impl Episodic {
     /// `embedding` (a sequence of floats) is the host's vector for this episode; the
     /// dimension is fixed per context on first use. Without it, the embedder set with
     /// `Memory.set_embedder` (if any) is called on the summary plus the content's text.
-    #[pyo3(signature = (summary, content=None, *, participants=None, tags=None, importance=None, timestamp=None, embedding=None))]
+    ///
+    /// `on_duplicate` (`"keep"`, `"skip"`, `"merge"` or `"link"`; default the
+    /// context's policy) says what to do when an earlier episode duplicates this one;
+    /// with `"skip"` or `"merge"` the existing episode's id is returned.
+    #[pyo3(signature = (summary, content=None, *, participants=None, tags=None, importance=None, timestamp=None, embedding=None, on_duplicate=None))]
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
@@ -43,23 +79,58 @@ impl Episodic {
         importance: Option<&Bound<'_, PyAny>>,
         timestamp: Option<&Bound<'_, PyAny>>,
         embedding: Option<&Bound<'_, PyAny>>,
+        on_duplicate: Option<String>,
     ) -> PyResult<String> {
         let mem = self.h.core()?;
-        let ep = RecordOptions {
-            content: Some(JsonValue(convert::opt_json(
+        let ep = episode(
+            &mem,
+            summary,
+            [
                 content,
-                "content",
-                max_depth(&mem),
-            )?)),
-            participants: Some(convert::str_list(participants, "participants")?),
-            tags: Some(convert::str_list(tags, "tags")?),
-            importance: convert::opt_int(importance, "importance")?,
-            timestamp: convert::opt_timestamp(timestamp, "timestamp")?,
-            embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
-        }
-        .episode(summary)
-        .map_err(to_py)?;
+                participants,
+                tags,
+                importance,
+                timestamp,
+                embedding,
+            ],
+            on_duplicate,
+        )?;
         run(py, || mem.episodic().record(ep))
+    }
+
+    /// Record an episode like `record`, and say what its duplicate policy did: the
+    /// id (the existing episode's when skipped or merged), `duplicate_of` and its
+    /// `similarity` when a duplicate was found, `created`, and the policy applied.
+    #[pyo3(signature = (summary, content=None, *, participants=None, tags=None, importance=None, timestamp=None, embedding=None, on_duplicate=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn record_detailed(
+        &self,
+        py: Python<'_>,
+        summary: String,
+        content: Option<&Bound<'_, PyAny>>,
+        participants: Option<&Bound<'_, PyAny>>,
+        tags: Option<&Bound<'_, PyAny>>,
+        importance: Option<&Bound<'_, PyAny>>,
+        timestamp: Option<&Bound<'_, PyAny>>,
+        embedding: Option<&Bound<'_, PyAny>>,
+        on_duplicate: Option<String>,
+    ) -> PyResult<Recorded> {
+        let mem = self.h.core()?;
+        let ep = episode(
+            &mem,
+            summary,
+            [
+                content,
+                participants,
+                tags,
+                importance,
+                timestamp,
+                embedding,
+            ],
+            on_duplicate,
+        )?;
+        let r = run(py, || mem.episodic().record_detailed(ep))?;
+        class(py, r)
     }
 
     /// The episode with `id`, or None.
@@ -151,7 +222,7 @@ impl Episodic {
 py_records! {
     /// A stored episode.
     Episode from common::Episode,
-    repr [id, timestamp, summary, content, participants, tags, importance] {
+    repr [id, timestamp, summary, content, participants, tags, importance, seen_count] {
         /// UUIDv7 id.
         id: String,
         /// When it happened (aware UTC).
@@ -166,6 +237,27 @@ py_records! {
         tags: Vec<String>,
         /// 1..=10.
         importance: u32,
+        /// How many times it was recorded (1, plus one per duplicate merged into it).
+        seen_count: i64,
+        /// When a duplicate was last merged into it (None: never).
+        last_seen: Option<DateTime<Utc>>,
+        /// The earlier episode it duplicates, when recorded with `on_duplicate="link"`.
+        duplicate_of: Option<String>,
+    }
+
+    /// Result of `record_detailed`: what the duplicate policy did.
+    Recorded from common::Recorded, repr [id, duplicate_of, similarity, created, on_duplicate] {
+        /// The episode's id: the new one, or the existing one when skipped or merged.
+        id: String,
+        /// The earlier episode this one duplicates, when one was found (whatever the policy).
+        duplicate_of: Option<String>,
+        /// 1.0 for an exact duplicate, else the Jaccard similarity of the texts' shingles
+        /// or the cosine of the embeddings; None without a duplicate.
+        similarity: Option<f64>,
+        /// Whether a new episode was stored (False for skip and merge of a duplicate).
+        created: bool,
+        /// The policy applied: "keep", "skip", "merge" or "link".
+        on_duplicate: String,
     }
 
     /// One search result: the episode, its score and its rank in each list.

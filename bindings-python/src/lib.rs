@@ -61,6 +61,7 @@ fn _memstrata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<episodic::Episodic>()?;
     m.add_class::<episodic::Episode>()?;
     m.add_class::<episodic::EpisodeHit>()?;
+    m.add_class::<episodic::Recorded>()?;
     m.add_class::<semantic::Semantic>()?;
     m.add_class::<semantic::Knowledge>()?;
     m.add_class::<semantic::KnowledgeVersion>()?;

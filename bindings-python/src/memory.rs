@@ -299,6 +299,33 @@ impl Memory {
         contexts::retrieve(py, &self.core()?, key, namespace)
     }
 
+    /// Set the duplicate policy (`"keep"`, `"skip"`, `"merge"` or `"link"`) of
+    /// `namespace` (else the active context): what `episodic.record` and
+    /// `semantic.store` do without an `on_duplicate` of their own.
+    #[pyo3(signature = (on_duplicate, namespace=None))]
+    fn set_on_duplicate(
+        &self,
+        py: Python<'_>,
+        on_duplicate: String,
+        namespace: Option<String>,
+    ) -> PyResult<()> {
+        let mem = self.core()?;
+        let p = common::on_duplicate(Some(&on_duplicate))
+            .map_err(to_py)?
+            .unwrap_or_default();
+        run(py, || {
+            mem.contexts().set_on_duplicate(p, namespace.as_deref())
+        })
+    }
+
+    /// The duplicate policy of `namespace` (else the active context).
+    #[pyo3(signature = (namespace=None))]
+    fn on_duplicate(&self, py: Python<'_>, namespace: Option<String>) -> PyResult<String> {
+        let mem = self.core()?;
+        let p = run(py, || mem.contexts().on_duplicate(namespace.as_deref()))?;
+        Ok(p.as_str().to_owned())
+    }
+
     // ------------------------------------------------------------ timesheet
 
     /// Start a task for `llm_name`. `context` is free text about the task (kept on

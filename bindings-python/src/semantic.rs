@@ -30,24 +30,28 @@ impl Semantic {
     ///
     /// `embedding`: the host's vector for the entry; without it, the embedder set with
     /// `Memory.set_embedder` (if any) is called on the key plus the knowledge's text.
-    #[pyo3(signature = (key, knowledge, *, embedding=None))]
+    ///
+    /// `on_duplicate` (`"keep"`, `"skip"`, `"merge"` or `"link"`; default the
+    /// context's policy) says what to do when another entry holds the same or a
+    /// near-identical value; the result's `duplicate_of` names it.
+    #[pyo3(signature = (key, knowledge, *, embedding=None, on_duplicate=None))]
     fn store(
         &self,
         py: Python<'_>,
         key: String,
         knowledge: &Bound<'_, PyAny>,
         embedding: Option<&Bound<'_, PyAny>>,
+        on_duplicate: Option<String>,
     ) -> PyResult<Knowledge> {
         let mem = self.h.core()?;
         let knowledge = convert::to_json(knowledge, "knowledge", max_depth(&mem))?;
-        let embedding = convert::opt_floats(embedding, "embedding")?
-            .map(|v| common::embedding(&v))
-            .transpose()
-            .map_err(to_py)?;
-        let k = run(py, || {
-            mem.semantic()
-                .store_with_embedding(&key, knowledge, embedding)
-        })?;
+        let opts = common::StoreOptions {
+            embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
+            on_duplicate,
+        }
+        .core()
+        .map_err(to_py)?;
+        let k = run(py, || mem.semantic().store_with(&key, knowledge, opts))?;
         class(py, k)
     }
 
@@ -143,6 +147,9 @@ py_records! {
         created_at: DateTime<Utc>,
         /// Last changed (aware UTC).
         updated_at: DateTime<Utc>,
+        /// From `store`: the entry found to duplicate the value (this key's own when
+        /// unchanged), whatever the policy; from `get`: the entry it was linked to.
+        duplicate_of: Option<String>,
     }
 
     /// One kept version of a semantic entry.

@@ -73,6 +73,7 @@ __all__ = [
     "Episodic",
     "Episode",
     "EpisodeHit",
+    "Recorded",
     "Semantic",
     "Knowledge",
     "KnowledgeVersion",
@@ -300,6 +301,19 @@ class Memory:
         timestamps, or None when absent or expired.
         """
         ...
+    def set_on_duplicate(
+        self,
+        on_duplicate: Literal["keep", "skip", "merge", "link"],
+        namespace: Optional[str] = None,
+    ) -> None:
+        """Set the duplicate policy (`"keep"`, `"skip"`, `"merge"` or `"link"`) of
+        `namespace` (else the active context): what `episodic.record` and
+        `semantic.store` do without an `on_duplicate` of their own.
+        """
+        ...
+    def on_duplicate(self, namespace: Optional[str] = None) -> Literal["keep", "skip", "merge", "link"]:
+        """The duplicate policy of `namespace` (else the active context)."""
+        ...
     def punch_in(
         self,
         llm_name: str,
@@ -494,6 +508,18 @@ class Episode:
     def importance(self) -> int:
         """1..=10."""
         ...
+    @property
+    def seen_count(self) -> int:
+        """How many times it was recorded (1, plus one per duplicate merged into it)."""
+        ...
+    @property
+    def last_seen(self) -> Optional[datetime.datetime]:
+        """When a duplicate was last merged into it (None: never)."""
+        ...
+    @property
+    def duplicate_of(self) -> Optional[str]:
+        """The earlier episode it duplicates, when recorded with `on_duplicate="link"`."""
+        ...
 
 @final
 class EpisodeHit:
@@ -518,6 +544,32 @@ class EpisodeHit:
         ...
 
 @final
+class Recorded:
+    """Result of `record_detailed`: what the duplicate policy did."""
+    @property
+    def id(self) -> str:
+        """The episode's id: the new one, or the existing one when skipped or merged."""
+        ...
+    @property
+    def duplicate_of(self) -> Optional[str]:
+        """The earlier episode this one duplicates, when one was found (whatever the policy)."""
+        ...
+    @property
+    def similarity(self) -> Optional[float]:
+        """1.0 for an exact duplicate, else the Jaccard similarity of the texts' shingles
+        or the cosine of the embeddings; None without a duplicate.
+        """
+        ...
+    @property
+    def created(self) -> bool:
+        """Whether a new episode was stored (False for skip and merge of a duplicate)."""
+        ...
+    @property
+    def on_duplicate(self) -> Literal["keep", "skip", "merge", "link"]:
+        """The policy applied: "keep", "skip", "merge" or "link"."""
+        ...
+
+@final
 class Episodic:
     """The episodic layer of the active context (`mem.episodic`)."""
     def record(
@@ -530,12 +582,34 @@ class Episodic:
         importance: Optional[int] = None,
         timestamp: Optional[datetime.datetime] = None,
         embedding: Optional[Sequence[float]] = None,
+        on_duplicate: Optional[Literal["keep", "skip", "merge", "link"]] = None,
     ) -> str:
         """Record an episode; returns its id. It is found by the next search.
 
         `embedding` (a sequence of floats) is the host's vector for this episode; the
         dimension is fixed per context on first use. Without it, the embedder set with
         `Memory.set_embedder` (if any) is called on the summary plus the content's text.
+
+        `on_duplicate` (`"keep"`, `"skip"`, `"merge"` or `"link"`; default the
+        context's policy) says what to do when an earlier episode duplicates this one;
+        with `"skip"` or `"merge"` the existing episode's id is returned.
+        """
+        ...
+    def record_detailed(
+        self,
+        summary: str,
+        content: _JSON = None,
+        *,
+        participants: Optional[Iterable[str]] = None,
+        tags: Optional[Iterable[str]] = None,
+        importance: Optional[int] = None,
+        timestamp: Optional[datetime.datetime] = None,
+        embedding: Optional[Sequence[float]] = None,
+        on_duplicate: Optional[Literal["keep", "skip", "merge", "link"]] = None,
+    ) -> Recorded:
+        """Record an episode like `record`, and say what its duplicate policy did: the
+        id (the existing episode's when skipped or merged), `duplicate_of` and its
+        `similarity` when a duplicate was found, `created`, and the policy applied.
         """
         ...
     def get(self, id: str) -> Optional[Episode]:
@@ -603,6 +677,12 @@ class Knowledge:
     def updated_at(self) -> datetime.datetime:
         """Last changed (aware UTC)."""
         ...
+    @property
+    def duplicate_of(self) -> Optional[str]:
+        """From `store`: the entry found to duplicate the value (this key's own when
+        unchanged), whatever the policy; from `get`: the entry it was linked to.
+        """
+        ...
 
 @final
 class KnowledgeVersion:
@@ -653,11 +733,16 @@ class Semantic:
         knowledge: _JSON,
         *,
         embedding: Optional[Sequence[float]] = None,
+        on_duplicate: Optional[Literal["keep", "skip", "merge", "link"]] = None,
     ) -> Knowledge:
         """Store (replace) the knowledge under `key`; returns the new entry.
 
         `embedding`: the host's vector for the entry; without it, the embedder set with
         `Memory.set_embedder` (if any) is called on the key plus the knowledge's text.
+
+        `on_duplicate` (`"keep"`, `"skip"`, `"merge"` or `"link"`; default the
+        context's policy) says what to do when another entry holds the same or a
+        near-identical value; the result's `duplicate_of` names it.
         """
         ...
     def retrieve(self, key: str) -> Any:
