@@ -14,8 +14,9 @@ use common::{check, connect, shared_temp};
 use memstrata::{Limits, Memory};
 use memstrata_mcp::{Access, Auth, Principal, Shared};
 
-const TOOLS: [&str; 29] = [
+const TOOLS: [&str; 30] = [
     "context_retrieve",
+    "context_set_on_duplicate",
     "context_store",
     "context_switch",
     "episode_get",

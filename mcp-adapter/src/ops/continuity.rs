@@ -152,6 +152,42 @@ impl Op for ContextStore {
     }
 }
 
+/// Arguments of `context_set_on_duplicate`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSetOnDuplicate {
+    /// The policy of writes that give no `on_duplicate` of their own.
+    pub on_duplicate: super::long_term::OnDuplicateName,
+    /// Context to set it for (default: the active context).
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// Result of `context_set_on_duplicate`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OnDuplicateSet {
+    /// Always true when returned.
+    pub success: bool,
+    /// The policy now set: `keep`, `skip`, `merge` or `link`.
+    pub on_duplicate: String,
+}
+
+impl Op for ContextSetOnDuplicate {
+    fn targets(&self, cx: &Cx) -> ToolResult<Vec<Target>> {
+        ctx_target(&self.namespace, cx, Access::Write)
+    }
+    fn run(self, cx: &Cx) -> ToolResult<Done> {
+        let p: memstrata::episodic::OnDuplicate = self.on_duplicate.into();
+        cx.mem
+            .contexts()
+            .set_on_duplicate(p, self.namespace.as_deref())?;
+        Done::of(&OnDuplicateSet {
+            success: true,
+            on_duplicate: p.as_str().to_owned(),
+        })
+    }
+}
+
 /// Arguments of `context_retrieve`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

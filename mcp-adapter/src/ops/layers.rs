@@ -235,7 +235,7 @@ pub struct WorkspaceAdd {
     pub namespace: Option<String>,
 }
 
-/// Result of `workspace_add` and `episode_record`.
+/// Result of `workspace_add`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Created {
     /// Id of the new item.

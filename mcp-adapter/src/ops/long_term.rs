@@ -9,7 +9,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::layers::Created;
 use super::{Cx, Done, Op, ctx_target};
 use crate::error::{ToolError, ToolResult};
 use crate::protocol::uri;
@@ -44,9 +43,41 @@ pub struct EpisodeRecord {
     /// fixed per context on first use). Omit it to use the server's embeddings endpoint, if configured.
     #[serde(default)]
     pub embedding: Option<Vec<f64>>,
+    /// What to do when an earlier episode of the context duplicates this one (same
+    /// text, near-identical text, or a near-identical embedding): `keep` stores it
+    /// anyway, `skip` stores nothing and returns the existing id, `merge` folds it
+    /// into the existing episode, `link` stores it linked to the existing one.
+    /// Default: the context's policy (`keep` unless set with context_set_on_duplicate).
+    #[serde(default)]
+    pub on_duplicate: Option<OnDuplicateName>,
     /// Context (default: the active context).
     #[serde(default)]
     pub namespace: Option<String>,
+}
+
+/// A duplicate policy.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnDuplicateName {
+    /// Store anyway (the result names the duplicate).
+    Keep,
+    /// Store nothing; the result is the existing item.
+    Skip,
+    /// Fold into the existing item.
+    Merge,
+    /// Store, linked to the existing item.
+    Link,
+}
+
+impl From<OnDuplicateName> for memstrata::episodic::OnDuplicate {
+    fn from(p: OnDuplicateName) -> Self {
+        match p {
+            OnDuplicateName::Keep => Self::Keep,
+            OnDuplicateName::Skip => Self::Skip,
+            OnDuplicateName::Merge => Self::Merge,
+            OnDuplicateName::Link => Self::Link,
+        }
+    }
 }
 
 impl Op for EpisodeRecord {
@@ -67,10 +98,12 @@ impl Op for EpisodeRecord {
                 .as_deref()
                 .map(common::embedding)
                 .transpose()?,
+            on_duplicate: self.on_duplicate.map(Into::into),
         };
-        let id = mem.episodic().record(ep)?;
-        let u = uri::episode(&ctx, &id);
-        Ok(Done::of(&Created { id })?.changed(u, Some(&ctx), true))
+        let r = common::Recorded::from(mem.episodic().record_detailed(ep)?);
+        let u = uri::episode(&ctx, &r.id);
+        let created = r.created;
+        Ok(Done::of(&r)?.changed(u, Some(&ctx), created))
     }
 }
 
@@ -263,6 +296,12 @@ pub struct KnowledgeStore {
     /// fixed per context on first use). Omit it to use the server's embeddings endpoint, if configured.
     #[serde(default)]
     pub embedding: Option<Vec<f64>>,
+    /// What to do when another entry (or this key's current value) holds the same
+    /// or a near-identical value: `keep` stores anyway, `skip` stores nothing and
+    /// returns that entry, `merge` applies the value as a merge patch to that entry,
+    /// `link` stores with a link to it. Default: the context's policy (`keep` unless set).
+    #[serde(default)]
+    pub on_duplicate: Option<OnDuplicateName>,
     /// Context (default: the active context).
     #[serde(default)]
     pub namespace: Option<String>,
@@ -281,6 +320,10 @@ pub struct KnowledgeStored {
     pub created_at: Timestamp,
     /// This store.
     pub updated_at: Timestamp,
+    /// The entry found to hold the same or a near-identical value (this key's own
+    /// when unchanged), whatever the policy; with `skip` and `merge` `key` names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
 }
 
 impl Op for KnowledgeStore {
@@ -294,19 +337,24 @@ impl Op for KnowledgeStore {
             .as_deref()
             .map(common::embedding)
             .transpose()?;
-        let k = common::Knowledge::from(mem.semantic().store_with_embedding(
-            &self.key,
-            self.knowledge,
-            embedding,
-        )?);
+        let mut opts = memstrata::semantic::StoreOptions::default();
+        if let Some(v) = embedding {
+            opts = opts.embedding(v);
+        }
+        if let Some(p) = self.on_duplicate {
+            opts = opts.on_duplicate(p.into());
+        }
+        let k =
+            common::Knowledge::from(mem.semantic().store_with(&self.key, self.knowledge, opts)?);
         let u = uri::knowledge(&ctx, &k.key);
-        let created = k.version == 1;
+        let created = k.version == 1 && k.key == self.key;
         Ok(Done::of(&KnowledgeStored {
             success: true,
             key: k.key,
             version: k.version,
             created_at: k.created_at,
             updated_at: k.updated_at,
+            duplicate_of: k.duplicate_of,
         })?
         .changed(u, Some(&ctx), created))
     }

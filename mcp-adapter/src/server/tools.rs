@@ -109,8 +109,8 @@ tools! {
         title: "Get an episode", read_only: true
     }
 
-    /// Record an episode (something that happened): summary, optional JSON content, participants, tags, importance 1..=10. Returns its id; the next search finds it.
-    episode_record(ops::EpisodeRecord) -> ops::Created {
+    /// Record an episode (something that happened): summary, optional JSON content, participants, tags, importance 1..=10. Returns its id; the next search finds it. Duplicates of earlier episodes are caught (on_duplicate: keep, skip, merge, link; duplicate_of names the one found).
+    episode_record(ops::EpisodeRecord) -> common::Recorded {
         title: "Record an episode", read_only: false, destructive_hint: false, idempotent_hint: false
     }
 
@@ -232,5 +232,11 @@ tools! {
     /// Add a JSON value to the working-memory workspace (bounded; the oldest item is evicted). Returns its id.
     workspace_add(ops::WorkspaceAdd) -> ops::Created {
         title: "Add to the workspace", read_only: false, destructive_hint: true, idempotent_hint: false
+    }
+
+    // Appended after the original table (fuzz inputs index tools by table order).
+    /// Set the duplicate policy of a context (namespace, else the active one): what episode_record and knowledge_store do, when they give no on_duplicate, with a write that duplicates an earlier item (keep, skip, merge, link).
+    context_set_on_duplicate(ops::ContextSetOnDuplicate) -> ops::OnDuplicateSet {
+        title: "Set a context's duplicate policy", read_only: false, destructive_hint: false, idempotent_hint: true
     }
 }
