@@ -106,6 +106,12 @@ export interface Episode {
   tags: Array<string>
   /** Importance 1..=10. */
   importance: number
+  /** How many times it was recorded (1, plus one per duplicate merged into it). */
+  seenCount: number
+  /** When a duplicate was last merged into it (null: never). */
+  lastSeen: Timestamp | null
+  /** The earlier episode it duplicates, when recorded with `on_duplicate = "link"`. */
+  duplicateOf: string | null
 }
 
 /** One episode search hit. */
@@ -189,6 +195,12 @@ export interface Knowledge {
   createdAt: Timestamp
   /** Last changed. */
   updatedAt: Timestamp
+  /**
+   * From `store`: the entry found to duplicate the stored value (this key's own
+   * when its value was already the same), whatever the policy. From `get`: the
+   * entry it was linked to (`on_duplicate = "link"`).
+   */
+  duplicateOf: string | null
 }
 
 /** One knowledge query hit. */
@@ -381,6 +393,23 @@ export interface QueryOptions {
   rrfK?: number
 }
 
+/** Result of `record_detailed`: what the duplicate policy did. */
+export interface Recorded {
+  /** The episode's id: the new one, or the existing one when the write was skipped or merged. */
+  id: string
+  /** The earlier episode this one duplicates, when one was found (whatever the policy). */
+  duplicateOf: string | null
+  /**
+   * 1.0 for an exact duplicate, else the Jaccard similarity of the texts' shingles
+   * or the cosine of the embeddings; null without a duplicate.
+   */
+  similarity: number | null
+  /** Whether a new episode was stored (false for `skip` and `merge` of a duplicate). */
+  created: boolean
+  /** The policy applied: `"keep"`, `"skip"`, `"merge"` or `"link"`. */
+  onDuplicate: string
+}
+
 /** Optional fields of `episodic.record`. */
 export interface RecordOptions {
   /** Arbitrary JSON content (default null). */
@@ -395,6 +424,11 @@ export interface RecordOptions {
   timestamp?: Timestamp
   /** The host's embedding (1..=4096 finite numbers; dimension fixed per context). */
   embedding?: Embedding
+  /**
+   * What to do when an earlier episode duplicates this one: `"keep"`, `"skip"`,
+   * `"merge"` or `"link"` (default: the context's policy, `"keep"` unless set).
+   */
+  onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
 }
 
 /** A procedure run. */
@@ -566,6 +600,11 @@ export interface StatusMetrics {
 export interface StoreOptions {
   /** The host's embedding of the entry (without it, the registered embedder's, if any). */
   embedding?: Embedding
+  /**
+   * What to do when another entry (or this key's current value) duplicates the
+   * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
+   */
+  onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
 }
 
 /** Result of `switch_context`. */
@@ -672,8 +711,19 @@ export declare class Episodic {
    * Record an episode; returns its id. With `embedding` (the dimension is fixed per
    * context on first use) or a registered embedder (`Memory.setEmbedder`, called on
    * the summary plus the content's text), the episode is found by vector search too.
+   * `onDuplicate` (`'keep'`, `'skip'`, `'merge'` or `'link'`; default the context's
+   * policy) says what to do when an earlier episode duplicates this one; with
+   * `'skip'` or `'merge'` the existing episode's id is returned.
    */
   record(summary: string, options?: RecordOptions | undefined | null): Promise<string>
+  /**
+   * Record an episode like `record`, and say what its duplicate policy
+   * (`onDuplicate`: `'keep'`, `'skip'`, `'merge'` or `'link'`; default the
+   * context's) did: the id (the existing episode's when skipped or merged),
+   * `duplicateOf` and its `similarity` when a duplicate was found, `created`,
+   * and the policy applied.
+   */
+  recordDetailed(summary: string, options?: RecordOptions | undefined | null): Promise<Recorded>
   /** The episode `id`, or null. */
   get(id: string): Promise<Episode | undefined | null>
   /**
@@ -719,6 +769,14 @@ export declare class Memory {
    * timestamps, or null when absent or expired.
    */
   contextRetrieve(key: string, options?: ContextRetrieveOptions | undefined | null): Promise<ContextValue | undefined | null>
+  /**
+   * Set the duplicate policy (`'keep'`, `'skip'`, `'merge'` or `'link'`) of
+   * `namespace` (else the active context): what `episodic.record` and
+   * `semantic.store` do without an `onDuplicate` of their own.
+   */
+  setOnDuplicate(onDuplicate: 'keep' | 'skip' | 'merge' | 'link', options?: OnDuplicateOptions | undefined | null): Promise<undefined>
+  /** The duplicate policy of `namespace` (else the active context). */
+  onDuplicate(options?: OnDuplicateOptions | undefined | null): Promise<'keep' | 'skip' | 'merge' | 'link'>
   /** Write every layer of the store to `path` (JSON Lines), fsynced before the Promise resolves. */
   export(path: string): Promise<ExportStats>
   /**
@@ -859,7 +917,10 @@ export declare class Semantic {
   /**
    * Store `knowledge` under `key` (a new version when the key exists). `embedding`:
    * the entry's vector; without it, the registered embedder's (if any), called on
-   * the key plus the knowledge's text.
+   * the key plus the knowledge's text. `onDuplicate` (`'keep'`, `'skip'`,
+   * `'merge'` or `'link'`; default the context's policy) says what to do when
+   * another entry holds the same or a near-identical value; the result's
+   * `duplicateOf` names it.
    */
   store(key: string, knowledge: JsonValue, options?: StoreOptions | undefined | null): Promise<Knowledge>
   /** The knowledge under `key`, or null. */
@@ -956,6 +1017,12 @@ export interface LimitOptions {
 
 /** Highest `compressionLevel` of `sessionSave` (0: none, 1: lz4, 2: lz4 high, 3: + delta). */
 export declare const MAX_COMPRESSION_LEVEL: number
+
+/** Options of `setOnDuplicate` and `onDuplicate`. */
+export interface OnDuplicateOptions {
+  /** The context (default: the active one). */
+  namespace?: string
+}
 
 /** Options of `keys`. */
 export interface PrefixOptions {

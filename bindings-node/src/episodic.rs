@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memstrata_bindings_common::{
-    Episode, EpisodeHit, Handle, RecordOptions, SearchOptions, defaults, records,
+    Episode, EpisodeHit, Handle, RecordOptions, Recorded, SearchOptions, defaults, records,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -30,6 +30,9 @@ impl Episodic {
     /// Record an episode; returns its id. With `embedding` (the dimension is fixed per
     /// context on first use) or a registered embedder (`Memory.setEmbedder`, called on
     /// the summary plus the content's text), the episode is found by vector search too.
+    /// `onDuplicate` (`'keep'`, `'skip'`, `'merge'` or `'link'`; default the context's
+    /// policy) says what to do when an earlier episode duplicates this one; with
+    /// `'skip'` or `'merge'` the existing episode's id is returned.
     #[napi]
     pub fn record<'env>(
         &self,
@@ -41,6 +44,25 @@ impl Episodic {
         with(env, &self.h, move |m| {
             let ep = opts.episode(summary)?;
             Ok(m.episodic().record(ep)?)
+        })
+    }
+
+    /// Record an episode like `record`, and say what its duplicate policy
+    /// (`onDuplicate`: `'keep'`, `'skip'`, `'merge'` or `'link'`; default the
+    /// context's) did: the id (the existing episode's when skipped or merged),
+    /// `duplicateOf` and its `similarity` when a duplicate was found, `created`,
+    /// and the policy applied.
+    #[napi]
+    pub fn record_detailed<'env>(
+        &self,
+        env: &'env Env,
+        summary: String,
+        options: Option<RecordOptions>,
+    ) -> Result<PromiseRaw<'env, Recorded>> {
+        let opts = options.unwrap_or_default();
+        with(env, &self.h, move |m| {
+            let ep = opts.episode(summary)?;
+            Ok(m.episodic().record_detailed(ep)?.into())
         })
     }
 

@@ -23,7 +23,10 @@ pub struct Semantic {
 impl Semantic {
     /// Store `knowledge` under `key` (a new version when the key exists). `embedding`:
     /// the entry's vector; without it, the registered embedder's (if any), called on
-    /// the key plus the knowledge's text.
+    /// the key plus the knowledge's text. `onDuplicate` (`'keep'`, `'skip'`,
+    /// `'merge'` or `'link'`; default the context's policy) says what to do when
+    /// another entry holds the same or a near-identical value; the result's
+    /// `duplicateOf` names it.
     #[napi]
     pub fn store<'env>(
         &self,
@@ -34,10 +37,8 @@ impl Semantic {
     ) -> Result<PromiseRaw<'env, Knowledge>> {
         let opts = options.unwrap_or_default();
         with(env, &self.h, move |m| {
-            let embedding = opts.embedding()?;
-            Ok(m.semantic()
-                .store_with_embedding(&key, knowledge.0, embedding)?
-                .into())
+            let opts = opts.core()?;
+            Ok(m.semantic().store_with(&key, knowledge.0, opts)?.into())
         })
     }
 
