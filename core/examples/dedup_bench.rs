@@ -31,12 +31,54 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "deploy", "billing", "service", "staging", "invoice", "customer", "meeting", "design",
-    "review", "budget", "travel", "Lisbon", "flight", "report", "quarterly", "migration",
-    "database", "backup", "release", "feature", "request", "support", "ticket", "priority",
-    "schedule", "Tuesday", "morning", "dinner", "Ana", "Ben", "Chloe", "prefers", "dark",
-    "mode", "editor", "email", "weekly", "summary", "contract", "renewal", "server",
-    "latency", "alert", "incident", "postmortem", "roadmap", "hiring", "interview",
+    "deploy",
+    "billing",
+    "service",
+    "staging",
+    "invoice",
+    "customer",
+    "meeting",
+    "design",
+    "review",
+    "budget",
+    "travel",
+    "Lisbon",
+    "flight",
+    "report",
+    "quarterly",
+    "migration",
+    "database",
+    "backup",
+    "release",
+    "feature",
+    "request",
+    "support",
+    "ticket",
+    "priority",
+    "schedule",
+    "Tuesday",
+    "morning",
+    "dinner",
+    "Ana",
+    "Ben",
+    "Chloe",
+    "prefers",
+    "dark",
+    "mode",
+    "editor",
+    "email",
+    "weekly",
+    "summary",
+    "contract",
+    "renewal",
+    "server",
+    "latency",
+    "alert",
+    "incident",
+    "postmortem",
+    "roadmap",
+    "hiring",
+    "interview",
 ];
 
 fn generated(rng: &mut Rng, n: usize) -> Vec<String> {
@@ -133,15 +175,21 @@ fn normal(s: &str) -> String {
 fn quality(name: &str, base: Vec<String>, seed: u64) {
     let mut rng = Rng(seed);
     // (text, original index, edit name): originals have no edit.
-    let mut items: Vec<(String, usize, Option<&'static str>)> =
-        base.iter().enumerate().map(|(i, t)| (t.clone(), i, None)).collect();
+    let mut items: Vec<(String, usize, Option<&'static str>)> = base
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i, None))
+        .collect();
     let copies = base.len() * 2 / 5;
     for _ in 0..copies {
         let src = rng.below(base.len());
         let which = rng.below(6);
         let (t, op) = edit(&mut rng, &base[src], which);
         // Inserted after its original.
-        let pos = items.iter().position(|x| x.1 == src && x.2.is_none()).expect("orig");
+        let pos = items
+            .iter()
+            .position(|x| x.1 == src && x.2.is_none())
+            .expect("orig");
         let at = pos + 1 + rng.below(items.len() - pos);
         items.insert(at, (t, src, Some(op)));
     }
@@ -208,7 +256,10 @@ fn quality(name: &str, base: Vec<String>, seed: u64) {
         recall
     );
     for (op, (hit, n)) in per_op {
-        println!("  {op}: {hit}/{n} found ({:.1}%)", 100.0 * hit as f64 / n as f64);
+        println!(
+            "  {op}: {hit}/{n} found ({:.1}%)",
+            100.0 * hit as f64 / n as f64
+        );
     }
 }
 
@@ -219,11 +270,15 @@ fn cost(n: usize) {
     let mem = Memory::open(dir.path()).expect("open");
     // Warm-up: the first writes open the index writer.
     for t in texts.iter().take(100) {
-        mem.episodic().record(NewEpisode::new(format!("warm {t}"))).expect("record");
+        mem.episodic()
+            .record(NewEpisode::new(format!("warm {t}")))
+            .expect("record");
     }
     let started = Instant::now();
     for t in &texts {
-        mem.episodic().record(NewEpisode::new(t.clone())).expect("record");
+        mem.episodic()
+            .record(NewEpisode::new(t.clone()))
+            .expect("record");
     }
     let el = started.elapsed();
     println!(
@@ -240,7 +295,11 @@ fn main() {
                 .get(2)
                 .cloned()
                 .unwrap_or_else(|| "benches/retrieval/data".to_owned());
-            quality("real dialogue turns (FriendsQA + Molweni subsets)", real_turns(&dir), 1);
+            quality(
+                "real dialogue turns (FriendsQA + Molweni subsets)",
+                real_turns(&dir),
+                1,
+            );
             let mut rng = Rng(3);
             quality("generated set", generated(&mut rng, 1000), 2);
         }
