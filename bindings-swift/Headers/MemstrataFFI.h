@@ -349,6 +349,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_episodic_recent(uint64_t ptr, RustBuffer
 uint64_t uniffi_memstrata_ffi_fn_method_episodic_record(uint64_t ptr, RustBuffer summary, RustBuffer options
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECORD_DETAILED
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECORD_DETAILED
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_record_detailed(uint64_t ptr, RustBuffer summary, RustBuffer options
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SEARCH
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SEARCH
 uint64_t uniffi_memstrata_ffi_fn_method_episodic_search(uint64_t ptr, RustBuffer query, RustBuffer options
@@ -619,6 +624,11 @@ int8_t uniffi_memstrata_ffi_fn_method_memory_is_temporary(uint64_t ptr, RustCall
 uint64_t uniffi_memstrata_ffi_fn_method_memory_namespace(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_ON_DUPLICATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_ON_DUPLICATE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_on_duplicate(uint64_t ptr, RustBuffer namespace
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_OPTIMIZE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_OPTIMIZE
 uint64_t uniffi_memstrata_ffi_fn_method_memory_optimize(uint64_t ptr, RustBuffer level, RustBuffer target_session, RustBuffer progress
@@ -672,6 +682,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_memory_session_versions(uint64_t ptr, Ru
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_EMBEDDER
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_EMBEDDER
 void uniffi_memstrata_ffi_fn_method_memory_set_embedder(uint64_t ptr, RustBuffer embedder, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_ON_DUPLICATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_ON_DUPLICATE
+uint64_t uniffi_memstrata_ffi_fn_method_memory_set_on_duplicate(uint64_t ptr, RustBuffer on_duplicate, RustBuffer namespace
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_STATUS
@@ -1135,6 +1150,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_episodic_record(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECORD_DETAILED
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECORD_DETAILED
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_record_detailed(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SEARCH
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SEARCH
 uint16_t uniffi_memstrata_ffi_checksum_method_episodic_search(void
@@ -1381,6 +1402,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_memory_namespace(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_ON_DUPLICATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_ON_DUPLICATE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_on_duplicate(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_OPTIMIZE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_OPTIMIZE
 uint16_t uniffi_memstrata_ffi_checksum_method_memory_optimize(void
@@ -1444,6 +1471,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_versions(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_EMBEDDER
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_EMBEDDER
 uint16_t uniffi_memstrata_ffi_checksum_method_memory_set_embedder(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_ON_DUPLICATE
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_ON_DUPLICATE
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate(void
     
 );
 #endif

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use memstrata_bindings_common::{
     self as common, Episode, EpisodeHit, Handle, JsonValue, Knowledge, KnowledgeHit,
-    KnowledgeVersion, QueryOptions, RecordOptions, SearchOptions, ShortTermEntry, StoreOptions,
-    WorkspaceItem, defaults, options,
+    KnowledgeVersion, QueryOptions, RecordOptions, Recorded, SearchOptions, ShortTermEntry,
+    StoreOptions, WorkspaceItem, defaults, options,
 };
 
 use crate::memory::json;
@@ -154,7 +154,9 @@ impl Episodic {
     /// text), participants, tags, importance (1..=10, default 5), timestamp and
     /// `embedding` (the dimension is fixed per context on first use; without
     /// one, the embedder of `Memory.setEmbedder`, if any, is called on the
-    /// summary plus the content's text).
+    /// summary plus the content's text). `onDuplicate` ("keep", "skip", "merge"
+    /// or "link"; default the context's policy) says what to do when an earlier
+    /// episode duplicates this one; with "skip" or "merge" the existing id is returned.
     #[uniffi::method(default(options = None))]
     pub async fn record(
         &self,
@@ -165,6 +167,25 @@ impl Episodic {
         pool::run(move || {
             let episode = options.unwrap_or_default().episode(summary)?;
             Ok(mem.episodic().record(episode)?)
+        })
+        .await
+    }
+
+    /// Record an episode like `record`, and say what its duplicate policy
+    /// (`options.onDuplicate`: "keep", "skip", "merge" or "link"; default the
+    /// context's) did: the id (the existing episode's when skipped or merged),
+    /// `duplicateOf` and its `similarity` when a duplicate was found, `created`,
+    /// and the policy applied.
+    #[uniffi::method(default(options = None))]
+    pub async fn record_detailed(
+        &self,
+        summary: String,
+        options: Option<RecordOptions>,
+    ) -> Result<Recorded, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let episode = options.unwrap_or_default().episode(summary)?;
+            Ok(mem.episodic().record_detailed(episode)?.into())
         })
         .await
     }
@@ -238,11 +259,8 @@ impl Semantic {
         let mem = self.core()?;
         pool::run(move || {
             let knowledge = json("knowledge", &knowledge)?;
-            let embedding = options.unwrap_or_default().embedding()?;
-            Ok(mem
-                .semantic()
-                .store_with_embedding(&key, knowledge, embedding)?
-                .into())
+            let opts = options.unwrap_or_default().core()?;
+            Ok(mem.semantic().store_with(&key, knowledge, opts)?.into())
         })
         .await
     }

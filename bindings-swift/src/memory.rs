@@ -205,6 +205,32 @@ impl Memory {
             .map(|v| v.map(Into::into))
     }
 
+    /// Set the duplicate policy ("keep", "skip", "merge" or "link") of
+    /// `namespace` (else the active context): what `episodic.record` and
+    /// `semantic.store` do without an `onDuplicate` of their own.
+    #[uniffi::method(default(namespace = None))]
+    pub async fn set_on_duplicate(
+        &self,
+        on_duplicate: String,
+        namespace: Option<String>,
+    ) -> Result<(), MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let p = common::on_duplicate(Some(&on_duplicate))?.unwrap_or_default();
+            Ok(mem.contexts().set_on_duplicate(p, namespace.as_deref())?)
+        })
+        .await
+    }
+
+    /// The duplicate policy of `namespace` (else the active context).
+    #[uniffi::method(default(namespace = None))]
+    pub async fn on_duplicate(&self, namespace: Option<String>) -> Result<String, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.contexts().on_duplicate(namespace.as_deref()))
+            .await
+            .map(|p| p.as_str().to_owned())
+    }
+
     // ------------------------------------------------------------ sessions
 
     /// Create a session; `metadata` is JSON text (default null).

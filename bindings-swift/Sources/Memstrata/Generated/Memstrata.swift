@@ -1149,9 +1149,20 @@ public protocol EpisodicProtocol: AnyObject, Sendable {
      * text), participants, tags, importance (1..=10, default 5), timestamp and
      * `embedding` (the dimension is fixed per context on first use; without
      * one, the embedder of `Memory.setEmbedder`, if any, is called on the
-     * summary plus the content's text).
+     * summary plus the content's text). `onDuplicate` ("keep", "skip", "merge"
+     * or "link"; default the context's policy) says what to do when an earlier
+     * episode duplicates this one; with "skip" or "merge" the existing id is returned.
      */
     func record(summary: String, options: RecordOptions?) async throws  -> String
+    
+    /**
+     * Record an episode like `record`, and say what its duplicate policy
+     * (`options.onDuplicate`: "keep", "skip", "merge" or "link"; default the
+     * context's) did: the id (the existing episode's when skipped or merged),
+     * `duplicateOf` and its `similarity` when a duplicate was found, `created`,
+     * and the policy applied.
+     */
+    func recordDetailed(summary: String, options: RecordOptions?) async throws  -> Recorded
     
     /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
@@ -1289,7 +1300,9 @@ open func recent(limit: UInt32? = nil)async throws  -> [Episode]  {
      * text), participants, tags, importance (1..=10, default 5), timestamp and
      * `embedding` (the dimension is fixed per context on first use; without
      * one, the embedder of `Memory.setEmbedder`, if any, is called on the
-     * summary plus the content's text).
+     * summary plus the content's text). `onDuplicate` ("keep", "skip", "merge"
+     * or "link"; default the context's policy) says what to do when an earlier
+     * episode duplicates this one; with "skip" or "merge" the existing id is returned.
      */
 open func record(summary: String, options: RecordOptions? = nil)async throws  -> String  {
     return
@@ -1303,6 +1316,29 @@ open func record(summary: String, options: RecordOptions? = nil)async throws  ->
             completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Record an episode like `record`, and say what its duplicate policy
+     * (`options.onDuplicate`: "keep", "skip", "merge" or "link"; default the
+     * context's) did: the id (the existing episode's when skipped or merged),
+     * `duplicateOf` and its `similarity` when a duplicate was found, `created`,
+     * and the policy applied.
+     */
+open func recordDetailed(summary: String, options: RecordOptions? = nil)async throws  -> Recorded  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_record_detailed(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(summary),FfiConverterOptionTypeRecordOptions.lower(options)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeRecorded_lift,
             errorHandler: FfiConverterTypeMemstrataError_lift
         )
 }
@@ -1682,6 +1718,11 @@ public protocol MemoryProtocol: AnyObject, Sendable {
     func namespace(name: String) throws  -> Memory
     
     /**
+     * The duplicate policy of `namespace` (else the active context).
+     */
+    func onDuplicate(namespace: String?) async throws  -> String
+    
+    /**
      * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
      * `progress` hears each stage.
      */
@@ -1745,6 +1786,13 @@ public protocol MemoryProtocol: AnyObject, Sendable {
      * nothing is stored.
      */
     func setEmbedder(embedder: Embedder?) throws 
+    
+    /**
+     * Set the duplicate policy ("keep", "skip", "merge" or "link") of
+     * `namespace` (else the active context): what `episodic.record` and
+     * `semantic.store` do without an `onDuplicate` of their own.
+     */
+    func setOnDuplicate(onDuplicate: String, namespace: String?) async throws 
     
     /**
      * Health, version, uptime; session count and per-operation metrics on request.
@@ -2138,6 +2186,25 @@ open func namespace(name: String)throws  -> Memory  {
 }
     
     /**
+     * The duplicate policy of `namespace` (else the active context).
+     */
+open func onDuplicate(namespace: String? = nil)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_on_duplicate(
+                        self.uniffiCloneHandle(),FfiConverterOptionString.lower(namespace)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
      * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
      * `progress` hears each stage.
      */
@@ -2340,6 +2407,27 @@ open func setEmbedder(embedder: Embedder? = nil)throws   {try rustCallWithError(
         FfiConverterOptionTypeEmbedder.lower(embedder),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Set the duplicate policy ("keep", "skip", "merge" or "link") of
+     * `namespace` (else the active context): what `episodic.record` and
+     * `semantic.store` do without an `onDuplicate` of their own.
+     */
+open func setOnDuplicate(onDuplicate: String, namespace: String? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_set_on_duplicate(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(onDuplicate),FfiConverterOptionString.lower(namespace)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_void,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
 }
     
     /**
@@ -5355,7 +5443,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_recent() != 41736) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 39249) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 4722) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() != 31745) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 145) {
@@ -5481,6 +5572,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_namespace() != 15104) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_method_memory_on_duplicate() != 6917) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_memstrata_ffi_checksum_method_memory_optimize() != 61223) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5512,6 +5606,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_set_embedder() != 33809) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate() != 14663) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_status() != 58964) {

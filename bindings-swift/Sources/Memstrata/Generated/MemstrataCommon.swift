@@ -911,6 +911,18 @@ public struct Episode: Equatable, Hashable {
      * Importance 1..=10.
      */
     public var importance: UInt32
+    /**
+     * How many times it was recorded (1, plus one per duplicate merged into it).
+     */
+    public var seenCount: Int64
+    /**
+     * When a duplicate was last merged into it (null: never).
+     */
+    public var lastSeen: Timestamp?
+    /**
+     * The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
+     */
+    public var duplicateOf: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -935,7 +947,16 @@ public struct Episode: Equatable, Hashable {
          */tags: [String], 
         /**
          * Importance 1..=10.
-         */importance: UInt32) {
+         */importance: UInt32, 
+        /**
+         * How many times it was recorded (1, plus one per duplicate merged into it).
+         */seenCount: Int64, 
+        /**
+         * When a duplicate was last merged into it (null: never).
+         */lastSeen: Timestamp?, 
+        /**
+         * The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
+         */duplicateOf: String?) {
         self.id = id
         self.timestamp = timestamp
         self.summary = summary
@@ -943,6 +964,9 @@ public struct Episode: Equatable, Hashable {
         self.participants = participants
         self.tags = tags
         self.importance = importance
+        self.seenCount = seenCount
+        self.lastSeen = lastSeen
+        self.duplicateOf = duplicateOf
     }
 
     
@@ -967,7 +991,10 @@ public struct FfiConverterTypeEpisode: FfiConverterRustBuffer {
                 content: FfiConverterTypeJsonValue.read(from: &buf), 
                 participants: FfiConverterSequenceString.read(from: &buf), 
                 tags: FfiConverterSequenceString.read(from: &buf), 
-                importance: FfiConverterUInt32.read(from: &buf)
+                importance: FfiConverterUInt32.read(from: &buf), 
+                seenCount: FfiConverterInt64.read(from: &buf), 
+                lastSeen: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                duplicateOf: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -979,6 +1006,9 @@ public struct FfiConverterTypeEpisode: FfiConverterRustBuffer {
         FfiConverterSequenceString.write(value.participants, into: &buf)
         FfiConverterSequenceString.write(value.tags, into: &buf)
         FfiConverterUInt32.write(value.importance, into: &buf)
+        FfiConverterInt64.write(value.seenCount, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.lastSeen, into: &buf)
+        FfiConverterOptionString.write(value.duplicateOf, into: &buf)
     }
 }
 
@@ -1499,6 +1529,12 @@ public struct Knowledge: Equatable, Hashable {
      * Last changed.
      */
     public var updatedAt: Timestamp
+    /**
+     * From `store`: the entry found to duplicate the stored value (this key's own
+     * when its value was already the same), whatever the policy. From `get`: the
+     * entry it was linked to (`on_duplicate = "link"`).
+     */
+    public var duplicateOf: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1517,12 +1553,18 @@ public struct Knowledge: Equatable, Hashable {
          */createdAt: Timestamp, 
         /**
          * Last changed.
-         */updatedAt: Timestamp) {
+         */updatedAt: Timestamp, 
+        /**
+         * From `store`: the entry found to duplicate the stored value (this key's own
+         * when its value was already the same), whatever the policy. From `get`: the
+         * entry it was linked to (`on_duplicate = "link"`).
+         */duplicateOf: String?) {
         self.key = key
         self.knowledge = knowledge
         self.version = version
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.duplicateOf = duplicateOf
     }
 
     
@@ -1545,7 +1587,8 @@ public struct FfiConverterTypeKnowledge: FfiConverterRustBuffer {
                 knowledge: FfiConverterTypeJsonValue.read(from: &buf), 
                 version: FfiConverterInt64.read(from: &buf), 
                 createdAt: FfiConverterTypeTimestamp.read(from: &buf), 
-                updatedAt: FfiConverterTypeTimestamp.read(from: &buf)
+                updatedAt: FfiConverterTypeTimestamp.read(from: &buf), 
+                duplicateOf: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -1555,6 +1598,7 @@ public struct FfiConverterTypeKnowledge: FfiConverterRustBuffer {
         FfiConverterInt64.write(value.version, into: &buf)
         FfiConverterTypeTimestamp.write(value.createdAt, into: &buf)
         FfiConverterTypeTimestamp.write(value.updatedAt, into: &buf)
+        FfiConverterOptionString.write(value.duplicateOf, into: &buf)
     }
 }
 
@@ -2784,6 +2828,11 @@ public struct RecordOptions: Equatable, Hashable {
      * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
      */
     public var embedding: Embedding?
+    /**
+     * What to do when an earlier episode duplicates this one: `"keep"`, `"skip"`,
+     * `"merge"` or `"link"` (default: the context's policy, `"keep"` unless set).
+     */
+    public var onDuplicate: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2805,13 +2854,18 @@ public struct RecordOptions: Equatable, Hashable {
          */timestamp: Timestamp? = nil, 
         /**
          * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
-         */embedding: Embedding? = nil) {
+         */embedding: Embedding? = nil, 
+        /**
+         * What to do when an earlier episode duplicates this one: `"keep"`, `"skip"`,
+         * `"merge"` or `"link"` (default: the context's policy, `"keep"` unless set).
+         */onDuplicate: String? = nil) {
         self.content = content
         self.participants = participants
         self.tags = tags
         self.importance = importance
         self.timestamp = timestamp
         self.embedding = embedding
+        self.onDuplicate = onDuplicate
     }
 
     
@@ -2835,7 +2889,8 @@ public struct FfiConverterTypeRecordOptions: FfiConverterRustBuffer {
                 tags: FfiConverterOptionSequenceString.read(from: &buf), 
                 importance: FfiConverterOptionUInt32.read(from: &buf), 
                 timestamp: FfiConverterOptionTypeTimestamp.read(from: &buf), 
-                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf)
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
+                onDuplicate: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -2846,6 +2901,7 @@ public struct FfiConverterTypeRecordOptions: FfiConverterRustBuffer {
         FfiConverterOptionUInt32.write(value.importance, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.timestamp, into: &buf)
         FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
+        FfiConverterOptionString.write(value.onDuplicate, into: &buf)
     }
 }
 
@@ -2862,6 +2918,107 @@ public func FfiConverterTypeRecordOptions_lift(_ buf: RustBuffer) throws -> Reco
 #endif
 public func FfiConverterTypeRecordOptions_lower(_ value: RecordOptions) -> RustBuffer {
     return FfiConverterTypeRecordOptions.lower(value)
+}
+
+
+/**
+ * Result of `record_detailed`: what the duplicate policy did.
+ */
+public struct Recorded: Equatable, Hashable {
+    /**
+     * The episode's id: the new one, or the existing one when the write was skipped or merged.
+     */
+    public var id: String
+    /**
+     * The earlier episode this one duplicates, when one was found (whatever the policy).
+     */
+    public var duplicateOf: String?
+    /**
+     * 1.0 for an exact duplicate, else the Jaccard similarity of the texts' shingles
+     * or the cosine of the embeddings; null without a duplicate.
+     */
+    public var similarity: Double?
+    /**
+     * Whether a new episode was stored (false for `skip` and `merge` of a duplicate).
+     */
+    public var created: Bool
+    /**
+     * The policy applied: `"keep"`, `"skip"`, `"merge"` or `"link"`.
+     */
+    public var onDuplicate: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The episode's id: the new one, or the existing one when the write was skipped or merged.
+         */id: String, 
+        /**
+         * The earlier episode this one duplicates, when one was found (whatever the policy).
+         */duplicateOf: String?, 
+        /**
+         * 1.0 for an exact duplicate, else the Jaccard similarity of the texts' shingles
+         * or the cosine of the embeddings; null without a duplicate.
+         */similarity: Double?, 
+        /**
+         * Whether a new episode was stored (false for `skip` and `merge` of a duplicate).
+         */created: Bool, 
+        /**
+         * The policy applied: `"keep"`, `"skip"`, `"merge"` or `"link"`.
+         */onDuplicate: String) {
+        self.id = id
+        self.duplicateOf = duplicateOf
+        self.similarity = similarity
+        self.created = created
+        self.onDuplicate = onDuplicate
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Recorded: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRecorded: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Recorded {
+        return
+            try Recorded(
+                id: FfiConverterString.read(from: &buf), 
+                duplicateOf: FfiConverterOptionString.read(from: &buf), 
+                similarity: FfiConverterOptionDouble.read(from: &buf), 
+                created: FfiConverterBool.read(from: &buf), 
+                onDuplicate: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Recorded, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterOptionString.write(value.duplicateOf, into: &buf)
+        FfiConverterOptionDouble.write(value.similarity, into: &buf)
+        FfiConverterBool.write(value.created, into: &buf)
+        FfiConverterString.write(value.onDuplicate, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRecorded_lift(_ buf: RustBuffer) throws -> Recorded {
+    return try FfiConverterTypeRecorded.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRecorded_lower(_ value: Recorded) -> RustBuffer {
+    return FfiConverterTypeRecorded.lower(value)
 }
 
 
@@ -3975,14 +4132,24 @@ public struct StoreOptions: Equatable, Hashable {
      * The host's embedding of the entry (without it, the registered embedder's, if any).
      */
     public var embedding: Embedding?
+    /**
+     * What to do when another entry (or this key's current value) duplicates the
+     * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
+     */
+    public var onDuplicate: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
          * The host's embedding of the entry (without it, the registered embedder's, if any).
-         */embedding: Embedding? = nil) {
+         */embedding: Embedding? = nil, 
+        /**
+         * What to do when another entry (or this key's current value) duplicates the
+         * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
+         */onDuplicate: String? = nil) {
         self.embedding = embedding
+        self.onDuplicate = onDuplicate
     }
 
     
@@ -4001,12 +4168,14 @@ public struct FfiConverterTypeStoreOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StoreOptions {
         return
             try StoreOptions(
-                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf)
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
+                onDuplicate: FfiConverterOptionString.read(from: &buf)
         )
     }
 
     public static func write(_ value: StoreOptions, into buf: inout [UInt8]) {
         FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
+        FfiConverterOptionString.write(value.onDuplicate, into: &buf)
     }
 }
 

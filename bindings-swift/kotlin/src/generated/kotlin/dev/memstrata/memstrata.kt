@@ -55,6 +55,7 @@ import dev.memstrata.common.FfiConverterTypePunchIn
 import dev.memstrata.common.FfiConverterTypePunchOut
 import dev.memstrata.common.FfiConverterTypeQueryOptions
 import dev.memstrata.common.FfiConverterTypeRecordOptions
+import dev.memstrata.common.FfiConverterTypeRecorded
 import dev.memstrata.common.FfiConverterTypeRun
 import dev.memstrata.common.FfiConverterTypeSearchOptions
 import dev.memstrata.common.FfiConverterTypeSessionCreated
@@ -84,6 +85,7 @@ import dev.memstrata.common.PunchIn
 import dev.memstrata.common.PunchOut
 import dev.memstrata.common.QueryOptions
 import dev.memstrata.common.RecordOptions
+import dev.memstrata.common.Recorded
 import dev.memstrata.common.Run
 import dev.memstrata.common.SearchOptions
 import dev.memstrata.common.SessionCreated
@@ -127,6 +129,7 @@ import dev.memstrata.common.RustBuffer as RustBufferPunchIn
 import dev.memstrata.common.RustBuffer as RustBufferPunchOut
 import dev.memstrata.common.RustBuffer as RustBufferQueryOptions
 import dev.memstrata.common.RustBuffer as RustBufferRecordOptions
+import dev.memstrata.common.RustBuffer as RustBufferRecorded
 import dev.memstrata.common.RustBuffer as RustBufferRun
 import dev.memstrata.common.RustBuffer as RustBufferSearchOptions
 import dev.memstrata.common.RustBuffer as RustBufferSessionCreated
@@ -875,6 +878,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_episodic_record(
     ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_record_detailed(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_method_episodic_search(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_episodic_summarize(
@@ -957,6 +962,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_namespace(
     ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_on_duplicate(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_optimize(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_path(
@@ -978,6 +985,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_memstrata_ffi_checksum_method_memory_session_versions(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_set_embedder(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_status(
     ): Int
@@ -1066,6 +1075,8 @@ internal object UniffiLib {
     external fun uniffi_memstrata_ffi_fn_method_episodic_recent(`ptr`: Long,`limit`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_episodic_record(`ptr`: Long,`summary`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_episodic_record_detailed(`ptr`: Long,`summary`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_episodic_search(`ptr`: Long,`query`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
@@ -1175,6 +1186,8 @@ internal object UniffiLib {
     ): Byte
     external fun uniffi_memstrata_ffi_fn_method_memory_namespace(`ptr`: Long,`name`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_on_duplicate(`ptr`: Long,`namespace`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_optimize(`ptr`: Long,`level`: RustBuffer.ByValue,`targetSession`: RustBuffer.ByValue,`progress`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_path(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1197,6 +1210,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_set_embedder(`ptr`: Long,`embedder`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_memstrata_ffi_fn_method_memory_set_on_duplicate(`ptr`: Long,`onDuplicate`: RustBuffer.ByValue,`namespace`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_status(`ptr`: Long,`includeSessions`: Byte,`includeMetrics`: Byte,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_switch_context(`ptr`: Long,`target`: RustBuffer.ByValue,`preserveCurrent`: Byte,
@@ -1397,7 +1412,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_recent() and 0xFFFF) != 41736) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 39249) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 4722) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() and 0xFFFF) != 31745) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 145) {
@@ -1523,6 +1541,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_namespace() and 0xFFFF) != 15104) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_on_duplicate() and 0xFFFF) != 6917) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_optimize() and 0xFFFF) != 61223) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1554,6 +1575,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_set_embedder() and 0xFFFF) != 33809) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate() and 0xFFFF) != 14663) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_status() and 0xFFFF) != 58964) {
@@ -2884,9 +2908,20 @@ public interface EpisodicInterface {
      * text), participants, tags, importance (1..=10, default 5), timestamp and
      * `embedding` (the dimension is fixed per context on first use; without
      * one, the embedder of `Memory.setEmbedder`, if any, is called on the
-     * summary plus the content's text).
+     * summary plus the content's text). `onDuplicate` ("keep", "skip", "merge"
+     * or "link"; default the context's policy) says what to do when an earlier
+     * episode duplicates this one; with "skip" or "merge" the existing id is returned.
      */
     suspend fun `record`(`summary`: kotlin.String, `options`: RecordOptions? = null): kotlin.String
+    
+    /**
+     * Record an episode like `record`, and say what its duplicate policy
+     * (`options.onDuplicate`: "keep", "skip", "merge" or "link"; default the
+     * context's) did: the id (the existing episode's when skipped or merged),
+     * `duplicateOf` and its `similarity` when a duplicate was found, `created`,
+     * and the policy applied.
+     */
+    suspend fun `recordDetailed`(`summary`: kotlin.String, `options`: RecordOptions? = null): Recorded
     
     /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
@@ -3093,7 +3128,9 @@ open class Episodic: Disposable, AutoCloseable, EpisodicInterface
      * text), participants, tags, importance (1..=10, default 5), timestamp and
      * `embedding` (the dimension is fixed per context on first use; without
      * one, the embedder of `Memory.setEmbedder`, if any, is called on the
-     * summary plus the content's text).
+     * summary plus the content's text). `onDuplicate` ("keep", "skip", "merge"
+     * or "link"; default the context's policy) says what to do when an earlier
+     * episode duplicates this one; with "skip" or "merge" the existing id is returned.
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
@@ -3112,6 +3149,36 @@ open class Episodic: Disposable, AutoCloseable, EpisodicInterface
         { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Record an episode like `record`, and say what its duplicate policy
+     * (`options.onDuplicate`: "keep", "skip", "merge" or "link"; default the
+     * context's) did: the id (the existing episode's when skipped or merged),
+     * `duplicateOf` and its `similarity` when a duplicate was found, `created`,
+     * and the policy applied.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `recordDetailed`(`summary`: kotlin.String, `options`: RecordOptions?) : Recorded {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_record_detailed(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`summary`),
+        FfiConverterOptionalTypeRecordOptions.lower(`options`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferRecorded.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeRecorded.lift(it) },
         // Error FFI converter
         MemstrataException.ErrorHandler,
     )
@@ -3736,6 +3803,11 @@ public interface MemoryInterface {
     fun `namespace`(`name`: kotlin.String): Memory
     
     /**
+     * The duplicate policy of `namespace` (else the active context).
+     */
+    suspend fun `onDuplicate`(`namespace`: kotlin.String? = null): kotlin.String
+    
+    /**
      * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
      * `progress` hears each stage.
      */
@@ -3799,6 +3871,13 @@ public interface MemoryInterface {
      * nothing is stored.
      */
     fun `setEmbedder`(`embedder`: Embedder? = null)
+    
+    /**
+     * Set the duplicate policy ("keep", "skip", "merge" or "link") of
+     * `namespace` (else the active context): what `episodic.record` and
+     * `semantic.store` do without an `onDuplicate` of their own.
+     */
+    suspend fun `setOnDuplicate`(`onDuplicate`: kotlin.String, `namespace`: kotlin.String? = null)
     
     /**
      * Health, version, uptime; session count and per-operation metrics on request.
@@ -4314,6 +4393,31 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
 
     
     /**
+     * The duplicate policy of `namespace` (else the active context).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `onDuplicate`(`namespace`: kotlin.String?) : kotlin.String {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_on_duplicate(
+                uniffiHandle,
+                
+        FfiConverterOptionalString.lower(`namespace`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
      * Reclaim space: `level` `"light"` (default), `"medium"` or `"aggressive"`;
      * `progress` hears each stage.
      */
@@ -4589,6 +4693,35 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
     }
     
     
+
+    
+    /**
+     * Set the duplicate policy ("keep", "skip", "merge" or "link") of
+     * `namespace` (else the active context): what `episodic.record` and
+     * `semantic.store` do without an `onDuplicate` of their own.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `setOnDuplicate`(`onDuplicate`: kotlin.String, `namespace`: kotlin.String?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_set_on_duplicate(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`onDuplicate`),
+        FfiConverterOptionalString.lower(`namespace`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
 
     
     /**
@@ -8475,6 +8608,8 @@ public object FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer<List<Jso
         }
     }
 }
+
+
 
 
 

@@ -1317,6 +1317,21 @@ data class Episode (
      * Importance 1..=10.
      */
     var `importance`: kotlin.UInt
+    , 
+    /**
+     * How many times it was recorded (1, plus one per duplicate merged into it).
+     */
+    var `seenCount`: kotlin.Long
+    , 
+    /**
+     * When a duplicate was last merged into it (null: never).
+     */
+    var `lastSeen`: Timestamp?
+    , 
+    /**
+     * The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
+     */
+    var `duplicateOf`: kotlin.String?
     
 ){
     
@@ -1340,6 +1355,9 @@ public object FfiConverterTypeEpisode: FfiConverterRustBuffer<Episode> {
             FfiConverterSequenceString.read(buf),
             FfiConverterSequenceString.read(buf),
             FfiConverterUInt.read(buf),
+            FfiConverterLong.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalString.read(buf),
         )
     }
 
@@ -1350,7 +1368,10 @@ public object FfiConverterTypeEpisode: FfiConverterRustBuffer<Episode> {
             FfiConverterTypeJsonValue.allocationSize(value.`content`) +
             FfiConverterSequenceString.allocationSize(value.`participants`) +
             FfiConverterSequenceString.allocationSize(value.`tags`) +
-            FfiConverterUInt.allocationSize(value.`importance`)
+            FfiConverterUInt.allocationSize(value.`importance`) +
+            FfiConverterLong.allocationSize(value.`seenCount`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`lastSeen`) +
+            FfiConverterOptionalString.allocationSize(value.`duplicateOf`)
     )
 
     override fun write(value: Episode, buf: ByteBuffer) {
@@ -1361,6 +1382,9 @@ public object FfiConverterTypeEpisode: FfiConverterRustBuffer<Episode> {
             FfiConverterSequenceString.write(value.`participants`, buf)
             FfiConverterSequenceString.write(value.`tags`, buf)
             FfiConverterUInt.write(value.`importance`, buf)
+            FfiConverterLong.write(value.`seenCount`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`lastSeen`, buf)
+            FfiConverterOptionalString.write(value.`duplicateOf`, buf)
     }
 }
 
@@ -1734,6 +1758,13 @@ data class Knowledge (
      * Last changed.
      */
     var `updatedAt`: Timestamp
+    , 
+    /**
+     * From `store`: the entry found to duplicate the stored value (this key's own
+     * when its value was already the same), whatever the policy. From `get`: the
+     * entry it was linked to (`on_duplicate = "link"`).
+     */
+    var `duplicateOf`: kotlin.String?
     
 ){
     
@@ -1755,6 +1786,7 @@ public object FfiConverterTypeKnowledge: FfiConverterRustBuffer<Knowledge> {
             FfiConverterLong.read(buf),
             FfiConverterTypeTimestamp.read(buf),
             FfiConverterTypeTimestamp.read(buf),
+            FfiConverterOptionalString.read(buf),
         )
     }
 
@@ -1763,7 +1795,8 @@ public object FfiConverterTypeKnowledge: FfiConverterRustBuffer<Knowledge> {
             FfiConverterTypeJsonValue.allocationSize(value.`knowledge`) +
             FfiConverterLong.allocationSize(value.`version`) +
             FfiConverterTypeTimestamp.allocationSize(value.`createdAt`) +
-            FfiConverterTypeTimestamp.allocationSize(value.`updatedAt`)
+            FfiConverterTypeTimestamp.allocationSize(value.`updatedAt`) +
+            FfiConverterOptionalString.allocationSize(value.`duplicateOf`)
     )
 
     override fun write(value: Knowledge, buf: ByteBuffer) {
@@ -1772,6 +1805,7 @@ public object FfiConverterTypeKnowledge: FfiConverterRustBuffer<Knowledge> {
             FfiConverterLong.write(value.`version`, buf)
             FfiConverterTypeTimestamp.write(value.`createdAt`, buf)
             FfiConverterTypeTimestamp.write(value.`updatedAt`, buf)
+            FfiConverterOptionalString.write(value.`duplicateOf`, buf)
     }
 }
 
@@ -2656,6 +2690,12 @@ data class RecordOptions (
      * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
      */
     var `embedding`: Embedding? = null 
+    , 
+    /**
+     * What to do when an earlier episode duplicates this one: `"keep"`, `"skip"`,
+     * `"merge"` or `"link"` (default: the context's policy, `"keep"` unless set).
+     */
+    var `onDuplicate`: kotlin.String? = null 
     
 ){
     
@@ -2678,6 +2718,7 @@ public object FfiConverterTypeRecordOptions: FfiConverterRustBuffer<RecordOption
             FfiConverterOptionalUInt.read(buf),
             FfiConverterOptionalTypeTimestamp.read(buf),
             FfiConverterOptionalTypeEmbedding.read(buf),
+            FfiConverterOptionalString.read(buf),
         )
     }
 
@@ -2687,7 +2728,8 @@ public object FfiConverterTypeRecordOptions: FfiConverterRustBuffer<RecordOption
             FfiConverterOptionalSequenceString.allocationSize(value.`tags`) +
             FfiConverterOptionalUInt.allocationSize(value.`importance`) +
             FfiConverterOptionalTypeTimestamp.allocationSize(value.`timestamp`) +
-            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`)
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
+            FfiConverterOptionalString.allocationSize(value.`onDuplicate`)
     )
 
     override fun write(value: RecordOptions, buf: ByteBuffer) {
@@ -2697,6 +2739,79 @@ public object FfiConverterTypeRecordOptions: FfiConverterRustBuffer<RecordOption
             FfiConverterOptionalUInt.write(value.`importance`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`timestamp`, buf)
             FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
+            FfiConverterOptionalString.write(value.`onDuplicate`, buf)
+    }
+}
+
+
+
+/**
+ * Result of `record_detailed`: what the duplicate policy did.
+ */
+data class Recorded (
+    /**
+     * The episode's id: the new one, or the existing one when the write was skipped or merged.
+     */
+    var `id`: kotlin.String
+    , 
+    /**
+     * The earlier episode this one duplicates, when one was found (whatever the policy).
+     */
+    var `duplicateOf`: kotlin.String?
+    , 
+    /**
+     * 1.0 for an exact duplicate, else the Jaccard similarity of the texts' shingles
+     * or the cosine of the embeddings; null without a duplicate.
+     */
+    var `similarity`: kotlin.Double?
+    , 
+    /**
+     * Whether a new episode was stored (false for `skip` and `merge` of a duplicate).
+     */
+    var `created`: kotlin.Boolean
+    , 
+    /**
+     * The policy applied: `"keep"`, `"skip"`, `"merge"` or `"link"`.
+     */
+    var `onDuplicate`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRecorded: FfiConverterRustBuffer<Recorded> {
+    override fun read(buf: ByteBuffer): Recorded {
+        return Recorded(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Recorded) = (
+            FfiConverterString.allocationSize(value.`id`) +
+            FfiConverterOptionalString.allocationSize(value.`duplicateOf`) +
+            FfiConverterOptionalDouble.allocationSize(value.`similarity`) +
+            FfiConverterBoolean.allocationSize(value.`created`) +
+            FfiConverterString.allocationSize(value.`onDuplicate`)
+    )
+
+    override fun write(value: Recorded, buf: ByteBuffer) {
+            FfiConverterString.write(value.`id`, buf)
+            FfiConverterOptionalString.write(value.`duplicateOf`, buf)
+            FfiConverterOptionalDouble.write(value.`similarity`, buf)
+            FfiConverterBoolean.write(value.`created`, buf)
+            FfiConverterString.write(value.`onDuplicate`, buf)
     }
 }
 
@@ -3509,6 +3624,12 @@ data class StoreOptions (
      * The host's embedding of the entry (without it, the registered embedder's, if any).
      */
     var `embedding`: Embedding? = null 
+    , 
+    /**
+     * What to do when another entry (or this key's current value) duplicates the
+     * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
+     */
+    var `onDuplicate`: kotlin.String? = null 
     
 ){
     
@@ -3526,15 +3647,18 @@ public object FfiConverterTypeStoreOptions: FfiConverterRustBuffer<StoreOptions>
     override fun read(buf: ByteBuffer): StoreOptions {
         return StoreOptions(
             FfiConverterOptionalTypeEmbedding.read(buf),
+            FfiConverterOptionalString.read(buf),
         )
     }
 
     override fun allocationSize(value: StoreOptions) = (
-            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`)
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
+            FfiConverterOptionalString.allocationSize(value.`onDuplicate`)
     )
 
     override fun write(value: StoreOptions, buf: ByteBuffer) {
             FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
+            FfiConverterOptionalString.write(value.`onDuplicate`, buf)
     }
 }
 
