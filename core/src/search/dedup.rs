@@ -9,7 +9,7 @@
 //!   space). [`MINHASH_BANDS`] bands of [`MINHASH_ROWS`] minima each are
 //!   hashed into band keys (LSH): two texts whose shingle sets have Jaccard
 //!   similarity J share a band key with probability `1 − (1 − J^4)^8`
-//!   (0.985 at J = 0.8, 0.89 at 0.7, 0.12 at 0.3). A candidate is then
+//!   (0.985 at J = 0.8, 0.89 at 0.7, 0.06 at 0.3). A candidate is then
 //!   verified with the exact Jaccard similarity of the two shingle sets,
 //!   against [`NEAR_JACCARD`] (0.7: measured precision and recall at 0.6,
 //!   0.7 and 0.8 in docs/memory-hygiene.md).
