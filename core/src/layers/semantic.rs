@@ -13,10 +13,10 @@ use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
 use crate::{Error, Result, storage::codec, util::input};
 
 mod dedup;
-use dedup::Decision;
 pub use dedup::StoreOptions;
+pub(crate) use dedup::store_embedded_in;
+use dedup::{Decision, DupCheck, check_value};
 
-use crate::layers::dedup::OnDuplicate;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct KnowledgeRecord {
@@ -195,14 +195,6 @@ fn to_public(key: &str, r: KnowledgeRecord) -> Knowledge {
     }
 }
 
-/// The duplicate check of a `store`: the call's policy, the new value, the
-/// nearest stored embedding.
-struct DupCheck<'a> {
-    explicit: Option<OnDuplicate>,
-    value: &'a Value,
-    cosine: Option<(String, f32)>,
-}
-
 /// Write a new version computed by `next` from the current record (None = absent),
 /// after the duplicate check `check` (`None`: no check, as for `update`).
 fn write_version(
@@ -316,46 +308,8 @@ fn write_version(
     Ok(rec)
 }
 
-/// The value a `store` writes (its `next` ignores the current record).
-fn check_value(next: &impl Fn(Option<&KnowledgeRecord>) -> Result<Value>) -> Result<Option<Value>> {
-    next(None).map(Some)
-}
-
 pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, knowledge: Value) -> Result<Knowledge> {
     store_embedded_in(e, ctx, key, knowledge, None, None)
-}
-
-/// Store (replace) an entry with an optional embedding (`None`: the entry has none).
-pub(crate) fn store_embedded_in(
-    e: &Engine,
-    ctx: &str,
-    key: &str,
-    knowledge: Value,
-    embedding: Option<Vec<f32>>,
-    on_duplicate: Option<OnDuplicate>,
-) -> Result<Knowledge> {
-    input::key(&e.opts.limits, "key", key)?;
-    input::value(&e.opts.limits, "knowledge", &knowledge)?;
-    // The nearest stored vector, found before the writer lock as a search is.
-    let cosine = match &embedding {
-        Some(v) => {
-            embedder::check("embedding", v)?;
-            crate::layers::dedup::nearest_vector(e, Kind::Knowledge, ctx, v, Some(key))?
-        }
-        None => None,
-    };
-    write_version(
-        e,
-        ctx,
-        key,
-        |_| Ok(knowledge.clone()),
-        EmbeddingChange::Set(embedding),
-        Some(DupCheck {
-            explicit: on_duplicate,
-            value: &knowledge,
-            cosine,
-        }),
-    )
 }
 
 /// The text an embedder is given for an entry: the key, then the knowledge's text.

@@ -65,6 +65,91 @@ fn candidate(e: &Engine, ctx: &str, id: &str) -> Result<Option<Candidate>> {
     )
 }
 
+/// Record an episode in `ctx`, applying its duplicate policy.
+pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<Recorded> {
+    let importance = validate_new(e, &ep)?;
+    let id = uuid::Uuid::now_v7().to_string();
+    let rec = EpisodeRecord {
+        id,
+        timestamp: ep
+            .timestamp
+            .unwrap_or_else(|| e.opts.clock.now())
+            .timestamp_millis(),
+        summary: ep.summary,
+        content: ep.content,
+        participants: ep.participants,
+        tags: ep.tags,
+        importance,
+        embedding: ep.embedding.as_deref().map(VecBytes::from_f32),
+        seen_count: 1,
+        last_seen: None,
+        duplicate_of: None,
+    };
+    let dim = ep.embedding.as_ref().map(Vec::len);
+    let fp = fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
+    // The nearest stored vector, found before the writer lock as a search is.
+    let cosine = match &ep.embedding {
+        Some(v) => crate::layers::dedup::nearest_vector(e, Kind::Episode, ctx, v, None)?,
+        None => None,
+    };
+    e.touch_context(ctx)?;
+    // Taken before the write: a fill racing an invalidation of this key is refused.
+    let generation = e.state::<EpisodeCache>().generation();
+    let on_duplicate = ep.on_duplicate;
+    let (recorded, cached, touched) = e.indexed_write_prepared(
+        &[&e.t.episodes, &e.t.meta, &e.t.dedup],
+        || {
+            let (plan, recorded) = plan(e, ctx, on_duplicate, rec, &fp, cosine)?;
+            let claim = match (&plan, dim) {
+                (Plan::Insert { .. }, Some(d)) => vectors::claim_dim(e, "embedding", ctx, d)?,
+                _ => None,
+            };
+            Ok((plan, recorded, claim))
+        },
+        |t, (plan, recorded, claim)| {
+            if let Some(k) = claim {
+                t[1].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
+            }
+            Ok(match plan {
+                Plan::Insert {
+                    key,
+                    enc,
+                    doc,
+                    keys,
+                    rec,
+                } => {
+                    t[0].insert(key.as_slice(), enc.as_slice())?;
+                    for k in keys {
+                        t[2].insert(k.as_slice(), &[][..])?;
+                    }
+                    (
+                        (recorded.clone(), Some((key.clone(), rec.clone())), None),
+                        vec![IndexOp::Upsert(doc.clone())],
+                    )
+                }
+                Plan::Skip => ((recorded.clone(), None, None), vec![]),
+                Plan::Merge { key, enc, doc } => {
+                    t[0].insert(key.as_slice(), enc.as_slice())?;
+                    (
+                        (recorded.clone(), None, Some(key.clone())),
+                        vec![IndexOp::Upsert(doc.clone())],
+                    )
+                }
+            })
+        },
+    )?;
+    // Write-through: the episode just recorded is the likeliest to be searched next.
+    // (`Episode::from` of the record is exactly what decoding the stored bytes gives.)
+    if let Some((key, rec)) = cached {
+        e.state::<EpisodeCache>()
+            .insert(&key, Arc::new(Episode::from(*rec)), generation);
+    }
+    if let Some(key) = touched {
+        e.state::<EpisodeCache>().invalidate(&key);
+    }
+    Ok(recorded)
+}
+
 /// What a record call writes.
 pub(crate) enum Plan {
     /// A new episode (with its dedup keys).

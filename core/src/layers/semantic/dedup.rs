@@ -170,6 +170,54 @@ pub(crate) fn decide(
     Ok(d)
 }
 
+/// The duplicate check of a `store`: the call's policy, the new value, the
+/// nearest stored embedding.
+pub(crate) struct DupCheck<'a> {
+    pub explicit: Option<OnDuplicate>,
+    pub value: &'a Value,
+    pub cosine: Option<(String, f32)>,
+}
+
+/// The value a `store` writes (its `next` ignores the current record).
+pub(crate) fn check_value(
+    next: &impl Fn(Option<&KnowledgeRecord>) -> Result<Value>,
+) -> Result<Option<Value>> {
+    next(None).map(Some)
+}
+
+/// Store (replace) an entry with an optional embedding (`None`: the entry has none).
+pub(crate) fn store_embedded_in(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    knowledge: Value,
+    embedding: Option<Vec<f32>>,
+    on_duplicate: Option<OnDuplicate>,
+) -> Result<Knowledge> {
+    input::key(&e.opts.limits, "key", key)?;
+    input::value(&e.opts.limits, "knowledge", &knowledge)?;
+    // The nearest stored vector, found before the writer lock as a search is.
+    let cosine = match &embedding {
+        Some(v) => {
+            embedder::check("embedding", v)?;
+            crate::layers::dedup::nearest_vector(e, Kind::Knowledge, ctx, v, Some(key))?
+        }
+        None => None,
+    };
+    write_version(
+        e,
+        ctx,
+        key,
+        |_| Ok(knowledge.clone()),
+        EmbeddingChange::Set(embedding),
+        Some(DupCheck {
+            explicit: on_duplicate,
+            value: &knowledge,
+            cosine,
+        }),
+    )
+}
+
 /// Replace the dedup keys of `key` (value `old`, if any) by those of `new`, in a transaction.
 pub(crate) fn rekey(
     e: &Engine,
