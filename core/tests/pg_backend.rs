@@ -113,7 +113,14 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
     let versions = common::migration_versions(&mut c, &schema);
     // Migration 3 (the pgvector `vectors` table) only where the extension exists.
     let pgvector = std::env::var("MEMSTRATA_TEST_PGVECTOR").as_deref() == Ok("1");
-    assert_eq!(versions, if pgvector { vec![1, 2, 3] } else { vec![1, 2] });
+    assert_eq!(
+        versions,
+        if pgvector {
+            vec![1, 2, 3, 4]
+        } else {
+            vec![1, 2, 4]
+        }
+    );
     let tables: i64 = c
         .query_one(
             "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 \
@@ -122,7 +129,7 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(tables, 13, "one (key bytea, value bytea) table per tree");
+    assert_eq!(tables, 14, "one (key bytea, value bytea) table per tree");
     // No LOCK file anywhere: a second engine on the same URL opens fine.
     let other = Memory::builder()
         .path(&url)
@@ -130,6 +137,41 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
         .open()
         .unwrap();
     assert_eq!(other.short_term().retrieve("k").unwrap(), Some(json!("v")));
+}
+
+/// A store created before migration 4 (no `dedup` table) gets it on its next
+/// open, and its records are found as duplicates.
+#[test]
+#[ignore = "needs a PostgreSQL server: run by make test-pg"]
+fn a_store_without_the_dedup_table_is_migrated() {
+    let dir = pg_dir();
+    let url = dir.path();
+    let schema = common::schema_of(&url);
+    let id = {
+        let mem = Memory::open(&url).unwrap();
+        mem.episodic()
+            .record(memstrata::NewEpisode::new(
+                "an episode from before detection",
+            ))
+            .unwrap()
+    };
+    let mut c = client();
+    c.batch_execute(&format!(
+        "DROP TABLE \"{schema}\".dedup; DELETE FROM \"{schema}\".schema_migrations WHERE version = 4; \
+         DELETE FROM \"{schema}\".meta WHERE key >= 'dedup_ready'::bytea AND key < 'dedup_readz'::bytea"
+    ))
+    .unwrap();
+    let mem = Memory::open(&url).unwrap();
+    assert!(common::migration_versions(&mut c, &schema).contains(&4));
+    let r = mem
+        .episodic()
+        .record_detailed(
+            memstrata::NewEpisode::new("an episode from before detection")
+                .on_duplicate(memstrata::episodic::OnDuplicate::Skip),
+        )
+        .unwrap();
+    assert_eq!(r.id, id);
+    assert!(!r.created);
 }
 
 #[test]
