@@ -205,6 +205,7 @@ pub(crate) struct Found {
 /// near-duplicate by shingles (Jaccard ≥ `NEAR_JACCARD`), then `cosine` (the
 /// nearest stored embedding and its similarity, if at least `NEAR_COSINE`).
 /// `load` gives a candidate's texts (`None`: gone); `exclude` is never returned.
+#[allow(clippy::too_many_arguments)] // the probe's parts, each used once
 pub(crate) fn find(
     e: &Engine,
     ctx: &str,

@@ -17,7 +17,6 @@ pub use dedup::StoreOptions;
 pub(crate) use dedup::store_embedded_in;
 use dedup::{Decision, DupCheck, check_value};
 
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct KnowledgeRecord {
     pub value: Value,
