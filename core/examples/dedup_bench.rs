@@ -263,9 +263,31 @@ fn quality(name: &str, base: Vec<String>, seed: u64) {
     }
 }
 
-fn cost(n: usize) {
+/// Sentences of random 4..9-letter words: texts that share few shingles.
+fn unique_words(rng: &mut Rng, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            let len = 6 + rng.below(12);
+            (0..len)
+                .map(|_| {
+                    let w = 4 + rng.below(6);
+                    (0..w)
+                        .map(|_| (b'a' + rng.below(26) as u8) as char)
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+fn cost(n: usize, unique: bool) {
     let mut rng = Rng(7);
-    let texts = generated(&mut rng, n);
+    let texts = if unique {
+        unique_words(&mut rng, n)
+    } else {
+        generated(&mut rng, n)
+    };
     let dir = tempfile::tempdir().expect("tmp");
     let mem = Memory::open(dir.path()).expect("open");
     // Warm-up: the first writes open the index writer.
@@ -282,7 +304,12 @@ fn cost(n: usize) {
     }
     let el = started.elapsed();
     println!(
-        "cost: {n} records, {:.1} µs per record",
+        "cost ({}): {n} records, {:.1} µs per record",
+        if unique {
+            "random words"
+        } else {
+            "48-word vocabulary"
+        },
         el.as_secs_f64() * 1e6 / n as f64
     );
 }
@@ -305,8 +332,8 @@ fn main() {
         }
         Some("cost") => {
             let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5000);
-            cost(n);
+            cost(n, args.get(3).map(String::as_str) == Some("unique"));
         }
-        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N]"),
+        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N] [unique]"),
     }
 }

@@ -235,22 +235,25 @@ pub(crate) fn find(
             }
         }
     }
-    let mut ids: Vec<String> = Vec::new();
+    // Candidates by the number of bands they share (more bands, higher
+    // similarity), at most `MAX_CANDIDATES` verified.
+    let mut hits: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (b, h) in fp.bands.iter().enumerate() {
         let p = dedup::band_prefix(ctx, kind, b, *h);
         for k in e.t.dedup.scan_prefix(&p).keys().take(dedup::MAX_CANDIDATES) {
             if let Some(id) = dedup::id_of(&k?, p.len())
                 && Some(id.as_str()) != exclude
-                && !ids.contains(&id)
             {
-                ids.push(id);
+                *hits.entry(id).or_insert(0) += 1;
             }
         }
     }
-    ids.sort();
+    let mut ids: Vec<(usize, String)> = hits.into_iter().map(|(id, n)| (n, id)).collect();
+    ids.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    ids.truncate(dedup::MAX_CANDIDATES);
     let seed = e.codec.hash_seed();
     let mut best: Option<Found> = None;
-    for id in ids {
+    for (_, id) in ids {
         let Some(c) = load(&id)? else { continue };
         let sim = dedup::jaccard(
             &fp.shingles,

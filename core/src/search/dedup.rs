@@ -124,11 +124,12 @@ pub(crate) fn bands(seed: u64, shingles: &HashSet<u64>) -> Vec<u64> {
         return Vec::new();
     }
     let n = MINHASH_BANDS * MINHASH_ROWS;
+    let rows: Vec<u64> = (0..n).map(|i| splitmix(seed ^ (i as u64 + 1))).collect();
     let mut mins = vec![u64::MAX; n];
     for s in shingles {
-        for (i, m) in mins.iter_mut().enumerate() {
+        for (m, r) in mins.iter_mut().zip(&rows) {
             // One cheap permutation per row: the shingle's hash mixed with the row's seed.
-            let h = splitmix(s ^ splitmix(seed ^ (i as u64 + 1)));
+            let h = splitmix(s ^ r);
             if h < *m {
                 *m = h;
             }
