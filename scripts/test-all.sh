@@ -45,8 +45,10 @@ export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=f
 JOBS=${TEST_JOBS:-4}
 LOGS=$CARGO_TARGET_DIR/test-all
 
-SECONDS=${TEST_ALL_SECONDS:-0}
-t() { printf '%02d:%02d' $((SECONDS / 60)) $((SECONDS % 60)); }
+# One clock for the whole run, across the re-entries inside the two servers (see the end).
+export TEST_ALL_T0=${TEST_ALL_T0:-$EPOCHSECONDS}
+elapsed() { echo $((EPOCHSECONDS - TEST_ALL_T0)); }
+t() { local s; s=$(elapsed); printf '%02d:%02d' $((s / 60)) $((s % 60)); }
 say() { echo "== test-all [$(t)] $*"; }
 
 # --- 4. the suites (run_lanes, inside the two servers; see the end) -------------------------
@@ -68,7 +70,7 @@ run_lanes() {
   local -A pid_lane=() started=()
   local running=0 failed=() spec server name targets pid rc
   finish() { # pid rc
-    local lane=${pid_lane[$1]} secs=$((SECONDS - started[${pid_lane[$1]}]))
+    local lane=${pid_lane[$1]} secs=$(($(elapsed) - started[${pid_lane[$1]}]))
     echo "$2" >"$LOGS/$lane.status"
     echo "== test-all [$(t)] ---- lane $lane: $([ "$2" -eq 0 ] && echo passed || echo "FAILED (status $2)") in $((secs / 60))m $((secs % 60))s; its log:"
     sed "s/^/[$lane] /" "$LOGS/$lane.log"
@@ -100,7 +102,7 @@ run_lanes() {
       ) 2>&1 | bash scripts/stamp.sh >"$LOGS/$name.log"
     ) &
     pid_lane[$!]=$name
-    started[$name]=$SECONDS
+    started[$name]=$(elapsed)
     running=$((running + 1))
   done
   while [ "$running" -gt 0 ]; do
@@ -118,7 +120,7 @@ run_lanes() {
 case "${1:-}" in
 --with-pg)
   # Inside scripts/pg-test.sh: keep its server's URL, then start the pgvector server.
-  export CI_PG_URL=$MEMSTRATA_TEST_PG_URL TEST_ALL_SECONDS=$SECONDS
+  export CI_PG_URL=$MEMSTRATA_TEST_PG_URL
   exec bash scripts/pgvector-test.sh bash "$0" --with-servers
   ;;
 --with-servers)
@@ -216,5 +218,5 @@ await pgvector
 say "builds done; clippy clean"
 
 say "the suites, up to $JOBS lanes at a time, under two throwaway PostgreSQL servers"
-export MEMSTRATA_PREBUILT=1 TEST_ALL_SECONDS=$SECONDS
+export MEMSTRATA_PREBUILT=1
 bash scripts/pg-test.sh bash "$0" --with-pg
