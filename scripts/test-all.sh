@@ -203,15 +203,16 @@ cargo build -p memstrata-benches --all-targets --features postgres
 await npm
 say "build + clippy: the Node addon (bindings-node/scripts/build-dev.mjs)"
 committed=$(mktemp -d)
-trap 'rm -rf "$committed"' EXIT
 cp bindings-node/index.d.ts bindings-node/index.mjs "$committed/"
 (cd bindings-node && node scripts/build-dev.mjs)
 for f in index.d.ts index.mjs; do
   if ! diff -u "$committed/$f" "bindings-node/$f"; then
     echo "test-all: bindings-node/$f is stale: the build regenerated it (above); review and commit it" >&2
+    rm -rf "$committed"
     exit 1
   fi
 done
+rm -rf "$committed"
 
 await venv
 say "build + clippy: the Python binding, installed into .venv (maturin, dev profile)"
@@ -223,4 +224,5 @@ say "builds done; clippy clean"
 
 say "the suites, up to $JOBS lanes at a time, under two throwaway PostgreSQL servers"
 export MEMSTRATA_PREBUILT=1
-bash scripts/pg-test.sh bash "$0" --with-pg
+# exec: nothing of this file is read after the suites (bash reads a script as it runs it).
+exec bash scripts/pg-test.sh bash "$0" --with-pg
