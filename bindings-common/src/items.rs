@@ -135,6 +135,9 @@ mod tests {
             ..Default::default()
         }])
         .unwrap();
-        assert_eq!((ok[0].tags.clone(), ok[0].importance), (vec!["t".into()], Some(3)));
+        assert_eq!(
+            (ok[0].tags.clone(), ok[0].importance),
+            (vec!["t".into()], Some(3))
+        );
     }
 }

@@ -445,7 +445,11 @@ mod tests {
         .unwrap();
         let o = m.options();
         assert_eq!(
-            (o.cache_bytes, o.episode_cache_bytes, o.short_term_cache_bytes),
+            (
+                o.cache_bytes,
+                o.episode_cache_bytes,
+                o.short_term_cache_bytes
+            ),
             (1 << 20, 3 << 20, 2 << 20)
         );
         assert_eq!(compression_level(None).unwrap(), 1);

@@ -98,9 +98,10 @@ impl Episodic {
                 let v = Some(&v);
                 match k.as_str() {
                     "summary" => {
-                        summary = Some(v.and_then(|v| v.extract::<String>().ok()).ok_or_else(
-                            || pyo3::exceptions::PyTypeError::new_err(format!("{f}: expected str")),
-                        )?)
+                        summary =
+                            Some(v.and_then(|v| v.extract::<String>().ok()).ok_or_else(|| {
+                                pyo3::exceptions::PyTypeError::new_err(format!("{f}: expected str"))
+                            })?)
                     }
                     "content" => o.content = Some(JsonValue(convert::opt_json(v, &f, depth)?)),
                     "participants" => o.participants = Some(convert::str_list(v, &f)?),
@@ -111,7 +112,10 @@ impl Episodic {
                 }
             }
             let Some(summary) = summary else {
-                return Err(crate::error::invalid(&format!("{at}.summary"), "is required"));
+                return Err(crate::error::invalid(
+                    &format!("{at}.summary"),
+                    "is required",
+                ));
             };
             list.push(common::EpisodeItem {
                 summary,

@@ -86,7 +86,10 @@ impl Semantic {
                 return Err(crate::error::invalid(&format!("{at}.key"), "is required"));
             };
             let Some(knowledge) = knowledge else {
-                return Err(crate::error::invalid(&format!("{at}.knowledge"), "is required"));
+                return Err(crate::error::invalid(
+                    &format!("{at}.knowledge"),
+                    "is required",
+                ));
             };
             list.push(common::KnowledgeItem {
                 key,

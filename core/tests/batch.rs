@@ -109,7 +109,11 @@ fn a_bad_item_rejects_the_whole_batch_and_names_its_index_and_field() {
             "items[3].content",
         ),
         (1, NewEpisode::new("   "), "items[1].summary"),
-        (4, NewEpisode::new("loud").importance(11), "items[4].importance"),
+        (
+            4,
+            NewEpisode::new("loud").importance(11),
+            "items[4].importance",
+        ),
         (
             2,
             NewEpisode::new("tagged").tags(vec!["t"; 65]),

@@ -251,7 +251,9 @@ fn batch_writer_child() {
     let mut mem = root.namespace(&format!("{ctx}_0")).unwrap();
     for n in 0.. {
         if n % PER_CONTEXT == 0 {
-            mem = root.namespace(&format!("{ctx}_{}", n / PER_CONTEXT)).unwrap();
+            mem = root
+                .namespace(&format!("{ctx}_{}", n / PER_CONTEXT))
+                .unwrap();
         }
         let eps: Vec<NewEpisode> = (0..EPISODES)
             .map(|j| {

@@ -493,12 +493,7 @@ impl Episodic {
         let e = &self.scope.engine;
         let embedder = self.scope.embedder();
         e.timed("episodic.record_many", || {
-            record_many_in(
-                e,
-                &self.scope.active_ctx(),
-                episodes,
-                embedder.as_deref(),
-            )
+            record_many_in(e, &self.scope.active_ctx(), episodes, embedder.as_deref())
         })
     }
 
