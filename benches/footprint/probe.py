@@ -7,6 +7,12 @@ same texts in one table.
 
 Usage (the binding must be importable, e.g. PYTHONPATH=<dir of a release wheel>):
     python benches/footprint/probe.py [-n 100000] [-n 20000] [--opt cache_bytes=8388608] [--trim]
+        [--mode percall] [--mode batch] [--batch 1000]
+
+`--mode percall` (the default) records one episode per `episodic.record` call;
+`--mode batch` records them with `episodic.record_many`, `--batch` episodes per call
+(default 1000; the time includes building the item dicts). Both modes given: both
+run, each in its own fresh process, in the same invocation.
 
 Memory figures come from /proc/self/status (VmRSS; VmHWM for the peak), so the
 probe runs on Linux only. Disk is the size of every file under the store
@@ -21,6 +27,7 @@ import gc
 import json
 import os
 import random
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -85,7 +92,7 @@ def trim() -> None:
         pass
 
 
-def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
+def child_memstrata(n: int, opts: dict, do_trim: bool, batch: int = 0) -> dict:
     import memstrata
 
     gc.collect()
@@ -94,10 +101,20 @@ def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
     path = os.path.join(d, "store")
     mem = memstrata.Memory(path, **opts)
     ep = mem.episodic
+    # Texts made before the clock starts: the figure is the store's, not the generator's.
+    texts = [text(i) for i in range(n)]
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    for i in range(n):
-        ep.record(text(i))
+    if batch:
+        for start in range(0, n, batch):
+            ep.record_many([{"summary": t} for t in texts[start : start + batch]])
+    else:
+        for t in texts:
+            ep.record(t)
     dt = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    del texts
     end_rss = status_kib("VmRSS")
     end_file = status_kib("RssFile")
     live_end = None
@@ -133,6 +150,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
     shutil.rmtree(d, ignore_errors=True)
     return {
         "engine": "memstrata",
+        "mode": f"batch {batch}" if batch else "per call",
         "n": n,
         "base_mib": mib(base),
         "peak_added_mib": mib(peak - base),
@@ -143,6 +161,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool) -> dict:
         "disk_per_ep": disk["total"] / n,
         "disk_parts": {k: v / n for k, v in sorted(disk["parts"].items())},
         "eps": n / dt,
+        "eps_cpu": n / cpu if cpu > 0 else None,
         "end_file_mib": mib(end_file),
         "end_trimmed_mib": live_end,
         "search_p50_ms": search_p50,
@@ -201,6 +220,27 @@ def fmt(v, spec=".0f") -> str:
     return "—" if v is None else format(v, spec)
 
 
+def report(a: argparse.Namespace, n: int, mode: str, f: dict | None, env_extra: dict) -> None:
+    """One fresh process ingesting `n` episodes in `mode`, printed as a table row."""
+    child_args = [f"-n={n}", f"--mode={mode}", f"--batch={a.batch}", *(f"--opt={o}" for o in a.opt)]
+    child_args += ["--trim"] if a.trim else []
+    r = run_child(child_args, env_extra)
+    ratio = None if f is None else r["disk_per_ep"] / f["disk_per_ep"]
+    print(
+        f"| {a.label} | {r['mode']} | {n} | {fmt(r['peak_added_mib'])} | {fmt(r['end_added_mib'])} "
+        f"| {fmt(r['close_added_mib'])} | {fmt(r['gc_added_mib'])} | {fmt(r['trim_added_mib'])} "
+        f"| {fmt(r['disk_per_ep'])} | {fmt(None if f is None else f['disk_per_ep'])} | {fmt(ratio, '.2f')} "
+        f"| {fmt(r['eps'])} |"
+    )
+    parts = ", ".join(f"{k} {v:.0f}" for k, v in r["disk_parts"].items())
+    print(f"<!-- n={n} {r['mode']}: FTS5 {fmt(None if f is None else f['eps'])} rows/s; "
+          f"disk B/episode by part: {parts}; base RSS {r['base_mib']:.0f} MiB; "
+          f"file-backed RSS at end of ingest {r['end_file_mib']:.0f} MiB; "
+          f"end of ingest after malloc_trim {fmt(r['end_trimmed_mib'])} MiB; "
+          f"search p50 after reopen {fmt(r['search_p50_ms'], '.2f')} ms; "
+          f"episodes per CPU-second (all threads of the process) {fmt(r['eps_cpu'])} -->")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, action="append", help="episodes per run (repeatable; default 20000)")
@@ -209,13 +249,17 @@ def main() -> None:
     ap.add_argument("--trim", action="store_true", help="also call glibc malloc_trim(0) after close (a probe)")
     ap.add_argument("--no-fts5", action="store_true")
     ap.add_argument("--label", default="default")
+    ap.add_argument("--mode", action="append", choices=["percall", "batch"],
+                    help="percall (default) and/or batch (record_many); repeatable")
+    ap.add_argument("--batch", type=int, default=1000, help="episodes per record_many call (--mode batch)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--engine", default="memstrata", help=argparse.SUPPRESS)
     a = ap.parse_args()
     sizes = a.n or [20000]
     if a.child:
         opts = dict(parse_opt(o) for o in a.opt)
-        res = child_fts5(sizes[0]) if a.engine == "fts5" else child_memstrata(sizes[0], opts, a.trim)
+        batch = a.batch if (a.mode or ["percall"])[0] == "batch" else 0
+        res = child_fts5(sizes[0]) if a.engine == "fts5" else child_memstrata(sizes[0], opts, a.trim, batch)
         print(json.dumps(res))
         return
     env_extra = dict(e.split("=", 1) for e in a.env)
@@ -223,24 +267,14 @@ def main() -> None:
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; label: {a.label}; "
           f"opts: {a.opt or '-'}; env: {a.env or '-'}")
     print()
-    print("| run | n | peak +MiB | end of ingest +MiB | after close +MiB | after gc +MiB | after malloc_trim +MiB "
+    print("| run | mode | n | peak +MiB | end of ingest +MiB | after close +MiB | after gc +MiB | after malloc_trim +MiB "
           "| disk B/episode | FTS5 B/row | ratio | episodes/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    modes = a.mode or ["percall"]
     for n in sizes:
-        child_args = [f"-n={n}", *(f"--opt={o}" for o in a.opt)] + (["--trim"] if a.trim else [])
-        r = run_child(child_args, env_extra)
         f = None if a.no_fts5 else run_child([f"-n={n}", "--engine=fts5"], {})
-        ratio = None if f is None else r["disk_per_ep"] / f["disk_per_ep"]
-        print(
-            f"| {a.label} | {n} | {fmt(r['peak_added_mib'])} | {fmt(r['end_added_mib'])} | {fmt(r['close_added_mib'])} "
-            f"| {fmt(r['gc_added_mib'])} | {fmt(r['trim_added_mib'])} | {fmt(r['disk_per_ep'])} "
-            f"| {fmt(None if f is None else f['disk_per_ep'])} | {fmt(ratio, '.2f')} | {fmt(r['eps'])} |"
-        )
-        parts = ", ".join(f"{k} {v:.0f}" for k, v in r["disk_parts"].items())
-        print(f"<!-- n={n} disk B/episode by part: {parts}; base RSS {r['base_mib']:.0f} MiB; "
-              f"file-backed RSS at end of ingest {r['end_file_mib']:.0f} MiB; "
-              f"end of ingest after malloc_trim {fmt(r['end_trimmed_mib'])} MiB; "
-              f"search p50 after reopen {fmt(r['search_p50_ms'], '.2f')} ms -->")
+        for mode in modes:
+            report(a, n, mode, f, env_extra)
     load = os.getloadavg()
     print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
