@@ -28,6 +28,11 @@ pub const SUMMARY_MAX_CHARS: usize = 4000;
 /// Default importance when none is given.
 pub const DEFAULT_IMPORTANCE: u8 = 5;
 
+/// An episode as stored. Written as a MessagePack array (format version 2,
+/// [`EpisodeRecord::encode`]); records of version 1 are maps with the field
+/// names, and both decode into this struct. So the field order is part of the
+/// format: fields may only be appended, each `#[serde(default)]`
+/// (`registered::VectorView` mirrors the order).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct EpisodeRecord {
     pub id: String,
@@ -60,6 +65,13 @@ pub struct Episode {
     pub tags: Vec<String>,
     /// 1..=10.
     pub importance: u8,
+}
+
+impl EpisodeRecord {
+    /// The stored bytes of this record (compact: fields by position, not by name).
+    pub(crate) fn encode(&self, codec: &codec::Codec) -> Result<Vec<u8>> {
+        codec.encode_compact(self)
+    }
 }
 
 impl From<EpisodeRecord> for Episode {
@@ -239,7 +251,7 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
         embedding: ep.embedding.as_deref().map(VecBytes::from_f32),
     };
     let dim = ep.embedding.as_ref().map(Vec::len);
-    let enc = e.codec.encode(&rec)?;
+    let enc = rec.encode(&e.codec)?;
     let key = codec::ctx_key(ctx, &id);
     let doc = index_doc(ctx, &rec);
     e.touch_context(ctx)?;
@@ -384,7 +396,7 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
             e.touch_context(ctx)?;
             rows.push((
                 codec::ctx_key(ctx, &rec.id),
-                e.codec.encode(rec)?,
+                rec.encode(&e.codec)?,
                 index_doc(ctx, rec),
             ));
         }

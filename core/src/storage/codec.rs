@@ -66,6 +66,12 @@ impl Codec {
         self.seal(encode(v)?)
     }
 
+    /// Like [`Codec::encode`], with structs as MessagePack arrays (fields in
+    /// declaration order, no names: see [`encode_compact`]).
+    pub(crate) fn encode_compact<T: Serialize + ?Sized>(&self, v: &T) -> Result<Vec<u8>> {
+        self.seal(encode_compact(v)?)
+    }
+
     /// Decode a record written by [`Codec::encode`].
     pub(crate) fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T> {
         decode(&self.open(bytes)?)
@@ -144,7 +150,19 @@ impl Codec {
 }
 
 pub(crate) fn encode<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
-    let raw = rmp_serde::to_vec_named(v).dep()?;
+    envelope(rmp_serde::to_vec_named(v).dep()?)
+}
+
+/// [`encode`] with structs as MessagePack arrays: the fields in declaration
+/// order without their names (format version 2, episode records). [`decode`]
+/// reads a struct from either form, so a type written this way must only
+/// ever append fields, each new one `#[serde(default)]`.
+pub(crate) fn encode_compact<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
+    envelope(rmp_serde::to_vec(v).dep()?)
+}
+
+/// The tag byte, and lz4 above [`COMPRESS_THRESHOLD`].
+fn envelope(raw: Vec<u8>) -> Result<Vec<u8>> {
     if raw.len() > COMPRESS_THRESHOLD {
         let mut out = Vec::with_capacity(raw.len() / 2 + 8);
         out.push(TAG_LZ4);

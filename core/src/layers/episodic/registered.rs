@@ -63,12 +63,20 @@ pub(super) fn scan_docs(e: &Engine, f: &mut dyn FnMut(IndexDoc) -> Result<()>) -
     Ok(())
 }
 
-/// What building a set needs of an episode record (`episodic::EpisodeRecord`;
-/// the same field names, the others skipped by the decoder). Row metadata as
-/// `episodic::index_doc` makes it.
+/// What building a set needs of an episode record (`episodic::EpisodeRecord`):
+/// the same fields in the same order, the unneeded ones skipped by the
+/// decoder (`IgnoredAny`), so both the array records of format version 2 and
+/// the named maps of version 1 decode. Row metadata as `episodic::index_doc`
+/// makes it.
 #[derive(Deserialize)]
 pub(super) struct VectorView {
+    #[serde(default, rename = "id")]
+    _id: serde::de::IgnoredAny,
     timestamp: i64,
+    #[serde(default, rename = "summary")]
+    _summary: serde::de::IgnoredAny,
+    #[serde(default, rename = "content")]
+    _content: serde::de::IgnoredAny,
     participants: Vec<String>,
     tags: Vec<String>,
     importance: u8,
@@ -105,4 +113,52 @@ pub(super) fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDo
         Some(v) => Some(index_doc(ctx, &e.codec.decode(&v)?)),
         None => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vector view reads both record layouts: the arrays written now and
+    /// the named maps of format version 1.
+    #[test]
+    fn vector_view_reads_array_and_map_records() {
+        let rec = EpisodeRecord {
+            id: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into(),
+            timestamp: 1_700_000_000_123,
+            summary: "a summary the view skips".into(),
+            content: serde_json::json!({"skipped": [1, 2, 3]}),
+            participants: vec!["alice".into()],
+            tags: vec!["deploy".into(), "prod".into()],
+            importance: 7,
+            embedding: Some(VecBytes::from_f32(&[0.5, -0.25, 1.0])),
+        };
+        let array = codec::encode_compact(&rec).unwrap();
+        let map = codec::encode(&rec).unwrap();
+        assert!(matches!(array[1], 0x90..=0x9f), "array: {:x?}", &array[..2]);
+        assert!(matches!(map[1], 0x80..=0x8f), "map: {:x?}", &map[..2]);
+        assert!(array.len() < map.len());
+        for bytes in [&array, &map] {
+            let v: VectorView = codec::decode(bytes).unwrap();
+            assert_eq!(v.timestamp, rec.timestamp);
+            assert_eq!(v.participants, rec.participants);
+            assert_eq!(v.tags, rec.tags);
+            assert_eq!(v.importance, 7);
+            assert_eq!(
+                vector::stored_to_index(v.embedding.as_ref()),
+                vector::stored_to_index(rec.embedding.as_ref())
+            );
+            let full: EpisodeRecord = codec::decode(bytes).unwrap();
+            assert_eq!(full.id, rec.id);
+            assert_eq!(full.summary, rec.summary);
+            assert_eq!(full.content, rec.content);
+        }
+        // A record without an embedding: the trailing field is left out of the array.
+        let plain = EpisodeRecord {
+            embedding: None,
+            ..rec
+        };
+        let v: VectorView = codec::decode(&codec::encode_compact(&plain).unwrap()).unwrap();
+        assert!(v.embedding.is_none());
+    }
 }
