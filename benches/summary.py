@@ -10,7 +10,7 @@ RESULTS_DIR is what scripts/bench.sh writes (target/bench):
   compare.md       `## Machine` (bullets) and `## Targets` (target | size | measured | goal | status)
   mcp-load.json    `mcp-load --json` rows (benches/src/bin/mcp_load.rs); else mcp-load.md, its table
   node.md          the Node binding's tables whose last two columns are goal | status
-  footprint.md     scripts/bench-footprint.sh: its `### Footprint targets` table (goal | status)
+  footprint.md     scripts/bench-footprint.sh: its targets (target | size | measured | goal | status)
   hybrid.md, encryption.md, python.md, mcp.md, mcp-concurrency.md, retrieval.md: linked, not parsed
 and, when present, quick/report.md (the last `make bench-quick`: the same five-column table).
 
@@ -172,7 +172,8 @@ def render(d: Path) -> str:
     else:
         rows.append(missing("Node binding targets", "node.md"))
     if (d / "footprint.md").exists():
-        rows += goal_status_rows((d / "footprint.md").read_text(), "footprint.md", "Footprint")
+        # Its one five-column table: target | size | measured | goal | status.
+        rows += five_column_rows((d / "footprint.md").read_text().splitlines(), "footprint.md")
     else:
         rows.append(missing("footprint: RSS and disk per short episode", "footprint.md"))
     machine = [line[2:] for line in section(compare, "Machine") if line.startswith("- ")]
