@@ -2,7 +2,8 @@
 //! and searches as before, and is stamped with the current version.
 //!
 //! Format 1 stored episode records as MessagePack maps with field names;
-//! format 2 stores them as arrays (fields by position). The old layout is
+//! format 2 stores them as arrays (fields by position) without the id,
+//! which is the key's. The old layout is
 //! written here with sled directly, record by record, as a format-1 build
 //! wrote it.
 
@@ -14,6 +15,17 @@ use serde_json::{Value, json};
 #[derive(Debug, Serialize, Deserialize)]
 struct V1Episode {
     id: String,
+    timestamp: i64,
+    summary: String,
+    content: Value,
+    participants: Vec<String>,
+    tags: Vec<String>,
+    importance: u8,
+}
+
+/// An episode record as format 2 writes it (an array; the id is the key's).
+#[derive(Debug, Deserialize)]
+struct V2Episode {
     timestamp: i64,
     summary: String,
     content: Value,
@@ -59,6 +71,11 @@ fn current_build_writes_episodes_as_arrays() {
     let eps = db.open_tree("episodes").unwrap();
     let (_, v) = eps.iter().next().unwrap().unwrap();
     assert!(is_array_record(&v), "{:x?}", &v[..4]);
+    // Six fields (no id, no embedding): a fixarray of 6.
+    assert_eq!(v[1], 0x96);
+    let r: V2Episode = rmp_serde::from_slice(&v[1..]).unwrap();
+    assert_eq!(r.summary, "compact record");
+    assert_eq!(r.tags, vec!["t"]);
 }
 
 #[test]
@@ -89,7 +106,18 @@ fn format_1_store_opens_reads_searches_and_is_stamped_2() {
         for item in eps.iter() {
             let (k, v) = item.unwrap();
             assert!(is_array_record(&v));
-            let rec: V1Episode = rmp_serde::from_slice(&v[1..]).unwrap();
+            let r: V2Episode = rmp_serde::from_slice(&v[1..]).unwrap();
+            let id = std::str::from_utf8(k.strip_prefix(b"default\0").unwrap()).unwrap();
+            assert!(ids.iter().any(|x| x == id));
+            let rec = V1Episode {
+                id: id.to_owned(),
+                timestamp: r.timestamp,
+                summary: r.summary,
+                content: r.content,
+                participants: r.participants,
+                tags: r.tags,
+                importance: r.importance,
+            };
             let mut old = vec![0u8];
             old.extend(rmp_serde::to_vec_named(&rec).unwrap());
             assert!(is_map_record(&old));

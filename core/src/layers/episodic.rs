@@ -19,6 +19,7 @@ use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
 use crate::{Error, Result, storage::codec, util::input};
 
 mod registered;
+mod stored;
 #[allow(unused_imports)]
 pub(crate) use registered::*;
 
@@ -28,11 +29,9 @@ pub const SUMMARY_MAX_CHARS: usize = 4000;
 /// Default importance when none is given.
 pub const DEFAULT_IMPORTANCE: u8 = 5;
 
-/// An episode as stored. Written as a MessagePack array (format version 2,
-/// [`EpisodeRecord::encode`]); records of version 1 are maps with the field
-/// names, and both decode into this struct. So the field order is part of the
-/// format: fields may only be appended, each `#[serde(default)]`
-/// (`registered::VectorView` mirrors the order).
+/// An episode. Stored without its id as a MessagePack array since format
+/// version 2, as a map with field names (id included) before: see
+/// [`EpisodeRecord::encode`] and [`EpisodeRecord::decode`] (`stored.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct EpisodeRecord {
     pub id: String,
@@ -65,13 +64,6 @@ pub struct Episode {
     pub tags: Vec<String>,
     /// 1..=10.
     pub importance: u8,
-}
-
-impl EpisodeRecord {
-    /// The stored bytes of this record (compact: fields by position, not by name).
-    pub(crate) fn encode(&self, codec: &codec::Codec) -> Result<Vec<u8>> {
-        codec.encode_compact(self)
-    }
 }
 
 impl From<EpisodeRecord> for Episode {
@@ -280,15 +272,16 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>> {
     input::key(&e.opts.limits, "id", id)?;
-    Ok(get_shared(e, &codec::ctx_key(ctx, id))?.map(Arc::unwrap_or_clone))
+    Ok(get_shared(e, ctx, id)?.map(Arc::unwrap_or_clone))
 }
 
-/// The episode under sled key `key`, through the episode cache.
-fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
-    e.state::<EpisodeCache>().get_or_load(key, || {
+/// The episode `id` of `ctx`, through the episode cache.
+fn get_shared(e: &Engine, ctx: &str, id: &str) -> Result<Option<Arc<Episode>>> {
+    let key = codec::ctx_key(ctx, id);
+    e.state::<EpisodeCache>().get_or_load(&key, || {
         e.t.episodes
-            .get(key)?
-            .map(|v| Ok(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?)))
+            .get(&key)?
+            .map(|v| Ok(Episode::from(EpisodeRecord::decode(&e.codec, id, &v)?)))
             .transpose()
     })
 }
@@ -363,7 +356,7 @@ pub(crate) fn search_in(
     let mut hits = Vec::with_capacity(fused.len());
     for f in fused {
         // sled is the source of truth: a hit whose record is gone is dropped.
-        if let Some(ep) = get_shared(e, &codec::ctx_key(ctx, &f.key))? {
+        if let Some(ep) = get_shared(e, ctx, &f.key)? {
             hits.push(EpisodeHit {
                 episode: Arc::unwrap_or_clone(ep),
                 score: f.score,
@@ -543,8 +536,8 @@ impl Episodic {
             let mut out: Vec<Episode> = Vec::new();
             let ctx = self.scope.active_ctx();
             for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
-                let (_, v) = item?;
-                out.push(e.codec.decode::<EpisodeRecord>(&v)?.into());
+                let (k, v) = item?;
+                out.push(EpisodeRecord::decode_keyed(&e.codec, &k, &v)?.into());
             }
             out.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
             out.truncate(limit.min(e.opts.limits.max_results));

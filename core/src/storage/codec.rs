@@ -139,6 +139,16 @@ impl Codec {
         }
     }
 
+    /// The MessagePack bytes of a stored record: seal checked and removed,
+    /// tag read, lz4 undone (for records whose layout depends on the first
+    /// MessagePack byte, see [`is_msgpack_map`]).
+    pub(crate) fn inner<'a>(&self, bytes: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        match self.open(bytes)? {
+            Cow::Borrowed(b) => untag(b),
+            Cow::Owned(b) => Ok(Cow::Owned(untag(&b)?.into_owned())),
+        }
+    }
+
     /// [`Codec::open`] for a stored `IVec`, without copying in a plaintext store.
     pub(crate) fn open_ivec(&self, raw: crate::storage::Bytes) -> Result<crate::storage::Bytes> {
         if self.cipher.is_none() {
@@ -177,12 +187,24 @@ fn envelope(raw: Vec<u8>) -> Result<Vec<u8>> {
 }
 
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    from_msgpack(&untag(bytes)?)
+}
+
+/// Decode bare MessagePack (what [`Codec::inner`] returns).
+pub(crate) fn from_msgpack<T: DeserializeOwned>(raw: &[u8]) -> Result<T> {
+    rmp_serde::from_slice(raw).dep()
+}
+
+/// Whether `first`, the first byte of a MessagePack value, starts a map.
+pub(crate) fn is_msgpack_map(first: u8) -> bool {
+    matches!(first, 0x80..=0x8f | 0xde | 0xdf)
+}
+
+/// The MessagePack bytes of an unsealed record (tag removed, lz4 undone).
+fn untag(bytes: &[u8]) -> Result<Cow<'_, [u8]>> {
     match bytes.split_first() {
-        Some((&TAG_PLAIN, rest)) => rmp_serde::from_slice(rest).dep(),
-        Some((&TAG_LZ4, rest)) => {
-            let raw = unlz4(rest, MAX_RECORD_BYTES, "record")?;
-            rmp_serde::from_slice(&raw).dep()
-        }
+        Some((&TAG_PLAIN, rest)) => Ok(Cow::Borrowed(rest)),
+        Some((&TAG_LZ4, rest)) => Ok(Cow::Owned(unlz4(rest, MAX_RECORD_BYTES, "record")?)),
         Some((&TAG_SEALED, _)) => Err(Error::invalid(
             "encryption_key",
             "this record is encrypted: open the store with its encryption key",

@@ -57,21 +57,19 @@ pub(crate) const SOURCE: IndexedSource = IndexedSource {
 pub(super) fn scan_docs(e: &Engine, f: &mut dyn FnMut(IndexDoc) -> Result<()>) -> Result<()> {
     for item in e.t.episodes.iter() {
         let (k, v) = item?;
-        let (ctx, _) = codec::split_ctx_key(&k)?;
-        f(index_doc(&ctx, &e.codec.decode(&v)?))?;
+        let (ctx, id) = codec::split_ctx_key(&k)?;
+        f(index_doc(&ctx, &EpisodeRecord::decode(&e.codec, &id, &v)?))?;
     }
     Ok(())
 }
 
-/// What building a set needs of an episode record (`episodic::EpisodeRecord`):
-/// the same fields in the same order, the unneeded ones skipped by the
-/// decoder (`IgnoredAny`), so both the array records of format version 2 and
-/// the named maps of version 1 decode. Row metadata as `episodic::index_doc`
-/// makes it.
+/// What building a set needs of a stored episode (`stored.rs`): the same
+/// fields in the same order as format version 2 writes them, the unneeded
+/// ones skipped by the decoder (`IgnoredAny`), so both the arrays of version
+/// 2 and the named maps of version 1 (whose `id` is ignored) decode. Row
+/// metadata as `episodic::index_doc` makes it.
 #[derive(Deserialize)]
 pub(super) struct VectorView {
-    #[serde(default, rename = "id")]
-    _id: serde::de::IgnoredAny,
     timestamp: i64,
     #[serde(default, rename = "summary")]
     _summary: serde::de::IgnoredAny,
@@ -110,7 +108,7 @@ pub(super) fn scan_vectors(
 
 pub(super) fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDoc>> {
     Ok(match e.t.episodes.get(codec::ctx_key(ctx, id))? {
-        Some(v) => Some(index_doc(ctx, &e.codec.decode(&v)?)),
+        Some(v) => Some(index_doc(ctx, &EpisodeRecord::decode(&e.codec, id, &v)?)),
         None => None,
     })
 }
@@ -133,7 +131,8 @@ mod tests {
             importance: 7,
             embedding: Some(VecBytes::from_f32(&[0.5, -0.25, 1.0])),
         };
-        let array = codec::encode_compact(&rec).unwrap();
+        let plain = codec::Codec::default();
+        let array = rec.encode(&plain).unwrap();
         let map = codec::encode(&rec).unwrap();
         assert!(matches!(array[1], 0x90..=0x9f), "array: {:x?}", &array[..2]);
         assert!(matches!(map[1], 0x80..=0x8f), "map: {:x?}", &map[..2]);
@@ -148,17 +147,27 @@ mod tests {
                 vector::stored_to_index(v.embedding.as_ref()),
                 vector::stored_to_index(rec.embedding.as_ref())
             );
-            let full: EpisodeRecord = codec::decode(bytes).unwrap();
+            // The id comes from the key for an array, from the map for a map.
+            let full = EpisodeRecord::decode(&plain, &rec.id, bytes).unwrap();
             assert_eq!(full.id, rec.id);
+            assert_eq!(full.timestamp, rec.timestamp);
+            assert_eq!(full.participants, rec.participants);
             assert_eq!(full.summary, rec.summary);
             assert_eq!(full.content, rec.content);
         }
         // A record without an embedding: the trailing field is left out of the array.
-        let plain = EpisodeRecord {
+        let no_vec = EpisodeRecord {
             embedding: None,
             ..rec
         };
-        let v: VectorView = codec::decode(&codec::encode_compact(&plain).unwrap()).unwrap();
+        let bytes = no_vec.encode(&plain).unwrap();
+        let v: VectorView = codec::decode(&bytes).unwrap();
         assert!(v.embedding.is_none());
+        assert!(
+            EpisodeRecord::decode(&plain, &no_vec.id, &bytes)
+                .unwrap()
+                .embedding
+                .is_none()
+        );
     }
 }
