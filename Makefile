@@ -81,7 +81,7 @@ test-node-pg:
 ## server; without it the suites fail, they never skip.
 ## pg_backend (PostgreSQL-only tests) is #[ignore]d outside this target, since `cargo test
 ## --workspace` builds the core with the postgres feature too.
-PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors
+PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors batch batch_crash
 test-rust-pg:
 	MEMSTRATA_TEST_BACKEND=postgres cargo test -p memstrata --features postgres \
 		$(addprefix --test ,$(PG_CONFORMANCE_SUITES))

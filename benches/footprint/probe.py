@@ -8,12 +8,16 @@ same texts in one table.
 Usage (the binding must be importable, e.g. PYTHONPATH=<dir of a release wheel>):
     python benches/footprint/probe.py [-n 100000] [-n 20000] [--chars 100] [--chars 2000]
         [--opt cache_bytes=8388608] [--trim] [--md out.md] [--json out.json] [--label after]
+        [--mode percall] [--mode batch] [--batch 1000]
 
 `make bench` runs it through scripts/bench-footprint.sh (100k, and 1M with
 BENCH_FULL=1; chat-sized 100-character and document-sized 2,000-character
-episodes). Per-call ingest is `episodic.record(text)`, one call per episode;
-when the binding has a batch call (`episodic.record_many`), a second child
-measures it with batches of 1,000 (the column says `n/a` otherwise).
+episodes). `--mode percall` records one episode per `episodic.record`
+call; `--mode batch` records them with `episodic.record_many`, `--batch`
+episodes per call (default 1000; the time includes building the item
+dicts). Without `--mode`, both run (each in its own fresh process) when the
+binding has `record_many`, per call only otherwise (the batch column then
+says `n/a`). Texts are generated before the clock starts.
 
 Memory figures come from /proc/self/status (VmRSS; VmHWM for the peak), so the
 probe runs on Linux only. Disk is the size of every file under the store
@@ -28,6 +32,7 @@ import gc
 import json
 import os
 import random
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -97,7 +102,7 @@ def batch_call(ep):
     return getattr(ep, "record_many", None)
 
 
-def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: bool = False) -> dict:
+def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: int = 0) -> dict:
     import memstrata
 
     gc.collect()
@@ -106,15 +111,21 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
     path = os.path.join(d, "store")
     mem = memstrata.Memory(path, **opts)
     ep = mem.episodic
+    # Texts made before the clock starts: the figure is the store's, not the generator's.
+    texts = [text(i, chars) for i in range(n)]
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     if batch:
         many = batch_call(ep)
-        for start in range(0, n, 1000):
-            many([text(i, chars) for i in range(start, min(n, start + 1000))])
+        for start in range(0, n, batch):
+            many([{"summary": t} for t in texts[start : start + batch]])
     else:
-        for i in range(n):
-            ep.record(text(i, chars))
+        for t in texts:
+            ep.record(t)
     dt = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    del texts
     end_rss = status_kib("VmRSS")
     end_file = status_kib("RssFile")
     live_end = None
@@ -152,7 +163,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
         "engine": "memstrata",
         "n": n,
         "chars": chars,
-        "batch": batch,
+        "mode": f"batch {batch}" if batch else "per call",
         "version": getattr(memstrata, "__version__", "?"),
         "base_mib": mib(base),
         "peak_added_mib": mib(peak - base),
@@ -163,6 +174,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
         "disk_per_ep": disk["total"] / n,
         "disk_parts": {k: v / n for k, v in sorted(disk["parts"].items())},
         "eps": n / dt,
+        "eps_cpu": n / cpu if cpu > 0 else None,
         "end_file_mib": mib(end_file),
         "end_trimmed_mib": live_end,
         "search_p50_ms": search_p50,
@@ -277,7 +289,9 @@ def main() -> None:
     ap.add_argument("--md", help="also write the tables (machine, commit, targets) to this Markdown file")
     ap.add_argument("--json", help="also write every child's result to this JSON file")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--batch", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", action="append", choices=["percall", "batch"],
+                    help="percall and/or batch (record_many); repeatable (default: both when record_many exists)")
+    ap.add_argument("--batch", type=int, default=1000, help="episodes per record_many call (--mode batch)")
     ap.add_argument("--engine", default="memstrata", help=argparse.SUPPRESS)
     a = ap.parse_args()
     sizes = a.n or [20000]
@@ -293,7 +307,8 @@ def main() -> None:
             res = {"has_batch": batch_call(m.episodic) is not None}
             m.close()
         else:
-            res = child_memstrata(sizes[0], opts, a.trim, lengths[0], a.batch)
+            batch = a.batch if (a.mode or ["percall"])[0] == "batch" else 0
+            res = child_memstrata(sizes[0], opts, a.trim, lengths[0], batch)
         print(json.dumps(res))
         return
     env_extra = dict(e.split("=", 1) for e in a.env)
@@ -307,7 +322,11 @@ def main() -> None:
         "",
     ]
     print("\n".join(lines), flush=True)
-    has_batch = False if a.no_batch else run_child(["-n=1", "--engine=has-batch"], env_extra).get("has_batch", False)
+    if a.mode:
+        has_batch = "batch" in a.mode
+    else:
+        has_batch = False if a.no_batch else run_child(["-n=1", "--engine=has-batch"], env_extra).get("has_batch", False)
+    do_percall = not a.mode or "percall" in a.mode
     head = ("| run | chars | n | peak +MiB | end of ingest +MiB | after close +MiB | after gc +MiB "
             "| after malloc_trim +MiB | disk B/episode | FTS5 B/row | ratio | episodes/s | batch episodes/s "
             "| FTS5 rows/s |")
@@ -317,8 +336,8 @@ def main() -> None:
     for chars in lengths:
         for n in sizes:
             child_args = [f"-n={n}", f"--chars={chars}", *(f"--opt={o}" for o in a.opt)] + (["--trim"] if a.trim else [])
-            r = run_child(child_args, env_extra)
-            b = run_child(child_args + ["--batch"], env_extra) if has_batch else None
+            b = run_child(child_args + ["--mode=batch", f"--batch={a.batch}"], env_extra) if has_batch else None
+            r = run_child(child_args + ["--mode=percall"], env_extra) if do_percall else b
             f = None if a.no_fts5 else run_child([f"-n={n}", f"--chars={chars}", "--engine=fts5"], {})
             ratio = None if f is None else r["disk_per_ep"] / f["disk_per_ep"]
             row = (
@@ -333,7 +352,9 @@ def main() -> None:
             parts = ", ".join(f"{k} {v:.0f}" for k, v in r["disk_parts"].items())
             note = (f"chars={chars} n={n}: disk B/episode by part: {parts}; base RSS {r['base_mib']:.0f} MiB; "
                     f"file-backed RSS at end of ingest {r['end_file_mib']:.0f} MiB; "
-                    f"end of ingest after malloc_trim {fmt(r['end_trimmed_mib'])} MiB")
+                    f"end of ingest after malloc_trim {fmt(r['end_trimmed_mib'])} MiB; "
+                    f"episodes per CPU-second (all threads) {r['mode']} {fmt(r['eps_cpu'])}"
+                    + ("" if b is None else f", batch {fmt(b['eps_cpu'])}"))
             notes.append(note)
             results.append({"memstrata": r, "batch": b, "fts5": f})
             if chars <= 200:

@@ -105,7 +105,9 @@ pub mod episodic {
 
 /// The semantic layer: versioned knowledge entries.
 pub mod semantic {
-    pub use crate::layers::semantic::{Knowledge, KnowledgeHit, KnowledgeVersion, Semantic};
+    pub use crate::layers::semantic::{
+        Knowledge, KnowledgeHit, KnowledgeVersion, NewKnowledge, Semantic,
+    };
 }
 
 /// Sessions: snapshots of a context, saved (compressed, as deltas) and restored.

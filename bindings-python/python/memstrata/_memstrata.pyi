@@ -237,6 +237,9 @@ class Memory:
         semantic_history: Optional[int] = None,
         max_steps: Optional[int] = None,
         encryption_key: Optional[bytes] = None,
+        low_memory: Optional[bool] = None,
+        episode_cache_bytes: Optional[int] = None,
+        short_term_cache_bytes: Optional[int] = None,
         clock: Optional[ManualClock] = None,
     ) -> Self:
         """Create and return a new object.  See help(type) for accurate signature."""
@@ -538,6 +541,17 @@ class Episodic:
         `Memory.set_embedder` (if any) is called on the summary plus the content's text.
         """
         ...
+    def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Record many episodes in one call; returns their ids, in order.
+
+        Each item is a dict with the arguments of `record` (`summary` required; `content`,
+        `participants`, `tags`, `importance`, `timestamp`, `embedding`). All or nothing:
+        every item is checked first, with the checks and limits of `record`; a bad item
+        raises with its field named `items[i].field` (e.g. `items[3].content`) and nothing
+        is stored. One storage transaction and one index batch per call; at most 10,000
+        items and 64 MiB encoded per call (`LimitExceededError` on `items`).
+        """
+        ...
     def get(self, id: str) -> Optional[Episode]:
         """The episode with `id`, or None."""
         ...
@@ -658,6 +672,17 @@ class Semantic:
 
         `embedding`: the host's vector for the entry; without it, the embedder set with
         `Memory.set_embedder` (if any) is called on the key plus the knowledge's text.
+        """
+        ...
+    def store_many(self, items: Iterable[Mapping[str, Any]]) -> list[Knowledge]:
+        """Store (replace) many entries in one call; returns the new entries, in order.
+
+        Each item is a dict `{"key": ..., "knowledge": ..., "embedding": ...}` (embedding
+        optional), applied in order (a key given twice ends with its last value). All or
+        nothing: every item is checked first, with the checks and limits of `store`; a bad
+        item raises with its field named `items[i].field` and nothing is stored. One
+        storage transaction and one index batch per call; at most 10,000 items and
+        64 MiB per call (`LimitExceededError` on `items`).
         """
         ...
     def retrieve(self, key: str) -> Any:

@@ -3,6 +3,7 @@
 #[allow(unused_imports)]
 use super::*;
 use crate::error::FromDep;
+use crate::util::fork::ReleasedInChild;
 
 /// The error for a key that does not fit the store (`stored`: the store is
 /// encrypted; `given`: a key was passed).
@@ -187,6 +188,7 @@ impl Engine {
         let OpenedStore {
             store,
             lock,
+            sled_file,
             checkpoint,
             key_check_file,
             index_dir,
@@ -283,6 +285,7 @@ impl Engine {
             registered: registered.clone(),
             shutdown: AtomicBool::new(false),
             bg: Mutex::new(None),
+            _sled_file: sled_file,
             checkpoint,
             _lock: lock,
             _tempdir: tempdir,
@@ -349,7 +352,9 @@ impl Engine {
 pub(super) struct OpenedStore {
     store: Store,
     /// `<store>/LOCK`, held while the engine lives (sled).
-    lock: Option<File>,
+    lock: Option<ReleasedInChild<Box<File>>>,
+    /// sled's data file (sled's own lock).
+    sled_file: Option<ReleasedInChild<sled::DataFile>>,
     checkpoint: Option<LogCheckpoint>,
     /// `KEYCHECK` to write after opening (a sled store that has none yet).
     key_check_file: Option<PathBuf>,
@@ -417,9 +422,11 @@ pub(super) fn open_sled_store(
         size_at_open: db.size_on_disk().unwrap_or(0),
         armed: AtomicBool::new(false),
     };
+    let sled_file = ReleasedInChild::new(db.data_file());
     Ok(OpenedStore {
         store: Store::Sled(db),
-        lock: Some(lock),
+        lock: Some(ReleasedInChild::new(Box::new(lock))),
+        sled_file: Some(sled_file),
         checkpoint: Some(checkpoint),
         key_check_file: (!check_file_ok).then_some(check_file),
         index_dir: Some(path.join("index")),
@@ -434,6 +441,7 @@ pub(super) fn open_postgres(_opts: &Options, path: &Path) -> Result<OpenedStore>
     Ok(OpenedStore {
         store: Store::Postgres(Arc::new(pg)),
         lock: None,
+        sled_file: None,
         checkpoint: None,
         key_check_file: None,
         index_dir: None,

@@ -23,6 +23,9 @@ mod stored;
 #[allow(unused_imports)]
 pub(crate) use registered::*;
 
+mod batch;
+pub(crate) use batch::record_many_in;
+
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
 
@@ -477,6 +480,25 @@ impl Episodic {
                 episode.embedding = Some(embedder::embed_one(f.as_ref(), &text)?);
             }
             record_in(e, &self.scope.active_ctx(), episode)
+        })
+    }
+
+    /// Record many episodes in one call; returns their ids, in order.
+    ///
+    /// All or nothing: every item is checked first with the checks and limits of
+    /// [`Episodic::record`], and a bad item fails the call with its field named
+    /// `items[i].field` (e.g. `items[3].content`) and stores nothing. Then one
+    /// storage transaction writes them all and one index batch makes them
+    /// searchable. At most [`Limits::max_batch_items`](crate::Limits) items
+    /// (default 10,000) and [`Limits::max_batch_bytes`](crate::Limits) encoded
+    /// bytes (default 64 MiB) per call: `LimitExceeded` on `items` beyond.
+    /// Items without an embedding go to the registered embedder (if any) in
+    /// one call.
+    pub fn record_many(&self, episodes: Vec<NewEpisode>) -> Result<Vec<String>> {
+        let e = &self.scope.engine;
+        let embedder = self.scope.embedder();
+        e.timed("episodic.record_many", || {
+            record_many_in(e, &self.scope.active_ctx(), episodes, embedder.as_deref())
         })
     }
 

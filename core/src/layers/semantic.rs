@@ -71,6 +71,9 @@ pub struct KnowledgeHit {
     pub vector_rank: Option<u32>,
 }
 
+mod batch;
+pub use batch::NewKnowledge;
+
 /// Dimension keys to write with a transaction (see `episodic::claim_dims`).
 type DimClaims = Vec<(Vec<u8>, usize)>;
 
@@ -460,6 +463,24 @@ impl Semantic {
                 (None, None) => None,
             };
             store_embedded_in(e, &self.scope.active_ctx(), key, knowledge, embedding)
+        })
+    }
+
+    /// Store (replace) many entries in one call; returns the new entries, in order.
+    ///
+    /// Each item is what one [`Semantic::store_with_embedding`] call takes, and
+    /// items apply in order (a key given twice ends with its last value, two
+    /// versions later). All or nothing: every item is checked first with the
+    /// checks and limits of `store`; a bad item fails the call with its field
+    /// named `items[i].field` (e.g. `items[2].key`) and stores nothing. One
+    /// storage transaction, one index batch; at most
+    /// [`Limits::max_batch_items`](crate::Limits) items and
+    /// [`Limits::max_batch_bytes`](crate::Limits) bytes per call.
+    pub fn store_many(&self, items: Vec<NewKnowledge>) -> Result<Vec<Knowledge>> {
+        let e = &self.scope.engine;
+        let embedder = self.scope.embedder();
+        e.timed("semantic.store_many", || {
+            batch::store_many_in(e, &self.scope.active_ctx(), items, embedder.as_deref())
         })
     }
 

@@ -44,6 +44,42 @@ pub(crate) fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>>
     Ok(v)
 }
 
+/// Call the embedder once on `texts` (a batch write), with the failures of
+/// [`embed_one`]; a bad vector names its position (`vector 3: ...`).
+pub(crate) fn embed_many(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| embedder.embed(texts)))
+        .unwrap_or_else(|_| Err(Error::invalid("embedder", "the embedder panicked")));
+    let out = match r {
+        Ok(v) => v,
+        Err(Error::InvalidInput { field, reason }) if field == "embedder" => {
+            return Err(Error::invalid("embedder", reason));
+        }
+        Err(e) => return Err(Error::invalid("embedder", format!("embedder failed: {e}"))),
+    };
+    if out.len() != texts.len() {
+        return Err(Error::invalid(
+            "embedder",
+            format!("returned {} vectors for {} texts", out.len(), texts.len()),
+        ));
+    }
+    for (i, v) in out.iter().enumerate() {
+        check("embedder", v).map_err(|e| match e {
+            Error::InvalidInput { reason, .. } => {
+                Error::invalid("embedder", format!("vector {i}: {reason}"))
+            }
+            Error::LimitExceeded { .. } => Error::invalid(
+                "embedder",
+                format!("vector {i}: {} dimensions, more than allowed", v.len()),
+            ),
+            other => other,
+        })?;
+    }
+    Ok(out)
+}
+
 /// Check an embedding: 1..=[`MAX_EMBEDDING_DIM`] finite numbers, not all zero.
 pub(crate) fn check(field: &str, v: &[f32]) -> Result<()> {
     if v.is_empty() {
