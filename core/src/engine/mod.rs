@@ -41,7 +41,11 @@ mod indexing;
 use indexing::*;
 
 /// On-disk format version written to the `meta` tree. See `docs/format.md`.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// 2: episode records are MessagePack arrays (fields by position). A store of
+/// version 1 opens unchanged (its map records stay readable) and is stamped 2
+/// at open, so that builds reading only version 1 refuse it.
+pub const FORMAT_VERSION: u32 = 2;
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_INDEX_SCHEMA: &[u8] = b"index_schema_version";

@@ -214,6 +214,9 @@ impl Engine {
                         storage::url::mask_path(&path)
                     )));
                 }
+                if found < FORMAT_VERSION {
+                    upgrade_format(&store, &t, found)?;
+                }
             }
             None => {
                 // One transaction: a concurrent first open of a shared store stamps once.
@@ -451,6 +454,31 @@ pub(super) fn open_postgres(_opts: &Options, _path: &Path) -> Result<OpenedStore
         "path",
         "a postgres:// store needs memstrata built with the `postgres` feature",
     ))
+}
+
+/// Bring a store of an older format version to [`FORMAT_VERSION`].
+///
+/// 1 -> 2 rewrites nothing: version 2 writes episode records as MessagePack
+/// arrays and reads the named maps of version 1 as before. Only the stamp
+/// changes, so that a build that reads version 1 alone refuses the store
+/// instead of misreading its new records. Idempotent, in one transaction (a
+/// shared store opened by several instances at once stamps once).
+fn upgrade_format(store: &Store, t: &Trees, found: u32) -> Result<()> {
+    if found == 0 {
+        return Err(Error::corrupted(
+            "format_version 0 is not a version memstrata ever wrote",
+        ));
+    }
+    store.transaction(&[&t.meta], |m| {
+        let current = m[0]
+            .get(META_FORMAT)?
+            .and_then(|v| <[u8; 4]>::try_from(v.as_ref()).ok())
+            .map(u32::from_be_bytes);
+        if current.is_some_and(|v| v < FORMAT_VERSION) {
+            m[0].insert(META_FORMAT, FORMAT_VERSION.to_be_bytes())?;
+        }
+        Ok(())
+    })
 }
 
 /// sled cache of the checkpoint's reopen (see [`LogCheckpoint`]).

@@ -19,6 +19,7 @@ use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
 use crate::{Error, Result, storage::codec, util::input};
 
 mod registered;
+mod stored;
 #[allow(unused_imports)]
 pub(crate) use registered::*;
 
@@ -31,6 +32,9 @@ pub const SUMMARY_MAX_CHARS: usize = 4000;
 /// Default importance when none is given.
 pub const DEFAULT_IMPORTANCE: u8 = 5;
 
+/// An episode. Stored without its id as a MessagePack array since format
+/// version 2, as a map with field names (id included) before: see
+/// [`EpisodeRecord::encode`] and [`EpisodeRecord::decode`] (`stored.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct EpisodeRecord {
     pub id: String,
@@ -242,7 +246,7 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
         embedding: ep.embedding.as_deref().map(VecBytes::from_f32),
     };
     let dim = ep.embedding.as_ref().map(Vec::len);
-    let enc = e.codec.encode(&rec)?;
+    let enc = rec.encode(&e.codec)?;
     let key = codec::ctx_key(ctx, &id);
     let doc = index_doc(ctx, &rec);
     e.touch_context(ctx)?;
@@ -271,15 +275,16 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>> {
     input::key(&e.opts.limits, "id", id)?;
-    Ok(get_shared(e, &codec::ctx_key(ctx, id))?.map(Arc::unwrap_or_clone))
+    Ok(get_shared(e, ctx, id)?.map(Arc::unwrap_or_clone))
 }
 
-/// The episode under sled key `key`, through the episode cache.
-fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
-    e.state::<EpisodeCache>().get_or_load(key, || {
+/// The episode `id` of `ctx`, through the episode cache.
+fn get_shared(e: &Engine, ctx: &str, id: &str) -> Result<Option<Arc<Episode>>> {
+    let key = codec::ctx_key(ctx, id);
+    e.state::<EpisodeCache>().get_or_load(&key, || {
         e.t.episodes
-            .get(key)?
-            .map(|v| Ok(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?)))
+            .get(&key)?
+            .map(|v| Ok(Episode::from(EpisodeRecord::decode(&e.codec, id, &v)?)))
             .transpose()
     })
 }
@@ -354,7 +359,7 @@ pub(crate) fn search_in(
     let mut hits = Vec::with_capacity(fused.len());
     for f in fused {
         // sled is the source of truth: a hit whose record is gone is dropped.
-        if let Some(ep) = get_shared(e, &codec::ctx_key(ctx, &f.key))? {
+        if let Some(ep) = get_shared(e, ctx, &f.key)? {
             hits.push(EpisodeHit {
                 episode: Arc::unwrap_or_clone(ep),
                 score: f.score,
@@ -387,7 +392,7 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
             e.touch_context(ctx)?;
             rows.push((
                 codec::ctx_key(ctx, &rec.id),
-                e.codec.encode(rec)?,
+                rec.encode(&e.codec)?,
                 index_doc(ctx, rec),
             ));
         }
@@ -553,8 +558,8 @@ impl Episodic {
             let mut out: Vec<Episode> = Vec::new();
             let ctx = self.scope.active_ctx();
             for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
-                let (_, v) = item?;
-                out.push(e.codec.decode::<EpisodeRecord>(&v)?.into());
+                let (k, v) = item?;
+                out.push(EpisodeRecord::decode_keyed(&e.codec, &k, &v)?.into());
             }
             out.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
             out.truncate(limit.min(e.opts.limits.max_results));

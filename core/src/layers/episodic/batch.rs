@@ -79,9 +79,8 @@ pub(crate) fn record_many_in(
             importance,
             embedding: ep.embedding.as_deref().map(VecBytes::from_f32),
         };
-        let enc = e
-            .codec
-            .encode(&rec)
+        let enc = rec
+            .encode(&e.codec)
             .map_err(|err| err.in_item("items", i))?;
         total += enc.len();
         input::batch_bytes(&e.opts.limits, "items", total)?;
