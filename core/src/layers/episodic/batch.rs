@@ -31,38 +31,12 @@ pub(crate) fn record_many_in(
     for (i, ep) in eps.iter().enumerate() {
         importances.push(validate_new(e, ep).map_err(|err| err.in_item("items", i))?);
     }
-    if let Some(f) = embedder {
-        let missing: Vec<usize> = (0..eps.len())
-            .filter(|&i| eps[i].embedding.is_none())
-            .collect();
-        let texts: Vec<String> = missing
-            .iter()
-            .map(|&i| embed_text(&eps[i].summary, &eps[i].content))
-            .collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        for (i, v) in missing.into_iter().zip(embedder::embed_many(f, &refs)?) {
-            eps[i].embedding = Some(v);
-        }
-    }
-    // One dimension per context: every vector of the batch has the first one's.
-    let mut dim: Option<(usize, usize)> = None;
-    for (i, ep) in eps.iter().enumerate() {
-        if let Some(v) = &ep.embedding {
-            match dim {
-                None => dim = Some((i, v.len())),
-                Some((first, d)) if d != v.len() => {
-                    return Err(Error::invalid(
-                        format!("items[{i}].embedding"),
-                        format!(
-                            "embedding has {} dimensions, items[{first}].embedding has {d} (one dimension per context)",
-                            v.len()
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-    }
+    let dim = embedder::fill_batch(
+        &mut eps,
+        embedder,
+        |ep| &mut ep.embedding,
+        |ep| embed_text(&ep.summary, &ep.content),
+    )?;
     let now = e.opts.clock.now();
     let mut ids = Vec::with_capacity(eps.len());
     let mut rows = Vec::with_capacity(eps.len());

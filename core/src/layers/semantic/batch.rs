@@ -61,37 +61,12 @@ pub(crate) fn store_many_in(
         total += it.key.len() + input::json_size(&it.knowledge);
         input::batch_bytes(lim, "items", total)?;
     }
-    if let Some(f) = embedder {
-        let missing: Vec<usize> = (0..items.len())
-            .filter(|&i| items[i].embedding.is_none())
-            .collect();
-        let texts: Vec<String> = missing
-            .iter()
-            .map(|&i| embed_text(&items[i].key, &items[i].knowledge))
-            .collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        for (i, v) in missing.into_iter().zip(embedder::embed_many(f, &refs)?) {
-            items[i].embedding = Some(v);
-        }
-    }
-    let mut dim: Option<(usize, usize)> = None;
-    for (i, it) in items.iter().enumerate() {
-        if let Some(v) = &it.embedding {
-            match dim {
-                None => dim = Some((i, v.len())),
-                Some((first, d)) if d != v.len() => {
-                    return Err(Error::invalid(
-                        format!("items[{i}].embedding"),
-                        format!(
-                            "embedding has {} dimensions, items[{first}].embedding has {d} (one dimension per context)",
-                            v.len()
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-    }
+    let dim = embedder::fill_batch(
+        &mut items,
+        embedder,
+        |it| &mut it.embedding,
+        |it| embed_text(&it.key, &it.knowledge),
+    )?;
     let rows: Vec<(Vec<u8>, Option<VecBytes>)> = items
         .iter()
         .map(|it| {
