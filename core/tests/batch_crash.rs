@@ -11,6 +11,8 @@
 
 mod common;
 
+use common::Rng;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -28,23 +30,6 @@ const ENTRIES: usize = 5;
 /// Batches per context (keeps a context's episodes under one page of 1000):
 /// batch `n` goes to context `<ctx>_<n / PER_CONTEXT>`.
 const PER_CONTEXT: u64 = 90;
-
-fn iterations() -> usize {
-    std::env::var("MEMSTRATA_CRASH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 #[derive(Debug, Default)]
 struct Acked {
@@ -219,7 +204,7 @@ fn every_batch_is_whole_or_absent_after_sigkill() {
     let mut rng = Rng(0x5851_f42d_4c95_7f2d);
     let mut total = 0;
     let mut with_data = 0;
-    for it in 0..iterations() {
+    for it in 0..common::crash_iterations() {
         let ctx = format!("it{it}");
         let kill_after = Duration::from_millis(30 + rng.next() % 400);
         let acked = run_child(&path, &ctx, kill_after);
@@ -229,7 +214,7 @@ fn every_batch_is_whole_or_absent_after_sigkill() {
     }
     eprintln!(
         "batch crash: {} iterations ({with_data} with acknowledged batches), {total} acknowledged batches verified",
-        iterations()
+        common::crash_iterations()
     );
 }
 
