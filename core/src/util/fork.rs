@@ -180,7 +180,7 @@ mod fds {
     use std::sync::atomic::{AtomicI32, Ordering};
 
     /// Two descriptors per open sled store; stores beyond 64 descriptors
-    /// keep today's behaviour (the child holds their locks while it lives).
+    /// are not detached (a live child holds their locks, as before the handler).
     const SLOTS: usize = 64;
     const FREE: i32 = -1;
     static SLOT: [AtomicI32; SLOTS] = [const { AtomicI32::new(FREE) }; SLOTS];
