@@ -4,11 +4,18 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test lint actionlint dist test-dist xcframework android-libs test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv test-stress soak fuzz
+.PHONY: test test-serial print-pg-suites lint actionlint dist test-dist xcframework android-libs test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv test-stress soak fuzz
 
-## Run every suite: Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP interop,
-## Node binding, Kotlin binding.
-test: lint test-rust test-pg test-python test-mcp test-node test-kotlin
+## Run every suite: lint, Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP
+## interop, Node binding, Kotlin binding; i.e. the targets of `test-serial`, arranged for wall
+## time by scripts/test-all.sh: set-up in the background, clippy's lints inside the one build
+## of each crate, then the suites side by side (TEST_JOBS at a time, default 4) under one
+## PostgreSQL server and one pgvector server. Logs per suite in target/test-all/.
+test:
+	bash scripts/test-all.sh
+
+## The same suites one target after the other (what `make test` ran before scripts/test-all.sh).
+test-serial: lint test-rust test-pg test-python test-mcp test-node test-kotlin
 
 ## Formatting and clippy (warnings are errors) over every crate and target, in one pass
 ## (the benches' postgres feature included: one feature set, so the core is checked once),
@@ -81,11 +88,20 @@ test-node-pg:
 ## server; without it the suites fail, they never skip.
 ## pg_backend (PostgreSQL-only tests) is #[ignore]d outside this target, since `cargo test
 ## --workspace` builds the core with the postgres feature too.
-PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors hygiene
+## PG_SUITES (space- or comma-separated) picks some of the conformance suites and
+## PG_BACKEND=0 leaves pg_backend out (scripts/test-all.sh runs continuity, the longest, in a
+## lane of its own).
+PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors batch batch_crash hygiene
+PG_SUITES ?= $(PG_CONFORMANCE_SUITES)
+PG_BACKEND ?= 1
+comma := ,
+print-pg-suites:
+	@echo $(PG_CONFORMANCE_SUITES)
+
 test-rust-pg:
 	MEMSTRATA_TEST_BACKEND=postgres cargo test -p memstrata --features postgres \
-		$(addprefix --test ,$(PG_CONFORMANCE_SUITES))
-	cargo test -p memstrata --features postgres --test pg_backend -- --include-ignored
+		$(addprefix --test ,$(subst $(comma), ,$(PG_SUITES)))
+	if [ "$(PG_BACKEND)" = 1 ]; then cargo test -p memstrata --features postgres --test pg_backend -- --include-ignored; fi
 
 ## Python virtualenv with maturin, pytest, mypy and the MCP SDK (created on demand).
 venv:

@@ -10,6 +10,7 @@ RESULTS_DIR is what scripts/bench.sh writes (target/bench):
   compare.md       `## Machine` (bullets) and `## Targets` (target | size | measured | goal | status)
   mcp-load.json    `mcp-load --json` rows (benches/src/bin/mcp_load.rs); else mcp-load.md, its table
   node.md          the Node binding's tables whose last two columns are goal | status
+  footprint.md     scripts/bench-footprint.sh: its targets (target | size | measured | goal | status)
   hybrid.md, encryption.md, python.md, mcp.md, mcp-concurrency.md, retrieval.md: linked, not parsed
 and, when present, quick/report.md (the last `make bench-quick`: the same five-column table).
 
@@ -35,6 +36,7 @@ PAGES = [
     ("short-term.md", "Short-term layer vs raw sled", "`store` / `retrieve` against raw sled, the packed cache"),
     ("search.md", "Episode search", "vs raw tantivy and SQLite FTS5; why the tantivy ratio is missed"),
     ("ingest-footprint.md", "Ingest, footprint, open", "record throughput, stalls, disk vs FTS5, open time, RSS"),
+    ("footprint.md", "Footprint of short episodes", "peak and after-close RSS, disk per chat-sized episode vs FTS5"),
     ("sessions.md", "Session compression levels", "size and time of the four levels"),
     ("mixed-load.md", "In-process mixed load", "8 threads on one `Memory`, the index overlay"),
     ("encryption.md", "Encryption at rest", "plaintext vs sealed store, same workload"),
@@ -169,6 +171,11 @@ def render(d: Path) -> str:
         rows += goal_status_rows((d / "node.md").read_text(), "node.md", "Node")
     else:
         rows.append(missing("Node binding targets", "node.md"))
+    if (d / "footprint.md").exists():
+        # Its one five-column table: target | size | measured | goal | status.
+        rows += five_column_rows((d / "footprint.md").read_text().splitlines(), "footprint.md")
+    else:
+        rows.append(missing("footprint: RSS and disk per short episode", "footprint.md"))
     machine = [line[2:] for line in section(compare, "Machine") if line.startswith("- ")]
 
     met = sum(1 for r in rows if r[4] == "met")

@@ -129,6 +129,30 @@ export interface EpisodeHit {
   vectorRank: number | null
 }
 
+/** One episode of `episodic.record_many`: the summary and the options of `record`. */
+export interface EpisodeItem {
+  /** One-line summary (required, not empty). */
+  summary: string
+  /** Arbitrary JSON content (default null). */
+  content?: JsonValue
+  /** Who took part. */
+  participants?: Array<string>
+  /** Tags. */
+  tags?: Array<string>
+  /** Importance 1..=10 (default 5). */
+  importance?: number
+  /** When it happened (default now). */
+  timestamp?: Timestamp
+  /** The host's embedding (1..=4096 finite numbers; dimension fixed per context). */
+  embedding?: Embedding
+  /**
+   * What to do when an earlier episode (stored, or an earlier item of the batch)
+   * duplicates this one: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the
+   * context's policy).
+   */
+  onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
+}
+
 /** Result of `export`. */
 export interface ExportStats {
   /** Records written. */
@@ -217,6 +241,21 @@ export interface KnowledgeHit {
   vectorRank: number | null
 }
 
+/** One entry of `semantic.store_many`: what one `store` call takes. */
+export interface KnowledgeItem {
+  /** The key (replaced when it exists). */
+  key: string
+  /** The knowledge (JSON-like). */
+  knowledge: JsonValue
+  /** The host's embedding of the entry (without it, the registered embedder's, if any). */
+  embedding?: Embedding
+  /**
+   * What to do when another entry (stored, or an earlier item of the batch)
+   * or this key's current value duplicates the value (default: the context's policy).
+   */
+  onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
+}
+
 /** One kept version of a knowledge entry (`history`). */
 export interface KnowledgeVersion {
   /** Version number. */
@@ -268,6 +307,15 @@ export interface OpenOptions {
    * created with a key needs the same key on every open.
    */
   encryptionKey?: Buffer
+  /**
+   * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
+   * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+   */
+  lowMemory?: boolean
+  /** Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB). */
+  episodeCacheBytes?: number
+  /** Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB). */
+  shortTermCacheBytes?: number
 }
 
 /** Latency and counts of one operation. */
@@ -724,6 +772,15 @@ export declare class Episodic {
    * and the policy applied.
    */
   recordDetailed(summary: string, options?: RecordOptions | undefined | null): Promise<Recorded>
+  /**
+   * Record many episodes in one call; resolves to their ids, in order. Each item
+   * takes the arguments of `record` (`summary` required). All or nothing: every
+   * item is checked first, with the checks and limits of `record`; a bad item
+   * rejects with its field named `items[i].field` (e.g. `items[3].content`) and
+   * nothing is stored. One storage transaction and one index batch per call; at
+   * most 10,000 items and 64 MiB encoded per call (`LIMIT_EXCEEDED` on `items`).
+   */
+  recordMany(items: Array<EpisodeItem>): Promise<Array<string>>
   /** The episode `id`, or null. */
   get(id: string): Promise<Episode | undefined | null>
   /**
@@ -923,6 +980,14 @@ export declare class Semantic {
    * `duplicateOf` names it.
    */
   store(key: string, knowledge: JsonValue, options?: StoreOptions | undefined | null): Promise<Knowledge>
+  /**
+   * Store (replace) many entries in one call; resolves to the new entries, in order
+   * (a key given twice ends with its last value). All or nothing: every item is
+   * checked first, with the checks and limits of `store`; a bad item rejects with
+   * its field named `items[i].field` and nothing is stored. One storage transaction
+   * and one index batch per call; at most 10,000 items and 64 MiB per call.
+   */
+  storeMany(items: Array<KnowledgeItem>): Promise<Array<Knowledge>>
   /** The knowledge under `key`, or null. */
   retrieve(key: string): Promise<JsonValue>
   /** The entry under `key` with its version and timestamps, or null. */

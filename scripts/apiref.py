@@ -132,7 +132,9 @@ def pages(api: dict) -> dict[str, str]:
         for mname, m in o.get("method", {}).items():
             out += method_section(api, oname, mname, m)
     out += ["## Option records", "", "The trailing optional arguments of a call: keyword arguments in",
-            "Python, one options object in Node, Kotlin and Swift (fields in camelCase there).", ""]
+            "Python, one options object in Node, Kotlin and Swift (fields in camelCase there).",
+            "`EpisodeItem` and `KnowledgeItem` are the items of the batch writes (`record_many`,",
+            "`store_many`): dicts in Python, plain objects in Node, records in Kotlin and Swift.", ""]
     for name, r in api.get("options", {}).items():
         out += record_section(name, r, "option record")
     out += ["## Result records", "", "Read-only in every language (frozen classes in Python, plain objects",

@@ -16,10 +16,14 @@
 #   4. Node binding (bindings-node/bench/run.sh): per-call overhead vs Rust,
 #      search vs better-sqlite3 + FTS5, store-then-search vs the reference MCP
 #      server through the MCP TypeScript SDK client, at 10k and 100k episodes;
-#   5. retrieval quality (benches/retrieval/run.sh): recall@1/5/10 and MRR of
+#   5. footprint (scripts/bench-footprint.sh): peak and after-close RSS and disk
+#      per episode for chat-sized (100 chars) and document-sized (2,000 chars)
+#      episodes through the Python binding, one fresh process each, next to
+#      SQLite FTS5 (BENCH_FULL=1 adds the 1M chat-sized tier);
+#   6. retrieval quality (benches/retrieval/run.sh): recall@1/5/10 and MRR of
 #      BM25, SQLite FTS5, vector-only and hybrid fusions on the convmem set,
 #      all-MiniLM-L6-v2 (int8 ONNX from PyPI) embeddings cached on disk;
-#   6. write docs/benchmarks.md, the one-page summary (benches/summary.py): every
+#   7. write docs/benchmarks.md, the one-page summary (benches/summary.py): every
 #      target with measured / goal / status, machine, commit and date, links to the
 #      per-topic pages docs/benchmarks/*.md (method and findings, kept by hand).
 #
@@ -47,6 +51,7 @@ NODE_MD=$OUT/node.md
 ENC_MD=$OUT/encryption.md
 HYBRID_MD=$OUT/hybrid.md
 RETRIEVAL_MD=$OUT/retrieval.md
+FOOTPRINT_MD=$OUT/footprint.md
 mkdir -p "$OUT" "$SCRATCH"
 
 assemble() {
@@ -64,7 +69,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$ENC_MD" "$HYBRID_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_LOAD_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$ENC_MD" "$HYBRID_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_LOAD_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$FOOTPRINT_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -211,6 +216,15 @@ if [ -f bindings-node/bench/run.sh ] && command -v npm > /dev/null; then
   echo "== bench: Node binding"
   if bash bindings-node/bench/run.sh "$NODE_MD"; then :; else
     printf '## Node binding (`memstrata` on npm)\n\nNot measured in this run: `bindings-node/bench/run.sh` failed (see the `make bench` log).\n\n' > "$NODE_MD"
+  fi
+fi
+
+# ---- Footprint: resident memory and disk per episode (Python binding) -----
+# Reuses the release wheel the Python section installed into $OUT/pylib (builds one otherwise).
+if [ -f bindings-python/pyproject.toml ]; then
+  echo "== bench: footprint"
+  if FOOTPRINT_PYLIB=$OUT/pylib bash scripts/bench-footprint.sh "$FOOTPRINT_MD"; then :; else
+    printf '## Footprint: resident memory and disk per episode\n\nNot measured in this run: `scripts/bench-footprint.sh` failed (see the `make bench` log).\n\n' > "$FOOTPRINT_MD"
   fi
 fi
 

@@ -27,6 +27,7 @@ INVOCATIONS = {
     "build-dev.mjs": ["build", "-p", "memstrata-node"],
     "test-kotlin": ["test", "-p", "memstrata-ffi", "-p", "memstrata-uniffi-bindgen", "--no-run"],
     "generate.sh": ["build", "-p", "memstrata-ffi", "-p", "memstrata-uniffi-bindgen"],
+    "test-all (benches)": ["build", "-p", "memstrata-benches", "--all-targets", "--features", "postgres"],
     "dist (npm)": ["build", "--release", "-p", "memstrata-node"],
     "dist (jar)": ["build", "--release", "-p", "memstrata-ffi"],
     "maturin (release)": ["build", "--release", "-p", "memstrata-python", "--lib"],

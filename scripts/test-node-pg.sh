@@ -22,14 +22,20 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
 cd bindings-node
-if [ node_modules/.package-lock.json -nt package-lock.json ] && [ node_modules/.package-lock.json -nt package.json ]; then
+if [ "${MEMSTRATA_PREBUILT:-0}" = 1 ]; then
+  # scripts/test-all.sh (make test) installed node_modules and built the addon before the
+  # suites started; rebuilding it here would recopy the .node file under test-node's feet.
+  echo "== test-node-pg: node_modules and the addon as scripts/test-all.sh made them"
+elif [ node_modules/.package-lock.json -nt package-lock.json ] && [ node_modules/.package-lock.json -nt package.json ]; then
   echo "== test-node-pg: node_modules is current"
 else
   echo "== test-node-pg: npm install (from package-lock.json)"
   # `npm install`, not `npm ci`: see scripts/test-node.sh.
   npm install --no-save --loglevel=error
 fi
-echo "== test-node-pg: building the native module (dev profile)"
-node scripts/build-dev.mjs
+if [ "${MEMSTRATA_PREBUILT:-0}" != 1 ]; then
+  echo "== test-node-pg: building the native module (dev profile)"
+  node scripts/build-dev.mjs
+fi
 echo "== test-node-pg: node $(node --version), bindings-node/__test_pg__"
 node --test __test_pg__/*.test.mjs

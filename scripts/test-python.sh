@@ -23,9 +23,14 @@ export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:---profile dev}"
 echo "test-python: the .pyi stubs and docs/reference/api.md are what bindings-common/api.toml generates"
 python scripts/api.py pyi --check
 python scripts/api.py reference --check
-echo "test-python: building and installing ./bindings-python (maturin, ${MATURIN_PEP517_ARGS})"
-# maturin is in .venv (scripts/venv.sh), so no isolated build env has to be fetched.
-python -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings-python
+if [ "${MEMSTRATA_PREBUILT:-0}" = 1 ]; then
+  # scripts/test-all.sh (make test) installed it, as below, before the suites started.
+  echo "test-python: ./bindings-python as installed into .venv by scripts/test-all.sh"
+else
+  echo "test-python: building and installing ./bindings-python (maturin, ${MATURIN_PEP517_ARGS})"
+  # maturin is in .venv (scripts/venv.sh), so no isolated build env has to be fetched.
+  python -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings-python
+fi
 
 cd bindings-python
 echo "test-python: stubtest"

@@ -5,6 +5,7 @@
 //!
 //! - [`records`]: result records flattened for every language (timestamps as
 //!   [`Timestamp`], values as [`JsonValue`], integers that JS takes as numbers);
+//! - [`items`]: the items of the batch writes (`record_many`, `store_many`);
 //! - [`options`]: option records for calls with trailing optional arguments,
 //!   and their conversion to the core's arguments;
 //! - [`defaults`]: the defaults and pagination;
@@ -23,6 +24,7 @@ pub mod defaults;
 pub mod error;
 pub mod files;
 pub mod handle;
+pub mod items;
 pub mod options;
 pub mod records;
 pub mod types;
@@ -30,6 +32,7 @@ pub mod types;
 pub use callbacks::{JsonAction, ProgressEvent, ProgressStage, actions, progress_sink};
 pub use error::{BindingError, ErrorCode, guard, guard_binding};
 pub use handle::Handle;
+pub use items::{EpisodeItem, KnowledgeItem};
 pub use options::{
     OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
     embedding, on_duplicate, vector_query,

@@ -63,6 +63,13 @@ options! {
         /// created with a key needs the same key on every open.
         #[cfg_attr(feature = "napi", napi(ts_type = "Buffer"))]
         pub encryption_key: Option<KeyBytes>,
+        /// The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
+        /// cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+        pub low_memory: Option<bool>,
+        /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
+        pub episode_cache_bytes: Option<i64>,
+        /// Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
+        pub short_term_cache_bytes: Option<i64>,
     }
 
     /// Optional fields of `episodic.record`.
@@ -197,6 +204,18 @@ impl OpenOptions {
             Some(p) => b.path(p),
             None => b.temporary(),
         };
+        // The preset first: every budget given beside it overrides it.
+        if self.low_memory == Some(true) {
+            b = b.low_memory();
+        }
+        if let Some(n) = self.episode_cache_bytes {
+            let n = size("episode_cache_bytes", n)?;
+            b = b.episode_cache_bytes(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        if let Some(n) = self.short_term_cache_bytes {
+            let n = size("short_term_cache_bytes", n)?;
+            b = b.short_term_cache_bytes(usize::try_from(n).unwrap_or(usize::MAX));
+        }
         if let Some(n) = self.cache_bytes {
             b = b.cache_bytes(size("cache_bytes", n)?);
         }
@@ -432,6 +451,37 @@ mod tests {
         .builder(None)
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("cache_bytes"));
+        let e = OpenOptions {
+            episode_cache_bytes: Some(-5),
+            ..Default::default()
+        }
+        .builder(None)
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("episode_cache_bytes"));
+        let e = OpenOptions {
+            low_memory: Some(true),
+            short_term_cache_bytes: Some(2 << 30),
+            ..Default::default()
+        }
+        .open(None)
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("short_term_cache_bytes"));
+        let m = OpenOptions {
+            low_memory: Some(true),
+            episode_cache_bytes: Some(3 << 20),
+            ..Default::default()
+        }
+        .open(None)
+        .unwrap();
+        let o = m.options();
+        assert_eq!(
+            (
+                o.cache_bytes,
+                o.episode_cache_bytes,
+                o.short_term_cache_bytes
+            ),
+            (1 << 20, 3 << 20, 2 << 20)
+        );
         assert_eq!(compression_level(None).unwrap(), 1);
         assert!(compression_level(Some(1000)).is_err());
         assert!(ttl(Some(-1.0)).is_err());

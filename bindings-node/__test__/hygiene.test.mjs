@@ -16,9 +16,9 @@ test('episodic: recordDetailed and every onDuplicate policy', async (t) => {
   assert.equal(first.created, true)
   assert.equal(first.duplicateOf, null)
   assert.equal(first.onDuplicate, 'keep')
+  // keep in a context that never asked for another policy: no detection.
   const kept = await ep.recordDetailed(TEXT)
-  assert.equal(kept.duplicateOf, first.id)
-  assert.equal(kept.similarity, 1)
+  assert.equal(kept.duplicateOf, null)
   await ep.forget(kept.id)
   assert.equal(await ep.record(TEXT, { onDuplicate: 'skip' }), first.id)
   const merged = await ep.recordDetailed(TEXT, { tags: ['staging'], importance: 9, onDuplicate: 'merge' })
@@ -33,6 +33,35 @@ test('episodic: recordDetailed and every onDuplicate policy', async (t) => {
   const linked = await ep.record(TEXT, { onDuplicate: 'link' })
   assert.equal((await ep.get(linked)).duplicateOf, first.id)
   await rejectsWith(ep.record(TEXT, { onDuplicate: 'drop' }), 'INVALID_INPUT', 'on_duplicate')
+  // Once the context has a dedup index, keep names the duplicate too.
+  const again = await ep.recordDetailed(TEXT)
+  assert.equal(again.duplicateOf, first.id)
+  assert.equal(again.similarity, 1)
+})
+
+test('batch items take onDuplicate', async (t) => {
+  const mem = await Memory.open(null)
+  t.after(() => mem.close())
+  const ids = await mem.episodic.recordMany([
+    { summary: TEXT, onDuplicate: 'skip' },
+    { summary: TEXT + '!', onDuplicate: 'skip' },
+    { summary: 'Something else entirely happened today', onDuplicate: 'skip' },
+  ])
+  assert.equal(ids[0], ids[1])
+  assert.notEqual(ids[2], ids[0])
+  assert.equal((await mem.episodic.recent(10)).length, 2)
+  const v = { fact: 'The customer prefers invoices by email every month' }
+  const ks = await mem.semantic.storeMany([
+    { key: 'a', knowledge: v },
+    { key: 'b', knowledge: v, onDuplicate: 'skip' },
+  ])
+  assert.equal(ks[1].key, 'a')
+  assert.equal(ks[1].duplicateOf, 'a')
+  await rejectsWith(
+    mem.episodic.recordMany([{ summary: 'x' }, { summary: 'y', onDuplicate: 'drop' }]),
+    'INVALID_INPUT',
+    'items[1].on_duplicate',
+  )
 })
 
 test('contexts: setOnDuplicate / onDuplicate; semantic.store with onDuplicate', async (t) => {

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use memstrata_bindings_common::{
-    Episode, EpisodeHit, Handle, RecordOptions, Recorded, SearchOptions, defaults, records,
+    Episode, EpisodeHit, EpisodeItem, Handle, RecordOptions, Recorded, SearchOptions, defaults,
+    items, records,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -63,6 +64,24 @@ impl Episodic {
         with(env, &self.h, move |m| {
             let ep = opts.episode(summary)?;
             Ok(m.episodic().record_detailed(ep)?.into())
+        })
+    }
+
+    /// Record many episodes in one call; resolves to their ids, in order. Each item
+    /// takes the arguments of `record` (`summary` required). All or nothing: every
+    /// item is checked first, with the checks and limits of `record`; a bad item
+    /// rejects with its field named `items[i].field` (e.g. `items[3].content`) and
+    /// nothing is stored. One storage transaction and one index batch per call; at
+    /// most 10,000 items and 64 MiB encoded per call (`LIMIT_EXCEEDED` on `items`).
+    #[napi]
+    pub fn record_many<'env>(
+        &self,
+        env: &'env Env,
+        items: Vec<EpisodeItem>,
+    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+        with(env, &self.h, move |m| {
+            let eps = items::episodes(items)?;
+            Ok(m.episodic().record_many(eps)?)
         })
     }
 

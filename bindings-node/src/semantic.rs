@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use memstrata_bindings_common::{
-    Handle, JsonValue, Knowledge, KnowledgeHit, KnowledgeVersion, QueryOptions, StoreOptions,
-    records,
+    Handle, JsonValue, Knowledge, KnowledgeHit, KnowledgeItem, KnowledgeVersion, QueryOptions,
+    StoreOptions, items, records,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -39,6 +39,23 @@ impl Semantic {
         with(env, &self.h, move |m| {
             let opts = opts.core()?;
             Ok(m.semantic().store_with(&key, knowledge.0, opts)?.into())
+        })
+    }
+
+    /// Store (replace) many entries in one call; resolves to the new entries, in order
+    /// (a key given twice ends with its last value). All or nothing: every item is
+    /// checked first, with the checks and limits of `store`; a bad item rejects with
+    /// its field named `items[i].field` and nothing is stored. One storage transaction
+    /// and one index batch per call; at most 10,000 items and 64 MiB per call.
+    #[napi]
+    pub fn store_many<'env>(
+        &self,
+        env: &'env Env,
+        items: Vec<KnowledgeItem>,
+    ) -> Result<PromiseRaw<'env, Vec<Knowledge>>> {
+        with(env, &self.h, move |m| {
+            let list = items::knowledge(items)?;
+            Ok(records::list(m.semantic().store_many(list)?))
         })
     }
 

@@ -276,6 +276,17 @@ where
     }
 }
 
+/// An optional string argument (`None` means absent); another type is a `TypeError` naming `field`.
+pub(crate) fn opt_str(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<String>> {
+    match obj {
+        Some(o) if !o.is_none() => o
+            .extract::<String>()
+            .map(Some)
+            .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("{field}: expected str"))),
+        _ => Ok(None),
+    }
+}
+
 /// A result `limit` (`None`: absent). Negative is an `InvalidInputError`; a value
 /// past `u32` is passed on as `u32::MAX`, which the core refuses as it would the
 /// value given (`LimitExceededError`, over `max_results`).
@@ -410,4 +421,47 @@ pub(crate) fn opt_float(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult
         }
         _ => Ok(None),
     }
+}
+
+/// The keys of one item of a batch (`items[3]`), a dict or any mapping with
+/// str keys; a key outside `allowed` is refused (a typo would otherwise be
+/// dropped silently), as is anything that is not a mapping.
+pub(crate) fn item_fields<'py>(
+    item: &Bound<'py, PyAny>,
+    field: &str,
+    allowed: &[&str],
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    let pairs: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = if let Ok(d) = item.cast::<PyDict>() {
+        d.iter().collect()
+    } else if let Ok(m) = item.cast::<pyo3::types::PyMapping>() {
+        let mut v = Vec::new();
+        for kv in m.items()?.iter() {
+            let kv = kv.cast_into::<PyTuple>()?;
+            v.push((kv.get_item(0)?, kv.get_item(1)?));
+        }
+        v
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "{field}: expected a dict, got {}",
+            type_name(item)
+        )));
+    };
+    let mut out = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        let Ok(k) = k.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "{field}: keys must be str, got {}",
+                type_name(&k)
+            )));
+        };
+        let k = k.to_cow()?.into_owned();
+        if !allowed.contains(&k.as_str()) {
+            return Err(invalid(
+                field,
+                format!("unknown key {k:?}; an item takes {}", allowed.join(", ")),
+            ));
+        }
+        out.push((k, v));
+    }
+    Ok(out)
 }

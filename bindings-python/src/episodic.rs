@@ -11,6 +11,18 @@ use crate::error::{run, to_py};
 use crate::memory::{HandleExt, max_depth};
 use crate::records::{class, classes, py_records, pystr};
 
+/// The keys an item of `record_many` may have.
+const ITEM_KEYS: &[&str] = &[
+    "summary",
+    "content",
+    "participants",
+    "tags",
+    "importance",
+    "timestamp",
+    "embedding",
+    "on_duplicate",
+];
+
 /// The episodic layer of the active context (`mem.episodic`).
 #[pyclass(frozen, module = "memstrata")]
 #[derive(Debug)]
@@ -131,6 +143,66 @@ impl Episodic {
         )?;
         let r = run(py, || mem.episodic().record_detailed(ep))?;
         class(py, r)
+    }
+
+    /// Record many episodes in one call; returns their ids, in order.
+    ///
+    /// Each item is a dict with the arguments of `record` (`summary` required; `content`,
+    /// `participants`, `tags`, `importance`, `timestamp`, `embedding`). All or nothing:
+    /// every item is checked first, with the checks and limits of `record`; a bad item
+    /// raises with its field named `items[i].field` (e.g. `items[3].content`) and nothing
+    /// is stored. One storage transaction and one index batch per call; at most 10,000
+    /// items and 64 MiB encoded per call (`LimitExceededError` on `items`).
+    fn record_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let mem = self.h.core()?;
+        let depth = max_depth(&mem);
+        let iter = items.try_iter().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("items: expected an iterable of dicts")
+        })?;
+        let mut list = Vec::new();
+        for (i, item) in iter.enumerate() {
+            let item = item?;
+            let at = format!("items[{i}]");
+            let mut summary = None;
+            let mut o = RecordOptions::default();
+            for (k, v) in convert::item_fields(&item, &at, ITEM_KEYS)? {
+                let f = format!("{at}.{k}");
+                let v = Some(&v);
+                match k.as_str() {
+                    "summary" => {
+                        summary =
+                            Some(v.and_then(|v| v.extract::<String>().ok()).ok_or_else(|| {
+                                pyo3::exceptions::PyTypeError::new_err(format!("{f}: expected str"))
+                            })?)
+                    }
+                    "content" => o.content = Some(JsonValue(convert::opt_json(v, &f, depth)?)),
+                    "participants" => o.participants = Some(convert::str_list(v, &f)?),
+                    "tags" => o.tags = Some(convert::str_list(v, &f)?),
+                    "importance" => o.importance = convert::opt_int(v, &f)?,
+                    "timestamp" => o.timestamp = convert::opt_timestamp(v, &f)?,
+                    "on_duplicate" => o.on_duplicate = convert::opt_str(v, &f)?,
+                    _ => o.embedding = convert::opt_floats(v, &f)?.map(Into::into),
+                }
+            }
+            let Some(summary) = summary else {
+                return Err(crate::error::invalid(
+                    &format!("{at}.summary"),
+                    "is required",
+                ));
+            };
+            list.push(common::EpisodeItem {
+                summary,
+                content: o.content,
+                participants: o.participants,
+                tags: o.tags,
+                importance: o.importance,
+                timestamp: o.timestamp,
+                embedding: o.embedding,
+                on_duplicate: o.on_duplicate,
+            });
+        }
+        let eps = common::items::episodes(list).map_err(to_py)?;
+        run(py, || mem.episodic().record_many(eps))
     }
 
     /// The episode with `id`, or None.

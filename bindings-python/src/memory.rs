@@ -80,7 +80,7 @@ impl Memory {
     /// deleted when the last handle on it is closed.
     #[new]
     #[pyo3(
-        text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None, encryption_key=None)"
+        text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None, encryption_key=None, low_memory=None, episode_cache_bytes=None, short_term_cache_bytes=None)"
     )]
     #[pyo3(signature = (
         path=None,
@@ -96,6 +96,9 @@ impl Memory {
         max_steps=None,
         clock=None,
         encryption_key=None,
+        low_memory=None,
+        episode_cache_bytes=None,
+        short_term_cache_bytes=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -112,6 +115,9 @@ impl Memory {
         max_steps: Option<&Bound<'_, PyAny>>,
         clock: Option<PyRef<'_, ManualClock>>,
         encryption_key: Option<&[u8]>,
+        low_memory: Option<bool>,
+        episode_cache_bytes: Option<&Bound<'_, PyAny>>,
+        short_term_cache_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Memory> {
         let options = OpenOptions {
             durability: Some(durability),
@@ -125,6 +131,12 @@ impl Memory {
             semantic_history: convert::opt_int(semantic_history, "semantic_history")?,
             max_steps: convert::opt_int(max_steps, "max_steps")?,
             encryption_key: encryption_key.map(|k| common::KeyBytes(k.to_vec())),
+            low_memory,
+            episode_cache_bytes: convert::opt_int(episode_cache_bytes, "episode_cache_bytes")?,
+            short_term_cache_bytes: convert::opt_int(
+                short_term_cache_bytes,
+                "short_term_cache_bytes",
+            )?,
         };
         let mut b = options.builder(path).map_err(to_py)?;
         for root in workspace_roots.unwrap_or_default() {

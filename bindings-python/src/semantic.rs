@@ -55,6 +55,64 @@ impl Semantic {
         class(py, k)
     }
 
+    /// Store (replace) many entries in one call; returns the new entries, in order.
+    ///
+    /// Each item is a dict `{"key": ..., "knowledge": ..., "embedding": ...}` (embedding
+    /// optional), applied in order (a key given twice ends with its last value). All or
+    /// nothing: every item is checked first, with the checks and limits of `store`; a bad
+    /// item raises with its field named `items[i].field` and nothing is stored. One
+    /// storage transaction and one index batch per call; at most 10,000 items and
+    /// 64 MiB per call (`LimitExceededError` on `items`).
+    fn store_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<Knowledge>> {
+        let mem = self.h.core()?;
+        let depth = max_depth(&mem);
+        let iter = items.try_iter().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("items: expected an iterable of dicts")
+        })?;
+        let mut list = Vec::new();
+        for (i, item) in iter.enumerate() {
+            let item = item?;
+            let at = format!("items[{i}]");
+            let (mut key, mut knowledge, mut embedding, mut on_duplicate) =
+                (None, None, None, None);
+            for (k, v) in convert::item_fields(
+                &item,
+                &at,
+                &["key", "knowledge", "embedding", "on_duplicate"],
+            )? {
+                let f = format!("{at}.{k}");
+                match k.as_str() {
+                    "key" => {
+                        key = Some(v.extract::<String>().map_err(|_| {
+                            pyo3::exceptions::PyTypeError::new_err(format!("{f}: expected str"))
+                        })?)
+                    }
+                    "knowledge" => knowledge = Some(convert::to_json(&v, &f, depth)?),
+                    "on_duplicate" => on_duplicate = convert::opt_str(Some(&v), &f)?,
+                    _ => embedding = convert::opt_floats(Some(&v), &f)?,
+                }
+            }
+            let Some(key) = key else {
+                return Err(crate::error::invalid(&format!("{at}.key"), "is required"));
+            };
+            let Some(knowledge) = knowledge else {
+                return Err(crate::error::invalid(
+                    &format!("{at}.knowledge"),
+                    "is required",
+                ));
+            };
+            list.push(common::KnowledgeItem {
+                key,
+                knowledge: knowledge.into(),
+                embedding: embedding.map(Into::into),
+                on_duplicate,
+            });
+        }
+        let items = common::items::knowledge(list).map_err(to_py)?;
+        let ks = run(py, || mem.semantic().store_many(items))?;
+        classes(py, ks)
+    }
+
     /// The knowledge under `key`, or None.
     fn retrieve(&self, py: Python<'_>, key: String) -> PyResult<Py<PyAny>> {
         let mem = self.h.core()?;

@@ -13,8 +13,9 @@ def test_record_policies(mem):
     assert isinstance(first, memstrata.Recorded)
     assert first.created and first.duplicate_of is None and first.on_duplicate == "keep"
 
+    # keep in a context that never asked for another policy: no detection.
     kept = mem.episodic.record_detailed(TEXT)
-    assert kept.created and kept.duplicate_of == first.id and kept.similarity == 1.0
+    assert kept.created and kept.duplicate_of is None
     mem.episodic.forget(kept.id)
 
     assert mem.episodic.record(TEXT, on_duplicate="skip") == first.id
@@ -27,6 +28,33 @@ def test_record_policies(mem):
     linked = mem.episodic.record(TEXT, on_duplicate="link")
     assert mem.episodic.get(linked).duplicate_of == first.id
     assert "duplicate_of=" in repr(mem.episodic.record_detailed(TEXT, on_duplicate="skip"))
+    # Once the context has a dedup index, keep names the duplicate too.
+    kept = mem.episodic.record_detailed(TEXT)
+    assert kept.created and kept.duplicate_of == first.id and kept.similarity == 1.0
+
+
+def test_batch_items_take_on_duplicate(mem):
+    ids = mem.episodic.record_many(
+        [
+            {"summary": TEXT, "on_duplicate": "skip"},
+            {"summary": TEXT + "!", "on_duplicate": "skip"},
+            {"summary": "Something else entirely happened today", "on_duplicate": "skip"},
+        ]
+    )
+    assert ids[0] == ids[1] and ids[2] != ids[0]
+    assert len(mem.episodic.recent(10)) == 2
+    v = {"fact": "The customer prefers invoices by email every month"}
+    ks = mem.semantic.store_many(
+        [
+            {"key": "a", "knowledge": v},
+            {"key": "b", "knowledge": v, "on_duplicate": "skip"},
+        ]
+    )
+    assert ks[1].key == "a" and ks[1].duplicate_of == "a"
+    assert mem.semantic.get("b") is None
+    with pytest.raises(memstrata.InvalidInputError) as e:
+        mem.episodic.record_many([{"summary": "x"}, {"summary": "y", "on_duplicate": "drop"}])
+    assert e.value.field == "items[1].on_duplicate"
 
 
 def test_near_duplicate_similarity(mem):

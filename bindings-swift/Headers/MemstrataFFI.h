@@ -354,6 +354,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_episodic_record(uint64_t ptr, RustBuffer
 uint64_t uniffi_memstrata_ffi_fn_method_episodic_record_detailed(uint64_t ptr, RustBuffer summary, RustBuffer options
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECORD_MANY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECORD_MANY
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_record_many(uint64_t ptr, RustBuffer items
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SEARCH
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_SEARCH
 uint64_t uniffi_memstrata_ffi_fn_method_episodic_search(uint64_t ptr, RustBuffer query, RustBuffer options
@@ -407,6 +412,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_semantic_retrieve(uint64_t ptr, RustBuff
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE
 uint64_t uniffi_memstrata_ffi_fn_method_semantic_store(uint64_t ptr, RustBuffer key, RustBuffer knowledge, RustBuffer options
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE_MANY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE_MANY
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_store_many(uint64_t ptr, RustBuffer items
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_UPDATE
@@ -1156,6 +1166,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_episodic_record_detailed(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECORD_MANY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_RECORD_MANY
+uint16_t uniffi_memstrata_ffi_checksum_method_episodic_record_many(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SEARCH
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_EPISODIC_SEARCH
 uint16_t uniffi_memstrata_ffi_checksum_method_episodic_search(void
@@ -1207,6 +1223,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_semantic_retrieve(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_STORE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_STORE
 uint16_t uniffi_memstrata_ffi_checksum_method_semantic_store(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_STORE_MANY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_SEMANTIC_STORE_MANY
+uint16_t uniffi_memstrata_ffi_checksum_method_semantic_store_many(void
     
 );
 #endif

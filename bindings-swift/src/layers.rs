@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use memstrata_bindings_common::{
-    self as common, Episode, EpisodeHit, Handle, JsonValue, Knowledge, KnowledgeHit,
-    KnowledgeVersion, QueryOptions, RecordOptions, Recorded, SearchOptions, ShortTermEntry,
-    StoreOptions, WorkspaceItem, defaults, options,
+    self as common, Episode, EpisodeHit, EpisodeItem, Handle, JsonValue, Knowledge, KnowledgeHit,
+    KnowledgeItem, KnowledgeVersion, QueryOptions, RecordOptions, Recorded, SearchOptions,
+    ShortTermEntry, StoreOptions, WorkspaceItem, defaults, items, options,
 };
 
 use crate::memory::json;
@@ -190,6 +190,24 @@ impl Episodic {
         .await
     }
 
+    /// Record many episodes in one call; returns their ids, in order. Each
+    /// item takes the arguments of `record`. All or nothing: every item is
+    /// checked first, with the checks and limits of `record`; a bad item
+    /// throws with its field named `items[i].field` (e.g. `items[3].content`)
+    /// and nothing is stored. One storage transaction and one index batch per
+    /// call; at most 10,000 items and 64 MiB encoded per call.
+    pub async fn record_many(
+        &self,
+        items: Vec<EpisodeItem>,
+    ) -> Result<Vec<String>, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let episodes = items::episodes(items)?;
+            Ok(mem.episodic().record_many(episodes)?)
+        })
+        .await
+    }
+
     /// The episode with `id`, or null.
     pub async fn get(&self, id: String) -> Result<Option<Episode>, MemstrataError> {
         let mem = self.core()?;
@@ -261,6 +279,23 @@ impl Semantic {
             let knowledge = json("knowledge", &knowledge)?;
             let opts = options.unwrap_or_default().core()?;
             Ok(mem.semantic().store_with(&key, knowledge, opts)?.into())
+        })
+        .await
+    }
+
+    /// Store (replace) many entries in one call; returns the new entries, in
+    /// order (a key given twice ends with its last value). All or nothing:
+    /// every item is checked first, with the checks and limits of `store`; a
+    /// bad item throws with its field named `items[i].field` and nothing is
+    /// stored. One storage transaction and one index batch per call.
+    pub async fn store_many(
+        &self,
+        items: Vec<KnowledgeItem>,
+    ) -> Result<Vec<Knowledge>, MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let list = items::knowledge(items)?;
+            Ok(common::records::list(mem.semantic().store_many(list)?))
         })
         .await
     }

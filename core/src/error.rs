@@ -191,6 +191,30 @@ impl Error {
         }
     }
 
+    /// The same error about the item `i` of the list argument `list`: the field
+    /// of an `InvalidInput` or `LimitExceeded` becomes `list[i].field`
+    /// (`items[3].content`); other errors are returned unchanged.
+    pub(crate) fn in_item(self, list: &str, i: usize) -> Self {
+        match self {
+            Error::InvalidInput { field, reason } => Error::InvalidInput {
+                field: format!("{list}[{i}].{field}"),
+                reason,
+            },
+            Error::LimitExceeded {
+                field,
+                what,
+                limit,
+                actual,
+            } => Error::LimitExceeded {
+                field: format!("{list}[{i}].{field}"),
+                what,
+                limit,
+                actual,
+            },
+            other => other,
+        }
+    }
+
     /// A value that cannot be encoded for storage (see the type's documentation).
     pub(crate) fn unencodable(reason: impl std::fmt::Display) -> Self {
         Error::invalid("value", format!("cannot be encoded: {reason}"))

@@ -46,7 +46,9 @@ pub mod fuzzing {
         let mut ok = 0;
         ok += usize::from(codec::decode::<short_term::StRecord>(bytes).is_ok());
         ok += usize::from(codec::decode::<working::WorkingState>(bytes).is_ok());
-        ok += usize::from(codec::decode::<episodic::EpisodeRecord>(bytes).is_ok());
+        ok += usize::from(
+            episodic::EpisodeRecord::decode(&codec::Codec::default(), "id", bytes).is_ok(),
+        );
         ok += usize::from(codec::decode::<semantic::KnowledgeRecord>(bytes).is_ok());
         ok += usize::from(codec::decode::<semantic::HistoryRecord>(bytes).is_ok());
         ok += usize::from(codec::decode::<serde_json::Value>(bytes).is_ok());
@@ -106,7 +108,7 @@ pub mod episodic {
 pub mod semantic {
     pub use crate::layers::dedup::OnDuplicate;
     pub use crate::layers::semantic::{
-        Knowledge, KnowledgeHit, KnowledgeVersion, Semantic, StoreOptions,
+        Knowledge, KnowledgeHit, KnowledgeVersion, NewKnowledge, Semantic, StoreOptions,
     };
 }
 

@@ -10,32 +10,17 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod common;
+
+use common::Rng;
 use memstrata::{Durability, Memory, NewEpisode, SearchFilters, VectorQuery};
 use serde_json::json;
-
-fn iterations() -> usize {
-    std::env::var("MEMSTRATA_CRASH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
-}
 
 fn now_ms() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis()
-}
-
-/// Deterministic pseudo-random numbers (xorshift), seeded per iteration.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 #[derive(Debug, Default)]
@@ -222,7 +207,7 @@ fn immediate_durability_loses_nothing_acknowledged_under_sigkill() {
     let mut rng = Rng(0x9e3779b97f4a7c15);
     let mut total = 0;
     let mut start = 0u64;
-    for _ in 0..iterations() {
+    for _ in 0..common::crash_iterations() {
         let kill_after = Duration::from_millis(50 + rng.next() % 400);
         let (acked, _) = run_child(dir.path(), "immediate", kill_after, start);
         start += 100_000;
@@ -230,7 +215,7 @@ fn immediate_durability_loses_nothing_acknowledged_under_sigkill() {
     }
     eprintln!(
         "immediate: {} iterations, {total} acknowledged writes verified",
-        iterations()
+        common::crash_iterations()
     );
 }
 
@@ -239,7 +224,7 @@ fn periodic_durability_loses_at_most_the_window() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0x2545f4914f6cdd1d);
     let mut start = 0u64;
-    for _ in 0..iterations() {
+    for _ in 0..common::crash_iterations() {
         let kill_after = Duration::from_millis(600 + rng.next() % 400);
         let (acked, killed_at) = run_child(dir.path(), "periodic", kill_after, start);
         start += 100_000;

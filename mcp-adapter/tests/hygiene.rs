@@ -24,10 +24,10 @@ async fn episode_record_applies_each_policy() {
     assert!(first["duplicate_of"].is_null());
     let id = first["id"].as_str().unwrap().to_owned();
 
+    // keep in a context that never asked for another policy: no detection.
     let kept = h.call("episode_record", json!({"summary": TEXT})).await;
     assert_eq!(kept["created"], true);
-    assert_eq!(kept["duplicate_of"], id.as_str());
-    assert_eq!(kept["similarity"], 1.0);
+    assert!(kept["duplicate_of"].is_null());
 
     let skipped = h
         .call(
@@ -57,6 +57,28 @@ async fn episode_record_applies_each_policy() {
         .await;
     let got = h.call("episode_get", json!({"id": linked["id"]})).await;
     assert_eq!(got["episode"]["duplicate_of"], id.as_str());
+    // Once the context has a dedup index, keep names the duplicate too.
+    let again = h.call("episode_record", json!({"summary": TEXT})).await;
+    assert_eq!(again["duplicate_of"], id.as_str());
+    assert_eq!(again["similarity"], 1.0);
+
+    // Batch items take on_duplicate and report per item.
+    let many = h
+        .call(
+            "episode_record_many",
+            json!({"items": [
+                {"summary": "A fresh fact about the deployment pipeline", "on_duplicate": "skip"},
+                {"summary": "a fresh fact about the deployment pipeline!", "on_duplicate": "skip"},
+                {"summary": TEXT, "on_duplicate": "skip"},
+            ]}),
+        )
+        .await;
+    let r = many["results"].as_array().unwrap();
+    assert_eq!(r[0]["created"], true);
+    assert_eq!(r[1]["created"], false);
+    assert_eq!(r[1]["id"], r[0]["id"]);
+    assert_eq!(r[1]["duplicate_of"], r[0]["id"]);
+    assert_eq!(many["ids"][2], id.as_str());
 
     let err = h
         .call_err(

@@ -14,18 +14,20 @@ use common::{check, connect, shared_temp};
 use memstrata::{Limits, Memory};
 use memstrata_mcp::{Access, Auth, Principal, Shared};
 
-const TOOLS: [&str; 30] = [
+const TOOLS: [&str; 32] = [
     "context_retrieve",
     "context_set_on_duplicate",
     "context_store",
     "context_switch",
     "episode_get",
     "episode_record",
+    "episode_record_many",
     "episode_search",
     "episodes_summarize",
     "knowledge_query",
     "knowledge_retrieve",
     "knowledge_store",
+    "knowledge_store_many",
     "knowledge_update",
     "llm_punch_in",
     "llm_punch_out",

@@ -238,6 +238,9 @@ class Memory:
         semantic_history: Optional[int] = None,
         max_steps: Optional[int] = None,
         encryption_key: Optional[bytes] = None,
+        low_memory: Optional[bool] = None,
+        episode_cache_bytes: Optional[int] = None,
+        short_term_cache_bytes: Optional[int] = None,
         clock: Optional[ManualClock] = None,
     ) -> Self:
         """Create and return a new object.  See help(type) for accurate signature."""
@@ -595,6 +598,20 @@ class Episodic:
         with `"skip"` or `"merge"` the existing episode's id is returned.
         """
         ...
+    def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Record many episodes in one call; returns their ids, in order.
+
+        Each item is a dict with the arguments of `record` (`summary` required; `content`,
+        `participants`, `tags`, `importance`, `timestamp`, `embedding`, `on_duplicate`).
+        Each item goes through its duplicate policy as in `record` (against the stored
+        episodes and the batch's earlier items; a skipped or merged item's id is the
+        existing episode's). All or nothing:
+        every item is checked first, with the checks and limits of `record`; a bad item
+        raises with its field named `items[i].field` (e.g. `items[3].content`) and nothing
+        is stored. One storage transaction and one index batch per call; at most 10,000
+        items and 64 MiB encoded per call (`LimitExceededError` on `items`).
+        """
+        ...
     def record_detailed(
         self,
         summary: str,
@@ -743,6 +760,19 @@ class Semantic:
         `on_duplicate` (`"keep"`, `"skip"`, `"merge"` or `"link"`; default the
         context's policy) says what to do when another entry holds the same or a
         near-identical value; the result's `duplicate_of` names it.
+        """
+        ...
+    def store_many(self, items: Iterable[Mapping[str, Any]]) -> list[Knowledge]:
+        """Store (replace) many entries in one call; returns the new entries, in order.
+
+        Each item is a dict `{"key": ..., "knowledge": ..., "embedding": ..., "on_duplicate": ...}`
+        (embedding and on_duplicate optional), applied in order (a key given twice ends with
+        its last value). Each item goes through its duplicate policy as in `store` (against
+        the stored entries and the batch's earlier items; `duplicate_of` on each result). All or
+        nothing: every item is checked first, with the checks and limits of `store`; a bad
+        item raises with its field named `items[i].field` and nothing is stored. One
+        storage transaction and one index batch per call; at most 10,000 items and
+        64 MiB per call (`LimitExceededError` on `items`).
         """
         ...
     def retrieve(self, key: str) -> Any:

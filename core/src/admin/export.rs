@@ -168,8 +168,8 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
 
     for item in e.t.episodes.iter() {
         let (k, v) = item?;
-        let (context, _) = codec::split_ctx_key(&k)?;
-        let r: EpisodeRecord = e.codec.decode(&v)?;
+        let (context, id) = codec::split_ctx_key(&k)?;
+        let r = EpisodeRecord::decode(&e.codec, &id, &v)?;
         let line = EpisodeLine {
             context,
             id: r.id,

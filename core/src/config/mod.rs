@@ -77,6 +77,10 @@ pub struct Limits {
     pub max_steps: usize,
     /// Steps in one procedure definition (default 256).
     pub max_procedure_steps: usize,
+    /// Items in one batch write, `record_many` / `store_many` (default 10,000).
+    pub max_batch_items: usize,
+    /// Encoded bytes of one batch write, all items together (default 64 MiB).
+    pub max_batch_bytes: usize,
 }
 
 impl Default for Limits {
@@ -93,6 +97,8 @@ impl Default for Limits {
             semantic_history: 32,
             max_steps: 1000,
             max_procedure_steps: 256,
+            max_batch_items: 10_000,
+            max_batch_bytes: 64 * 1024 * 1024,
         }
     }
 }

@@ -29,6 +29,7 @@ use crate::search::index::{self, IndexDoc, IndexOp, Kind, Opened, SearchIndex, W
 use crate::search::vector::RowMeta;
 use crate::storage::codec;
 use crate::storage::{self, KvTree, Store, Tree, TxResult, TxTree};
+use crate::util::fork::ReleasedInChild;
 use crate::{Error, Result};
 
 mod open;
@@ -40,7 +41,11 @@ mod indexing;
 use indexing::*;
 
 /// On-disk format version written to the `meta` tree. See `docs/format.md`.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// 2: episode records are MessagePack arrays (fields by position). A store of
+/// version 1 opens unchanged (its map records stay readable) and is stamped 2
+/// at open, so that builds reading only version 1 refuse it.
+pub const FORMAT_VERSION: u32 = 2;
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_INDEX_SCHEMA: &[u8] = b"index_schema_version";
@@ -150,12 +155,16 @@ pub(crate) struct Engine {
     registered: Arc<AtomicBool>,
     shutdown: AtomicBool,
     bg: Mutex<Option<JoinHandle<()>>>,
+    /// sled's data file (it carries sled's lock), given up by a `fork()`
+    /// child (see `util::fork::ReleasedInChild`). Declared before
+    /// `checkpoint`, whose reopen needs the file closed. sled only.
+    _sled_file: Option<ReleasedInChild<sled::DataFile>>,
     /// Declared after every sled handle: reopens sled once they are closed
     /// (see [`LogCheckpoint`]), while `_lock` still keeps other engines out.
     /// sled only.
     checkpoint: Option<LogCheckpoint>,
     /// `<store>/LOCK` (sled only: a PostgreSQL store is shared by many processes).
-    _lock: Option<File>,
+    _lock: Option<ReleasedInChild<Box<File>>>,
     // Dropped after everything above: removes a temporary store.
     _tempdir: Option<tempfile::TempDir>,
     // Dropped last of all.

@@ -3,6 +3,7 @@
 #[allow(unused_imports)]
 use super::*;
 use crate::error::FromDep;
+use crate::util::fork::ReleasedInChild;
 
 /// The error for a key that does not fit the store (`stored`: the store is
 /// encrypted; `given`: a key was passed).
@@ -187,6 +188,7 @@ impl Engine {
         let OpenedStore {
             store,
             lock,
+            sled_file,
             checkpoint,
             key_check_file,
             index_dir,
@@ -211,6 +213,9 @@ impl Engine {
                         "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
                         storage::url::mask_path(&path)
                     )));
+                }
+                if found < FORMAT_VERSION {
+                    upgrade_format(&store, &t, found)?;
                 }
             }
             None => {
@@ -280,6 +285,7 @@ impl Engine {
             registered: registered.clone(),
             shutdown: AtomicBool::new(false),
             bg: Mutex::new(None),
+            _sled_file: sled_file,
             checkpoint,
             _lock: lock,
             _tempdir: tempdir,
@@ -346,7 +352,9 @@ impl Engine {
 pub(super) struct OpenedStore {
     store: Store,
     /// `<store>/LOCK`, held while the engine lives (sled).
-    lock: Option<File>,
+    lock: Option<ReleasedInChild<Box<File>>>,
+    /// sled's data file (sled's own lock).
+    sled_file: Option<ReleasedInChild<sled::DataFile>>,
     checkpoint: Option<LogCheckpoint>,
     /// `KEYCHECK` to write after opening (a sled store that has none yet).
     key_check_file: Option<PathBuf>,
@@ -414,9 +422,11 @@ pub(super) fn open_sled_store(
         size_at_open: db.size_on_disk().unwrap_or(0),
         armed: AtomicBool::new(false),
     };
+    let sled_file = ReleasedInChild::new(db.data_file());
     Ok(OpenedStore {
         store: Store::Sled(db),
-        lock: Some(lock),
+        lock: Some(ReleasedInChild::new(Box::new(lock))),
+        sled_file: Some(sled_file),
         checkpoint: Some(checkpoint),
         key_check_file: (!check_file_ok).then_some(check_file),
         index_dir: Some(path.join("index")),
@@ -431,6 +441,7 @@ pub(super) fn open_postgres(_opts: &Options, path: &Path) -> Result<OpenedStore>
     Ok(OpenedStore {
         store: Store::Postgres(Arc::new(pg)),
         lock: None,
+        sled_file: None,
         checkpoint: None,
         key_check_file: None,
         index_dir: None,
@@ -443,6 +454,31 @@ pub(super) fn open_postgres(_opts: &Options, _path: &Path) -> Result<OpenedStore
         "path",
         "a postgres:// store needs memstrata built with the `postgres` feature",
     ))
+}
+
+/// Bring a store of an older format version to [`FORMAT_VERSION`].
+///
+/// 1 -> 2 rewrites nothing: version 2 writes episode records as MessagePack
+/// arrays and reads the named maps of version 1 as before. Only the stamp
+/// changes, so that a build that reads version 1 alone refuses the store
+/// instead of misreading its new records. Idempotent, in one transaction (a
+/// shared store opened by several instances at once stamps once).
+fn upgrade_format(store: &Store, t: &Trees, found: u32) -> Result<()> {
+    if found == 0 {
+        return Err(Error::corrupted(
+            "format_version 0 is not a version memstrata ever wrote",
+        ));
+    }
+    store.transaction(&[&t.meta], |m| {
+        let current = m[0]
+            .get(META_FORMAT)?
+            .and_then(|v| <[u8; 4]>::try_from(v.as_ref()).ok())
+            .map(u32::from_be_bytes);
+        if current.is_some_and(|v| v < FORMAT_VERSION) {
+            m[0].insert(META_FORMAT, FORMAT_VERSION.to_be_bytes())?;
+        }
+        Ok(())
+    })
 }
 
 /// sled cache of the checkpoint's reopen (see [`LogCheckpoint`]).

@@ -154,34 +154,77 @@ fn ready_key(ctx: &str, kind: DupKind) -> Vec<u8> {
     k
 }
 
-/// Make sure every record of (`ctx`, `kind`) has its dedup keys: records
-/// written before duplicate detection existed get them here, once per context
-/// and kind (a marker in `meta` says it was done). Call under the index writer
-/// lock (every dedup key write holds it). `scan` gives every record's id and
-/// fingerprint.
-pub(crate) fn ensure_ready(
-    e: &Engine,
-    ctx: &str,
-    kind: DupKind,
-    scan: impl FnOnce(&mut dyn FnMut(&str, &Fingerprint) -> Result<()>) -> Result<()>,
-) -> Result<()> {
+/// Whether (`ctx`, `kind`) has a dedup index (its keys are complete and kept
+/// up to date by every write). Contexts that never had a policy other than
+/// `keep` have none: their writes add no dedup row and run no detection.
+/// Call under the index writer lock (every dedup key write holds it). Only
+/// "indexed" is remembered in memory: the marker in `meta` is never removed
+/// while the context exists.
+pub(crate) fn is_indexed(e: &Engine, ctx: &str, kind: DupKind) -> Result<bool> {
     let st = e.state::<DedupState>();
     let mark = (kind_byte(kind), ctx.to_owned());
     if st.ready.lock().contains(&mark) {
-        return Ok(());
+        return Ok(true);
     }
-    let rkey = ready_key(ctx, kind);
-    if e.t.meta.get(&rkey)?.is_none() {
-        scan(&mut |id, fp| {
-            for k in dedup::keys(ctx, kind, id, fp) {
-                e.t.dedup.insert(k, [])?;
-            }
-            Ok(())
-        })?;
-        e.t.meta.insert(rkey, [1])?;
+    if e.t.meta.get(ready_key(ctx, kind))?.is_some() {
+        st.ready.lock().insert(mark);
+        return Ok(true);
     }
-    st.ready.lock().insert(mark);
-    Ok(())
+    Ok(false)
+}
+
+/// Whether a write of (`ctx`, `kind`) under policy `p` runs duplicate
+/// detection, building the context's dedup index first when `p` is the
+/// context's first policy other than `keep`: every record of the context gets
+/// its keys (`scan` gives every record's id and fingerprint; keys left by an
+/// interrupted earlier build are cleared first), then a marker in `meta` says
+/// the index is complete. Call under the index writer lock.
+pub(crate) fn detects(
+    e: &Engine,
+    ctx: &str,
+    kind: DupKind,
+    p: OnDuplicate,
+    scan: impl FnOnce(&mut dyn FnMut(&str, &Fingerprint) -> Result<()>) -> Result<()>,
+) -> Result<bool> {
+    if is_indexed(e, ctx, kind)? {
+        return Ok(true);
+    }
+    if p == OnDuplicate::Keep {
+        return Ok(false);
+    }
+    let stale: Vec<_> =
+        e.t.dedup
+            .scan_prefix(dedup::kind_prefix(ctx, kind))
+            .keys()
+            .collect::<std::result::Result<_, _>>()?;
+    for k in stale {
+        e.t.dedup.remove(k)?;
+    }
+    scan(&mut |id, fp| {
+        for k in dedup::keys(ctx, kind, id, fp) {
+            e.t.dedup.insert(k, [])?;
+        }
+        Ok(())
+    })?;
+    e.t.meta.insert(ready_key(ctx, kind), [1])?;
+    e.state::<DedupState>()
+        .ready
+        .lock()
+        .insert((kind_byte(kind), ctx.to_owned()));
+    Ok(true)
+}
+
+/// Whether a write of (`ctx`, `kind`) without a policy of its own may run
+/// detection: the context is indexed or its default policy is not `keep`.
+/// A hint taken outside the writer lock (to skip the nearest-vector search of
+/// a context that never detects); the decision is [`detects`]'.
+pub(crate) fn may_detect(
+    e: &Engine,
+    ctx: &str,
+    kind: DupKind,
+    explicit: Option<OnDuplicate>,
+) -> Result<bool> {
+    Ok(effective(e, ctx, explicit)? != OnDuplicate::Keep || is_indexed(e, ctx, kind)?)
 }
 
 /// One stored record offered as a candidate: its exact text and searchable text.
@@ -216,7 +259,9 @@ pub(crate) fn find(
     cosine: Option<(String, f32)>,
     load: &mut dyn FnMut(&str) -> Result<Option<Candidate>>,
 ) -> Result<Option<Found>> {
-    if let Some(h) = fp.exact {
+    if let Some(h) = fp.exact
+        && fp.bands.is_empty()
+    {
         let p = dedup::exact_prefix(ctx, kind, h);
         for k in e.t.dedup.scan_prefix(&p).keys().take(dedup::MAX_CANDIDATES) {
             let Some(id) = dedup::id_of(&k?, p.len()) else {
@@ -236,7 +281,7 @@ pub(crate) fn find(
         }
     }
     // Candidates by the number of bands they share (more bands, higher
-    // similarity), at most `MAX_CANDIDATES` verified.
+    // similarity; an exact copy shares them all), at most `MAX_CANDIDATES` verified.
     let mut hits: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (b, h) in fp.bands.iter().enumerate() {
         let p = dedup::band_prefix(ctx, kind, b, *h);
@@ -255,6 +300,13 @@ pub(crate) fn find(
     let mut best: Option<Found> = None;
     for (_, id) in ids {
         let Some(c) = load(&id)? else { continue };
+        // An exact duplicate wins at once.
+        if c.exact == exact {
+            return Ok(Some(Found {
+                id,
+                similarity: 1.0,
+            }));
+        }
         let sim = dedup::jaccard(
             &fp.shingles,
             &dedup::shingles(seed, &dedup::normalise(&c.text)),
@@ -301,4 +353,54 @@ pub(crate) fn nearest_vector(
             .into_iter()
             .find(|(k, _)| Some(k.as_str()) != exclude),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NewEpisode;
+
+    fn rows(e: &Engine) -> usize {
+        e.t.dedup.scan_prefix([]).count()
+    }
+
+    #[test]
+    fn keep_writes_no_dedup_row_until_a_policy_asks() {
+        let mem = crate::Memory::temporary().unwrap();
+        let e = &mem.scope.engine;
+        let text = "Deployed version 2.4 of the billing service to staging";
+        for _ in 0..3 {
+            mem.episodic().record(NewEpisode::new(text)).unwrap();
+        }
+        mem.episodic()
+            .record_many(vec![NewEpisode::new(text), NewEpisode::new("other text")])
+            .unwrap();
+        mem.semantic()
+            .store(
+                "k",
+                serde_json::json!({"fact": "a value long enough to compare"}),
+            )
+            .unwrap();
+        assert_eq!(rows(e), 0);
+        assert!(
+            e.t.meta
+                .get(ready_key("default", DupKind::Episode))
+                .unwrap()
+                .is_none()
+        );
+        // A first skip builds the episodes' index (not the knowledge's).
+        let r = mem
+            .episodic()
+            .record_detailed(NewEpisode::new(text).on_duplicate(OnDuplicate::Skip))
+            .unwrap();
+        assert!(!r.created);
+        let built = rows(e);
+        assert_eq!(built, 5 * dedup::MINHASH_BANDS);
+        assert!(!is_indexed(e, "default", DupKind::Knowledge).unwrap());
+        // Forgetting an episode removes its keys; keep now maintains the index.
+        mem.episodic().forget(&r.id).unwrap();
+        assert_eq!(rows(e), built - dedup::MINHASH_BANDS);
+        mem.episodic().record(NewEpisode::new(text)).unwrap();
+        assert_eq!(rows(e), built);
+    }
 }

@@ -19,15 +19,19 @@ use crate::search::vector::{self, RowMeta, VecBytes, VectorQuery};
 use crate::{Error, Result, storage::codec, util::input};
 
 mod registered;
+mod stored;
 #[allow(unused_imports)]
 pub(crate) use registered::*;
 
 mod dedup;
 pub use dedup::Recorded;
 #[allow(unused_imports)]
-pub(crate) use dedup::{ensure_ready as ensure_dedup_ready, fingerprint, record_detailed_in};
+pub(crate) use dedup::{fingerprint, record_detailed_in};
 
 use crate::layers::dedup::OnDuplicate;
+use crate::search::dedup::DupKind;
+mod batch;
+pub(crate) use batch::record_many_in;
 
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
@@ -35,6 +39,9 @@ pub const SUMMARY_MAX_CHARS: usize = 4000;
 /// Default importance when none is given.
 pub const DEFAULT_IMPORTANCE: u8 = 5;
 
+/// An episode. Stored without its id as a MessagePack array since format
+/// version 2, as a map with field names (id included) before: see
+/// [`EpisodeRecord::encode`] and [`EpisodeRecord::decode`] (`stored.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct EpisodeRecord {
     pub id: String,
@@ -272,15 +279,16 @@ pub(crate) fn record_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<String>
 
 pub(crate) fn get_in(e: &Engine, ctx: &str, id: &str) -> Result<Option<Episode>> {
     input::key(&e.opts.limits, "id", id)?;
-    Ok(get_shared(e, &codec::ctx_key(ctx, id))?.map(Arc::unwrap_or_clone))
+    Ok(get_shared(e, ctx, id)?.map(Arc::unwrap_or_clone))
 }
 
-/// The episode under sled key `key`, through the episode cache.
-fn get_shared(e: &Engine, key: &[u8]) -> Result<Option<Arc<Episode>>> {
-    e.state::<EpisodeCache>().get_or_load(key, || {
+/// The episode `id` of `ctx`, through the episode cache.
+fn get_shared(e: &Engine, ctx: &str, id: &str) -> Result<Option<Arc<Episode>>> {
+    let key = codec::ctx_key(ctx, id);
+    e.state::<EpisodeCache>().get_or_load(&key, || {
         e.t.episodes
-            .get(key)?
-            .map(|v| Ok(Episode::from(e.codec.decode::<EpisodeRecord>(&v)?)))
+            .get(&key)?
+            .map(|v| Ok(Episode::from(EpisodeRecord::decode(&e.codec, id, &v)?)))
             .transpose()
     })
 }
@@ -355,7 +363,7 @@ pub(crate) fn search_in(
     let mut hits = Vec::with_capacity(fused.len());
     for f in fused {
         // sled is the source of truth: a hit whose record is gone is dropped.
-        if let Some(ep) = get_shared(e, &codec::ctx_key(ctx, &f.key))? {
+        if let Some(ep) = get_shared(e, ctx, &f.key)? {
             hits.push(EpisodeHit {
                 episode: Arc::unwrap_or_clone(ep),
                 score: f.score,
@@ -384,26 +392,33 @@ pub(crate) fn embed_text(summary: &str, content: &Value) -> String {
 pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)]) -> Result<()> {
     for chunk in records.chunks(256) {
         let mut rows = Vec::with_capacity(chunk.len());
-        let mut dkeys = Vec::new();
         for (ctx, rec) in chunk {
             e.touch_context(ctx)?;
             rows.push((
                 codec::ctx_key(ctx, &rec.id),
-                e.codec.encode(rec)?,
+                rec.encode(&e.codec)?,
                 index_doc(ctx, rec),
-            ));
-            let fp = fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
-            dkeys.extend(crate::search::dedup::keys(
-                ctx,
-                crate::search::dedup::DupKind::Episode,
-                &rec.id,
-                &fp,
             ));
         }
         let r = e.indexed_write_prepared(
             &[&e.t.episodes, &e.t.meta, &e.t.dedup],
-            || claim_dims(e, rows.iter().map(|(_, _, d)| d)),
-            |t, claims| {
+            || -> Result<_> {
+                // Dedup keys only in contexts with a dedup index (decided under the lock).
+                let mut dkeys = Vec::new();
+                for (ctx, rec) in chunk {
+                    if crate::layers::dedup::is_indexed(e, ctx, DupKind::Episode)? {
+                        let fp = fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
+                        dkeys.extend(crate::search::dedup::keys(
+                            ctx,
+                            DupKind::Episode,
+                            &rec.id,
+                            &fp,
+                        ));
+                    }
+                }
+                Ok((claim_dims(e, rows.iter().map(|(_, _, d)| d))?, dkeys))
+            },
+            |t, (claims, dkeys)| {
                 let mut ops = Vec::with_capacity(rows.len());
                 for (key, enc, doc) in &rows {
                     t[0].insert(key.as_slice(), enc.as_slice())?;
@@ -412,7 +427,7 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                 for (k, dim) in claims {
                     t[1].insert(k.as_slice(), vectors::dim_value(*dim))?;
                 }
-                for k in &dkeys {
+                for k in dkeys {
                     t[2].insert(k.as_slice(), &[][..])?;
                 }
                 Ok(((), ops))
@@ -456,10 +471,14 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
     input::key(&e.opts.limits, "id", id)?;
     let key = codec::ctx_key(ctx, id);
     let uid = index::uid(Kind::Episode, ctx, id);
+    // Read before the writer lock: a dedup index built between this read and
+    // the delete keeps the episode's keys, which lead nowhere (every candidate
+    // is read back before it is reported, and a forgotten one is gone).
+    let indexed = crate::layers::dedup::is_indexed(e, ctx, DupKind::Episode)?;
     let r = e.indexed_write(&[&e.t.episodes, &e.t.dedup], |t| {
         let old = t[0].remove(key.as_slice())?;
-        if let Some(old) = &old {
-            dedup::remove_keys(e, &t[1], ctx, old)?;
+        if let (Some(old), true) = (&old, indexed) {
+            dedup::remove_keys(e, &t[1], ctx, id, old)?;
         }
         let ops = if old.is_some() {
             vec![IndexOp::Delete(uid.clone())]
@@ -498,6 +517,38 @@ impl Episodic {
                 episode.embedding = Some(embedder::embed_one(f.as_ref(), &text)?);
             }
             record_detailed_in(e, &self.scope.active_ctx(), episode)
+        })
+    }
+
+    /// Record many episodes in one call; returns their ids, in order.
+    ///
+    /// All or nothing: every item is checked first with the checks and limits of
+    /// [`Episodic::record`], and a bad item fails the call with its field named
+    /// `items[i].field` (e.g. `items[3].content`) and stores nothing. Then one
+    /// storage transaction writes them all and one index batch makes them
+    /// searchable. At most [`Limits::max_batch_items`](crate::Limits) items
+    /// (default 10,000) and [`Limits::max_batch_bytes`](crate::Limits) encoded
+    /// bytes (default 64 MiB) per call: `LimitExceeded` on `items` beyond.
+    /// Items without an embedding go to the registered embedder (if any) in
+    /// one call.
+    /// Each item goes through its duplicate policy as [`Episodic::record`]
+    /// does (against the stored episodes and the batch's earlier items); the
+    /// id of a skipped or merged item is the existing episode's.
+    pub fn record_many(&self, episodes: Vec<NewEpisode>) -> Result<Vec<String>> {
+        Ok(self
+            .record_many_detailed(episodes)?
+            .into_iter()
+            .map(|r| r.id)
+            .collect())
+    }
+
+    /// [`Episodic::record_many`], saying what each item's duplicate policy
+    /// did, as [`Episodic::record_detailed`] does.
+    pub fn record_many_detailed(&self, episodes: Vec<NewEpisode>) -> Result<Vec<Recorded>> {
+        let e = &self.scope.engine;
+        let embedder = self.scope.embedder();
+        e.timed("episodic.record_many", || {
+            record_many_in(e, &self.scope.active_ctx(), episodes, embedder.as_deref())
         })
     }
 
@@ -557,8 +608,8 @@ impl Episodic {
             let mut out: Vec<Episode> = Vec::new();
             let ctx = self.scope.active_ctx();
             for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
-                let (_, v) = item?;
-                out.push(e.codec.decode::<EpisodeRecord>(&v)?.into());
+                let (k, v) = item?;
+                out.push(EpisodeRecord::decode_keyed(&e.codec, &k, &v)?.into());
             }
             out.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
             out.truncate(limit.min(e.opts.limits.max_results));

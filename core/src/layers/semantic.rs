@@ -83,6 +83,9 @@ pub struct KnowledgeHit {
     pub vector_rank: Option<u32>,
 }
 
+mod batch;
+pub use batch::NewKnowledge;
+
 /// Dimension keys to write with a transaction (see `episodic::claim_dims`).
 type DimClaims = Vec<(Vec<u8>, usize)>;
 
@@ -219,11 +222,19 @@ fn write_version(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.meta, &e.t.dedup],
         || {
             let d = match check {
-                Some(c) => dedup::decide(e, ctx, key, c.value, c.explicit, c.cosine)?,
-                None => {
-                    dedup::ensure_ready(e, ctx)?;
-                    Decision::plain(key)
-                }
+                Some(c) => dedup::decide(
+                    e,
+                    ctx,
+                    key,
+                    c.value,
+                    c.explicit,
+                    c.cosine,
+                    &dedup::Overlay::default(),
+                )?,
+                None => Decision {
+                    indexed: dedup::is_indexed(e, ctx)?,
+                    ..Decision::plain(key)
+                },
             };
             let claim = match dim {
                 Some(dm) if d.write && !d.patch => vectors::claim_dim(e, "embedding", ctx, dm)?,
@@ -277,14 +288,16 @@ fn write_version(
             if let Some(k) = claim {
                 t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
-            dedup::rekey(
-                e,
-                &t[3],
-                ctx,
-                target,
-                cur.as_ref().map(|c| &c.value),
-                Some(&rec.value),
-            )?;
+            if d.indexed {
+                dedup::rekey(
+                    e,
+                    &t[3],
+                    ctx,
+                    target,
+                    cur.as_ref().map(|c| &c.value),
+                    Some(&rec.value),
+                )?;
+            }
             let enc = e.codec.encode(&rec)?;
             t[0].insert(dkey.as_slice(), enc)?;
             let hist = HistoryRecord {
@@ -360,17 +373,17 @@ pub(crate) fn insert_record_in(
     let hprefix = history_prefix(ctx, key);
     e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.meta, &e.t.dedup],
-        || -> Result<(Vec<crate::storage::Bytes>, DimClaims)> {
+        || -> Result<(Vec<crate::storage::Bytes>, (DimClaims, bool))> {
             let claims = crate::layers::episodic::claim_dims(e, std::iter::once(&doc))?;
             Ok((
                 e.t.semantic_history
                     .scan_prefix(&hprefix)
                     .keys()
                     .collect::<Result<_, _>>()?,
-                claims,
+                (claims, dedup::is_indexed(e, ctx)?),
             ))
         },
-        |t, (old, claims)| {
+        |t, (old, (claims, indexed))| {
             for k in old {
                 t[1].remove(k)?;
             }
@@ -380,7 +393,9 @@ pub(crate) fn insert_record_in(
             for (k, v) in &hist {
                 t[1].insert(k.as_slice(), v.as_slice())?;
             }
-            dedup::rekey(e, &t[3], ctx, key, None, Some(&rec.value))?;
+            if *indexed {
+                dedup::rekey(e, &t[3], ctx, key, None, Some(&rec.value))?;
+            }
             t[0].insert(dkey.as_slice(), enc.as_slice())?;
             Ok(((), vec![IndexOp::Upsert(doc.clone())]))
         },
@@ -396,15 +411,18 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, key: &str) -> Result<bool> {
     // holds it), so no version can slip in between the scan and the delete.
     e.indexed_write_prepared(
         &[&e.t.semantic, &e.t.semantic_history, &e.t.dedup],
-        || -> Result<Vec<crate::storage::Bytes>> {
-            e.t.semantic_history
-                .scan_prefix(&hprefix)
-                .keys()
-                .collect::<Result<_, _>>()
+        || -> Result<(Vec<crate::storage::Bytes>, bool)> {
+            Ok((
+                e.t.semantic_history
+                    .scan_prefix(&hprefix)
+                    .keys()
+                    .collect::<Result<_, _>>()?,
+                dedup::is_indexed(e, ctx)?,
+            ))
         },
-        |t, hkeys| {
+        |t, (hkeys, indexed)| {
             let old = t[0].remove(dkey.as_slice())?;
-            if let Some(old) = &old {
+            if let (Some(old), true) = (&old, *indexed) {
                 let r: KnowledgeRecord = e.codec.decode(old)?;
                 dedup::rekey(e, &t[2], ctx, key, Some(&r.value), None)?;
             }
@@ -533,6 +551,24 @@ impl Semantic {
                 embedding,
                 opts.on_duplicate,
             )
+        })
+    }
+
+    /// Store (replace) many entries in one call; returns the new entries, in order.
+    ///
+    /// Each item is what one [`Semantic::store_with_embedding`] call takes, and
+    /// items apply in order (a key given twice ends with its last value, two
+    /// versions later). All or nothing: every item is checked first with the
+    /// checks and limits of `store`; a bad item fails the call with its field
+    /// named `items[i].field` (e.g. `items[2].key`) and stores nothing. One
+    /// storage transaction, one index batch; at most
+    /// [`Limits::max_batch_items`](crate::Limits) items and
+    /// [`Limits::max_batch_bytes`](crate::Limits) bytes per call.
+    pub fn store_many(&self, items: Vec<NewKnowledge>) -> Result<Vec<Knowledge>> {
+        let e = &self.scope.engine;
+        let embedder = self.scope.embedder();
+        e.timed("semantic.store_many", || {
+            batch::store_many_in(e, &self.scope.active_ctx(), items, embedder.as_deref())
         })
     }
 

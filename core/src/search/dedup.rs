@@ -8,8 +8,8 @@
 //!   normalised text (lower case, every run of non-alphanumeric characters one
 //!   space). [`MINHASH_BANDS`] bands of [`MINHASH_ROWS`] minima each are
 //!   hashed into band keys (LSH): two texts whose shingle sets have Jaccard
-//!   similarity J share a band key with probability `1 − (1 − J^4)^8`
-//!   (0.985 at J = 0.8, 0.89 at 0.7, 0.06 at 0.3). A candidate is then
+//!   similarity J share a band key with probability `1 − (1 − J^3)^6`
+//!   (0.98 at J = 0.8, 0.92 at 0.7, 0.55 at 0.5, 0.15 at 0.3). A candidate is then
 //!   verified with the exact Jaccard similarity of the two shingle sets,
 //!   against [`NEAR_JACCARD`] (0.7: measured precision and recall at 0.6,
 //!   0.7 and 0.8 in docs/memory-hygiene.md).
@@ -23,9 +23,9 @@ use std::collections::HashSet;
 /// Characters per shingle.
 pub const SHINGLE_CHARS: usize = 5;
 /// MinHash bands (LSH): one `dedup` key per band and record.
-pub const MINHASH_BANDS: usize = 8;
+pub const MINHASH_BANDS: usize = 6;
 /// Minima per band.
-pub const MINHASH_ROWS: usize = 4;
+pub const MINHASH_ROWS: usize = 3;
 /// Jaccard similarity of two shingle sets at or above which two texts are near-duplicates.
 pub const NEAR_JACCARD: f32 = 0.7;
 /// Cosine similarity of two embeddings at or above which two records are near-duplicates.
@@ -186,6 +186,15 @@ fn prefix(ctx: &str, kind: DupKind, sub: u8) -> Vec<u8> {
     k
 }
 
+/// Prefix of every dedup key of (`ctx`, `kind`).
+pub(crate) fn kind_prefix(ctx: &str, kind: DupKind) -> Vec<u8> {
+    let mut k = Vec::with_capacity(ctx.len() + 2);
+    k.extend_from_slice(ctx.as_bytes());
+    k.push(0);
+    k.push(kind.byte());
+    k
+}
+
 /// Prefix of the exact-hash keys of `hash`.
 pub(crate) fn exact_prefix(ctx: &str, kind: DupKind, hash: u64) -> Vec<u8> {
     let mut k = prefix(ctx, kind, b'x');
@@ -208,10 +217,15 @@ pub(crate) fn id_of(key: &[u8], prefix_len: usize) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Every dedup key of a record `id` with fingerprint `fp`.
+/// Every dedup key of a record `id` with fingerprint `fp`: its band keys, or
+/// its exact-hash key when it has no bands (an empty normalised text). An
+/// exact copy shares every band, so the bands find it too (and candidates are
+/// ranked by the bands they share: exact copies first).
 pub(crate) fn keys(ctx: &str, kind: DupKind, id: &str, fp: &Fingerprint) -> Vec<Vec<u8>> {
-    let mut out = Vec::with_capacity(1 + fp.bands.len());
-    if let Some(h) = fp.exact {
+    let mut out = Vec::with_capacity(fp.bands.len().max(1));
+    if let Some(h) = fp.exact
+        && fp.bands.is_empty()
+    {
         let mut k = exact_prefix(ctx, kind, h);
         k.extend_from_slice(id.as_bytes());
         out.push(k);

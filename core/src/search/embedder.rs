@@ -44,6 +44,84 @@ pub(crate) fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>>
     Ok(v)
 }
 
+/// The vectors of a batch write: the items without one get the registered
+/// embedder's (one call for the whole batch, on `text` of each item), then
+/// every vector of the batch must have one dimension (one per context): the
+/// first that differs fails as `items[i].embedding`. Returns the first item
+/// with a vector and its dimension (`None`: the batch has no vectors).
+pub(crate) fn fill_batch<T>(
+    items: &mut [T],
+    embedder: Option<&dyn Embedder>,
+    vector: impl Fn(&mut T) -> &mut Option<Vec<f32>>,
+    text: impl Fn(&T) -> String,
+) -> Result<Option<(usize, usize)>> {
+    if let Some(f) = embedder {
+        let missing: Vec<usize> = (0..items.len())
+            .filter(|&i| vector(&mut items[i]).is_none())
+            .collect();
+        let texts: Vec<String> = missing.iter().map(|&i| text(&items[i])).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        for (i, v) in missing.into_iter().zip(embed_many(f, &refs)?) {
+            *vector(&mut items[i]) = Some(v);
+        }
+    }
+    let mut dim: Option<(usize, usize)> = None;
+    for (i, item) in items.iter_mut().enumerate() {
+        if let Some(v) = vector(item) {
+            match dim {
+                None => dim = Some((i, v.len())),
+                Some((first, d)) if d != v.len() => {
+                    return Err(Error::invalid(
+                        format!("items[{i}].embedding"),
+                        format!(
+                            "embedding has {} dimensions, items[{first}].embedding has {d} (one dimension per context)",
+                            v.len()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(dim)
+}
+
+/// Call the embedder once on `texts` (a batch write), with the failures of
+/// [`embed_one`]; a bad vector names its position (`vector 3: ...`).
+pub(crate) fn embed_many(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| embedder.embed(texts)))
+        .unwrap_or_else(|_| Err(Error::invalid("embedder", "the embedder panicked")));
+    let out = match r {
+        Ok(v) => v,
+        Err(Error::InvalidInput { field, reason }) if field == "embedder" => {
+            return Err(Error::invalid("embedder", reason));
+        }
+        Err(e) => return Err(Error::invalid("embedder", format!("embedder failed: {e}"))),
+    };
+    if out.len() != texts.len() {
+        return Err(Error::invalid(
+            "embedder",
+            format!("returned {} vectors for {} texts", out.len(), texts.len()),
+        ));
+    }
+    for (i, v) in out.iter().enumerate() {
+        check("embedder", v).map_err(|e| match e {
+            Error::InvalidInput { reason, .. } => {
+                Error::invalid("embedder", format!("vector {i}: {reason}"))
+            }
+            Error::LimitExceeded { .. } => Error::invalid(
+                "embedder",
+                format!("vector {i}: {} dimensions, more than allowed", v.len()),
+            ),
+            other => other,
+        })?;
+    }
+    Ok(out)
+}
+
 /// Check an embedding: 1..=[`MAX_EMBEDDING_DIM`] finite numbers, not all zero.
 pub(crate) fn check(field: &str, v: &[f32]) -> Result<()> {
     if v.is_empty() {

@@ -84,6 +84,12 @@ impl Codec {
         self.seal(encode(v)?)
     }
 
+    /// Like [`Codec::encode`], with structs as MessagePack arrays (fields in
+    /// declaration order, no names: see [`encode_compact`]).
+    pub(crate) fn encode_compact<T: Serialize + ?Sized>(&self, v: &T) -> Result<Vec<u8>> {
+        self.seal(encode_compact(v)?)
+    }
+
     /// Decode a record written by [`Codec::encode`].
     pub(crate) fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T> {
         decode(&self.open(bytes)?)
@@ -151,6 +157,16 @@ impl Codec {
         }
     }
 
+    /// The MessagePack bytes of a stored record: seal checked and removed,
+    /// tag read, lz4 undone (for records whose layout depends on the first
+    /// MessagePack byte, see [`is_msgpack_map`]).
+    pub(crate) fn inner<'a>(&self, bytes: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        match self.open(bytes)? {
+            Cow::Borrowed(b) => untag(b),
+            Cow::Owned(b) => Ok(Cow::Owned(untag(&b)?.into_owned())),
+        }
+    }
+
     /// [`Codec::open`] for a stored `IVec`, without copying in a plaintext store.
     pub(crate) fn open_ivec(&self, raw: crate::storage::Bytes) -> Result<crate::storage::Bytes> {
         if self.cipher.is_none() {
@@ -162,7 +178,19 @@ impl Codec {
 }
 
 pub(crate) fn encode<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
-    let raw = rmp_serde::to_vec_named(v).dep()?;
+    envelope(rmp_serde::to_vec_named(v).dep()?)
+}
+
+/// [`encode`] with structs as MessagePack arrays: the fields in declaration
+/// order without their names (format version 2, episode records). [`decode`]
+/// reads a struct from either form, so a type written this way must only
+/// ever append fields, each new one `#[serde(default)]`.
+pub(crate) fn encode_compact<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
+    envelope(rmp_serde::to_vec(v).dep()?)
+}
+
+/// The tag byte, and lz4 above [`COMPRESS_THRESHOLD`].
+fn envelope(raw: Vec<u8>) -> Result<Vec<u8>> {
     if raw.len() > COMPRESS_THRESHOLD {
         let mut out = Vec::with_capacity(raw.len() / 2 + 8);
         out.push(TAG_LZ4);
@@ -177,12 +205,24 @@ pub(crate) fn encode<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>> {
 }
 
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    from_msgpack(&untag(bytes)?)
+}
+
+/// Decode bare MessagePack (what [`Codec::inner`] returns).
+pub(crate) fn from_msgpack<T: DeserializeOwned>(raw: &[u8]) -> Result<T> {
+    rmp_serde::from_slice(raw).dep()
+}
+
+/// Whether `first`, the first byte of a MessagePack value, starts a map.
+pub(crate) fn is_msgpack_map(first: u8) -> bool {
+    matches!(first, 0x80..=0x8f | 0xde | 0xdf)
+}
+
+/// The MessagePack bytes of an unsealed record (tag removed, lz4 undone).
+fn untag(bytes: &[u8]) -> Result<Cow<'_, [u8]>> {
     match bytes.split_first() {
-        Some((&TAG_PLAIN, rest)) => rmp_serde::from_slice(rest).dep(),
-        Some((&TAG_LZ4, rest)) => {
-            let raw = unlz4(rest, MAX_RECORD_BYTES, "record")?;
-            rmp_serde::from_slice(&raw).dep()
-        }
+        Some((&TAG_PLAIN, rest)) => Ok(Cow::Borrowed(rest)),
+        Some((&TAG_LZ4, rest)) => Ok(Cow::Owned(unlz4(rest, MAX_RECORD_BYTES, "record")?)),
         Some((&TAG_SEALED, _)) => Err(Error::invalid(
             "encryption_key",
             "this record is encrypted: open the store with its encryption key",

@@ -47,6 +47,33 @@ pub(crate) fn key(limits: &Limits, field: &str, key: &str) -> Result<()> {
     Ok(())
 }
 
+/// The number of items of a batch write (`record_many`, `store_many`):
+/// at most `max_batch_items`.
+pub(crate) fn batch_items(limits: &Limits, field: &str, n: usize) -> Result<()> {
+    if n > limits.max_batch_items {
+        return Err(Error::limit(
+            field,
+            "items per batch",
+            limits.max_batch_items as u64,
+            n as u64,
+        ));
+    }
+    Ok(())
+}
+
+/// The encoded size of a batch write so far: at most `max_batch_bytes`.
+pub(crate) fn batch_bytes(limits: &Limits, field: &str, bytes: usize) -> Result<()> {
+    if bytes > limits.max_batch_bytes {
+        return Err(Error::limit(
+            field,
+            "encoded bytes per batch",
+            limits.max_batch_bytes as u64,
+            bytes as u64,
+        ));
+    }
+    Ok(())
+}
+
 /// JSON values: depth and encoded size.
 pub(crate) fn value(limits: &Limits, field: &str, v: &Value) -> Result<()> {
     let depth = json_depth(v, limits.max_json_depth + 1);

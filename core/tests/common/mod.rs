@@ -210,3 +210,23 @@ pub fn migration_versions(client: &mut postgres::Client, schema: &str) -> Vec<i3
         .map(|r| r.get(0))
         .collect()
 }
+
+/// Iterations of the SIGKILL tests (`MEMSTRATA_CRASH_ITERS`, default 3).
+pub fn crash_iterations() -> usize {
+    std::env::var("MEMSTRATA_CRASH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+/// Deterministic pseudo-random numbers (xorshift), seeded per iteration.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}

@@ -109,6 +109,16 @@ struct Cli {
     /// Model name sent to --embeddings-url.
     #[arg(long, global = true, value_name = "NAME", requires = "embeddings_url")]
     embeddings_model: Option<String>,
+    /// Memory budgets for small devices: sled cache 1 MiB, index writer 15 MB, episode
+    /// cache 1 MiB, short-term cache 2 MiB (the budget flags below override it).
+    #[arg(long, global = true)]
+    low_memory: bool,
+    /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
+    #[arg(long, global = true, value_name = "BYTES")]
+    episode_cache_bytes: Option<usize>,
+    /// Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
+    #[arg(long, global = true, value_name = "BYTES")]
+    short_term_cache_bytes: Option<usize>,
     #[command(subcommand)]
     command: Command,
 }

@@ -88,13 +88,23 @@ pub(super) fn open_audit(cli: &Cli) -> CliResult<Option<audit::AuditLog>> {
     }
 }
 
-/// Opens the store with the global flags (durability, encryption key, workspace roots,
-/// embeddings endpoint).
+/// Opens the store with the global flags (durability, memory budgets, encryption key,
+/// workspace roots, embeddings endpoint).
 pub(super) fn open(cli: &Cli) -> CliResult<Memory> {
     let location = location(cli)?;
     let path = location.open_path();
     let durability: Durability = cli.durability.parse()?;
     let mut b = Memory::builder().path(&path).durability(durability);
+    // The preset first: the budget flags override it.
+    if cli.low_memory {
+        b = b.low_memory();
+    }
+    if let Some(n) = cli.episode_cache_bytes {
+        b = b.episode_cache_bytes(n);
+    }
+    if let Some(n) = cli.short_term_cache_bytes {
+        b = b.short_term_cache_bytes(n);
+    }
     if let Some(file) = &cli.encryption_key_file {
         // Neither the contents nor any part of the key is ever printed.
         let contents = std::fs::read(file).map_err(|e| {

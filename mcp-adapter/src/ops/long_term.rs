@@ -69,6 +69,13 @@ pub enum OnDuplicateName {
     Link,
 }
 
+impl OnDuplicateName {
+    /// The policy's name.
+    pub fn as_str(self) -> &'static str {
+        memstrata::episodic::OnDuplicate::from(self).as_str()
+    }
+}
+
 impl From<OnDuplicateName> for memstrata::episodic::OnDuplicate {
     fn from(p: OnDuplicateName) -> Self {
         match p {

@@ -14,11 +14,13 @@ use memstrata::Memory;
 use crate::error::{ToolError, ToolResult};
 use crate::security::auth::{Access, Target};
 
+mod batch;
 mod continuity;
 mod layers;
 mod long_term;
 mod procedures;
 
+pub use batch::*;
 pub use continuity::*;
 pub use layers::*;
 pub use long_term::*;

@@ -234,6 +234,16 @@ tools! {
         title: "Add to the workspace", read_only: false, destructive_hint: true, idempotent_hint: false
     }
 
+    /// Record many episodes in one call (each item: the arguments of episode_record without namespace). All or nothing: one transaction; a bad item fails the call naming items[i].field and nothing is stored. Returns the ids in order.
+    episode_record_many(ops::EpisodeRecordMany) -> ops::RecordedMany {
+        title: "Record many episodes", read_only: false, destructive_hint: false, idempotent_hint: false
+    }
+
+    /// Store (replace) many knowledge entries in one call, applied in order. All or nothing: one transaction; a bad item fails the call naming items[i].field and nothing is stored. Returns the new entries in order.
+    knowledge_store_many(ops::KnowledgeStoreMany) -> ops::KnowledgeStoredMany {
+        title: "Store many knowledge entries", read_only: false, destructive_hint: true, idempotent_hint: false
+    }
+
     // Appended after the original table (fuzz inputs index tools by table order).
     /// Set the duplicate policy of a context (namespace, else the active one): what episode_record and knowledge_store do, when they give no on_duplicate, with a write that duplicates an earlier item (keep, skip, merge, link).
     context_set_on_duplicate(ops::ContextSetOnDuplicate) -> ops::OnDuplicateSet {

@@ -16,7 +16,7 @@ TOOLS = {
     "memory_forget", "working_focus", "working_get", "workspace_add", "episode_record", "episode_get",
     "episode_search", "episodes_summarize", "knowledge_store", "knowledge_retrieve", "knowledge_query",
     "knowledge_update", "procedure_learn", "procedure_update", "procedure_list", "procedure_execute",
-    "procedure_resume",
+    "procedure_resume", "episode_record_many", "knowledge_store_many",
 }  # fmt: skip
 
 
@@ -217,3 +217,27 @@ async def test_modern_listen_stream(binary: str, tmp_path: Path) -> None:
                     seen.append(event)
                     if ResourceUpdated(uri="memstrata://knowledge/watched") in seen and ResourcesListChanged() in seen:
                         break
+
+
+async def test_batch_tools(binary: str, tmp_path: Path) -> None:
+    """episode_record_many / knowledge_store_many: a round trip, then a bad item that rejects the whole call."""
+    async with Client(server(binary, tmp_path / "batch.mem")) as c:
+        items = [{"summary": f"batch turn {i} about canoes", "tags": ["chat"]} for i in range(25)]
+        ids = (await ok(c, "episode_record_many", {"items": items}))["ids"]
+        assert len(ids) == 25
+        assert (await ok(c, "episode_get", {"id": ids[9]}))["episode"]["summary"] == "batch turn 9 about canoes"
+        hits = await ok(c, "episode_search", {"query": "", "tags": ["chat"], "limit": 100})
+        assert len(hits["hits"]) == 25
+        bad = [{"summary": f"poisoned {i}"} for i in range(5)]
+        bad[2] = {"summary": "bad", "importance": 11}
+        msg = await err(c, "episode_record_many", {"items": bad})
+        assert msg.startswith("INVALID_INPUT") and "items[2].importance" in msg
+        assert (await ok(c, "episode_search", {"query": "poisoned"}))["hits"] == []
+
+        stored = await ok(c, "knowledge_store_many", {"items": [
+            {"key": "user:ann", "knowledge": {"role": "dev"}},
+            {"key": "user:ann", "knowledge": {"role": "lead"}}]})
+        assert [e["version"] for e in stored["entries"]] == [1, 2]
+        msg = await err(c, "knowledge_store_many", {"items": [{"key": "ok", "knowledge": 1}, {"key": "", "knowledge": 2}]})
+        assert "items[1].key" in msg
+        assert (await ok(c, "knowledge_retrieve", {"key": "ok"}))["found"] is False

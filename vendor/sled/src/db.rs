@@ -57,7 +57,27 @@ impl Debug for Db {
     }
 }
 
+/// Memstrata patch: a reference to sled's data file (see [`Db::data_file`]).
+#[doc(hidden)]
+pub struct DataFile(Arc<std::fs::File>);
+
+impl Deref for DataFile {
+    type Target = std::fs::File;
+
+    fn deref(&self) -> &std::fs::File {
+        &self.0
+    }
+}
+
 impl Db {
+    /// Memstrata patch (see PATCHES.md): the data file, which also carries
+    /// sled's exclusive file lock. Memstrata keeps a reference to it so that
+    /// a `fork()` child can give up its inherited descriptor.
+    #[doc(hidden)]
+    pub fn data_file(&self) -> DataFile {
+        DataFile(self.context.file.clone())
+    }
+
     #[doc(hidden)]
     #[deprecated(since = "0.30.2", note = "replaced by `sled::open`")]
     pub fn open<P: AsRef<std::path::Path>>(path: P) -> Result<Self> {

@@ -313,7 +313,7 @@ pub use {
 pub use self::{
     batch::Batch,
     config::{Config, Mode},
-    db::{open, Db},
+    db::{open, DataFile, Db},
     iter::Iter,
     ivec::IVec,
     result::{Error, Result},

@@ -602,7 +602,8 @@ impl Node {
         } else if self.data.is_index() {
             256
         } else {
-            16
+            // Memstrata: 64 (upstream 16). See PATCHES.md.
+            64
         };
 
         let size_checks = self.data.len() > threshold;

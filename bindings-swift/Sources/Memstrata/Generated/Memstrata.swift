@@ -1165,6 +1165,16 @@ public protocol EpisodicProtocol: AnyObject, Sendable {
     func recordDetailed(summary: String, options: RecordOptions?) async throws  -> Recorded
     
     /**
+     * Record many episodes in one call; returns their ids, in order. Each
+     * item takes the arguments of `record`. All or nothing: every item is
+     * checked first, with the checks and limits of `record`; a bad item
+     * throws with its field named `items[i].field` (e.g. `items[3].content`)
+     * and nothing is stored. One storage transaction and one index batch per
+     * call; at most 10,000 items and 64 MiB encoded per call.
+     */
+    func recordMany(items: [EpisodeItem]) async throws  -> [String]
+    
+    /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
      * holds the limit (default 10), the tag, participant, time and
      * importance filters, and the vector side: with `embedding` (or a
@@ -1339,6 +1349,30 @@ open func recordDetailed(summary: String, options: RecordOptions? = nil)async th
             completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterTypeRecorded_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Record many episodes in one call; returns their ids, in order. Each
+     * item takes the arguments of `record`. All or nothing: every item is
+     * checked first, with the checks and limits of `record`; a bad item
+     * throws with its field named `items[i].field` (e.g. `items[3].content`)
+     * and nothing is stored. One storage transaction and one index batch per
+     * call; at most 10,000 items and 64 MiB encoded per call.
+     */
+open func recordMany(items: [EpisodeItem])async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_episodic_record_many(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypeEpisodeItem.lower(items)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
             errorHandler: FfiConverterTypeMemstrataError_lift
         )
 }
@@ -3202,6 +3236,15 @@ public protocol SemanticProtocol: AnyObject, Sendable {
     func store(key: String, knowledge: String, options: StoreOptions?) async throws  -> Knowledge
     
     /**
+     * Store (replace) many entries in one call; returns the new entries, in
+     * order (a key given twice ends with its last value). All or nothing:
+     * every item is checked first, with the checks and limits of `store`; a
+     * bad item throws with its field named `items[i].field` and nothing is
+     * stored. One storage transaction and one index batch per call.
+     */
+    func storeMany(items: [KnowledgeItem]) async throws  -> [Knowledge]
+    
+    /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
      * (`NotFound` if absent).
      */
@@ -3397,6 +3440,29 @@ open func store(key: String, knowledge: String, options: StoreOptions? = nil)asy
             completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterTypeKnowledge_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Store (replace) many entries in one call; returns the new entries, in
+     * order (a key given twice ends with its last value). All or nothing:
+     * every item is checked first, with the checks and limits of `store`; a
+     * bad item throws with its field named `items[i].field` and nothing is
+     * stored. One storage transaction and one index batch per call.
+     */
+open func storeMany(items: [KnowledgeItem])async throws  -> [Knowledge]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_semantic_store_many(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypeKnowledgeItem.lower(items)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeKnowledge.lift,
             errorHandler: FfiConverterTypeMemstrataError_lift
         )
 }
@@ -5123,6 +5189,56 @@ fileprivate struct FfiConverterSequenceTypeEpisodeHit: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeEpisodeItem: FfiConverterRustBuffer {
+    typealias SwiftType = [EpisodeItem]
+
+    public static func write(_ value: [EpisodeItem], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEpisodeItem.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [EpisodeItem] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [EpisodeItem]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEpisodeItem.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeKnowledge: FfiConverterRustBuffer {
+    typealias SwiftType = [Knowledge]
+
+    public static func write(_ value: [Knowledge], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeKnowledge.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Knowledge] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Knowledge]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeKnowledge.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeKnowledgeHit: FfiConverterRustBuffer {
     typealias SwiftType = [KnowledgeHit]
 
@@ -5140,6 +5256,31 @@ fileprivate struct FfiConverterSequenceTypeKnowledgeHit: FfiConverterRustBuffer 
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeKnowledgeHit.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeKnowledgeItem: FfiConverterRustBuffer {
+    typealias SwiftType = [KnowledgeItem]
+
+    public static func write(_ value: [KnowledgeItem], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeKnowledgeItem.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [KnowledgeItem] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [KnowledgeItem]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeKnowledgeItem.read(from: &buf))
         }
         return seq
     }
@@ -5449,6 +5590,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() != 31745) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_method_episodic_record_many() != 792) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 145) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5474,6 +5618,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_store() != 27723) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_semantic_store_many() != 61404) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_update() != 28461) {

@@ -1120,6 +1120,139 @@ public func FfiConverterTypeEpisodeHit_lower(_ value: EpisodeHit) -> RustBuffer 
 
 
 /**
+ * One episode of `episodic.record_many`: the summary and the options of `record`.
+ */
+public struct EpisodeItem: Equatable, Hashable {
+    /**
+     * One-line summary (required, not empty).
+     */
+    public var summary: String
+    /**
+     * Arbitrary JSON content (default null).
+     */
+    public var content: JsonValue?
+    /**
+     * Who took part.
+     */
+    public var participants: [String]?
+    /**
+     * Tags.
+     */
+    public var tags: [String]?
+    /**
+     * Importance 1..=10 (default 5).
+     */
+    public var importance: UInt32?
+    /**
+     * When it happened (default now).
+     */
+    public var timestamp: Timestamp?
+    /**
+     * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
+     */
+    public var embedding: Embedding?
+    /**
+     * What to do when an earlier episode (stored, or an earlier item of the batch)
+     * duplicates this one: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the
+     * context's policy).
+     */
+    public var onDuplicate: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * One-line summary (required, not empty).
+         */summary: String, 
+        /**
+         * Arbitrary JSON content (default null).
+         */content: JsonValue? = nil, 
+        /**
+         * Who took part.
+         */participants: [String]? = nil, 
+        /**
+         * Tags.
+         */tags: [String]? = nil, 
+        /**
+         * Importance 1..=10 (default 5).
+         */importance: UInt32? = nil, 
+        /**
+         * When it happened (default now).
+         */timestamp: Timestamp? = nil, 
+        /**
+         * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
+         */embedding: Embedding? = nil, 
+        /**
+         * What to do when an earlier episode (stored, or an earlier item of the batch)
+         * duplicates this one: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the
+         * context's policy).
+         */onDuplicate: String? = nil) {
+        self.summary = summary
+        self.content = content
+        self.participants = participants
+        self.tags = tags
+        self.importance = importance
+        self.timestamp = timestamp
+        self.embedding = embedding
+        self.onDuplicate = onDuplicate
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension EpisodeItem: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEpisodeItem: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EpisodeItem {
+        return
+            try EpisodeItem(
+                summary: FfiConverterString.read(from: &buf), 
+                content: FfiConverterOptionTypeJsonValue.read(from: &buf), 
+                participants: FfiConverterOptionSequenceString.read(from: &buf), 
+                tags: FfiConverterOptionSequenceString.read(from: &buf), 
+                importance: FfiConverterOptionUInt32.read(from: &buf), 
+                timestamp: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
+                onDuplicate: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: EpisodeItem, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.summary, into: &buf)
+        FfiConverterOptionTypeJsonValue.write(value.content, into: &buf)
+        FfiConverterOptionSequenceString.write(value.participants, into: &buf)
+        FfiConverterOptionSequenceString.write(value.tags, into: &buf)
+        FfiConverterOptionUInt32.write(value.importance, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.timestamp, into: &buf)
+        FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
+        FfiConverterOptionString.write(value.onDuplicate, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEpisodeItem_lift(_ buf: RustBuffer) throws -> EpisodeItem {
+    return try FfiConverterTypeEpisodeItem.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEpisodeItem_lower(_ value: EpisodeItem) -> RustBuffer {
+    return FfiConverterTypeEpisodeItem.lower(value)
+}
+
+
+/**
  * Result of `export`.
  */
 public struct ExportStats: Equatable, Hashable {
@@ -1718,6 +1851,97 @@ public func FfiConverterTypeKnowledgeHit_lower(_ value: KnowledgeHit) -> RustBuf
 
 
 /**
+ * One entry of `semantic.store_many`: what one `store` call takes.
+ */
+public struct KnowledgeItem: Equatable, Hashable {
+    /**
+     * The key (replaced when it exists).
+     */
+    public var key: String
+    /**
+     * The knowledge (JSON-like).
+     */
+    public var knowledge: JsonValue
+    /**
+     * The host's embedding of the entry (without it, the registered embedder's, if any).
+     */
+    public var embedding: Embedding?
+    /**
+     * What to do when another entry (stored, or an earlier item of the batch)
+     * or this key's current value duplicates the value (default: the context's policy).
+     */
+    public var onDuplicate: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The key (replaced when it exists).
+         */key: String, 
+        /**
+         * The knowledge (JSON-like).
+         */knowledge: JsonValue, 
+        /**
+         * The host's embedding of the entry (without it, the registered embedder's, if any).
+         */embedding: Embedding? = nil, 
+        /**
+         * What to do when another entry (stored, or an earlier item of the batch)
+         * or this key's current value duplicates the value (default: the context's policy).
+         */onDuplicate: String? = nil) {
+        self.key = key
+        self.knowledge = knowledge
+        self.embedding = embedding
+        self.onDuplicate = onDuplicate
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension KnowledgeItem: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeKnowledgeItem: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> KnowledgeItem {
+        return
+            try KnowledgeItem(
+                key: FfiConverterString.read(from: &buf), 
+                knowledge: FfiConverterTypeJsonValue.read(from: &buf), 
+                embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
+                onDuplicate: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: KnowledgeItem, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.key, into: &buf)
+        FfiConverterTypeJsonValue.write(value.knowledge, into: &buf)
+        FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
+        FfiConverterOptionString.write(value.onDuplicate, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeKnowledgeItem_lift(_ buf: RustBuffer) throws -> KnowledgeItem {
+    return try FfiConverterTypeKnowledgeItem.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeKnowledgeItem_lower(_ value: KnowledgeItem) -> RustBuffer {
+    return FfiConverterTypeKnowledgeItem.lower(value)
+}
+
+
+/**
  * One kept version of a knowledge entry (`history`).
  */
 public struct KnowledgeVersion: Equatable, Hashable {
@@ -2059,6 +2283,19 @@ public struct OpenOptions: Equatable, Hashable {
      * created with a key needs the same key on every open.
      */
     public var encryptionKey: KeyBytes?
+    /**
+     * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
+     * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+     */
+    public var lowMemory: Bool?
+    /**
+     * Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
+     */
+    public var episodeCacheBytes: Int64?
+    /**
+     * Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
+     */
+    public var shortTermCacheBytes: Int64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2093,7 +2330,17 @@ public struct OpenOptions: Equatable, Hashable {
         /**
          * Encryption-at-rest key: exactly 32 bytes (see docs/security.md). A store
          * created with a key needs the same key on every open.
-         */encryptionKey: KeyBytes? = nil) {
+         */encryptionKey: KeyBytes? = nil, 
+        /**
+         * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
+         * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+         */lowMemory: Bool? = nil, 
+        /**
+         * Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
+         */episodeCacheBytes: Int64? = nil, 
+        /**
+         * Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
+         */shortTermCacheBytes: Int64? = nil) {
         self.durability = durability
         self.cacheBytes = cacheBytes
         self.focusCapacity = focusCapacity
@@ -2104,6 +2351,9 @@ public struct OpenOptions: Equatable, Hashable {
         self.semanticHistory = semanticHistory
         self.maxSteps = maxSteps
         self.encryptionKey = encryptionKey
+        self.lowMemory = lowMemory
+        self.episodeCacheBytes = episodeCacheBytes
+        self.shortTermCacheBytes = shortTermCacheBytes
     }
 
     
@@ -2131,7 +2381,10 @@ public struct FfiConverterTypeOpenOptions: FfiConverterRustBuffer {
                 indexWriterBytes: FfiConverterOptionInt64.read(from: &buf), 
                 semanticHistory: FfiConverterOptionUInt32.read(from: &buf), 
                 maxSteps: FfiConverterOptionUInt32.read(from: &buf), 
-                encryptionKey: FfiConverterOptionTypeKeyBytes.read(from: &buf)
+                encryptionKey: FfiConverterOptionTypeKeyBytes.read(from: &buf), 
+                lowMemory: FfiConverterOptionBool.read(from: &buf), 
+                episodeCacheBytes: FfiConverterOptionInt64.read(from: &buf), 
+                shortTermCacheBytes: FfiConverterOptionInt64.read(from: &buf)
         )
     }
 
@@ -2146,6 +2399,9 @@ public struct FfiConverterTypeOpenOptions: FfiConverterRustBuffer {
         FfiConverterOptionUInt32.write(value.semanticHistory, into: &buf)
         FfiConverterOptionUInt32.write(value.maxSteps, into: &buf)
         FfiConverterOptionTypeKeyBytes.write(value.encryptionKey, into: &buf)
+        FfiConverterOptionBool.write(value.lowMemory, into: &buf)
+        FfiConverterOptionInt64.write(value.episodeCacheBytes, into: &buf)
+        FfiConverterOptionInt64.write(value.shortTermCacheBytes, into: &buf)
     }
 }
 
@@ -5236,6 +5492,30 @@ fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterDouble.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionBool: FfiConverterRustBuffer {
+    typealias SwiftType = Bool?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterBool.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterBool.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

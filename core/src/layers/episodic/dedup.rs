@@ -4,7 +4,7 @@
 #[allow(unused_imports)]
 use super::*;
 
-use crate::layers::dedup::{self as policy, Candidate, Found, OnDuplicate};
+use crate::layers::dedup::{self as policy, Candidate, OnDuplicate};
 use crate::search::dedup::{self, DupKind, Fingerprint};
 
 /// The result of [`Episodic::record_detailed`].
@@ -43,13 +43,15 @@ pub(crate) fn fingerprint(seed: u64, summary: &str, content: &Value) -> Fingerpr
     )
 }
 
-/// Add the dedup keys of every episode of `ctx` written before detection existed.
-pub(crate) fn ensure_ready(e: &Engine, ctx: &str) -> Result<()> {
-    policy::ensure_ready(e, ctx, DupKind::Episode, |f| {
+/// Whether a write of `ctx` under policy `p` runs detection (building the
+/// context's dedup index from every stored episode the first time a policy
+/// other than `keep` is used; see `layers::dedup::detects`). Under the writer lock.
+pub(crate) fn detects(e: &Engine, ctx: &str, p: OnDuplicate) -> Result<bool> {
+    policy::detects(e, ctx, DupKind::Episode, p, |f| {
         let seed = e.codec.hash_seed();
         for item in e.t.episodes.scan_prefix(codec::ctx_prefix(ctx)) {
-            let (_, v) = item?;
-            let r: EpisodeRecord = e.codec.decode(&v)?;
+            let (k, v) = item?;
+            let r = EpisodeRecord::decode_keyed(&e.codec, &k, &v)?;
             f(&r.id, &fingerprint(seed, &r.summary, &r.content))?;
         }
         Ok(())
@@ -57,24 +59,304 @@ pub(crate) fn ensure_ready(e: &Engine, ctx: &str) -> Result<()> {
 }
 
 fn candidate(e: &Engine, ctx: &str, id: &str) -> Result<Option<Candidate>> {
-    Ok(
-        get_shared(e, &codec::ctx_key(ctx, id))?.map(|ep| Candidate {
-            exact: exact_text(&ep.summary, &ep.content),
-            text: embed_text(&ep.summary, &ep.content),
-        }),
-    )
+    Ok(get_shared(e, ctx, id)?.map(|ep| Candidate {
+        exact: exact_text(&ep.summary, &ep.content),
+        text: embed_text(&ep.summary, &ep.content),
+    }))
+}
+
+/// The nearest stored embedding of `ctx` to a new episode's, when the write
+/// may run detection (found before the writer lock, as a search is).
+pub(crate) fn cosine_hint(e: &Engine, ctx: &str, ep: &NewEpisode) -> Result<Option<(String, f32)>> {
+    match &ep.embedding {
+        Some(v) if policy::may_detect(e, ctx, DupKind::Episode, ep.on_duplicate)? => {
+            policy::nearest_vector(e, Kind::Episode, ctx, v, None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A new episode, ready for the planner: its record, stored bytes and policy.
+pub(crate) struct Item {
+    pub rec: EpisodeRecord,
+    pub enc: Vec<u8>,
+    pub explicit: Option<OnDuplicate>,
+    pub cosine: Option<(String, f32)>,
+}
+
+/// What one write of episodes (one or a batch) stores, decided under the index
+/// writer lock by [`Planner`]: every item goes through the same duplicate
+/// policy, against the stored episodes and the batch's earlier items.
+#[derive(Default)]
+pub(crate) struct Writes {
+    /// Episodes to write (new ones and merged ones): key, bytes, index document.
+    pub rows: Vec<(Vec<u8>, Vec<u8>, IndexDoc)>,
+    /// Dedup keys to add.
+    pub dkeys: Vec<Vec<u8>>,
+    /// New episodes (for the write-through cache).
+    pub created: Vec<(Vec<u8>, EpisodeRecord)>,
+    /// Existing episodes rewritten by `merge` (cache keys to invalidate).
+    pub merged: Vec<Vec<u8>>,
+    /// What happened to each item, in order.
+    pub recorded: Vec<Recorded>,
+}
+
+/// An episode of the batch that will be inserted.
+struct Pending {
+    rec: EpisodeRecord,
+    enc: Option<Vec<u8>>,
+    exact: String,
+    fp: Option<Fingerprint>,
+}
+
+/// Plans a write of episodes of one context (see [`Writes`]).
+pub(crate) struct Planner<'a> {
+    e: &'a Engine,
+    ctx: &'a str,
+    seed: u64,
+    pending: Vec<Pending>,
+    /// Exact hash and band keys of the pending episodes, to their index.
+    batch_keys: std::collections::HashMap<Vec<u8>, Vec<usize>>,
+    /// Stored episodes merged into, by id, in order of first merge.
+    merged: Vec<EpisodeRecord>,
+    recorded: Vec<Recorded>,
+}
+
+impl<'a> Planner<'a> {
+    pub(crate) fn new(e: &'a Engine, ctx: &'a str) -> Self {
+        Planner {
+            e,
+            ctx,
+            seed: e.codec.hash_seed(),
+            pending: Vec::new(),
+            batch_keys: std::collections::HashMap::new(),
+            merged: Vec::new(),
+            recorded: Vec::new(),
+        }
+    }
+
+    /// A duplicate of `fp` among the batch's pending episodes (exact, then the
+    /// most similar by shingles).
+    fn find_pending(&self, fp: &Fingerprint, exact: &str) -> Option<(usize, f32)> {
+        // At most `MAX_CANDIDATES` per key, as in the store.
+        let mut cands: Vec<usize> = dedup::keys(self.ctx, DupKind::Episode, "", fp)
+            .iter()
+            .flat_map(|k| {
+                self.batch_keys
+                    .get(k)
+                    .into_iter()
+                    .flatten()
+                    .take(dedup::MAX_CANDIDATES)
+                    .copied()
+            })
+            .collect();
+        cands.sort_unstable();
+        cands.dedup();
+        if let Some(&i) = cands.iter().find(|&&i| self.pending[i].exact == exact) {
+            return Some((i, 1.0));
+        }
+        let mut best: Option<(usize, f32)> = None;
+        for i in cands {
+            let Some(pf) = &self.pending[i].fp else {
+                continue;
+            };
+            let sim = dedup::jaccard(&fp.shingles, &pf.shingles);
+            if sim >= dedup::NEAR_JACCARD && best.is_none_or(|(_, b)| sim > b) {
+                best = Some((i, sim));
+            }
+        }
+        best
+    }
+
+    /// Plan one new episode (in batch order).
+    pub(crate) fn add(&mut self, item: Item) -> Result<()> {
+        let (e, ctx) = (self.e, self.ctx);
+        let Item {
+            mut rec,
+            enc,
+            explicit,
+            cosine,
+        } = item;
+        let on_duplicate = policy::effective(e, ctx, explicit)?;
+        let exact = exact_text(&rec.summary, &rec.content);
+        let mut recorded = Recorded {
+            id: rec.id.clone(),
+            duplicate_of: None,
+            similarity: None,
+            created: true,
+            on_duplicate,
+        };
+        if !detects(e, ctx, on_duplicate)? {
+            self.pending.push(Pending {
+                rec,
+                enc: Some(enc),
+                exact,
+                fp: None,
+            });
+            self.recorded.push(recorded);
+            return Ok(());
+        }
+        let fp = fingerprint(self.seed, &rec.summary, &rec.content);
+        let stored = policy::find(
+            e,
+            ctx,
+            DupKind::Episode,
+            &fp,
+            &exact,
+            None,
+            cosine,
+            &mut |id| candidate(e, ctx, id),
+        )?;
+        let in_batch = self.find_pending(&fp, &exact);
+        // The stored duplicate wins unless the batch's is more similar.
+        let found: Option<(Option<usize>, String, f32)> = match (stored, in_batch) {
+            (Some(s), Some((i, sim))) if sim > s.similarity => {
+                Some((Some(i), self.pending[i].rec.id.clone(), sim))
+            }
+            (Some(s), _) => Some((None, s.id, s.similarity)),
+            (None, Some((i, sim))) => Some((Some(i), self.pending[i].rec.id.clone(), sim)),
+            (None, None) => None,
+        };
+        recorded.duplicate_of = found.as_ref().map(|f| f.1.clone());
+        recorded.similarity = found.as_ref().map(|f| f.2);
+        match (found, on_duplicate) {
+            (Some((pending, id, _)), OnDuplicate::Skip | OnDuplicate::Merge) => {
+                recorded.id = id.clone();
+                recorded.created = false;
+                if on_duplicate == OnDuplicate::Merge {
+                    self.merge_into(pending, &id, &rec)?;
+                }
+            }
+            (found, _) => {
+                let mut enc = Some(enc);
+                if on_duplicate == OnDuplicate::Link
+                    && let Some((_, id, _)) = found
+                {
+                    rec.duplicate_of = Some(id);
+                    enc = None;
+                }
+                let i = self.pending.len();
+                for k in dedup::keys(ctx, DupKind::Episode, "", &fp) {
+                    self.batch_keys.entry(k).or_default().push(i);
+                }
+                self.pending.push(Pending {
+                    rec,
+                    enc,
+                    exact,
+                    fp: Some(fp),
+                });
+            }
+        }
+        self.recorded.push(recorded);
+        Ok(())
+    }
+
+    /// Fold `new` into the duplicate `id`: a pending episode of the batch
+    /// (`pending`), else a stored one.
+    fn merge_into(&mut self, pending: Option<usize>, id: &str, new: &EpisodeRecord) -> Result<()> {
+        let cap = self.e.opts.limits.max_tags;
+        if let Some(i) = pending {
+            let p = &mut self.pending[i];
+            fold(&mut p.rec, new, cap);
+            p.enc = None;
+            return Ok(());
+        }
+        if let Some(cur) = self.merged.iter_mut().find(|r| r.id == id) {
+            fold(cur, new, cap);
+            return Ok(());
+        }
+        let key = codec::ctx_key(self.ctx, id);
+        let Some(v) = self.e.t.episodes.get(&key)? else {
+            return Err(Error::not_found(format!(
+                "episode {id:?} in context {:?}",
+                self.ctx
+            )));
+        };
+        let mut cur = EpisodeRecord::decode(&self.e.codec, id, &v)?;
+        fold(&mut cur, new, cap);
+        self.merged.push(cur);
+        Ok(())
+    }
+
+    /// What to write.
+    pub(crate) fn finish(self) -> Result<Writes> {
+        let (e, ctx) = (self.e, self.ctx);
+        let mut w = Writes {
+            recorded: self.recorded,
+            ..Writes::default()
+        };
+        for p in self.pending {
+            let key = codec::ctx_key(ctx, &p.rec.id);
+            let enc = match p.enc {
+                Some(b) => b,
+                None => p.rec.encode(&e.codec)?,
+            };
+            if let Some(fp) = &p.fp {
+                w.dkeys
+                    .extend(dedup::keys(ctx, DupKind::Episode, &p.rec.id, fp));
+            }
+            w.rows.push((key.clone(), enc, index_doc(ctx, &p.rec)));
+            w.created.push((key, p.rec));
+        }
+        for cur in self.merged {
+            let key = codec::ctx_key(ctx, &cur.id);
+            w.rows
+                .push((key.clone(), cur.encode(&e.codec)?, index_doc(ctx, &cur)));
+            w.merged.push(key);
+        }
+        Ok(w)
+    }
 }
 
 /// Record an episode in `ctx`, applying its duplicate policy.
 pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Result<Recorded> {
     let importance = validate_new(e, &ep)?;
-    let id = uuid::Uuid::now_v7().to_string();
-    let rec = EpisodeRecord {
-        id,
-        timestamp: ep
-            .timestamp
-            .unwrap_or_else(|| e.opts.clock.now())
-            .timestamp_millis(),
+    let cosine = cosine_hint(e, ctx, &ep)?;
+    let dim = ep.embedding.as_ref().map(Vec::len);
+    let explicit = ep.on_duplicate;
+    let rec = new_record(e, ep, importance, e.opts.clock.now());
+    let enc = rec.encode(&e.codec)?;
+    e.touch_context(ctx)?;
+    // Taken before the write: a fill racing an invalidation of this key is refused.
+    let generation = e.state::<EpisodeCache>().generation();
+    let w = e.indexed_write_prepared(
+        &[&e.t.episodes, &e.t.meta, &e.t.dedup],
+        || {
+            let mut planner = Planner::new(e, ctx);
+            planner.add(Item {
+                rec,
+                enc,
+                explicit,
+                cosine,
+            })?;
+            let w = planner.finish()?;
+            let claim = match (w.created.is_empty(), dim) {
+                (false, Some(d)) => vectors::claim_dim(e, "embedding", ctx, d)?,
+                _ => None,
+            };
+            Ok((w, claim.map(|k| (k, dim.unwrap_or(0)))))
+        },
+        |t, (w, claim)| write(t, w, claim.as_ref(), true),
+    )?;
+    let (recorded, created, merged) = w;
+    cache_after(e, &created, &merged, generation);
+    recorded
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::corrupted("record planned nothing"))
+}
+
+/// The record of a new, validated episode.
+pub(crate) fn new_record(
+    e: &Engine,
+    ep: NewEpisode,
+    importance: u8,
+    now: DateTime<Utc>,
+) -> EpisodeRecord {
+    let _ = e;
+    EpisodeRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        timestamp: ep.timestamp.unwrap_or(now).timestamp_millis(),
         summary: ep.summary,
         content: ep.content,
         participants: ep.participants,
@@ -84,160 +366,61 @@ pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Resul
         seen_count: 1,
         last_seen: None,
         duplicate_of: None,
-    };
-    let dim = ep.embedding.as_ref().map(Vec::len);
-    let fp = fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
-    // The nearest stored vector, found before the writer lock as a search is.
-    let cosine = match &ep.embedding {
-        Some(v) => crate::layers::dedup::nearest_vector(e, Kind::Episode, ctx, v, None)?,
-        None => None,
-    };
-    e.touch_context(ctx)?;
-    // Taken before the write: a fill racing an invalidation of this key is refused.
-    let generation = e.state::<EpisodeCache>().generation();
-    let on_duplicate = ep.on_duplicate;
-    let (recorded, cached, touched) = e.indexed_write_prepared(
-        &[&e.t.episodes, &e.t.meta, &e.t.dedup],
-        || {
-            let (plan, recorded) = plan(e, ctx, on_duplicate, rec, &fp, cosine)?;
-            let claim = match (&plan, dim) {
-                (Plan::Insert { .. }, Some(d)) => vectors::claim_dim(e, "embedding", ctx, d)?,
-                _ => None,
-            };
-            Ok((plan, recorded, claim))
-        },
-        |t, (plan, recorded, claim)| {
-            if let Some(k) = claim {
-                t[1].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
-            }
-            Ok(match plan {
-                Plan::Insert {
-                    key,
-                    enc,
-                    doc,
-                    keys,
-                    rec,
-                } => {
-                    t[0].insert(key.as_slice(), enc.as_slice())?;
-                    for k in keys {
-                        t[2].insert(k.as_slice(), &[][..])?;
-                    }
-                    (
-                        (recorded.clone(), Some((key.clone(), rec.clone())), None),
-                        vec![IndexOp::Upsert(doc.clone())],
-                    )
-                }
-                Plan::Skip => ((recorded.clone(), None, None), vec![]),
-                Plan::Merge { key, enc, doc } => {
-                    t[0].insert(key.as_slice(), enc.as_slice())?;
-                    (
-                        (recorded.clone(), None, Some(key.clone())),
-                        vec![IndexOp::Upsert(doc.clone())],
-                    )
-                }
-            })
-        },
-    )?;
-    // Write-through: the episode just recorded is the likeliest to be searched next.
-    // (`Episode::from` of the record is exactly what decoding the stored bytes gives.)
-    if let Some((key, rec)) = cached {
-        e.state::<EpisodeCache>()
-            .insert(&key, Arc::new(Episode::from(*rec)), generation);
     }
-    if let Some(key) = touched {
-        e.state::<EpisodeCache>().invalidate(&key);
-    }
-    Ok(recorded)
 }
 
-/// What a record call writes.
-pub(crate) enum Plan {
-    /// A new episode (with its dedup keys).
-    Insert {
-        key: Vec<u8>,
-        enc: Vec<u8>,
-        doc: IndexDoc,
-        keys: Vec<Vec<u8>>,
-        rec: Box<EpisodeRecord>,
-    },
-    /// Nothing: the duplicate stands for the new episode.
-    Skip,
-    /// The duplicate, updated.
-    Merge {
-        key: Vec<u8>,
-        enc: Vec<u8>,
-        doc: IndexDoc,
-    },
+/// What a planned write reports once committed: the items' results, the new
+/// episodes (when `cache_new`, for the write-through cache) and the merged keys.
+pub(crate) type Outcome = (Vec<Recorded>, Vec<(Vec<u8>, EpisodeRecord)>, Vec<Vec<u8>>);
+
+/// The transaction of a planned write (trees: episodes, meta, dedup).
+pub(crate) fn write(
+    t: &[crate::storage::TxTree<'_>],
+    w: &Writes,
+    claim: Option<&(Vec<u8>, usize)>,
+    cache_new: bool,
+) -> crate::storage::TxResult<(Outcome, Vec<IndexOp>)> {
+    let mut ops = Vec::with_capacity(w.rows.len());
+    for (key, enc, doc) in &w.rows {
+        t[0].insert(key.as_slice(), enc.as_slice())?;
+        ops.push(IndexOp::Upsert(doc.clone()));
+    }
+    if let Some((k, d)) = claim {
+        t[1].insert(k.as_slice(), vectors::dim_value(*d))?;
+    }
+    for k in &w.dkeys {
+        t[2].insert(k.as_slice(), &[][..])?;
+    }
+    let created = if cache_new {
+        w.created.clone()
+    } else {
+        Vec::new()
+    };
+    Ok(((w.recorded.clone(), created, w.merged.clone()), ops))
 }
 
-/// Decide what to write for `rec` (a new episode of `ctx` with fingerprint
-/// `fp`) under policy `explicit` (else the context's). Call under the index writer lock.
-pub(crate) fn plan(
+/// After a single write: the new episode into the cache (write-through: the
+/// likeliest to be searched next), merged ones out.
+fn cache_after(
     e: &Engine,
-    ctx: &str,
-    explicit: Option<OnDuplicate>,
-    mut rec: EpisodeRecord,
-    fp: &Fingerprint,
-    cosine: Option<(String, f32)>,
-) -> Result<(Plan, Recorded)> {
-    ensure_ready(e, ctx)?;
-    let on_duplicate = policy::effective(e, ctx, explicit)?;
-    let found = policy::find(
-        e,
-        ctx,
-        DupKind::Episode,
-        fp,
-        &exact_text(&rec.summary, &rec.content),
-        None,
-        cosine,
-        &mut |id| candidate(e, ctx, id),
-    )?;
-    let mut recorded = Recorded {
-        id: rec.id.clone(),
-        duplicate_of: found.as_ref().map(|f| f.id.clone()),
-        similarity: found.as_ref().map(|f| f.similarity),
-        created: true,
-        on_duplicate,
-    };
-    let found = match (found, on_duplicate) {
-        (Some(f), OnDuplicate::Skip | OnDuplicate::Merge) => f,
-        (found, _) => {
-            if on_duplicate == OnDuplicate::Link {
-                rec.duplicate_of = found.map(|f| f.id);
-            }
-            let key = codec::ctx_key(ctx, &rec.id);
-            let plan = Plan::Insert {
-                enc: e.codec.encode(&rec)?,
-                doc: index_doc(ctx, &rec),
-                keys: dedup::keys(ctx, DupKind::Episode, &rec.id, fp),
-                key,
-                rec: Box::new(rec),
-            };
-            return Ok((plan, recorded));
-        }
-    };
-    recorded.id = found.id.clone();
-    recorded.created = false;
-    if on_duplicate == OnDuplicate::Skip {
-        return Ok((Plan::Skip, recorded));
+    created: &[(Vec<u8>, EpisodeRecord)],
+    merged: &[Vec<u8>],
+    generation: u64,
+) {
+    let cache = e.state::<EpisodeCache>();
+    for (key, rec) in created {
+        // `Episode::from` of the record is exactly what decoding the stored bytes gives.
+        cache.insert(key, Arc::new(Episode::from(rec.clone())), generation);
     }
-    merge(e, ctx, &found, &rec).map(|p| (p, recorded))
+    for key in merged {
+        cache.invalidate(key);
+    }
 }
 
-/// The duplicate `found` with `new` folded in: tags and participants united
-/// (the existing ones first; at most `max_tags` each, surplus new ones
-/// dropped), the higher importance, `seen_count` + 1, `last_seen` the new
-/// episode's time.
-fn merge(e: &Engine, ctx: &str, found: &Found, new: &EpisodeRecord) -> Result<Plan> {
-    let key = codec::ctx_key(ctx, &found.id);
-    let Some(v) = e.t.episodes.get(&key)? else {
-        return Err(Error::not_found(format!(
-            "episode {:?} in context {ctx:?}",
-            found.id
-        )));
-    };
-    let mut cur: EpisodeRecord = e.codec.decode(&v)?;
-    let cap = e.opts.limits.max_tags;
+/// `found` with `new` folded in: tags and participants united (the existing
+/// ones first; at most `cap` each, surplus new ones dropped), the higher
+/// importance, `seen_count` + 1, `last_seen` the new episode's time.
+fn fold(cur: &mut EpisodeRecord, new: &EpisodeRecord, cap: usize) {
     for (into, from) in [
         (&mut cur.tags, &new.tags),
         (&mut cur.participants, &new.participants),
@@ -251,21 +434,17 @@ fn merge(e: &Engine, ctx: &str, found: &Found, new: &EpisodeRecord) -> Result<Pl
     cur.importance = cur.importance.max(new.importance);
     cur.seen_count = cur.seen_count.saturating_add(new.seen_count.max(1));
     cur.last_seen = Some(cur.last_seen.unwrap_or(cur.timestamp).max(new.timestamp));
-    Ok(Plan::Merge {
-        enc: e.codec.encode(&cur)?,
-        doc: index_doc(ctx, &cur),
-        key,
-    })
 }
 
-/// Remove the dedup keys of a deleted episode (its stored bytes `old`).
+/// Remove the dedup keys of the deleted episode `id` (its stored bytes `old`).
 pub(crate) fn remove_keys(
     e: &Engine,
     t: &crate::storage::TxTree<'_>,
     ctx: &str,
+    id: &str,
     old: &[u8],
 ) -> crate::storage::TxResult<()> {
-    let r: EpisodeRecord = e.codec.decode(old)?;
+    let r = EpisodeRecord::decode(&e.codec, id, old)?;
     let fp = fingerprint(e.codec.hash_seed(), &r.summary, &r.content);
     for k in dedup::keys(ctx, DupKind::Episode, &r.id, &fp) {
         t.remove(k)?;

@@ -57,23 +57,37 @@ pub(crate) const SOURCE: IndexedSource = IndexedSource {
 pub(super) fn scan_docs(e: &Engine, f: &mut dyn FnMut(IndexDoc) -> Result<()>) -> Result<()> {
     for item in e.t.episodes.iter() {
         let (k, v) = item?;
-        let (ctx, _) = codec::split_ctx_key(&k)?;
-        f(index_doc(&ctx, &e.codec.decode(&v)?))?;
+        let (ctx, id) = codec::split_ctx_key(&k)?;
+        f(index_doc(&ctx, &EpisodeRecord::decode(&e.codec, &id, &v)?))?;
     }
     Ok(())
 }
 
-/// What building a set needs of an episode record (`episodic::EpisodeRecord`;
-/// the same field names, the others skipped by the decoder). Row metadata as
-/// `episodic::index_doc` makes it.
+/// What building a set needs of a stored episode (`stored.rs`): the same
+/// fields in the same order as format version 2 writes them, the unneeded
+/// ones skipped by the decoder (`IgnoredAny`), so both the arrays of version
+/// 2 and the named maps of version 1 (whose `id` is ignored) decode. Row
+/// metadata as `episodic::index_doc` makes it.
 #[derive(Deserialize)]
 pub(super) struct VectorView {
     timestamp: i64,
+    #[serde(default, rename = "summary")]
+    _summary: serde::de::IgnoredAny,
+    #[serde(default, rename = "content")]
+    _content: serde::de::IgnoredAny,
     participants: Vec<String>,
     tags: Vec<String>,
     importance: u8,
     #[serde(default)]
     embedding: Option<VecBytes>,
+    // Fields appended by duplicate detection (merged and linked episodes):
+    // skipped, so that the array's length matches.
+    #[serde(default, rename = "seen_count")]
+    _seen_count: serde::de::IgnoredAny,
+    #[serde(default, rename = "last_seen")]
+    _last_seen: serde::de::IgnoredAny,
+    #[serde(default, rename = "duplicate_of")]
+    _duplicate_of: serde::de::IgnoredAny,
 }
 
 pub(super) fn scan_vectors(
@@ -102,7 +116,69 @@ pub(super) fn scan_vectors(
 
 pub(super) fn load_doc(e: &Engine, ctx: &str, id: &str) -> Result<Option<IndexDoc>> {
     Ok(match e.t.episodes.get(codec::ctx_key(ctx, id))? {
-        Some(v) => Some(index_doc(ctx, &e.codec.decode(&v)?)),
+        Some(v) => Some(index_doc(ctx, &EpisodeRecord::decode(&e.codec, id, &v)?)),
         None => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vector view reads both record layouts: the arrays written now and
+    /// the named maps of format version 1.
+    #[test]
+    fn vector_view_reads_array_and_map_records() {
+        let rec = EpisodeRecord {
+            id: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into(),
+            timestamp: 1_700_000_000_123,
+            summary: "a summary the view skips".into(),
+            content: serde_json::json!({"skipped": [1, 2, 3]}),
+            participants: vec!["alice".into()],
+            tags: vec!["deploy".into(), "prod".into()],
+            importance: 7,
+            embedding: Some(VecBytes::from_f32(&[0.5, -0.25, 1.0])),
+            seen_count: 1,
+            last_seen: None,
+            duplicate_of: None,
+        };
+        let plain = codec::Codec::default();
+        let array = rec.encode(&plain).unwrap();
+        let map = codec::encode(&rec).unwrap();
+        assert!(matches!(array[1], 0x90..=0x9f), "array: {:x?}", &array[..2]);
+        assert!(matches!(map[1], 0x80..=0x8f), "map: {:x?}", &map[..2]);
+        assert!(array.len() < map.len());
+        for bytes in [&array, &map] {
+            let v: VectorView = codec::decode(bytes).unwrap();
+            assert_eq!(v.timestamp, rec.timestamp);
+            assert_eq!(v.participants, rec.participants);
+            assert_eq!(v.tags, rec.tags);
+            assert_eq!(v.importance, 7);
+            assert_eq!(
+                vector::stored_to_index(v.embedding.as_ref()),
+                vector::stored_to_index(rec.embedding.as_ref())
+            );
+            // The id comes from the key for an array, from the map for a map.
+            let full = EpisodeRecord::decode(&plain, &rec.id, bytes).unwrap();
+            assert_eq!(full.id, rec.id);
+            assert_eq!(full.timestamp, rec.timestamp);
+            assert_eq!(full.participants, rec.participants);
+            assert_eq!(full.summary, rec.summary);
+            assert_eq!(full.content, rec.content);
+        }
+        // A record without an embedding: the trailing field is left out of the array.
+        let no_vec = EpisodeRecord {
+            embedding: None,
+            ..rec
+        };
+        let bytes = no_vec.encode(&plain).unwrap();
+        let v: VectorView = codec::decode(&bytes).unwrap();
+        assert!(v.embedding.is_none());
+        assert!(
+            EpisodeRecord::decode(&plain, &no_vec.id, &bytes)
+                .unwrap()
+                .embedding
+                .is_none()
+        );
+    }
 }

@@ -56,9 +56,11 @@ pub(crate) fn fingerprint(seed: u64, v: &Value) -> Fingerprint {
     Fingerprint::of(seed, &exact_text(v), &text, true)
 }
 
-/// Add the dedup keys of every entry of `ctx` written before detection existed.
-pub(crate) fn ensure_ready(e: &Engine, ctx: &str) -> Result<()> {
-    policy::ensure_ready(e, ctx, DupKind::Knowledge, |f| {
+/// Whether a write of `ctx` under policy `p` runs detection (building the
+/// context's dedup index from every stored entry the first time a policy
+/// other than `keep` is used; see `layers::dedup::detects`). Under the writer lock.
+pub(crate) fn detects(e: &Engine, ctx: &str, p: OnDuplicate) -> Result<bool> {
+    policy::detects(e, ctx, DupKind::Knowledge, p, |f| {
         let seed = e.codec.hash_seed();
         for item in e.t.semantic.scan_prefix(codec::ctx_prefix(ctx)) {
             let (k, v) = item?;
@@ -68,6 +70,56 @@ pub(crate) fn ensure_ready(e: &Engine, ctx: &str) -> Result<()> {
         }
         Ok(())
     })
+}
+
+/// Whether (`ctx`, knowledge) has a dedup index to keep up to date. Under the writer lock.
+pub(crate) fn is_indexed(e: &Engine, ctx: &str) -> Result<bool> {
+    policy::is_indexed(e, ctx, DupKind::Knowledge)
+}
+
+/// The nearest stored embedding of `ctx` to a new value's (other than `key`'s),
+/// when the write may run detection (found before the writer lock, as a search is).
+pub(crate) fn cosine_hint(
+    e: &Engine,
+    ctx: &str,
+    key: &str,
+    embedding: Option<&[f32]>,
+    explicit: Option<OnDuplicate>,
+) -> Result<Option<(String, f32)>> {
+    match embedding {
+        Some(v) if policy::may_detect(e, ctx, DupKind::Knowledge, explicit)? => {
+            policy::nearest_vector(e, Kind::Knowledge, ctx, v, Some(key))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The values a batch has written so far, seen by its later items' duplicate
+/// checks (`None`: no batch, the stored entries only).
+#[derive(Default)]
+pub(crate) struct Overlay {
+    /// Key to its value after the batch's earlier items.
+    values: std::collections::HashMap<String, Value>,
+    /// Dedup keys of those values (with an empty record id) to their keys.
+    keys: std::collections::HashMap<Vec<u8>, Vec<String>>,
+}
+
+impl Overlay {
+    /// The value the batch wrote under `key`, if any.
+    pub(crate) fn value(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    /// Record that the batch wrote `value` under `key` of `ctx`.
+    pub(crate) fn wrote(&mut self, seed: u64, ctx: &str, key: &str, value: Value) {
+        for k in dedup::keys(ctx, DupKind::Knowledge, "", &fingerprint(seed, &value)) {
+            let v = self.keys.entry(k).or_default();
+            if !v.iter().any(|x| x == key) {
+                v.push(key.to_owned());
+            }
+        }
+        self.values.insert(key.to_owned(), value);
+    }
 }
 
 /// What a `store` writes, decided under the index writer lock.
@@ -83,6 +135,8 @@ pub(crate) struct Decision {
     pub duplicate_of: Option<String>,
     /// The link stored on the new version (`link`).
     pub link: Option<String>,
+    /// Whether the context has a dedup index (the write keeps its keys up to date).
+    pub indexed: bool,
 }
 
 impl Decision {
@@ -94,6 +148,7 @@ impl Decision {
             patch: false,
             duplicate_of: None,
             link: None,
+            indexed: false,
         }
     }
 }
@@ -107,22 +162,42 @@ pub(crate) fn decide(
     value: &Value,
     explicit: Option<OnDuplicate>,
     cosine: Option<(String, f32)>,
+    overlay: &Overlay,
 ) -> Result<Decision> {
-    ensure_ready(e, ctx)?;
     let on_duplicate = policy::effective(e, ctx, explicit)?;
     let mut d = Decision::plain(key);
-    // The same value again under the same key.
-    let same = match e.t.semantic.get(codec::ctx_key(ctx, key))? {
-        Some(v) => e.codec.decode::<KnowledgeRecord>(&v)?.value == *value,
-        None => false,
+    d.indexed = detects(e, ctx, on_duplicate)?;
+    if !d.indexed {
+        return Ok(d);
+    }
+    let seed = e.codec.hash_seed();
+    // A key's value: the batch's, else the stored one.
+    let current = |k: &str| -> Result<Option<Value>> {
+        if let Some(v) = overlay.values.get(k) {
+            return Ok(Some(v.clone()));
+        }
+        Ok(match e.t.semantic.get(codec::ctx_key(ctx, k))? {
+            Some(v) => Some(e.codec.decode::<KnowledgeRecord>(&v)?.value),
+            None => None,
+        })
     };
+    // The same value again under the same key.
+    let same = current(key)?.is_some_and(|v| v == *value);
     let found = if same {
         Some(key.to_owned())
     } else {
-        let fp = fingerprint(e.codec.hash_seed(), value);
+        let fp = fingerprint(seed, value);
         let exact = exact_text(value);
-        let seed = e.codec.hash_seed();
-        policy::find(
+        let mut load = |k: &str| -> Result<Option<Candidate>> {
+            Ok(current(k)?.and_then(|v| {
+                // Short values are never near-duplicates of anything.
+                (!fingerprint(seed, &v).shingles.is_empty()).then(|| Candidate {
+                    exact: exact_text(&v),
+                    text: value_text(&v),
+                })
+            }))
+        };
+        let stored = policy::find(
             e,
             ctx,
             DupKind::Knowledge,
@@ -130,21 +205,40 @@ pub(crate) fn decide(
             &exact,
             Some(key),
             cosine,
-            &mut |k| {
-                Ok(match e.t.semantic.get(codec::ctx_key(ctx, k))? {
-                    Some(v) => {
-                        let r: KnowledgeRecord = e.codec.decode(&v)?;
-                        // Short values are never near-duplicates of anything.
-                        (!fingerprint(seed, &r.value).shingles.is_empty()).then(|| Candidate {
-                            exact: exact_text(&r.value),
-                            text: value_text(&r.value),
-                        })
-                    }
-                    None => None,
-                })
-            },
-        )?
-        .map(|f| f.id)
+            &mut load,
+        )?;
+        // The batch's earlier values: exact, else the most similar by shingles.
+        let mut best: Option<(String, f32)> = None;
+        for k in dedup::keys(ctx, DupKind::Knowledge, "", &fp) {
+            for cand in overlay
+                .keys
+                .get(&k)
+                .into_iter()
+                .flatten()
+                .take(dedup::MAX_CANDIDATES)
+            {
+                if cand == key {
+                    continue;
+                }
+                let Some(c) = load(cand)? else { continue };
+                let sim = if c.exact == exact {
+                    1.0
+                } else {
+                    dedup::jaccard(
+                        &fp.shingles,
+                        &dedup::shingles(seed, &dedup::normalise(&c.text)),
+                    )
+                };
+                if sim >= dedup::NEAR_JACCARD && best.as_ref().is_none_or(|b| sim > b.1) {
+                    best = Some((cand.clone(), sim));
+                }
+            }
+        }
+        match (stored, best) {
+            (Some(s), Some(b)) if b.1 > s.similarity => Some(b.0),
+            (Some(s), _) => Some(s.id),
+            (None, b) => b.map(|b| b.0),
+        }
     };
     let Some(found) = found else {
         return Ok(d);
@@ -197,13 +291,10 @@ pub(crate) fn store_embedded_in(
     input::key(&e.opts.limits, "key", key)?;
     input::value(&e.opts.limits, "knowledge", &knowledge)?;
     // The nearest stored vector, found before the writer lock as a search is.
-    let cosine = match &embedding {
-        Some(v) => {
-            embedder::check("embedding", v)?;
-            crate::layers::dedup::nearest_vector(e, Kind::Knowledge, ctx, v, Some(key))?
-        }
-        None => None,
-    };
+    if let Some(v) = &embedding {
+        embedder::check("embedding", v)?;
+    }
+    let cosine = cosine_hint(e, ctx, key, embedding.as_deref(), on_duplicate)?;
     write_version(
         e,
         ctx,

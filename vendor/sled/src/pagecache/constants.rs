@@ -24,7 +24,8 @@ pub(crate) const META_PID: PageId = 0;
 pub(crate) const COUNTER_PID: PageId = 1;
 pub(crate) const BATCH_MANIFEST_PID: PageId = PageId::max_value() - 666;
 
-pub(crate) const PAGE_CONSOLIDATION_THRESHOLD: usize = 10;
+// Memstrata: 40 (upstream 10). See PATCHES.md.
+pub(crate) const PAGE_CONSOLIDATION_THRESHOLD: usize = 40;
 pub(crate) const SEGMENT_CLEANUP_THRESHOLD: usize = 50;
 
 // Allows for around 1 trillion items to be stored

@@ -35,17 +35,20 @@ import dev.memstrata.common.ContextValue
 import dev.memstrata.common.Embedding
 import dev.memstrata.common.Episode
 import dev.memstrata.common.EpisodeHit
+import dev.memstrata.common.EpisodeItem
 import dev.memstrata.common.ExportStats
 import dev.memstrata.common.FfiConverterTypeContextStored
 import dev.memstrata.common.FfiConverterTypeContextValue
 import dev.memstrata.common.FfiConverterTypeEmbedding
 import dev.memstrata.common.FfiConverterTypeEpisode
 import dev.memstrata.common.FfiConverterTypeEpisodeHit
+import dev.memstrata.common.FfiConverterTypeEpisodeItem
 import dev.memstrata.common.FfiConverterTypeExportStats
 import dev.memstrata.common.FfiConverterTypeImportStats
 import dev.memstrata.common.FfiConverterTypeJsonValue
 import dev.memstrata.common.FfiConverterTypeKnowledge
 import dev.memstrata.common.FfiConverterTypeKnowledgeHit
+import dev.memstrata.common.FfiConverterTypeKnowledgeItem
 import dev.memstrata.common.FfiConverterTypeKnowledgeVersion
 import dev.memstrata.common.FfiConverterTypeOpenOptions
 import dev.memstrata.common.FfiConverterTypeOptimizeReport
@@ -76,6 +79,7 @@ import dev.memstrata.common.ImportStats
 import dev.memstrata.common.JsonValue
 import dev.memstrata.common.Knowledge
 import dev.memstrata.common.KnowledgeHit
+import dev.memstrata.common.KnowledgeItem
 import dev.memstrata.common.KnowledgeVersion
 import dev.memstrata.common.OpenOptions
 import dev.memstrata.common.OptimizeReport
@@ -115,11 +119,13 @@ import dev.memstrata.common.RustBuffer as RustBufferContextValue
 import dev.memstrata.common.RustBuffer as RustBufferEmbedding
 import dev.memstrata.common.RustBuffer as RustBufferEpisode
 import dev.memstrata.common.RustBuffer as RustBufferEpisodeHit
+import dev.memstrata.common.RustBuffer as RustBufferEpisodeItem
 import dev.memstrata.common.RustBuffer as RustBufferExportStats
 import dev.memstrata.common.RustBuffer as RustBufferImportStats
 import dev.memstrata.common.RustBuffer as RustBufferJsonValue
 import dev.memstrata.common.RustBuffer as RustBufferKnowledge
 import dev.memstrata.common.RustBuffer as RustBufferKnowledgeHit
+import dev.memstrata.common.RustBuffer as RustBufferKnowledgeItem
 import dev.memstrata.common.RustBuffer as RustBufferKnowledgeVersion
 import dev.memstrata.common.RustBuffer as RustBufferOpenOptions
 import dev.memstrata.common.RustBuffer as RustBufferOptimizeReport
@@ -880,6 +886,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_episodic_record_detailed(
     ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_episodic_record_many(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_method_episodic_search(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_episodic_summarize(
@@ -897,6 +905,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_memstrata_ffi_checksum_method_semantic_retrieve(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_semantic_store(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_semantic_store_many(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_semantic_update(
     ): Int
@@ -1078,6 +1088,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_episodic_record_detailed(`ptr`: Long,`summary`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_memstrata_ffi_fn_method_episodic_record_many(`ptr`: Long,`items`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_memstrata_ffi_fn_method_episodic_search(`ptr`: Long,`query`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_episodic_summarize(`ptr`: Long,`ids`: RustBuffer.ByValue,
@@ -1099,6 +1111,8 @@ internal object UniffiLib {
     external fun uniffi_memstrata_ffi_fn_method_semantic_retrieve(`ptr`: Long,`key`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_store(`ptr`: Long,`key`: RustBuffer.ByValue,`knowledge`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_semantic_store_many(`ptr`: Long,`items`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_update(`ptr`: Long,`key`: RustBuffer.ByValue,`patch`: RustBuffer.ByValue,
     ): Long
@@ -1418,6 +1432,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() and 0xFFFF) != 31745) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record_many() and 0xFFFF) != 792) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 145) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1443,6 +1460,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store() and 0xFFFF) != 27723) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store_many() and 0xFFFF) != 61404) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_update() and 0xFFFF) != 28461) {
@@ -2924,6 +2944,16 @@ public interface EpisodicInterface {
     suspend fun `recordDetailed`(`summary`: kotlin.String, `options`: RecordOptions? = null): Recorded
     
     /**
+     * Record many episodes in one call; returns their ids, in order. Each
+     * item takes the arguments of `record`. All or nothing: every item is
+     * checked first, with the checks and limits of `record`; a bad item
+     * throws with its field named `items[i].field` (e.g. `items[3].content`)
+     * and nothing is stored. One storage transaction and one index batch per
+     * call; at most 10,000 items and 64 MiB encoded per call.
+     */
+    suspend fun `recordMany`(`items`: List<EpisodeItem>): List<kotlin.String>
+    
+    /**
      * Full-text (BM25) search; an empty query lists by recency. `options`
      * holds the limit (default 10), the tag, participant, time and
      * importance filters, and the vector side: with `embedding` (or a
@@ -3179,6 +3209,36 @@ open class Episodic: Disposable, AutoCloseable, EpisodicInterface
         { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterTypeRecorded.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Record many episodes in one call; returns their ids, in order. Each
+     * item takes the arguments of `record`. All or nothing: every item is
+     * checked first, with the checks and limits of `record`; a bad item
+     * throws with its field named `items[i].field` (e.g. `items[3].content`)
+     * and nothing is stored. One storage transaction and one index batch per
+     * call; at most 10,000 items and 64 MiB encoded per call.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `recordMany`(`items`: List<EpisodeItem>) : List<kotlin.String> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_record_many(
+                uniffiHandle,
+                
+        FfiConverterSequenceTypeEpisodeItem.lower(`items`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceString.lift(it) },
         // Error FFI converter
         MemstrataException.ErrorHandler,
     )
@@ -5948,6 +6008,15 @@ public interface SemanticInterface {
     suspend fun `store`(`key`: kotlin.String, `knowledge`: kotlin.String, `options`: StoreOptions? = null): Knowledge
     
     /**
+     * Store (replace) many entries in one call; returns the new entries, in
+     * order (a key given twice ends with its last value). All or nothing:
+     * every item is checked first, with the checks and limits of `store`; a
+     * bad item throws with its field named `items[i].field` and nothing is
+     * stored. One storage transaction and one index batch per call.
+     */
+    suspend fun `storeMany`(`items`: List<KnowledgeItem>): List<Knowledge>
+    
+    /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
      * (`NotFound` if absent).
      */
@@ -6237,6 +6306,35 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
         { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterTypeKnowledge.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Store (replace) many entries in one call; returns the new entries, in
+     * order (a key given twice ends with its last value). All or nothing:
+     * every item is checked first, with the checks and limits of `store`; a
+     * bad item throws with its field named `items[i].field` and nothing is
+     * stored. One storage transaction and one index batch per call.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `storeMany`(`items`: List<KnowledgeItem>) : List<Knowledge> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_store_many(
+                uniffiHandle,
+                
+        FfiConverterSequenceTypeKnowledgeItem.lower(`items`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeKnowledge.lift(it) },
         // Error FFI converter
         MemstrataException.ErrorHandler,
     )
@@ -8391,6 +8489,62 @@ public object FfiConverterSequenceTypeEpisodeHit: FfiConverterRustBuffer<List<Ep
 /**
  * @suppress
  */
+public object FfiConverterSequenceTypeEpisodeItem: FfiConverterRustBuffer<List<EpisodeItem>> {
+    override fun read(buf: ByteBuffer): List<EpisodeItem> {
+        val len = buf.getInt()
+        return List<EpisodeItem>(len) {
+            FfiConverterTypeEpisodeItem.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<EpisodeItem>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeEpisodeItem.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<EpisodeItem>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeEpisodeItem.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeKnowledge: FfiConverterRustBuffer<List<Knowledge>> {
+    override fun read(buf: ByteBuffer): List<Knowledge> {
+        val len = buf.getInt()
+        return List<Knowledge>(len) {
+            FfiConverterTypeKnowledge.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Knowledge>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeKnowledge.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Knowledge>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeKnowledge.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypeKnowledgeHit: FfiConverterRustBuffer<List<KnowledgeHit>> {
     override fun read(buf: ByteBuffer): List<KnowledgeHit> {
         val len = buf.getInt()
@@ -8409,6 +8563,34 @@ public object FfiConverterSequenceTypeKnowledgeHit: FfiConverterRustBuffer<List<
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeKnowledgeHit.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeKnowledgeItem: FfiConverterRustBuffer<List<KnowledgeItem>> {
+    override fun read(buf: ByteBuffer): List<KnowledgeItem> {
+        val len = buf.getInt()
+        return List<KnowledgeItem>(len) {
+            FfiConverterTypeKnowledgeItem.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<KnowledgeItem>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeKnowledgeItem.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<KnowledgeItem>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeKnowledgeItem.write(it, buf)
         }
     }
 }
@@ -8608,6 +8790,10 @@ public object FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer<List<Jso
         }
     }
 }
+
+
+
+
 
 
 

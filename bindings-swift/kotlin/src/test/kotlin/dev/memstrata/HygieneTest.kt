@@ -26,9 +26,9 @@ class HygieneTest {
         assertTrue(first.created)
         assertNull(first.duplicateOf)
         assertEquals("keep", first.onDuplicate)
+        // keep in a context that never asked for another policy: no detection.
         val kept = ep.recordDetailed(TEXT)
-        assertEquals(first.id, kept.duplicateOf)
-        assertEquals(1.0, kept.similarity)
+        assertNull(kept.duplicateOf)
         ep.forget(kept.id)
         assertEquals(first.id, ep.record(TEXT, RecordOptions(onDuplicate = "skip")))
         val merged = ep.recordDetailed(
@@ -44,6 +44,16 @@ class HygieneTest {
         assertNotNull(got.lastSeen)
         val linked = ep.record(TEXT, RecordOptions(onDuplicate = "link"))
         assertEquals(first.id, ep.get(linked)!!.duplicateOf)
+        // Once the context has a dedup index, keep names the duplicate too.
+        assertEquals(first.id, ep.recordDetailed(TEXT).duplicateOf)
+        // Batch items take onDuplicate.
+        val ids = ep.recordMany(
+            listOf(
+                EpisodeItem(summary = "A fresh fact about the deployment pipeline", onDuplicate = "skip"),
+                EpisodeItem(summary = "a fresh fact about the deployment pipeline!", onDuplicate = "skip"),
+            ),
+        )
+        assertEquals(ids[0], ids[1])
         val bad = assertFailsWith<MemstrataException.InvalidInput> {
             ep.record(TEXT, RecordOptions(onDuplicate = "drop"))
         }

@@ -1455,6 +1455,103 @@ public object FfiConverterTypeEpisodeHit: FfiConverterRustBuffer<EpisodeHit> {
 
 
 /**
+ * One episode of `episodic.record_many`: the summary and the options of `record`.
+ */
+data class EpisodeItem (
+    /**
+     * One-line summary (required, not empty).
+     */
+    var `summary`: kotlin.String
+    , 
+    /**
+     * Arbitrary JSON content (default null).
+     */
+    var `content`: JsonValue? = null 
+    , 
+    /**
+     * Who took part.
+     */
+    var `participants`: List<kotlin.String>? = null 
+    , 
+    /**
+     * Tags.
+     */
+    var `tags`: List<kotlin.String>? = null 
+    , 
+    /**
+     * Importance 1..=10 (default 5).
+     */
+    var `importance`: kotlin.UInt? = null 
+    , 
+    /**
+     * When it happened (default now).
+     */
+    var `timestamp`: Timestamp? = null 
+    , 
+    /**
+     * The host's embedding (1..=4096 finite numbers; dimension fixed per context).
+     */
+    var `embedding`: Embedding? = null 
+    , 
+    /**
+     * What to do when an earlier episode (stored, or an earlier item of the batch)
+     * duplicates this one: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the
+     * context's policy).
+     */
+    var `onDuplicate`: kotlin.String? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEpisodeItem: FfiConverterRustBuffer<EpisodeItem> {
+    override fun read(buf: ByteBuffer): EpisodeItem {
+        return EpisodeItem(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalTypeJsonValue.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalUInt.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeEmbedding.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: EpisodeItem) = (
+            FfiConverterString.allocationSize(value.`summary`) +
+            FfiConverterOptionalTypeJsonValue.allocationSize(value.`content`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`participants`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`tags`) +
+            FfiConverterOptionalUInt.allocationSize(value.`importance`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`timestamp`) +
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
+            FfiConverterOptionalString.allocationSize(value.`onDuplicate`)
+    )
+
+    override fun write(value: EpisodeItem, buf: ByteBuffer) {
+            FfiConverterString.write(value.`summary`, buf)
+            FfiConverterOptionalTypeJsonValue.write(value.`content`, buf)
+            FfiConverterOptionalSequenceString.write(value.`participants`, buf)
+            FfiConverterOptionalSequenceString.write(value.`tags`, buf)
+            FfiConverterOptionalUInt.write(value.`importance`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`timestamp`, buf)
+            FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
+            FfiConverterOptionalString.write(value.`onDuplicate`, buf)
+    }
+}
+
+
+
+/**
  * Result of `export`.
  */
 data class ExportStats (
@@ -1883,6 +1980,70 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
 
 
 /**
+ * One entry of `semantic.store_many`: what one `store` call takes.
+ */
+data class KnowledgeItem (
+    /**
+     * The key (replaced when it exists).
+     */
+    var `key`: kotlin.String
+    , 
+    /**
+     * The knowledge (JSON-like).
+     */
+    var `knowledge`: JsonValue
+    , 
+    /**
+     * The host's embedding of the entry (without it, the registered embedder's, if any).
+     */
+    var `embedding`: Embedding? = null 
+    , 
+    /**
+     * What to do when another entry (stored, or an earlier item of the batch)
+     * or this key's current value duplicates the value (default: the context's policy).
+     */
+    var `onDuplicate`: kotlin.String? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeKnowledgeItem: FfiConverterRustBuffer<KnowledgeItem> {
+    override fun read(buf: ByteBuffer): KnowledgeItem {
+        return KnowledgeItem(
+            FfiConverterString.read(buf),
+            FfiConverterTypeJsonValue.read(buf),
+            FfiConverterOptionalTypeEmbedding.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: KnowledgeItem) = (
+            FfiConverterString.allocationSize(value.`key`) +
+            FfiConverterTypeJsonValue.allocationSize(value.`knowledge`) +
+            FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
+            FfiConverterOptionalString.allocationSize(value.`onDuplicate`)
+    )
+
+    override fun write(value: KnowledgeItem, buf: ByteBuffer) {
+            FfiConverterString.write(value.`key`, buf)
+            FfiConverterTypeJsonValue.write(value.`knowledge`, buf)
+            FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
+            FfiConverterOptionalString.write(value.`onDuplicate`, buf)
+    }
+}
+
+
+
+/**
  * One kept version of a knowledge entry (`history`).
  */
 data class KnowledgeVersion (
@@ -2149,6 +2310,22 @@ data class OpenOptions (
      * created with a key needs the same key on every open.
      */
     var `encryptionKey`: KeyBytes? = null 
+    , 
+    /**
+     * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
+     * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+     */
+    var `lowMemory`: kotlin.Boolean? = null 
+    , 
+    /**
+     * Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
+     */
+    var `episodeCacheBytes`: kotlin.Long? = null 
+    , 
+    /**
+     * Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
+     */
+    var `shortTermCacheBytes`: kotlin.Long? = null 
     
 ){
     
@@ -2175,6 +2352,9 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalUInt.read(buf),
             FfiConverterOptionalUInt.read(buf),
             FfiConverterOptionalTypeKeyBytes.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalLong.read(buf),
         )
     }
 
@@ -2188,7 +2368,10 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalLong.allocationSize(value.`indexWriterBytes`) +
             FfiConverterOptionalUInt.allocationSize(value.`semanticHistory`) +
             FfiConverterOptionalUInt.allocationSize(value.`maxSteps`) +
-            FfiConverterOptionalTypeKeyBytes.allocationSize(value.`encryptionKey`)
+            FfiConverterOptionalTypeKeyBytes.allocationSize(value.`encryptionKey`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`lowMemory`) +
+            FfiConverterOptionalLong.allocationSize(value.`episodeCacheBytes`) +
+            FfiConverterOptionalLong.allocationSize(value.`shortTermCacheBytes`)
     )
 
     override fun write(value: OpenOptions, buf: ByteBuffer) {
@@ -2202,6 +2385,9 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalUInt.write(value.`semanticHistory`, buf)
             FfiConverterOptionalUInt.write(value.`maxSteps`, buf)
             FfiConverterOptionalTypeKeyBytes.write(value.`encryptionKey`, buf)
+            FfiConverterOptionalBoolean.write(value.`lowMemory`, buf)
+            FfiConverterOptionalLong.write(value.`episodeCacheBytes`, buf)
+            FfiConverterOptionalLong.write(value.`shortTermCacheBytes`, buf)
     }
 }
 
@@ -4391,6 +4577,38 @@ public object FfiConverterOptionalDouble: FfiConverterRustBuffer<kotlin.Double?>
         } else {
             buf.put(1)
             FfiConverterDouble.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalBoolean: FfiConverterRustBuffer<kotlin.Boolean?> {
+    override fun read(buf: ByteBuffer): kotlin.Boolean? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterBoolean.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.Boolean?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterBoolean.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.Boolean?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterBoolean.write(value, buf)
         }
     }
 }
