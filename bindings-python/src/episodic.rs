@@ -148,7 +148,10 @@ impl Episodic {
     /// Record many episodes in one call; returns their ids, in order.
     ///
     /// Each item is a dict with the arguments of `record` (`summary` required; `content`,
-    /// `participants`, `tags`, `importance`, `timestamp`, `embedding`). All or nothing:
+    /// `participants`, `tags`, `importance`, `timestamp`, `embedding`, `on_duplicate`).
+    /// Each item goes through its duplicate policy as in `record` (against the stored
+    /// episodes and the batch's earlier items; a skipped or merged item's id is the
+    /// existing episode's). All or nothing:
     /// every item is checked first, with the checks and limits of `record`; a bad item
     /// raises with its field named `items[i].field` (e.g. `items[3].content`) and nothing
     /// is stored. One storage transaction and one index batch per call; at most 10,000

@@ -4,14 +4,18 @@
 //! records real dialogue turns (FriendsQA and Molweni subsets shipped in
 //! benches/retrieval/data) plus a generated set, with copies edited by known
 //! operations inserted at random later positions, and reports the detector's
-//! precision and recall (`duplicate_of` of `record_detailed` against the truth).
+//! precision and recall (`duplicate_of` of `record_detailed` with the `link`
+//! policy, which stores every item and names its duplicate, against the truth).
 //!
-//! `... -- cost N` records N distinct generated episodes and prints the mean
-//! time per `record` (only the public `record` call: the same program measures
-//! a build without duplicate detection).
+//! `... -- cost N [unique] [ROUNDS]` records N distinct generated episodes into
+//! a fresh store per policy (`keep`: no detection, the context never asked for
+//! it; `skip`, `merge`, `link`: detection on every write), the policies
+//! alternated over ROUNDS rounds (default 3), and prints the mean time per
+//! `record` of each run and each policy's median over `keep`'s.
 
 use std::time::Instant;
 
+use memstrata::episodic::OnDuplicate;
 use memstrata::{Memory, NewEpisode};
 
 /// A small deterministic generator (splitmix64).
@@ -200,11 +204,12 @@ fn quality(name: &str, base: Vec<String>, seed: u64) {
     let mut orig_of_id: std::collections::HashMap<String, usize> = Default::default();
     let (mut tp, mut fp, mut fneg, mut tn) = (0usize, 0usize, 0usize, 0usize);
     let mut per_op: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
-    let mut sims: Vec<f32> = Vec::new();
+    // Found duplicates that are true ones, by similarity (for a higher threshold).
+    let mut sims: Vec<(f32, bool)> = Vec::new();
     for (text, src, op) in &items {
         let r = mem
             .episodic()
-            .record_detailed(NewEpisode::new(text.clone()))
+            .record_detailed(NewEpisode::new(text.clone()).on_duplicate(OnDuplicate::Link))
             .expect("record");
         let norm = normal(text);
         // Truth: an edited copy of an earlier original, or a text whose
@@ -236,7 +241,7 @@ fn quality(name: &str, base: Vec<String>, seed: u64) {
             (false, false) => tn += 1,
         }
         if found {
-            sims.push(r.similarity.unwrap_or(0.0));
+            sims.push((r.similarity.unwrap_or(0.0), truth));
         }
         seen_norm.entry(norm).or_insert(*src);
         if op.is_none() {
@@ -255,6 +260,17 @@ fn quality(name: &str, base: Vec<String>, seed: u64) {
         precision,
         recall
     );
+    // At a higher threshold, a duplicate found below it is not found (the best
+    // candidate is the most similar one, so nothing else would be).
+    for t in [0.8f32, 0.9] {
+        let tp_t = sims.iter().filter(|(s, tr)| *s >= t && *tr).count();
+        let fp_t = sims.iter().filter(|(s, tr)| *s >= t && !*tr).count();
+        println!(
+            "  at threshold {t}: precision {:.3}, recall {:.3}",
+            tp_t as f64 / (tp_t + fp_t).max(1) as f64,
+            tp_t as f64 / (tp + fneg).max(1) as f64
+        );
+    }
     for (op, (hit, n)) in per_op {
         println!(
             "  {op}: {hit}/{n} found ({:.1}%)",
@@ -281,37 +297,65 @@ fn unique_words(rng: &mut Rng, n: usize) -> Vec<String> {
         .collect()
 }
 
-fn cost(n: usize, unique: bool) {
+/// Mean µs per `record` of `texts` into a fresh store under `policy`.
+fn cost_run(texts: &[String], policy: OnDuplicate) -> f64 {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mem = Memory::open(dir.path()).expect("open");
+    let ep = |t: String| match policy {
+        OnDuplicate::Keep => NewEpisode::new(t),
+        p => NewEpisode::new(t).on_duplicate(p),
+    };
+    // Warm-up: the first writes open the index writer (and, for a policy
+    // other than keep, build the context's empty dedup index).
+    for t in texts.iter().take(100) {
+        mem.episodic()
+            .record(ep(format!("warm {t}")))
+            .expect("record");
+    }
+    let started = Instant::now();
+    for t in texts {
+        mem.episodic().record(ep(t.clone())).expect("record");
+    }
+    started.elapsed().as_secs_f64() * 1e6 / texts.len() as f64
+}
+
+fn cost(n: usize, unique: bool, rounds: usize) {
     let mut rng = Rng(7);
     let texts = if unique {
         unique_words(&mut rng, n)
     } else {
         generated(&mut rng, n)
     };
-    let dir = tempfile::tempdir().expect("tmp");
-    let mem = Memory::open(dir.path()).expect("open");
-    // Warm-up: the first writes open the index writer.
-    for t in texts.iter().take(100) {
-        mem.episodic()
-            .record(NewEpisode::new(format!("warm {t}")))
-            .expect("record");
+    let policies = [
+        OnDuplicate::Keep,
+        OnDuplicate::Skip,
+        OnDuplicate::Merge,
+        OnDuplicate::Link,
+    ];
+    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
+    for round in 0..rounds {
+        for (i, p) in policies.iter().enumerate() {
+            let us = cost_run(&texts, *p);
+            println!("round {round}: {p}: {us:.1} µs per record");
+            runs[i].push(us);
+        }
     }
-    let started = Instant::now();
-    for t in &texts {
-        mem.episodic()
-            .record(NewEpisode::new(t.clone()))
-            .expect("record");
-    }
-    let el = started.elapsed();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let meds: Vec<f64> = runs.iter_mut().map(median).collect();
     println!(
-        "cost ({}): {n} records, {:.1} µs per record",
+        "cost ({}, {n} distinct records, median of {rounds}):",
         if unique {
             "random words"
         } else {
             "48-word vocabulary"
-        },
-        el.as_secs_f64() * 1e6 / n as f64
+        }
     );
+    for (p, m) in policies.iter().zip(&meds) {
+        println!("  {p}: {m:.1} µs per record ({:.2}x keep)", m / meds[0]);
+    }
 }
 
 fn main() {
@@ -332,8 +376,14 @@ fn main() {
         }
         Some("cost") => {
             let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5000);
-            cost(n, args.get(3).map(String::as_str) == Some("unique"));
+            let unique = args.get(3).map(String::as_str) == Some("unique");
+            let rounds = args
+                .iter()
+                .skip(3)
+                .find_map(|s| s.parse().ok())
+                .unwrap_or(3);
+            cost(n, unique, rounds);
         }
-        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N] [unique]"),
+        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N] [unique] [ROUNDS]"),
     }
 }
