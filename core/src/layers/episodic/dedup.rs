@@ -196,6 +196,9 @@ impl<'a> Planner<'a> {
             self.recorded.push(recorded);
             return Ok(());
         }
+        // The context has (now) a dedup index: the batch's earlier items get
+        // their keys too (an item before the index was built in this batch has none).
+        self.index_pending();
         let fp = fingerprint(self.seed, &rec.summary, &rec.content);
         let stored = policy::find(
             e,
@@ -249,6 +252,21 @@ impl<'a> Planner<'a> {
         }
         self.recorded.push(recorded);
         Ok(())
+    }
+
+    /// Fingerprint the pending episodes that have none (planned before the
+    /// context's dedup index existed) and register their keys.
+    fn index_pending(&mut self) {
+        for (i, p) in self.pending.iter_mut().enumerate() {
+            if p.fp.is_some() {
+                continue;
+            }
+            let fp = fingerprint(self.seed, &p.rec.summary, &p.rec.content);
+            for k in dedup::keys(self.ctx, DupKind::Episode, "", &fp) {
+                self.batch_keys.entry(k).or_default().push(i);
+            }
+            p.fp = Some(fp);
+        }
     }
 
     /// Fold `new` into the duplicate `id`: a pending episode of the batch

@@ -98,8 +98,25 @@ pub(crate) fn store_many_in(
             // Every item's duplicate decision, in order: the batch's earlier
             // writes are seen through the overlay.
             let mut overlay = dedup::Overlay::default();
-            let mut decisions = Vec::with_capacity(items.len());
+            // Items written without detection (the context had no dedup index
+            // and their policy was keep): added to the overlay only if a later
+            // item detects.
+            let mut backlog: Vec<usize> = Vec::new();
+            let mut decisions: Vec<dedup::Decision> = Vec::with_capacity(items.len());
             for (i, (it, cosine)) in items.iter().zip(cosines).enumerate() {
+                let detect = crate::layers::dedup::may_detect(
+                    e,
+                    ctx,
+                    crate::search::dedup::DupKind::Knowledge,
+                    it.on_duplicate,
+                )
+                .map_err(|err| err.in_item("items", i))?;
+                if detect {
+                    for j in backlog.drain(..) {
+                        let t = &decisions[j].target;
+                        overlay.wrote(seed, ctx, t, items[j].knowledge.clone());
+                    }
+                }
                 let d = dedup::decide(
                     e,
                     ctx,
@@ -110,7 +127,9 @@ pub(crate) fn store_many_in(
                     &overlay,
                 )
                 .map_err(|err| err.in_item("items", i))?;
-                if d.write {
+                if d.write && !d.indexed {
+                    backlog.push(i);
+                } else if d.write {
                     let value = if d.patch {
                         let mut v = match overlay_value(e, ctx, &overlay, &d.target)? {
                             Some(v) => v,
@@ -124,6 +143,13 @@ pub(crate) fn store_many_in(
                     overlay.wrote(seed, ctx, &d.target, value);
                 }
                 decisions.push(d);
+            }
+            // Once an item built the context's dedup index, the earlier items'
+            // writes keep it up to date too.
+            if decisions.iter().any(|d| d.indexed) {
+                for d in &mut decisions {
+                    d.indexed = true;
+                }
             }
             let claim = match dim {
                 Some((i, d)) if decisions.iter().any(|x| x.write && !x.patch) => {
