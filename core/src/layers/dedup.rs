@@ -126,10 +126,57 @@ pub(crate) fn effective(
     }
 }
 
-/// Contexts whose dedup keys this engine knows to be complete (registered layer state).
+/// Contexts whose dedup index this engine knows to exist, and (sled) the
+/// in-memory indexes loaded (registered layer state).
 #[derive(Debug, Default)]
 pub(crate) struct DedupState {
     ready: Mutex<HashSet<(u8, String)>>,
+    sets: Mutex<std::collections::HashMap<(u8, String), dedup::MemIndex>>,
+}
+
+/// Whether the dedup index lives in memory (a store no other process writes:
+/// sled) rather than as rows of the `dedup` tree (PostgreSQL, shared by
+/// several instances).
+pub(crate) fn in_memory(e: &Engine) -> bool {
+    !e.store().is_shared()
+}
+
+/// Whether the dedup index of (`ctx`, `kind`) is kept as rows (see [`in_memory`]).
+/// Under the writer lock.
+pub(crate) fn writes_rows(e: &Engine, ctx: &str, kind: DupKind) -> Result<bool> {
+    Ok(!in_memory(e) && is_indexed(e, ctx, kind)?)
+}
+
+/// Add (or replace) record `id` in the in-memory index of (`ctx`, `kind`), if loaded.
+pub(crate) fn mem_insert(e: &Engine, ctx: &str, kind: DupKind, id: &str, fp: &Fingerprint) {
+    if let Some(m) = e
+        .state::<DedupState>()
+        .sets
+        .lock()
+        .get_mut(&(kind_byte(kind), ctx.to_owned()))
+    {
+        m.insert(id, fp);
+    }
+}
+
+/// Whether the in-memory index of (`ctx`, `kind`) is loaded in this process.
+pub(crate) fn mem_loaded(e: &Engine, ctx: &str, kind: DupKind) -> bool {
+    e.state::<DedupState>()
+        .sets
+        .lock()
+        .contains_key(&(kind_byte(kind), ctx.to_owned()))
+}
+
+/// Remove record `id` from the in-memory index of (`ctx`, `kind`), if loaded.
+pub(crate) fn mem_remove(e: &Engine, ctx: &str, kind: DupKind, id: &str) {
+    if let Some(m) = e
+        .state::<DedupState>()
+        .sets
+        .lock()
+        .get_mut(&(kind_byte(kind), ctx.to_owned()))
+    {
+        m.remove(id);
+    }
 }
 
 /// The dedup state of a new engine.
@@ -173,12 +220,13 @@ pub(crate) fn is_indexed(e: &Engine, ctx: &str, kind: DupKind) -> Result<bool> {
     Ok(false)
 }
 
-/// Whether a write of (`ctx`, `kind`) under policy `p` runs duplicate
-/// detection, building the context's dedup index first when `p` is the
-/// context's first policy other than `keep`: every record of the context gets
-/// its keys (`scan` gives every record's id and fingerprint; keys left by an
-/// interrupted earlier build are cleared first), then a marker in `meta` says
-/// the index is complete. Call under the index writer lock.
+/// Whether a write of (`ctx`, `kind`) under policy `p` runs detection,
+/// enabling it first when `p` is the context's first policy other than `keep`
+/// (a marker in `meta`), and loading the context's dedup index when this
+/// process has not yet: in memory (sled), from every record of the context
+/// (`scan` gives each record's id and fingerprint); as rows (PostgreSQL), once
+/// per store, after clearing keys an interrupted build left. Call under the
+/// index writer lock.
 pub(crate) fn detects(
     e: &Engine,
     ctx: &str,
@@ -186,31 +234,40 @@ pub(crate) fn detects(
     p: OnDuplicate,
     scan: impl FnOnce(&mut dyn FnMut(&str, &Fingerprint) -> Result<()>) -> Result<()>,
 ) -> Result<bool> {
-    if is_indexed(e, ctx, kind)? {
-        return Ok(true);
-    }
-    if p == OnDuplicate::Keep {
+    let indexed = is_indexed(e, ctx, kind)?;
+    if !indexed && p == OnDuplicate::Keep {
         return Ok(false);
     }
-    let stale: Vec<_> =
-        e.t.dedup
-            .scan_prefix(dedup::kind_prefix(ctx, kind))
-            .keys()
-            .collect::<std::result::Result<_, _>>()?;
-    for k in stale {
-        e.t.dedup.remove(k)?;
-    }
-    scan(&mut |id, fp| {
-        for k in dedup::keys(ctx, kind, id, fp) {
-            e.t.dedup.insert(k, [])?;
+    let mark = (kind_byte(kind), ctx.to_owned());
+    if in_memory(e) {
+        if !mem_loaded(e, ctx, kind) {
+            let mut m = dedup::MemIndex::default();
+            scan(&mut |id, fp| {
+                m.insert(id, fp);
+                Ok(())
+            })?;
+            e.state::<DedupState>().sets.lock().insert(mark.clone(), m);
         }
-        Ok(())
-    })?;
-    e.t.meta.insert(ready_key(ctx, kind), [1])?;
-    e.state::<DedupState>()
-        .ready
-        .lock()
-        .insert((kind_byte(kind), ctx.to_owned()));
+    } else if !indexed {
+        let stale: Vec<_> =
+            e.t.dedup
+                .scan_prefix(dedup::kind_prefix(ctx, kind))
+                .keys()
+                .collect::<std::result::Result<_, _>>()?;
+        for k in stale {
+            e.t.dedup.remove(k)?;
+        }
+        scan(&mut |id, fp| {
+            for k in dedup::keys(ctx, kind, id, fp) {
+                e.t.dedup.insert(k, [])?;
+            }
+            Ok(())
+        })?;
+    }
+    if !indexed {
+        e.t.meta.insert(ready_key(ctx, kind), [1])?;
+        e.state::<DedupState>().ready.lock().insert(mark);
+    }
     Ok(true)
 }
 
@@ -259,41 +316,9 @@ pub(crate) fn find(
     cosine: Option<(String, f32)>,
     load: &mut dyn FnMut(&str) -> Result<Option<Candidate>>,
 ) -> Result<Option<Found>> {
-    if let Some(h) = fp.exact
-        && fp.bands.is_empty()
-    {
-        let p = dedup::exact_prefix(ctx, kind, h);
-        for k in e.t.dedup.scan_prefix(&p).keys().take(dedup::MAX_CANDIDATES) {
-            let Some(id) = dedup::id_of(&k?, p.len()) else {
-                continue;
-            };
-            if Some(id.as_str()) == exclude {
-                continue;
-            }
-            if let Some(c) = load(&id)?
-                && c.exact == exact
-            {
-                return Ok(Some(Found {
-                    id,
-                    similarity: 1.0,
-                }));
-            }
-        }
-    }
-    // Candidates by the number of bands they share (more bands, higher
+    // Candidates by the number of keys they share (more bands, higher
     // similarity; an exact copy shares them all), at most `MAX_CANDIDATES` verified.
-    let mut hits: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for (b, h) in fp.bands.iter().enumerate() {
-        let p = dedup::band_prefix(ctx, kind, b, *h);
-        for k in e.t.dedup.scan_prefix(&p).keys().take(dedup::MAX_CANDIDATES) {
-            if let Some(id) = dedup::id_of(&k?, p.len())
-                && Some(id.as_str()) != exclude
-            {
-                *hits.entry(id).or_insert(0) += 1;
-            }
-        }
-    }
-    let mut ids: Vec<(usize, String)> = hits.into_iter().map(|(id, n)| (n, id)).collect();
+    let mut ids = candidates(e, ctx, kind, fp, exclude)?;
     ids.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     ids.truncate(dedup::MAX_CANDIDATES);
     let seed = e.codec.hash_seed();
@@ -334,6 +359,47 @@ pub(crate) fn find(
     Ok(None)
 }
 
+/// The records sharing a dedup key with `fp` (other than `exclude`), with how
+/// many keys each shares: from the in-memory index, or the `dedup` rows (at
+/// most `MAX_CANDIDATES` per key).
+fn candidates(
+    e: &Engine,
+    ctx: &str,
+    kind: DupKind,
+    fp: &Fingerprint,
+    exclude: Option<&str>,
+) -> Result<Vec<(usize, String)>> {
+    if in_memory(e) {
+        let sets = e.state::<DedupState>().sets.lock();
+        let Some(m) = sets.get(&(kind_byte(kind), ctx.to_owned())) else {
+            return Ok(Vec::new());
+        };
+        let mut c = m.candidates(fp);
+        c.retain(|(_, id)| Some(id.as_str()) != exclude);
+        return Ok(c);
+    }
+    let mut prefixes = Vec::new();
+    if let Some(h) = fp.exact
+        && fp.bands.is_empty()
+    {
+        prefixes.push(dedup::exact_prefix(ctx, kind, h));
+    }
+    for (b, h) in fp.bands.iter().enumerate() {
+        prefixes.push(dedup::band_prefix(ctx, kind, b, *h));
+    }
+    let mut hits: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for p in prefixes {
+        for k in e.t.dedup.scan_prefix(&p).keys().take(dedup::MAX_CANDIDATES) {
+            if let Some(id) = dedup::id_of(&k?, p.len())
+                && Some(id.as_str()) != exclude
+            {
+                *hits.entry(id).or_insert(0) += 1;
+            }
+        }
+    }
+    Ok(hits.into_iter().map(|(id, n)| (n, id)).collect())
+}
+
 /// The nearest stored embedding of (`kind`, `ctx`) to `v` other than
 /// `exclude`, and its cosine, when the context holds vectors of `v`'s
 /// dimension (called before the write, outside the index writer lock, as a
@@ -364,8 +430,16 @@ mod tests {
         e.t.dedup.scan_prefix([]).count()
     }
 
+    fn held(e: &Engine, kind: DupKind) -> Option<usize> {
+        e.state::<DedupState>()
+            .sets
+            .lock()
+            .get(&(kind_byte(kind), "default".to_owned()))
+            .map(dedup::MemIndex::len)
+    }
+
     #[test]
-    fn keep_writes_no_dedup_row_until_a_policy_asks() {
+    fn keep_costs_nothing_until_a_policy_asks() {
         let mem = crate::Memory::temporary().unwrap();
         let e = &mem.scope.engine;
         let text = "Deployed version 2.4 of the billing service to staging";
@@ -381,26 +455,25 @@ mod tests {
                 serde_json::json!({"fact": "a value long enough to compare"}),
             )
             .unwrap();
+        // No row, no marker, nothing in memory.
         assert_eq!(rows(e), 0);
-        assert!(
-            e.t.meta
-                .get(ready_key("default", DupKind::Episode))
-                .unwrap()
-                .is_none()
-        );
-        // A first skip builds the episodes' index (not the knowledge's).
+        assert!(!is_indexed(e, "default", DupKind::Episode).unwrap());
+        assert_eq!(held(e, DupKind::Episode), None);
+        // A first skip loads the episodes' index from the store (not the knowledge's).
         let r = mem
             .episodic()
             .record_detailed(NewEpisode::new(text).on_duplicate(OnDuplicate::Skip))
             .unwrap();
         assert!(!r.created);
-        let built = rows(e);
-        assert_eq!(built, 5 * dedup::MINHASH_BANDS);
-        assert!(!is_indexed(e, "default", DupKind::Knowledge).unwrap());
-        // Forgetting an episode removes its keys; keep now maintains the index.
+        assert!(is_indexed(e, "default", DupKind::Episode).unwrap());
+        assert_eq!(held(e, DupKind::Episode), Some(5));
+        assert_eq!(held(e, DupKind::Knowledge), None);
+        // Forgetting an episode takes it out; keep now keeps the index up to date.
         mem.episodic().forget(&r.id).unwrap();
-        assert_eq!(rows(e), built - dedup::MINHASH_BANDS);
+        assert_eq!(held(e, DupKind::Episode), Some(4));
         mem.episodic().record(NewEpisode::new(text)).unwrap();
-        assert_eq!(rows(e), built);
+        assert_eq!(held(e, DupKind::Episode), Some(5));
+        // sled keeps the index in memory: still no row.
+        assert_eq!(rows(e), 0);
     }
 }

@@ -406,14 +406,16 @@ pub(crate) fn insert_records_in(e: &Engine, records: &[(String, EpisodeRecord)])
                 // Dedup keys only in contexts with a dedup index (decided under the lock).
                 let mut dkeys = Vec::new();
                 for (ctx, rec) in chunk {
-                    if crate::layers::dedup::is_indexed(e, ctx, DupKind::Episode)? {
-                        let fp = fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
+                    let fp = || fingerprint(e.codec.hash_seed(), &rec.summary, &rec.content);
+                    if crate::layers::dedup::writes_rows(e, ctx, DupKind::Episode)? {
                         dkeys.extend(crate::search::dedup::keys(
                             ctx,
                             DupKind::Episode,
                             &rec.id,
-                            &fp,
+                            &fp(),
                         ));
+                    } else if crate::layers::dedup::mem_loaded(e, ctx, DupKind::Episode) {
+                        crate::layers::dedup::mem_insert(e, ctx, DupKind::Episode, &rec.id, &fp());
                     }
                 }
                 Ok((claim_dims(e, rows.iter().map(|(_, _, d)| d))?, dkeys))
@@ -474,7 +476,7 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
     // Read before the writer lock: a dedup index built between this read and
     // the delete keeps the episode's keys, which lead nowhere (every candidate
     // is read back before it is reported, and a forgotten one is gone).
-    let indexed = crate::layers::dedup::is_indexed(e, ctx, DupKind::Episode)?;
+    let indexed = crate::layers::dedup::writes_rows(e, ctx, DupKind::Episode)?;
     let r = e.indexed_write(&[&e.t.episodes, &e.t.dedup], |t| {
         let old = t[0].remove(key.as_slice())?;
         if let (Some(old), true) = (&old, indexed) {
@@ -489,6 +491,9 @@ pub(crate) fn forget_in(e: &Engine, ctx: &str, id: &str) -> Result<bool> {
     });
     // After the sled write (see `decoded_cache`), whatever its outcome.
     e.state::<EpisodeCache>().invalidate(&key);
+    if let Ok(true) = r {
+        crate::layers::dedup::mem_remove(e, ctx, DupKind::Episode, id);
+    }
     r
 }
 

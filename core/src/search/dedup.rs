@@ -238,6 +238,107 @@ pub(crate) fn keys(ctx: &str, kind: DupKind, id: &str, fp: &Fingerprint) -> Vec<
     out
 }
 
+/// The in-memory dedup index of one context and kind (stores without other
+/// writers: sled): band keys to the records holding them, derived from the
+/// records, so a write adds no stored row. Ids are interned in slots.
+#[derive(Debug, Default)]
+pub(crate) struct MemIndex {
+    /// Band key (the band's hash mixed with its number; the exact hash for a
+    /// record without bands) to the slots holding it, oldest first.
+    buckets: std::collections::HashMap<u64, Vec<u32>>,
+    /// Slot to its record id and keys (`None`: free).
+    slots: Vec<Option<(Box<str>, Box<[u64]>)>>,
+    slot_of: std::collections::HashMap<Box<str>, u32>,
+    free: Vec<u32>,
+}
+
+/// The in-memory keys of a fingerprint (as [`keys`]: bands, else the exact hash).
+fn mem_keys(fp: &Fingerprint) -> Vec<u64> {
+    if fp.bands.is_empty() {
+        return fp
+            .exact
+            .map(|h| splitmix(h ^ 0xE8AC_7000))
+            .into_iter()
+            .collect();
+    }
+    fp.bands
+        .iter()
+        .enumerate()
+        .map(|(b, h)| splitmix(h ^ (b as u64 + 1)))
+        .collect()
+}
+
+impl MemIndex {
+    /// Records held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.slot_of.len()
+    }
+
+    /// Index record `id` with fingerprint `fp` (replacing its earlier keys).
+    pub(crate) fn insert(&mut self, id: &str, fp: &Fingerprint) {
+        self.remove(id);
+        let keys = mem_keys(fp);
+        if keys.is_empty() {
+            return;
+        }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(None);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        for k in &keys {
+            self.buckets.entry(*k).or_default().push(slot);
+        }
+        self.slots[slot as usize] = Some((id.into(), keys.into_boxed_slice()));
+        self.slot_of.insert(id.into(), slot);
+    }
+
+    /// Forget record `id`.
+    pub(crate) fn remove(&mut self, id: &str) {
+        let Some(slot) = self.slot_of.remove(id) else {
+            return;
+        };
+        if let Some((_, keys)) = self.slots[slot as usize].take() {
+            for k in keys.iter() {
+                if let Some(v) = self.buckets.get_mut(k) {
+                    v.retain(|s| *s != slot);
+                    if v.is_empty() {
+                        self.buckets.remove(k);
+                    }
+                }
+            }
+        }
+        self.free.push(slot);
+    }
+
+    /// The records sharing a key with `fp` (at most [`MAX_CANDIDATES`] per
+    /// key, the oldest), with how many keys each shares.
+    pub(crate) fn candidates(&self, fp: &Fingerprint) -> Vec<(usize, String)> {
+        let mut hits: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        for k in mem_keys(fp) {
+            for s in self
+                .buckets
+                .get(&k)
+                .into_iter()
+                .flatten()
+                .take(MAX_CANDIDATES)
+            {
+                *hits.entry(*s).or_insert(0) += 1;
+            }
+        }
+        hits.into_iter()
+            .filter_map(|(s, n)| {
+                self.slots[s as usize]
+                    .as_ref()
+                    .map(|(id, _)| (n, id.to_string()))
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +383,37 @@ mod tests {
         let b = Fingerprint::of(7, "same text", "same text here", true);
         assert_ne!(a.exact, b.exact);
         assert!(a.bands.iter().zip(&b.bands).all(|(x, y)| x != y));
+    }
+
+    #[test]
+    fn mem_index_finds_removes_and_reuses_slots() {
+        let a = Fingerprint::of(
+            0,
+            "a",
+            "The user prefers dark mode in every editor they use",
+            true,
+        );
+        let b = Fingerprint::of(
+            0,
+            "b",
+            "the user prefers dark mode in every editor they use.",
+            true,
+        );
+        let empty = Fingerprint::of(0, "x", "...", true);
+        let mut m = MemIndex::default();
+        m.insert("a", &a);
+        m.insert("e", &empty);
+        assert_eq!(m.len(), 2);
+        let c = m.candidates(&b);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].1, "a");
+        assert_eq!(m.candidates(&empty)[0].1, "e");
+        m.remove("a");
+        assert!(m.candidates(&b).is_empty());
+        m.insert("b", &b);
+        m.insert("b", &b);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.candidates(&a)[0], (MINHASH_BANDS, "b".to_owned()));
     }
 
     #[test]

@@ -303,15 +303,24 @@ impl<'a> Planner<'a> {
             recorded: self.recorded,
             ..Writes::default()
         };
+        let rows = !policy::in_memory(e);
         for p in self.pending {
             let key = codec::ctx_key(ctx, &p.rec.id);
             let enc = match p.enc {
                 Some(b) => b,
                 None => p.rec.encode(&e.codec)?,
             };
-            if let Some(fp) = &p.fp {
-                w.dkeys
-                    .extend(dedup::keys(ctx, DupKind::Episode, &p.rec.id, fp));
+            // The new episode's dedup keys: rows written with it, or (in
+            // memory) added now, under the writer lock, so the next write sees
+            // them (should the transaction fail, the key leads to no record,
+            // and a candidate is always read back before it is reported).
+            match &p.fp {
+                Some(fp) if rows => {
+                    w.dkeys
+                        .extend(dedup::keys(ctx, DupKind::Episode, &p.rec.id, fp));
+                }
+                Some(fp) => policy::mem_insert(e, ctx, DupKind::Episode, &p.rec.id, fp),
+                None => {}
             }
             w.rows.push((key.clone(), enc, index_doc(ctx, &p.rec)));
             w.created.push((key, p.rec));

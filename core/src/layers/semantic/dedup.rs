@@ -309,7 +309,8 @@ pub(crate) fn store_embedded_in(
     )
 }
 
-/// Replace the dedup keys of `key` (value `old`, if any) by those of `new`, in a transaction.
+/// Replace the dedup keys of `key` (value `old`, if any) by those of `new`, in a
+/// transaction (rows) or in the in-memory index.
 pub(crate) fn rekey(
     e: &Engine,
     t: &crate::storage::TxTree<'_>,
@@ -319,6 +320,16 @@ pub(crate) fn rekey(
     new: Option<&Value>,
 ) -> crate::storage::TxResult<()> {
     let seed = e.codec.hash_seed();
+    if policy::in_memory(e) {
+        // Under the writer lock, before the commit: a failed transaction
+        // leaves keys that lead to a value it does not hold (candidates are
+        // always read back), or a key missing (a duplicate not found).
+        match new {
+            Some(v) => policy::mem_insert(e, ctx, DupKind::Knowledge, key, &fingerprint(seed, v)),
+            None => policy::mem_remove(e, ctx, DupKind::Knowledge, key),
+        }
+        return Ok(());
+    }
     let old_keys = old.map(|v| dedup::keys(ctx, DupKind::Knowledge, key, &fingerprint(seed, v)));
     let new_keys = new.map(|v| dedup::keys(ctx, DupKind::Knowledge, key, &fingerprint(seed, v)));
     for k in old_keys.iter().flatten() {
