@@ -105,6 +105,7 @@ pub(crate) struct Writes {
 struct Pending {
     rec: EpisodeRecord,
     enc: Option<Vec<u8>>,
+    /// Exact text and fingerprint: computed only once the context detects.
     exact: String,
     fp: Option<Fingerprint>,
 }
@@ -178,7 +179,6 @@ impl<'a> Planner<'a> {
             cosine,
         } = item;
         let on_duplicate = policy::effective(e, ctx, explicit)?;
-        let exact = exact_text(&rec.summary, &rec.content);
         let mut recorded = Recorded {
             id: rec.id.clone(),
             duplicate_of: None,
@@ -190,12 +190,13 @@ impl<'a> Planner<'a> {
             self.pending.push(Pending {
                 rec,
                 enc: Some(enc),
-                exact,
+                exact: String::new(),
                 fp: None,
             });
             self.recorded.push(recorded);
             return Ok(());
         }
+        let exact = exact_text(&rec.summary, &rec.content);
         // The context has (now) a dedup index: the batch's earlier items get
         // their keys too (an item before the index was built in this batch has none).
         self.index_pending();
@@ -265,6 +266,7 @@ impl<'a> Planner<'a> {
             for k in dedup::keys(self.ctx, DupKind::Episode, "", &fp) {
                 self.batch_keys.entry(k).or_default().push(i);
             }
+            p.exact = exact_text(&p.rec.summary, &p.rec.content);
             p.fp = Some(fp);
         }
     }
