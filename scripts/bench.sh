@@ -50,6 +50,7 @@ MCP_LOAD_MD=$OUT/mcp-load.md
 NODE_MD=$OUT/node.md
 ENC_MD=$OUT/encryption.md
 HYBRID_MD=$OUT/hybrid.md
+DEDUP_MD=$OUT/dedup.md
 RETRIEVAL_MD=$OUT/retrieval.md
 FOOTPRINT_MD=$OUT/footprint.md
 mkdir -p "$OUT" "$SCRATCH"
@@ -69,7 +70,7 @@ if [ "${BENCH_ASSEMBLE_ONLY:-0}" = 1 ]; then
   assemble
   exit 0
 fi
-rm -f "$OUT/compare.md" "$ENC_MD" "$HYBRID_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_LOAD_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$FOOTPRINT_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
+rm -f "$OUT/compare.md" "$ENC_MD" "$HYBRID_MD" "$DEDUP_MD" "$PYTHON_MD" "$MCP_MD" "$MCP_LOAD_MD" "$MCP_CONC_MD" "$NODE_MD" "$RETRIEVAL_MD" "$FOOTPRINT_MD" "$OUT/stall-backtrace.txt" "$OUT/notes.md" "$OUT/run.env"
 
 if [ -n "${BENCH_SIZES:-}" ]; then
   SIZES=$BENCH_SIZES
@@ -125,6 +126,19 @@ else
   printf '## Hybrid search: cost of the vector list\n\nNot measured in this run: `benches/src/bin/hybrid.rs` failed (see the `make bench` log).\n\n' > "$HYBRID_MD"
 fi
 rm -rf "${SCRATCH:?}/hybrid"
+
+# ---- Duplicate detection on write: precision / recall and cost per write ------
+# The cost of `record` under each on_duplicate policy (keep: no detection), the
+# detector's precision and recall (docs/memory-hygiene.md). Full output only.
+echo "== bench: duplicate detection on write"
+cargo build --release -p memstrata --example dedup_bench
+{
+  printf '## Duplicate detection on write\n\n```\n'
+  "$CARGO_TARGET_DIR/release/examples/dedup_bench" quality benches/retrieval/data
+  "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 3000 unique 5
+  "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 3000 5
+  printf '```\n\n'
+} > "$DEDUP_MD" 2>&1 || printf '## Duplicate detection on write\n\nNot measured in this run: `core/examples/dedup_bench.rs` failed (see the `make bench` log).\n\n' > "$DEDUP_MD"
 
 if [ "${BENCH_CRITERION:-0}" = 1 ]; then
   echo "== bench: criterion micro-benches (not part of the document)"

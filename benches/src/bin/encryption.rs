@@ -70,6 +70,7 @@ fn episode(d: &EpisodeDoc) -> NewEpisode {
         importance: Some(d.importance),
         timestamp: DateTime::<Utc>::from_timestamp_millis(d.ts_ms),
         embedding: None,
+        on_duplicate: None,
     }
 }
 

@@ -135,6 +135,7 @@ fn to_new_episode(d: &EpisodeDoc) -> NewEpisode {
         importance: Some(d.importance),
         timestamp: DateTime::<Utc>::from_timestamp_millis(d.ts_ms),
         embedding: None,
+        on_duplicate: None,
     }
 }
 
