@@ -16,7 +16,7 @@ TOOLS = {
     "memory_forget", "working_focus", "working_get", "workspace_add", "episode_record", "episode_get",
     "episode_search", "episodes_summarize", "knowledge_store", "knowledge_retrieve", "knowledge_query",
     "knowledge_update", "procedure_learn", "procedure_update", "procedure_list", "procedure_execute",
-    "procedure_resume", "episode_record_many", "knowledge_store_many",
+    "procedure_resume", "episode_record_many", "knowledge_store_many", "context_set_on_duplicate",
 }  # fmt: skip
 
 
