@@ -53,19 +53,19 @@ say() { echo "== test-all [$(t)] $*"; }
 
 # --- 4. the suites (run_lanes, inside the two servers; see the end) -------------------------
 # The lanes, longest first as measured (name and make targets; "pg:" lanes need the PostgreSQL server,
-# "pgvector:" the one with pgvector).
-# continuity.rs on PostgreSQL waits on fsync for minutes (10,001 single commits in one
-# test): it gets a lane of its own, the other core suites on PostgreSQL another.
-pg_others=$(make --no-print-directory -s print-pg-suites | tr ' ' '\n' | grep -vx continuity | paste -sd, -)
+# "pgvector:" the one with pgvector). The two model-based suites on PostgreSQL (about 4 of the
+# core-on-PostgreSQL lane's 5 minutes, waiting on the server's commits) get a lane of their own.
+pg_models=model,model_layers
+pg_others=$(make --no-print-directory -s print-pg-suites | tr ' ' '\n' | grep -vxE 'model|model_layers' | paste -sd, -)
 LANES=(
-  "pg:rust-pg-continuity test-rust-pg PG_SUITES=continuity PG_BACKEND=0"
   "-:rust test-rust"
-  "-:node test-node"
-  "pg:mcp-pg test-mcp-pg"
+  "pg:rust-pg-models test-rust-pg PG_SUITES=$pg_models PG_BACKEND=0"
   "-:kotlin test-kotlin"
+  "pg:mcp-pg test-mcp-pg"
   "pg:rust-pg test-rust-pg PG_SUITES=$pg_others PG_BACKEND=1"
-  "pgvector:pgvector test-rust-pgvector"
   "-:python test-python"
+  "-:node test-node"
+  "pgvector:pgvector test-rust-pgvector"
   "-:mcp test-mcp"
   "pg:node-pg test-node-pg"
 )
