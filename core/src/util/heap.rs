@@ -30,15 +30,26 @@ const EPOCH_COLLECT_ROUNDS: usize = 256;
 /// store is alive, and other open stores are unaffected (collection only frees
 /// what no pinned thread can still see).
 pub(crate) fn release_free_memory() {
-    for _ in 0..EPOCH_COLLECT_ROUNDS {
-        let guard = sled::crossbeam_pin();
-        guard.flush();
-    }
+    collect_deferred(EPOCH_COLLECT_ROUNDS);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes a padding size and only releases memory the
     // allocator already holds as free; it touches no live allocation and is
     // thread-safe (it takes each arena's lock in turn).
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Advance the epoch and free what sled deferred, `rounds` times (each round
+/// pins this thread, moves its own deferred objects to the global queue and
+/// frees up to 8 bags of 64 objects whose epoch has passed).
+///
+/// crossbeam-epoch only collects on every 128th pin of a thread, 8 bags at a
+/// time, so a burst of replaced sled nodes (a pruning batch, see
+/// `Engine::prune_index_log`) otherwise stays allocated for a while after it.
+pub(crate) fn collect_deferred(rounds: usize) {
+    for _ in 0..rounds {
+        let guard = sled::crossbeam_pin();
+        guard.flush();
     }
 }
