@@ -11,9 +11,7 @@
 //! same documents: the postings of the uid's term, deleted ones included
 //! (tantivy's delete pass filters by opstamp itself).
 
-use tantivy::query::{
-    ConstScorer, EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight,
-};
+use tantivy::query::{ConstScorer, EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, Score, SegmentReader, TantivyError, Term};
 
