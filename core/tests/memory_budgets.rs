@@ -4,8 +4,19 @@
 //! (Resident memory itself is measured by benches/footprint/probe.py, never
 //! asserted here.)
 
+use std::time::Duration;
+
 use memstrata::{Error, Memory, NewEpisode, Options, SearchFilters};
 use serde_json::json;
+
+fn index_stats(mem: &Memory) -> memstrata::admin::IndexStats {
+    mem.admin()
+        .status(false, true)
+        .unwrap()
+        .metrics
+        .unwrap()
+        .index
+}
 
 fn exercise(mem: &Memory) {
     let ep = mem.episodic();
@@ -50,6 +61,8 @@ fn low_memory_preset_sets_every_budget_and_works() {
     assert!(o.episode_cache_bytes < d.episode_cache_bytes);
     assert!(o.short_term_cache_bytes < d.short_term_cache_bytes);
     assert!(o.index_writer_bytes <= d.index_writer_bytes);
+    assert!(!o.release_memory_interval.is_zero());
+    assert!(o.release_memory_interval < d.release_memory_interval);
 
     let dir = tempfile::tempdir().unwrap();
     let mem = Memory::builder()
@@ -113,4 +126,84 @@ fn a_cache_budget_over_the_limit_is_refused_naming_the_field() {
         .open()
         .unwrap();
     mem.episodic().record(NewEpisode::new("fits")).unwrap();
+}
+
+#[test]
+fn freeing_heap_while_writing_keeps_every_write_and_can_be_turned_off() {
+    for interval in [Duration::from_millis(1), Duration::ZERO] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let mem = Memory::builder()
+            .path(&store)
+            .release_memory_interval(interval)
+            .index_commit_interval(Duration::from_millis(5))
+            .open()
+            .unwrap();
+        exercise(&mem);
+        drop(mem);
+        let mem = Memory::open(&store).unwrap();
+        let hits = mem
+            .episodic()
+            .search("deploy", &SearchFilters::default(), 500)
+            .unwrap();
+        assert_eq!(hits.len(), 200, "interval {interval:?}");
+    }
+}
+
+#[test]
+fn the_index_log_is_pruned_whole_past_one_pruning_batch() {
+    // More pending entries than one pruning batch (256 keys) removes.
+    let dir = tempfile::tempdir().unwrap();
+    let mem = Memory::builder()
+        .path(dir.path())
+        .index_commit_interval(Duration::from_secs(3600))
+        .open()
+        .unwrap();
+    for i in 0..1000 {
+        mem.episodic()
+            .record(NewEpisode::new(format!("pruned note {i}")))
+            .unwrap();
+    }
+    let st = index_stats(&mem);
+    assert!(st.log_entries >= 1000, "{st:?}");
+    mem.flush().unwrap();
+    let st = index_stats(&mem);
+    assert_eq!(st.committed_seq, st.applied_seq, "{st:?}");
+    assert_eq!(st.log_entries, 0, "{st:?}");
+    assert_eq!(
+        mem.episodic()
+            .search("pruned", &SearchFilters::default(), 1000)
+            .unwrap()
+            .len(),
+        1000
+    );
+}
+
+#[test]
+fn a_replaced_document_leaves_the_index_within_and_across_commits() {
+    // Every upsert deletes the uid's earlier document (the writer's
+    // delete-by-uid): in the same commit as the first version, and after it.
+    let dir = tempfile::tempdir().unwrap();
+    let mem = Memory::builder()
+        .path(dir.path())
+        .index_commit_interval(Duration::from_secs(3600))
+        .open()
+        .unwrap();
+    let sem = mem.semantic();
+    sem.store("fact", json!("the sky is amber")).unwrap();
+    sem.store("fact", json!("the sky is violet")).unwrap();
+    mem.flush().unwrap();
+    sem.store("fact", json!("the sky is green")).unwrap();
+    mem.flush().unwrap();
+    drop(sem);
+    drop(mem);
+    let mem = Memory::open(dir.path()).unwrap();
+    let sem = mem.semantic();
+    for gone in ["amber", "violet"] {
+        assert!(sem.query(gone, 5).unwrap().is_empty(), "{gone}");
+    }
+    let hits = sem.query("green", 5).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].key, "fact");
+    assert_eq!(index_stats(&mem).documents, 1);
 }

@@ -206,6 +206,15 @@ pub struct Options {
     /// Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it
     /// off; at most [`Options::MAX_DECODED_CACHE_BYTES`]). Off on a shared store.
     pub short_term_cache_bytes: usize,
+    /// While the store is being written, how often the maintenance thread
+    /// gives free heap back to the operating system (default 1 s;
+    /// `Duration::ZERO` turns it off). glibc keeps what the engine's threads
+    /// free in its arenas, fragmented by the short-lived copies sled makes
+    /// of every node it changes: without it a steady ingest of short
+    /// episodes held about twice its live heap (see
+    /// `docs/benchmarks/footprint.md`). Only on Linux with glibc
+    /// (`malloc_trim`); a no-op elsewhere.
+    pub release_memory_interval: Duration,
     /// Longest time an indexed write waits before a background commit (default 250 ms).
     /// Searches never wait: they force a commit when documents are pending.
     pub index_commit_interval: Duration,
@@ -233,6 +242,7 @@ impl Default for Options {
             index_writer_bytes: 16_000_000,
             episode_cache_bytes: 8 * 1024 * 1024,
             short_term_cache_bytes: 16 * 1024 * 1024,
+            release_memory_interval: Duration::from_secs(1),
             index_commit_interval: Duration::from_millis(250),
             sweep_interval: Duration::from_secs(60),
             limits: Limits::default(),
@@ -251,7 +261,8 @@ impl Options {
 
     /// The memory budgets of [`MemoryBuilder::low_memory`]: sled cache 1 MiB,
     /// index writer 15 MB (tantivy's floor), episode cache 1 MiB, short-term
-    /// cache 2 MiB. Everything else as in [`Options::default`].
+    /// cache 2 MiB, free heap given back every 250 ms while writing.
+    /// Everything else as in [`Options::default`].
     pub fn low_memory() -> Self {
         let mut o = Options::default();
         o.apply_low_memory();
@@ -263,6 +274,7 @@ impl Options {
         self.index_writer_bytes = 15_000_000;
         self.episode_cache_bytes = 1024 * 1024;
         self.short_term_cache_bytes = 2 * 1024 * 1024;
+        self.release_memory_interval = Duration::from_millis(250);
     }
 
     /// Check the memory budgets: `InvalidInput` naming the field and the limit.
@@ -328,6 +340,12 @@ impl MemoryBuilder {
     /// Budget of the short-term read cache in bytes (0 turns it off; at most 1 GiB).
     pub fn short_term_cache_bytes(mut self, bytes: usize) -> Self {
         self.opts.short_term_cache_bytes = bytes;
+        self
+    }
+    /// How often free heap is given back to the OS while the store is
+    /// written (`Duration::ZERO` turns it off; see [`Options::release_memory_interval`]).
+    pub fn release_memory_interval(mut self, d: Duration) -> Self {
+        self.opts.release_memory_interval = d;
         self
     }
     /// The mobile preset: every memory budget at its low setting (see

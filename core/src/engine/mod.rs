@@ -15,7 +15,7 @@ use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -151,6 +151,9 @@ pub(crate) struct Engine {
     /// The host's embedder, if one is registered.
     embedder: parking_lot::RwLock<Option<Arc<dyn crate::search::embedder::Embedder>>>,
     known_contexts: Mutex<HashSet<String>>,
+    /// Indexed writes since open (what the maintenance thread's heap release
+    /// watches, see [`Options::release_memory_interval`]).
+    writes: AtomicU64,
     index_error: Mutex<Option<String>>,
     registered: Arc<AtomicBool>,
     shutdown: AtomicBool,
@@ -204,6 +207,10 @@ impl Engine {
             .name("memstrata-maintenance".into())
             .spawn(move || {
                 let mut last_sweep = Instant::now();
+                let release_every = weak
+                    .upgrade()
+                    .map_or(Duration::ZERO, |e| e.opts.release_memory_interval);
+                let mut last_release = (Instant::now(), 0u64);
                 loop {
                     std::thread::park_timeout(tick);
                     let Some(engine) = weak.upgrade() else { break };
@@ -218,6 +225,15 @@ impl Engine {
                         if let Ok(true) = due {
                             let _ = engine.prune_index_log();
                         }
+                    }
+                    if !release_every.is_zero() && last_release.0.elapsed() >= release_every {
+                        // Only while the store is written: an idle engine has
+                        // nothing new to give back.
+                        let writes = engine.writes.load(Ordering::Relaxed);
+                        if writes != last_release.1 {
+                            crate::util::heap::release_free_heap();
+                        }
+                        last_release = (Instant::now(), writes);
                     }
                     if last_sweep.elapsed() >= sweep_every {
                         last_sweep = Instant::now();

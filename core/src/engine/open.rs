@@ -281,6 +281,7 @@ impl Engine {
             vectors: crate::search::vector::VectorIndex::default(),
             embedder: parking_lot::RwLock::new(None),
             known_contexts: Mutex::new(HashSet::new()),
+            writes: AtomicU64::new(0),
             index_error: Mutex::new(None),
             registered: registered.clone(),
             shutdown: AtomicBool::new(false),

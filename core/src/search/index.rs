@@ -31,6 +31,8 @@ use crate::error::DepResult;
 pub(crate) use crate::storage::docs::{IndexDoc, IndexOp, IndexQuery, Kind, parse_uid, uid};
 use crate::{Error, Result};
 
+mod delete;
+use delete::DeleteTerm;
 mod dir;
 use dir::SoftSyncDirectory;
 mod overlay;
@@ -167,7 +169,12 @@ impl WriterState {
         let fields = self.fields;
         let w = self.writer()?;
         for op in ops {
-            w.delete_term(Term::from_field_text(uid_field, op.uid()));
+            // `delete_term` would queue a ~1.1 KiB weight per write (see `delete`).
+            w.delete_query(Box::new(DeleteTerm(Term::from_field_text(
+                uid_field,
+                op.uid(),
+            ))))
+            .dep()?;
             if let IndexOp::Upsert(d) = op {
                 w.add_document(to_doc(&fields, d)).dep()?;
             }
