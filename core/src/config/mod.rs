@@ -222,6 +222,11 @@ pub struct Options {
     /// Encryption-at-rest key (default `None`: records stored in plaintext).
     /// A store created with a key can only be opened with that key.
     pub encryption_key: Option<EncryptionKey>,
+    /// Budget of the decrypted search-index cache in bytes, used only with an
+    /// `encryption_key` (default 16 MiB; 0 decrypts every read; at most
+    /// [`Options::MAX_DECODED_CACHE_BYTES`]). Without a key the index is
+    /// memory-mapped and this budget is unused.
+    pub index_cache_bytes: usize,
 }
 
 impl Default for Options {
@@ -240,6 +245,7 @@ impl Default for Options {
             session_retention: 10,
             workspace_roots: Vec::new(),
             encryption_key: None,
+            index_cache_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -251,7 +257,8 @@ impl Options {
 
     /// The memory budgets of [`MemoryBuilder::low_memory`]: sled cache 1 MiB,
     /// index writer 15 MB (tantivy's floor), episode cache 1 MiB, short-term
-    /// cache 2 MiB. Everything else as in [`Options::default`].
+    /// cache 2 MiB, decrypted-index cache 4 MiB. Everything else as in
+    /// [`Options::default`].
     pub fn low_memory() -> Self {
         let mut o = Options::default();
         o.apply_low_memory();
@@ -263,6 +270,7 @@ impl Options {
         self.index_writer_bytes = 15_000_000;
         self.episode_cache_bytes = 1024 * 1024;
         self.short_term_cache_bytes = 2 * 1024 * 1024;
+        self.index_cache_bytes = 4 * 1024 * 1024;
     }
 
     /// Check the memory budgets: `InvalidInput` naming the field and the limit.
@@ -270,6 +278,7 @@ impl Options {
         for (field, bytes) in [
             ("episode_cache_bytes", self.episode_cache_bytes),
             ("short_term_cache_bytes", self.short_term_cache_bytes),
+            ("index_cache_bytes", self.index_cache_bytes),
         ] {
             if bytes > Self::MAX_DECODED_CACHE_BYTES {
                 return Err(crate::Error::invalid(
@@ -328,6 +337,12 @@ impl MemoryBuilder {
     /// Budget of the short-term read cache in bytes (0 turns it off; at most 1 GiB).
     pub fn short_term_cache_bytes(mut self, bytes: usize) -> Self {
         self.opts.short_term_cache_bytes = bytes;
+        self
+    }
+    /// Budget of the decrypted search-index cache of an encrypted store in
+    /// bytes (0 decrypts every read; at most 1 GiB).
+    pub fn index_cache_bytes(mut self, bytes: usize) -> Self {
+        self.opts.index_cache_bytes = bytes;
         self
     }
     /// The mobile preset: every memory budget at its low setting (see
