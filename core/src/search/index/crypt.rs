@@ -113,8 +113,14 @@ pub(crate) struct Sealer {
     /// HKDF pseudo-random key: file keys are expanded from it.
     prk: [u8; 32],
     cache: ChunkCache,
-    /// Cache ids per (file name, salt).
-    ids: Mutex<(HashMap<(String, [u8; SALT]), u32>, u32)>,
+    ids: Mutex<FileIds>,
+}
+
+/// Cache ids per (file name, salt), and the last id given.
+#[derive(Default)]
+struct FileIds {
+    ids: HashMap<(String, [u8; SALT]), u32>,
+    last: u32,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -202,7 +208,7 @@ impl Header {
         let sealed = self.chunk() + TAG;
         let body = file_len.saturating_sub(HEADER);
         let n = body.div_ceil(sealed).max(1);
-        let last = body.checked_sub((n - 1) * sealed).unwrap_or(0);
+        let last = body.saturating_sub((n - 1) * sealed);
         if body < TAG || last < TAG {
             return Err(broken(
                 name,
@@ -219,7 +225,7 @@ impl Sealer {
         Sealer {
             prk: hkdf_extract(KDF_SALT, key.bytes()),
             cache: ChunkCache::new(cache_bytes),
-            ids: Mutex::new((HashMap::new(), 0)),
+            ids: Mutex::new(FileIds::default()),
         }
     }
 
@@ -249,7 +255,7 @@ impl Sealer {
             inner,
             cipher: self.file_cipher(name),
             header,
-            buf: Vec::with_capacity(header.chunk()),
+            buf: Vec::with_capacity(header.chunk() + TAG),
             n: 0,
         })
     }
@@ -295,14 +301,14 @@ impl Sealer {
         let header = Header::parse(name, &inner.read_bytes(0..HEADER.min(inner.len()))?)?;
         let (len, n) = header.layout(name, inner.len())?;
         let id = {
-            let mut ids = self.ids.lock();
+            let mut f = self.ids.lock();
             let key = (key_name(name), header.salt());
-            match ids.0.get(&key) {
+            match f.ids.get(&key) {
                 Some(&id) => id,
                 None => {
-                    ids.1 = ids.1.wrapping_add(1);
-                    let id = ids.1;
-                    ids.0.insert(key, id);
+                    f.last = f.last.wrapping_add(1);
+                    let id = f.last;
+                    f.ids.insert(key, id);
                     id
                 }
             }
@@ -322,7 +328,7 @@ impl Sealer {
     /// Forget the cache ids of a deleted file (its cached data ages out).
     pub(crate) fn forget(&self, name: &Path) {
         let name = key_name(name);
-        self.ids.lock().0.retain(|(n, _), _| *n != name);
+        self.ids.lock().ids.retain(|(n, _), _| *n != name);
     }
 
     /// (hits, misses, bytes held) of the decrypted-data cache.
@@ -354,8 +360,9 @@ impl<W: Write> SealingWriter<W> {
                 &mut self.buf,
             )
             .map_err(|_| io::Error::other("index chunk encryption failed"))?;
+        // One write per chunk: the tag after the ciphertext.
+        self.buf.extend_from_slice(&tag);
         self.inner.write_all(&self.buf)?;
-        self.inner.write_all(&tag)?;
         self.buf.clear();
         self.n += 1;
         Ok(())
