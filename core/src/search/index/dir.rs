@@ -400,6 +400,67 @@ mod tests {
     }
 
     #[test]
+    fn a_sealed_directory_seals_every_file_and_reads_them_back() {
+        use std::io::Write as _;
+
+        use crate::config::EncryptionKey;
+
+        let dir = tempfile::tempdir().unwrap();
+        let sealer = Arc::new(Sealer::new(&EncryptionKey::new([9; 32]), 1 << 20));
+        let d = SoftSyncDirectory::open(dir.path(), Some(sealer.clone())).unwrap();
+        let id = "0123456789abcdef0123456789abcdef";
+        let seg = PathBuf::from(format!("{id}.idx"));
+        let text = b"plainword ".repeat(20_000);
+        let mut w = d.open_write(&seg).unwrap();
+        w.write_all(&text).unwrap();
+        w.terminate().unwrap();
+        let on_disk = std::fs::read(dir.path().join(&seg)).unwrap();
+        assert!(Sealer::looks_sealed(&on_disk));
+        assert!(!on_disk.windows(9).any(|w| w == b"plainword"));
+        let h = d.get_file_handle(&seg).unwrap();
+        assert_eq!(h.len(), text.len());
+        assert_eq!(
+            h.read_bytes(5..150_000).unwrap().as_slice(),
+            &text[5..150_000]
+        );
+
+        // `.managed.json` and a durable `meta.json` are sealed on disk; a soft one stays in memory.
+        let managed = br#"["x"]"#;
+        d.atomic_write(Path::new(MANAGED), managed).unwrap();
+        assert!(Sealer::looks_sealed(
+            &std::fs::read(dir.path().join(MANAGED)).unwrap()
+        ));
+        assert_eq!(d.atomic_read(Path::new(MANAGED)).unwrap(), managed);
+        let meta = br#"{"segments":[{"segment_id":"01234567-89ab-cdef-0123-456789abcdef"}]}"#;
+        {
+            let _durable = d.durable();
+            d.atomic_write(Path::new(META), meta).unwrap();
+        }
+        assert_eq!(meta_is_sealed(dir.path()), Some(true));
+        assert_eq!(d.atomic_read(Path::new(META)).unwrap(), meta);
+        let soft = br#"{"segments":[]}"#;
+        d.atomic_write(Path::new(META), soft).unwrap();
+        assert_eq!(d.atomic_read(Path::new(META)).unwrap(), soft);
+        assert_eq!(read_meta(dir.path(), Some(&sealer)).unwrap(), meta);
+
+        // A segment of the durable commit is not deleted; an orphan is removed
+        // against the sealed `meta.json` (and nothing against another key's view).
+        d.delete(&seg).unwrap();
+        assert!(dir.path().join(&seg).exists());
+        let orphan = "fedcba9876543210fedcba9876543210.pos";
+        std::fs::write(dir.path().join(orphan), b"x").unwrap();
+        let other = Sealer::new(&EncryptionKey::new([8; 32]), 0);
+        assert_eq!(remove_orphans(dir.path(), Some(&other)).unwrap(), 0);
+        assert_eq!(remove_orphans(dir.path(), Some(&sealer)).unwrap(), 1);
+        assert!(dir.path().join(&seg).exists());
+
+        // Reopened: the durable segments come from the sealed `meta.json`.
+        let again = SoftSyncDirectory::open(dir.path(), Some(sealer)).unwrap();
+        again.delete(&seg).unwrap();
+        assert!(dir.path().join(&seg).exists());
+    }
+
+    #[test]
     fn orphans_are_removed_only_against_a_readable_meta() {
         let dir = tempfile::tempdir().unwrap();
         let live = "0123456789abcdef0123456789abcdef";
