@@ -2,7 +2,7 @@
 //! a store opened with an encryption key, in one process, rounds interleaved
 //! (plain, sealed, plain, sealed...) so machine noise hits both sides.
 //!
-//! encryption [--episodes N] [--rounds R] [--queries Q] [--dir DIR] [--out FILE]
+//! encryption [--episodes N] [--rounds R] [--queries Q] [--index-cache-mib M] [--dir DIR] [--out FILE]
 //!
 //! Per round and side: record N episodes (synthetic corpus, default 100k), store
 //! N short-term values, read them back, run Q keyword searches, then close,
@@ -26,6 +26,8 @@ struct Args {
     episodes: usize,
     rounds: usize,
     queries: usize,
+    /// The sealed side's `index_cache_bytes`, in MiB (default: the engine's default).
+    index_cache_mib: Option<usize>,
     dir: PathBuf,
     out: Option<PathBuf>,
 }
@@ -35,6 +37,7 @@ fn parse_args() -> Result<Args> {
         episodes: 100_000,
         rounds: 2,
         queries: 1000,
+        index_cache_mib: None,
         dir: std::env::temp_dir(),
         out: None,
     };
@@ -45,6 +48,7 @@ fn parse_args() -> Result<Args> {
             "--episodes" => a.episodes = val()?.parse()?,
             "--rounds" => a.rounds = val()?.parse()?,
             "--queries" => a.queries = val()?.parse()?,
+            "--index-cache-mib" => a.index_cache_mib = Some(val()?.parse()?),
             "--dir" => a.dir = val()?.into(),
             "--out" => a.out = Some(val()?.into()),
             other => return Err(format!("unknown argument {other}").into()),
@@ -109,6 +113,9 @@ fn run_side(
     if let Some(k) = key {
         b = b.encryption_key(k);
     }
+    if let Some(mib) = args.index_cache_mib {
+        b = b.index_cache_bytes(mib << 20);
+    }
     let mem = b.clone().open()?;
     let mut ids = Vec::with_capacity(args.episodes);
     for i in 0..args.episodes {
@@ -164,6 +171,13 @@ fn main() -> Result<()> {
     let corpus = Corpus::standard();
     let queries = corpus.keyword_queries(args.queries);
     let started = Instant::now();
+    let cache = match args.index_cache_mib {
+        Some(m) => format!("{m} MiB"),
+        None => format!(
+            "{} MiB, the default",
+            memstrata::Options::default().index_cache_bytes >> 20
+        ),
+    };
     let mut plain = Side::default();
     let mut sealed = Side::default();
     for round in 0..args.rounds {
@@ -194,7 +208,7 @@ fn main() -> Result<()> {
          {} episodes recorded, {} short-term values stored and read back, every 7th episode \
          fetched by id, {} keyword searches (limit 10), then the store closed, reopened and the \
          same searches run again. Durability `periodic`, default budgets (decrypted-index \
-         cache 16 MiB). \
+         cache {cache}). \
          Machine: {}, {} logical CPUs, {:.1} GiB RAM, {}; this section took {:.0?}.\n",
         args.rounds,
         args.episodes,
