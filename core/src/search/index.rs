@@ -32,6 +32,7 @@ pub(crate) use crate::storage::docs::{IndexDoc, IndexOp, IndexQuery, Kind, parse
 use crate::{Error, Result};
 
 mod chunk_cache;
+mod columns;
 mod crypt;
 pub(crate) use crypt::Sealer;
 mod dir;
@@ -252,6 +253,8 @@ pub(crate) struct SearchIndex {
     state: Mutex<WriterState>,
     /// Cloned per search (a clone shares the stop-word set).
     query_analyzer: TextAnalyzer,
+    /// The `uid` and `scope` columns of each segment, opened once.
+    columns: columns::SegmentColumns,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -372,6 +375,7 @@ impl SearchIndex {
                 fields,
                 state: Mutex::new(state),
                 query_analyzer: query_analyzer(),
+                columns: columns::SegmentColumns::default(),
             },
             opened,
         ))
