@@ -285,9 +285,18 @@ impl FromDep<sled::transaction::TransactionError<Error>> for Error {
     }
 }
 
+/// In the text of every error of a sealed index file that does not decrypt
+/// (`search::index::crypt`): whatever tantivy wraps it in, the engine reports
+/// it as [`Error::Corrupted`], not as an index failure.
+pub(crate) const INDEX_SEAL_BROKEN: &str = "sealed index data failed authentication";
+
 impl FromDep<tantivy::TantivyError> for Error {
     fn from_dep(e: tantivy::TantivyError) -> Self {
-        Error::index_by(e.to_string(), e)
+        let text = e.to_string();
+        if text.contains(INDEX_SEAL_BROKEN) || format!("{e:?}").contains(INDEX_SEAL_BROKEN) {
+            return Error::corrupted_by(text, e);
+        }
+        Error::index_by(text, e)
     }
 }
 

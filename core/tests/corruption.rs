@@ -4,11 +4,20 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use memstrata::{Memory, NewEpisode, SearchFilters};
+use memstrata::{EncryptionKey, Error, Memory, NewEpisode, SearchFilters};
 use serde_json::json;
 
-fn populate(path: &Path) -> Vec<String> {
-    let mem = Memory::open(path).unwrap();
+/// Opens the store, with the test key when `keyed` (an encrypted store).
+fn open(path: &Path, keyed: bool) -> memstrata::Result<Memory> {
+    let mut b = Memory::builder().path(path);
+    if keyed {
+        b = b.encryption_key(EncryptionKey::new([0x61; 32]));
+    }
+    b.open()
+}
+
+fn populate(path: &Path, keyed: bool) -> Vec<String> {
+    let mem = open(path, keyed).unwrap();
     let mut ids = Vec::new();
     for i in 0..50 {
         mem.short_term()
@@ -45,8 +54,11 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Open and read everything; Ok(()) when every answer is right, Err(msg) on a clean error.
-fn open_and_verify(path: &Path, ids: &[String]) -> Result<(), String> {
-    let mem = Memory::open(path).map_err(|e| e.to_string())?;
+/// In an encrypted store, a search over an index chunk that fails
+/// authentication answers `CORRUPTED` (and rebuilds the index): the search is
+/// then repeated once and must answer right.
+fn open_and_verify(path: &Path, ids: &[String], keyed: bool) -> Result<(), String> {
+    let mem = open(path, keyed).map_err(|e| e.to_string())?;
     for i in 0..50 {
         match mem.short_term().retrieve(&format!("k{i}")) {
             Ok(Some(v)) => assert_eq!(
@@ -58,10 +70,15 @@ fn open_and_verify(path: &Path, ids: &[String]) -> Result<(), String> {
             Err(e) => return Err(e.to_string()),
         }
     }
-    let hits = mem
-        .episodic()
-        .search("corruption probe", &SearchFilters::default(), 100)
-        .map_err(|e| e.to_string())?;
+    let search = || {
+        mem.episodic()
+            .search("corruption probe", &SearchFilters::default(), 100)
+    };
+    let hits = match search() {
+        Err(Error::Corrupted { .. }) if keyed => search(),
+        other => other,
+    }
+    .map_err(|e| e.to_string())?;
     for h in &hits {
         assert!(
             ids.contains(&h.episode.id),
@@ -80,8 +97,18 @@ fn open_and_verify(path: &Path, ids: &[String]) -> Result<(), String> {
 
 #[test]
 fn damaged_index_files_are_rebuilt() {
+    damaged_index_run(false);
+}
+
+/// The same with sealed index files (an encrypted store).
+#[test]
+fn damaged_sealed_index_files_are_rebuilt() {
+    damaged_index_run(true);
+}
+
+fn damaged_index_run(keyed: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let ids = populate(dir.path());
+    let ids = populate(dir.path(), keyed);
     let mut damaged = 0;
     for damage in 0..2 {
         // Re-list every round: a rebuild renames the segment files.
@@ -101,7 +128,9 @@ fn damaged_index_files_are_rebuilt() {
             }
             std::fs::write(&f, &bytes).unwrap();
             damaged += 1;
-            let r = catch_unwind(AssertUnwindSafe(|| open_and_verify(dir.path(), &ids)));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                open_and_verify(dir.path(), &ids, keyed)
+            }));
             match r {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => panic!(
@@ -125,7 +154,7 @@ fn damaged_index_files_are_rebuilt() {
 fn damaged_sled_files_give_an_error_not_a_panic() {
     for damage in 0..3 {
         let dir = tempfile::tempdir().unwrap();
-        let ids = populate(dir.path());
+        let ids = populate(dir.path(), false);
         let db_files = files_under(&dir.path().join("db"));
         for f in &db_files {
             let mut bytes = std::fs::read(f).unwrap();
@@ -140,7 +169,9 @@ fn damaged_sled_files_give_an_error_not_a_panic() {
             }
             std::fs::write(f, &bytes).unwrap();
         }
-        let r = catch_unwind(AssertUnwindSafe(|| open_and_verify(dir.path(), &ids)));
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            open_and_verify(dir.path(), &ids, false)
+        }));
         match r {
             Ok(Ok(())) | Ok(Err(_)) => {}
             Err(_) => panic!(

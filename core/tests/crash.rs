@@ -13,8 +13,23 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 mod common;
 
 use common::Rng;
-use memstrata::{Durability, Memory, NewEpisode, SearchFilters, VectorQuery};
+use memstrata::{Durability, EncryptionKey, Memory, NewEpisode, SearchFilters, VectorQuery};
 use serde_json::json;
+
+/// Set (to anything) for a child writing an encrypted store (sealed records and index).
+const KEYED_ENV: &str = "MEMSTRATA_CRASH_KEYED";
+
+fn test_key() -> EncryptionKey {
+    EncryptionKey::new([0x24; 32])
+}
+
+fn open_store(path: &std::path::Path, keyed: bool) -> Memory {
+    let mut b = Memory::builder().path(path);
+    if keyed {
+        b = b.encryption_key(test_key());
+    }
+    b.open().unwrap()
+}
 
 fn now_ms() -> u128 {
     SystemTime::now()
@@ -37,8 +52,13 @@ fn run_child(
     mode: &str,
     kill_after: Duration,
     start_at: u64,
+    keyed: bool,
 ) -> (Acked, u128) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    if keyed {
+        cmd.env(KEYED_ENV, "1");
+    }
+    let mut child = cmd
         .args([
             "--exact",
             "crash_writer_child",
@@ -85,8 +105,13 @@ fn run_child(
     (reader.join().unwrap(), killed_at)
 }
 
-fn check(path: &std::path::Path, acked: &Acked, must_hold_before_ms: Option<u128>) -> usize {
-    let mem = Memory::open(path).unwrap();
+fn check(
+    path: &std::path::Path,
+    acked: &Acked,
+    must_hold_before_ms: Option<u128>,
+    keyed: bool,
+) -> usize {
+    let mem = open_store(path, keyed);
     let mut checked = 0;
     // Keys are rewritten: the last acknowledged value of each key must be there.
     let latest = |v: &[(String, u64)]| {
@@ -201,22 +226,33 @@ fn vector_of(n: u64) -> Vec<f32> {
     vec![1.0, (n % 7) as f32, (n % 5) as f32]
 }
 
-#[test]
-fn immediate_durability_loses_nothing_acknowledged_under_sigkill() {
+fn immediate_run(keyed: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0x9e3779b97f4a7c15);
     let mut total = 0;
     let mut start = 0u64;
     for _ in 0..common::crash_iterations() {
         let kill_after = Duration::from_millis(50 + rng.next() % 400);
-        let (acked, _) = run_child(dir.path(), "immediate", kill_after, start);
+        let (acked, _) = run_child(dir.path(), "immediate", kill_after, start, keyed);
         start += 100_000;
-        total += check(dir.path(), &acked, None);
+        total += check(dir.path(), &acked, None, keyed);
     }
     eprintln!(
-        "immediate: {} iterations, {total} acknowledged writes verified",
+        "immediate (keyed: {keyed}): {} iterations, {total} acknowledged writes verified",
         common::crash_iterations()
     );
+}
+
+#[test]
+fn immediate_durability_loses_nothing_acknowledged_under_sigkill() {
+    immediate_run(false);
+}
+
+/// The same on an encrypted store: sealed records and a sealed index (soft
+/// commits, merges and orphan removal over sealed files).
+#[test]
+fn immediate_durability_loses_nothing_acknowledged_under_sigkill_sealed() {
+    immediate_run(true);
 }
 
 #[test]
@@ -226,7 +262,7 @@ fn periodic_durability_loses_at_most_the_window() {
     let mut start = 0u64;
     for _ in 0..common::crash_iterations() {
         let kill_after = Duration::from_millis(600 + rng.next() % 400);
-        let (acked, killed_at) = run_child(dir.path(), "periodic", kill_after, start);
+        let (acked, killed_at) = run_child(dir.path(), "periodic", kill_after, start, false);
         start += 100_000;
         // Window 100 ms (flush_every_ms) plus generous scheduling slack on a loaded 2-core box.
         let limit = killed_at.saturating_sub(100 + 400);
@@ -236,7 +272,7 @@ fn periodic_durability_loses_at_most_the_window() {
             workspace: vec![],
             episodes: acked.episodes.clone(),
         };
-        check(dir.path(), &acked_old, Some(limit));
+        check(dir.path(), &acked_old, Some(limit), false);
     }
 }
 
@@ -254,11 +290,11 @@ fn crash_writer_child() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let mem = Memory::builder()
-        .path(path)
-        .durability(durability)
-        .open()
-        .unwrap();
+    let mut builder = Memory::builder().path(path).durability(durability);
+    if std::env::var_os(KEYED_ENV).is_some() {
+        builder = builder.encryption_key(test_key());
+    }
+    let mem = builder.open().unwrap();
     let out = std::io::stdout();
     use std::io::Write;
     for n in start.. {

@@ -8,18 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memstrata::{
-    ManualClock, Memory, NewEpisode, SearchFilters, VectorQuery, admin::OptimizeLevel,
+    EncryptionKey, ManualClock, Memory, NewEpisode, SearchFilters, VectorQuery,
+    admin::OptimizeLevel,
 };
 use serde_json::json;
 
 const MARK: &str = "zebracorn";
 
-fn open(path: &Path, clock: &Arc<ManualClock>) -> Memory {
-    Memory::builder()
-        .path(path)
-        .clock(clock.clone())
-        .open()
-        .unwrap()
+fn open(path: &Path, clock: &Arc<ManualClock>, keyed: bool) -> Memory {
+    let mut b = Memory::builder().path(path).clock(clock.clone());
+    if keyed {
+        b = b.encryption_key(EncryptionKey::new([0x17; 32]));
+    }
+    b.open().unwrap()
 }
 
 fn export_text(mem: &Memory) -> String {
@@ -132,11 +133,21 @@ fn assert_gone(mem: &Memory, ep_id: &str, session_id: &str, when: &str) {
 
 #[test]
 fn forgotten_items_never_come_back() {
+    forgetting_run(false);
+}
+
+/// The same on an encrypted store (sealed records, sealed search index).
+#[test]
+fn forgotten_items_never_come_back_sealed() {
+    forgetting_run(true);
+}
+
+fn forgetting_run(keyed: bool) {
     let dir = common::tempdir();
     let clock = Arc::new(ManualClock::starting_now());
     let (ep_id, session_id);
     {
-        let mem = open(&dir.path(), &clock);
+        let mem = open(&dir.path(), &clock, keyed);
         mem.short_term().store("kept", json!("safe"), None).unwrap();
         mem.short_term()
             .store("forgotten", json!(MARK), None)
@@ -191,7 +202,7 @@ fn forgotten_items_never_come_back() {
         assert_gone(&mem, &ep_id, &session_id, "immediately");
     }
     {
-        let mem = open(&dir.path(), &clock);
+        let mem = open(&dir.path(), &clock, keyed);
         assert_gone(&mem, &ep_id, &session_id, "after restart");
         for level in [
             OptimizeLevel::Light,
@@ -212,6 +223,6 @@ fn forgotten_items_never_come_back() {
     if !common::backend_is_postgres() {
         std::fs::remove_dir_all(dir.join("index")).unwrap();
     }
-    let mem = open(&dir.path(), &clock);
+    let mem = open(&dir.path(), &clock, keyed);
     assert_gone(&mem, &ep_id, &session_id, "after index rebuild");
 }

@@ -60,6 +60,7 @@ fn low_memory_preset_sets_every_budget_and_works() {
     assert!(o.cache_bytes < d.cache_bytes);
     assert!(o.episode_cache_bytes < d.episode_cache_bytes);
     assert!(o.short_term_cache_bytes < d.short_term_cache_bytes);
+    assert!(o.index_cache_bytes < d.index_cache_bytes);
     assert!(o.index_writer_bytes <= d.index_writer_bytes);
     assert!(!o.release_memory_interval.is_zero());
     assert!(o.release_memory_interval < d.release_memory_interval);
@@ -105,6 +106,10 @@ fn a_cache_budget_over_the_limit_is_refused_naming_the_field() {
         (
             "short_term_cache_bytes",
             Memory::builder().short_term_cache_bytes(Options::MAX_DECODED_CACHE_BYTES + 1),
+        ),
+        (
+            "index_cache_bytes",
+            Memory::builder().index_cache_bytes(Options::MAX_DECODED_CACHE_BYTES + 1),
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();

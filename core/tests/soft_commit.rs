@@ -96,9 +96,35 @@ fn concurrent_searches_see_every_acknowledged_write() {
 /// then aborts without any further durable commit.
 #[test]
 fn crash_after_soft_commits_replays_from_the_last_durable_commit() {
+    soft_crash_run(false);
+}
+
+/// The same with a sealed index (an encrypted store): orphan removal and the
+/// durable commit's segments read the sealed `meta.json`.
+#[test]
+fn crash_after_soft_commits_replays_from_the_last_durable_commit_sealed() {
+    soft_crash_run(true);
+}
+
+/// Set (to anything) for a child writing an encrypted store.
+const KEYED_ENV: &str = "MEMSTRATA_SOFT_KEYED";
+
+fn open_store(path: &std::path::Path, keyed: bool) -> Memory {
+    let mut b = Memory::builder().path(path);
+    if keyed {
+        b = b.encryption_key(memstrata::EncryptionKey::new([0x33; 32]));
+    }
+    b.open().unwrap()
+}
+
+fn soft_crash_run(keyed: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_owned();
-    let out = Command::new(std::env::current_exe().unwrap())
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    if keyed {
+        cmd.env(KEYED_ENV, "1");
+    }
+    let out = cmd
         .args([
             "--exact",
             "soft_commit_child_writes_searches_then_aborts",
@@ -130,7 +156,7 @@ fn crash_after_soft_commits_replays_from_the_last_durable_commit() {
     let marker = path.join("index").join("durable-commit-marker");
     assert!(marker.exists());
 
-    let mem = Memory::open(&path).unwrap();
+    let mem = open_store(&path, keyed);
     assert!(
         marker.exists(),
         "the index was rebuilt instead of replayed: the durable commit's files were lost"
@@ -143,7 +169,7 @@ fn crash_after_soft_commits_replays_from_the_last_durable_commit() {
     assert_eq!(index_stats(&mem).documents as usize, kept.len());
     drop(mem);
     // And again after a clean close.
-    let mem = Memory::open(&path).unwrap();
+    let mem = open_store(&path, keyed);
     let found: HashSet<String> = search_ids(&mem, "crashword", 1000).into_iter().collect();
     assert_eq!(found, kept);
 }
@@ -154,12 +180,14 @@ fn soft_commit_child_writes_searches_then_aborts() {
     let Ok(path) = std::env::var("MEMSTRATA_SOFT_CHILD") else {
         return;
     };
-    let mem = Memory::builder()
+    let mut builder = Memory::builder()
         .path(&path)
         .durability(Durability::Immediate)
-        .index_commit_interval(Duration::from_secs(3600))
-        .open()
-        .unwrap();
+        .index_commit_interval(Duration::from_secs(3600));
+    if std::env::var_os(KEYED_ENV).is_some() {
+        builder = builder.encryption_key(memstrata::EncryptionKey::new([0x33; 32]));
+    }
+    let mem = builder.open().unwrap();
     let mut kept = Vec::new();
     for i in 0..40 {
         kept.push(

@@ -231,6 +231,11 @@ pub struct Options {
     /// Encryption-at-rest key (default `None`: records stored in plaintext).
     /// A store created with a key can only be opened with that key.
     pub encryption_key: Option<EncryptionKey>,
+    /// Budget of the decrypted search-index cache in bytes, used only with an
+    /// `encryption_key` (default 16 MiB; 0 decrypts every read; at most
+    /// [`Options::MAX_DECODED_CACHE_BYTES`]). Without a key the index is
+    /// memory-mapped and this budget is unused.
+    pub index_cache_bytes: usize,
 }
 
 impl Default for Options {
@@ -250,6 +255,7 @@ impl Default for Options {
             session_retention: 10,
             workspace_roots: Vec::new(),
             encryption_key: None,
+            index_cache_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -261,8 +267,8 @@ impl Options {
 
     /// The memory budgets of [`MemoryBuilder::low_memory`]: sled cache 1 MiB,
     /// index writer 15 MB (tantivy's floor), episode cache 1 MiB, short-term
-    /// cache 2 MiB, free heap given back every 250 ms while writing.
-    /// Everything else as in [`Options::default`].
+    /// cache 2 MiB, decrypted-index cache 4 MiB, free heap given back every
+    /// 250 ms while writing. Everything else as in [`Options::default`].
     pub fn low_memory() -> Self {
         let mut o = Options::default();
         o.apply_low_memory();
@@ -275,6 +281,7 @@ impl Options {
         self.episode_cache_bytes = 1024 * 1024;
         self.short_term_cache_bytes = 2 * 1024 * 1024;
         self.release_memory_interval = Duration::from_millis(250);
+        self.index_cache_bytes = 4 * 1024 * 1024;
     }
 
     /// Check the memory budgets: `InvalidInput` naming the field and the limit.
@@ -282,6 +289,7 @@ impl Options {
         for (field, bytes) in [
             ("episode_cache_bytes", self.episode_cache_bytes),
             ("short_term_cache_bytes", self.short_term_cache_bytes),
+            ("index_cache_bytes", self.index_cache_bytes),
         ] {
             if bytes > Self::MAX_DECODED_CACHE_BYTES {
                 return Err(crate::Error::invalid(
@@ -346,6 +354,12 @@ impl MemoryBuilder {
     /// written (`Duration::ZERO` turns it off; see [`Options::release_memory_interval`]).
     pub fn release_memory_interval(mut self, d: Duration) -> Self {
         self.opts.release_memory_interval = d;
+        self
+    }
+    /// Budget of the decrypted search-index cache of an encrypted store in
+    /// bytes (0 decrypts every read; at most 1 GiB).
+    pub fn index_cache_bytes(mut self, bytes: usize) -> Self {
+        self.opts.index_cache_bytes = bytes;
         self
     }
     /// The mobile preset: every memory budget at its low setting (see

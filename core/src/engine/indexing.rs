@@ -105,11 +105,21 @@ impl Engine {
             index.commit_locked(&mut st)?;
         }
         // tantivy can panic (not just fail) on some damaged segment files; treat a
-        // panic like any index failure instead of unwinding into the caller.
+        // panic like any index failure instead of unwinding into the caller
+        // (a panic over a sealed chunk that failed authentication is `Corrupted`).
         let guarded = || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| index.search(q)))
-                .unwrap_or_else(|_| {
-                    Err(Error::index("index search panicked (damaged index files?)"))
+                .unwrap_or_else(|payload| {
+                    let text = payload
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| payload.downcast_ref::<&str>().copied())
+                        .unwrap_or("");
+                    if text.contains(crate::error::INDEX_SEAL_BROKEN) {
+                        Err(Error::corrupted(format!("index search: {text}")))
+                    } else {
+                        Err(Error::index("index search panicked (damaged index files?)"))
+                    }
                 })
         };
         match guarded() {
@@ -118,6 +128,13 @@ impl Engine {
                 // A damaged segment: sled is the source of truth, rebuild and retry once.
                 self.rebuild_index_in_place()?;
                 guarded()
+            }
+            Err(e @ Error::Corrupted { .. }) => {
+                // A sealed chunk that failed authentication (altered on disk, or
+                // written with another key): reported, never answered from; the
+                // index is rebuilt from sled first, so the next search is answered.
+                self.rebuild_index_in_place()?;
+                Err(e)
             }
             Err(e) => Err(e),
         }

@@ -246,7 +246,11 @@ impl Engine {
                     .meta
                     .get(META_INDEX_SCHEMA)?
                     .is_some_and(|v| v.as_ref() == index::INDEX_SCHEMA_VERSION.to_be_bytes());
-                let (s, o) = SearchIndex::open(dir, opts.index_writer_bytes, schema_ok)?;
+                let sealer = opts
+                    .encryption_key
+                    .as_ref()
+                    .map(|k| Arc::new(index::Sealer::new(k, opts.index_cache_bytes)));
+                let (s, o) = SearchIndex::open(dir, opts.index_writer_bytes, schema_ok, sealer)?;
                 (Some(s), Some(o))
             }
             None => (None, None),

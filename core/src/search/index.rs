@@ -33,6 +33,10 @@ use crate::{Error, Result};
 
 mod delete;
 use delete::DeleteTerm;
+mod chunk_cache;
+mod columns;
+mod crypt;
+pub(crate) use crypt::Sealer;
 mod dir;
 use dir::SoftSyncDirectory;
 mod overlay;
@@ -243,6 +247,8 @@ fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
 pub(crate) struct SearchIndex {
     dir: PathBuf,
     writer_bytes: usize,
+    /// Keys and chunk cache of a sealed index (an encrypted store); kept across rebuilds.
+    sealer: Option<Arc<Sealer>>,
     /// The overlay (default), or the behaviours before it, kept behind
     /// `MEMSTRATA_SEARCH_COMMIT=soft|durable` as benchmark baselines.
     search_commit: SearchCommit,
@@ -254,6 +260,8 @@ pub(crate) struct SearchIndex {
     state: Mutex<WriterState>,
     /// Cloned per search (a clone shares the stop-word set).
     query_analyzer: TextAnalyzer,
+    /// The `uid` and `scope` columns of each segment, opened once.
+    columns: columns::SegmentColumns,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -292,17 +300,21 @@ impl Drop for SearchIndex {
 }
 
 impl SearchIndex {
-    /// Open the index in `dir`, or create a fresh one if it is missing or unreadable.
+    /// Open the index in `dir`, or create a fresh one if it is missing or
+    /// unreadable. With a `sealer` (an encrypted store) every file is sealed
+    /// (`crypt`); an index found in plaintext there (written before the index
+    /// was encrypted), or a file that fails authentication, is rebuilt sealed.
     pub(crate) fn open(
         dir: &Path,
         writer_bytes: usize,
         schema_version_ok: bool,
+        sealer: Option<Arc<Sealer>>,
     ) -> Result<(Self, Opened)> {
         let (schema, fields) = schema();
         let existing = if schema_version_ok && dir.join("meta.json").exists() {
             // tantivy may panic (not just fail) on some damaged files: either way, rebuild.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                Self::open_existing(dir, &schema, writer_bytes)
+                Self::open_existing(dir, &schema, writer_bytes, sealer.clone())
             }))
             .ok()
             .and_then(|r| r.ok())
@@ -312,7 +324,7 @@ impl SearchIndex {
         let ((index, writer, reader, sdir), opened) = match existing {
             Some((parts, seq)) => (parts, Opened::Existing(seq)),
             None => (
-                Self::create_fresh(dir, schema, writer_bytes)?,
+                Self::create_fresh(dir, schema, writer_bytes, sealer.clone())?,
                 Opened::Fresh,
             ),
         };
@@ -358,6 +370,7 @@ impl SearchIndex {
             SearchIndex {
                 dir: dir.to_owned(),
                 writer_bytes,
+                sealer,
                 search_commit,
                 seqs,
                 overlay,
@@ -369,6 +382,7 @@ impl SearchIndex {
                 fields,
                 state: Mutex::new(state),
                 query_analyzer: query_analyzer(),
+                columns: columns::SegmentColumns::default(),
             },
             opened,
         ))
@@ -380,11 +394,18 @@ impl SearchIndex {
         dir: &Path,
         schema: &Schema,
         writer_bytes: usize,
+        sealer: Option<Arc<Sealer>>,
     ) -> Result<((Index, IndexWriter, IndexReader, SoftSyncDirectory), u64)> {
+        if dir::meta_is_sealed(dir) != Some(sealer.is_some()) {
+            // A plaintext index in an encrypted store (or the reverse): rebuild it.
+            return Err(Error::index(
+                "the index on disk is not in this store's format (sealed or plain)",
+            ));
+        }
         // Segment files no durable commit names (written after the last one
         // by soft commits and merges of a process that crashed).
-        dir::remove_orphans(dir)?;
-        let sdir = SoftSyncDirectory::open(dir).dep()?;
+        dir::remove_orphans(dir, sealer.as_deref())?;
+        let sdir = SoftSyncDirectory::open(dir, sealer).dep()?;
         let index = Index::open(sdir.clone()).dep()?;
         if index.schema() != *schema {
             return Err(Error::index("schema changed"));
@@ -410,12 +431,13 @@ impl SearchIndex {
         dir: &Path,
         schema: Schema,
         writer_bytes: usize,
+        sealer: Option<Arc<Sealer>>,
     ) -> Result<(Index, IndexWriter, IndexReader, SoftSyncDirectory)> {
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
         }
         std::fs::create_dir_all(dir)?;
-        let sdir = SoftSyncDirectory::open(dir).dep()?;
+        let sdir = SoftSyncDirectory::open(dir, sealer).dep()?;
         let index = {
             let _durable = sdir.durable();
             Index::create(sdir.clone(), schema, tantivy::IndexSettings::default()).dep()?
@@ -443,7 +465,7 @@ impl SearchIndex {
         let (schema, _) = schema();
         let mut inner = self.inner.write();
         let (index, writer, reader, dir) =
-            Self::create_fresh(&self.dir, schema, self.writer_bytes)?;
+            Self::create_fresh(&self.dir, schema, self.writer_bytes, self.sealer.clone())?;
         // Searches wait (on the writer lock) until the rebuild is committed.
         self.overlay.invalidate(Some(reader.searcher()));
         *inner = Inner { index, reader, dir };

@@ -33,6 +33,14 @@
 //! unreferenced files, removed by [`remove_orphans`] at open), and the engine
 //! replays the sled log after that commit's sequence. See
 //! `docs/internals.md`, *The sled/tantivy sequence protocol*.
+//!
+//! In an encrypted store the directory has a [`Sealer`]: every file is
+//! written and read in the sealed format of `crypt` (segment files through
+//! [`crate::search::index::crypt::SealingWriter`] and
+//! [`crate::search::index::crypt::SealedHandle`], `meta.json` and
+//! `.managed.json` sealed whole). The in-memory `meta.json` of a soft commit
+//! stays plaintext (it never reaches the disk). Without a key the files are
+//! tantivy's own, read through `MmapDirectory` as before.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -42,6 +50,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
+
+use super::crypt::Sealer;
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
     AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite,
@@ -78,12 +88,15 @@ pub(crate) struct SoftSyncDirectory {
     mmap: MmapDirectory,
     root: PathBuf,
     state: Arc<State>,
+    /// Set in an encrypted store: every file sealed.
+    sealer: Option<Arc<Sealer>>,
 }
 
 impl std::fmt::Debug for SoftSyncDirectory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SoftSyncDirectory")
             .field("root", &self.root)
+            .field("sealed", &self.sealer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -98,15 +111,16 @@ impl Drop for DurableGuard<'_> {
 }
 
 impl SoftSyncDirectory {
-    /// Open `root` (which must exist).
-    pub(crate) fn open(root: &Path) -> tantivy::Result<Self> {
+    /// Open `root` (which must exist); sealed files when `sealer` is given.
+    pub(crate) fn open(root: &Path, sealer: Option<Arc<Sealer>>) -> tantivy::Result<Self> {
         let mmap = MmapDirectory::open(root)?;
         let dir = SoftSyncDirectory {
             mmap,
             root: root.to_owned(),
             state: Arc::default(),
+            sealer,
         };
-        if let Some(ids) = std::fs::read(root.join(META))
+        if let Some(ids) = read_meta(root, dir.sealer.as_deref())
             .ok()
             .and_then(|m| segment_ids(&m))
         {
@@ -137,7 +151,8 @@ impl SoftSyncDirectory {
         }
         self.sync_folder()?;
         // Temp file, fsync, rename, folder fsync: MmapDirectory's own atomic write.
-        self.mmap.atomic_write(Path::new(META), data)?;
+        let sealed = self.seal(Path::new(META), data)?;
+        self.mmap.atomic_write(Path::new(META), &sealed)?;
         self.sync_folder()?;
         files.mem_meta = None;
         files.durable_segments = segment_ids(data).unwrap_or_default();
@@ -155,6 +170,14 @@ impl SoftSyncDirectory {
         Ok(())
     }
 
+    /// `data` as stored in file `path`: sealed in an encrypted store.
+    fn seal<'a>(&self, path: &Path, data: &'a [u8]) -> io::Result<std::borrow::Cow<'a, [u8]>> {
+        match &self.sealer {
+            Some(s) => Ok(s.seal_bytes(path, data)?.into()),
+            None => Ok(data.into()),
+        }
+    }
+
     fn sync_folder(&self) -> io::Result<()> {
         File::open(&self.root)?.sync_data()
     }
@@ -162,7 +185,7 @@ impl SoftSyncDirectory {
     /// Replace `path` by `data` with a rename, without fsync.
     fn replace_unsynced(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         let mut tmp = tempfile::Builder::new().tempfile_in(&self.root)?;
-        tmp.write_all(data)?;
+        tmp.write_all(&self.seal(path, data)?)?;
         tmp.flush()?;
         tmp.into_temp_path().persist(self.root.join(path))?;
         Ok(())
@@ -171,7 +194,15 @@ impl SoftSyncDirectory {
 
 impl Directory for SoftSyncDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
-        self.mmap.get_file_handle(path)
+        let handle = self.mmap.get_file_handle(path)?;
+        match &self.sealer {
+            Some(s) => {
+                Ok(Arc::new(s.handle(path, handle).map_err(|e| {
+                    OpenReadError::wrap_io_error(e, path.to_owned())
+                })?))
+            }
+            None => Ok(handle),
+        }
     }
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
@@ -183,6 +214,9 @@ impl Directory for SoftSyncDirectory {
         }
         files.unsynced.remove(path);
         drop(files);
+        if let Some(s) = &self.sealer {
+            s.forget(path);
+        }
         self.mmap.delete(path)
     }
 
@@ -203,7 +237,15 @@ impl Directory for SoftSyncDirectory {
                 }
             })?;
         self.state.inner.lock().unsynced.insert(path.to_owned());
-        Ok(BufWriter::new(Box::new(UnsyncedFile(file))))
+        match &self.sealer {
+            Some(s) => {
+                let w = s
+                    .writer(path, UnsyncedFile(file))
+                    .map_err(|e| OpenWriteError::wrap_io_error(e, path.to_owned()))?;
+                Ok(BufWriter::new(Box::new(w)))
+            }
+            None => Ok(BufWriter::new(Box::new(UnsyncedFile(file)))),
+        }
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
@@ -212,7 +254,13 @@ impl Directory for SoftSyncDirectory {
         {
             return Ok(m.clone());
         }
-        self.mmap.atomic_read(path)
+        let bytes = self.mmap.atomic_read(path)?;
+        match &self.sealer {
+            Some(s) => s
+                .open_bytes(path, &bytes)
+                .map_err(|e| OpenReadError::wrap_io_error(e, path.to_owned())),
+            None => Ok(bytes),
+        }
     }
 
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
@@ -287,12 +335,36 @@ fn segment_ids(meta: &[u8]) -> Option<HashSet<String>> {
         .collect()
 }
 
+/// The `meta.json` on disk, unsealed with `sealer` (an encrypted store).
+fn read_meta(root: &Path, sealer: Option<&Sealer>) -> io::Result<Vec<u8>> {
+    let bytes = std::fs::read(root.join(META))?;
+    match sealer {
+        Some(s) => s.open_bytes(Path::new(META), &bytes),
+        None => Ok(bytes),
+    }
+}
+
+/// Whether the `meta.json` on disk is in the sealed format (`None`: no readable file).
+pub(crate) fn meta_is_sealed(root: &Path) -> Option<bool> {
+    std::fs::read(root.join(META))
+        .ok()
+        .map(|b| Sealer::looks_sealed(&b))
+}
+
 /// Remove segment files that the `meta.json` on disk does not name: after a
 /// crash, what soft commits and merges wrote since the last durable commit.
 /// Run before a writer opens the index (the store lock keeps everyone else out).
-/// Does nothing when `meta.json` does not parse (the index is rebuilt then).
-pub(crate) fn remove_orphans(root: &Path) -> io::Result<usize> {
-    let meta = std::fs::read(root.join(META))?;
+/// Does nothing when `meta.json` does not parse or does not unseal (the index
+/// is rebuilt then).
+pub(crate) fn remove_orphans(root: &Path, sealer: Option<&Sealer>) -> io::Result<usize> {
+    let bytes = std::fs::read(root.join(META))?;
+    let meta = match sealer {
+        Some(s) => match s.open_bytes(Path::new(META), &bytes) {
+            Ok(m) => m,
+            Err(_) => return Ok(0),
+        },
+        None => bytes,
+    };
     let Some(live) = segment_ids(&meta) else {
         return Ok(0);
     };
@@ -328,6 +400,67 @@ mod tests {
     }
 
     #[test]
+    fn a_sealed_directory_seals_every_file_and_reads_them_back() {
+        use std::io::Write as _;
+
+        use crate::config::EncryptionKey;
+
+        let dir = tempfile::tempdir().unwrap();
+        let sealer = Arc::new(Sealer::new(&EncryptionKey::new([9; 32]), 1 << 20));
+        let d = SoftSyncDirectory::open(dir.path(), Some(sealer.clone())).unwrap();
+        let id = "0123456789abcdef0123456789abcdef";
+        let seg = PathBuf::from(format!("{id}.idx"));
+        let text = b"plainword ".repeat(20_000);
+        let mut w = d.open_write(&seg).unwrap();
+        w.write_all(&text).unwrap();
+        w.terminate().unwrap();
+        let on_disk = std::fs::read(dir.path().join(&seg)).unwrap();
+        assert!(Sealer::looks_sealed(&on_disk));
+        assert!(!on_disk.windows(9).any(|w| w == b"plainword"));
+        let h = d.get_file_handle(&seg).unwrap();
+        assert_eq!(h.len(), text.len());
+        assert_eq!(
+            h.read_bytes(5..150_000).unwrap().as_slice(),
+            &text[5..150_000]
+        );
+
+        // `.managed.json` and a durable `meta.json` are sealed on disk; a soft one stays in memory.
+        let managed = br#"["x"]"#;
+        d.atomic_write(Path::new(MANAGED), managed).unwrap();
+        assert!(Sealer::looks_sealed(
+            &std::fs::read(dir.path().join(MANAGED)).unwrap()
+        ));
+        assert_eq!(d.atomic_read(Path::new(MANAGED)).unwrap(), managed);
+        let meta = br#"{"segments":[{"segment_id":"01234567-89ab-cdef-0123-456789abcdef"}]}"#;
+        {
+            let _durable = d.durable();
+            d.atomic_write(Path::new(META), meta).unwrap();
+        }
+        assert_eq!(meta_is_sealed(dir.path()), Some(true));
+        assert_eq!(d.atomic_read(Path::new(META)).unwrap(), meta);
+        let soft = br#"{"segments":[]}"#;
+        d.atomic_write(Path::new(META), soft).unwrap();
+        assert_eq!(d.atomic_read(Path::new(META)).unwrap(), soft);
+        assert_eq!(read_meta(dir.path(), Some(&sealer)).unwrap(), meta);
+
+        // A segment of the durable commit is not deleted; an orphan is removed
+        // against the sealed `meta.json` (and nothing against another key's view).
+        d.delete(&seg).unwrap();
+        assert!(dir.path().join(&seg).exists());
+        let orphan = "fedcba9876543210fedcba9876543210.pos";
+        std::fs::write(dir.path().join(orphan), b"x").unwrap();
+        let other = Sealer::new(&EncryptionKey::new([8; 32]), 0);
+        assert_eq!(remove_orphans(dir.path(), Some(&other)).unwrap(), 0);
+        assert_eq!(remove_orphans(dir.path(), Some(&sealer)).unwrap(), 1);
+        assert!(dir.path().join(&seg).exists());
+
+        // Reopened: the durable segments come from the sealed `meta.json`.
+        let again = SoftSyncDirectory::open(dir.path(), Some(sealer)).unwrap();
+        again.delete(&seg).unwrap();
+        assert!(dir.path().join(&seg).exists());
+    }
+
+    #[test]
     fn orphans_are_removed_only_against_a_readable_meta() {
         let dir = tempfile::tempdir().unwrap();
         let live = "0123456789abcdef0123456789abcdef";
@@ -343,13 +476,13 @@ mod tests {
             std::fs::write(dir.path().join(f), b"x").unwrap();
         }
         std::fs::write(dir.path().join(META), b"{\"segm").unwrap();
-        assert_eq!(remove_orphans(dir.path()).unwrap(), 0);
+        assert_eq!(remove_orphans(dir.path(), None).unwrap(), 0);
         std::fs::write(
             dir.path().join(META),
             br#"{"segments":[{"segment_id":"01234567-89ab-cdef-0123-456789abcdef"}]}"#,
         )
         .unwrap();
-        assert_eq!(remove_orphans(dir.path()).unwrap(), 2);
+        assert_eq!(remove_orphans(dir.path(), None).unwrap(), 2);
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

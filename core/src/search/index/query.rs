@@ -188,7 +188,7 @@ impl SearchIndex {
             .collect();
         // (A scope-hash collision is caught by the caller, which parses kind and
         // context from the uid.)
-        let out = uids_of(searcher, addrs)?;
+        let out = uids_of(&self.columns, searcher, addrs)?;
         Ok(snap.merge(out, q.limit.max(1)))
     }
 }
@@ -198,6 +198,7 @@ impl SearchIndex {
 /// document store would decompress a 16 KiB block per hit (the fused search
 /// of issue #15 resolves 50 hits per query).
 pub(super) fn uids_of(
+    kept: &columns::SegmentColumns,
     searcher: &tantivy::Searcher,
     addrs: Vec<(f32, tantivy::DocAddress)>,
 ) -> Result<Vec<(String, f32)>> {
@@ -208,13 +209,7 @@ pub(super) fn uids_of(
         let col = match columns.entry(addr.segment_ord) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                let col = searcher
-                    .segment_reader(addr.segment_ord)
-                    .fast_fields()
-                    .str("uid")
-                    .dep()?
-                    .ok_or_else(|| Error::index("index segment without its uid column"))?;
-                e.insert(col)
+                e.insert(kept.uid(searcher, addr.segment_ord)?)
             }
         };
         let ord = col
@@ -267,13 +262,9 @@ impl SearchIndex {
             for (score, addr) in top {
                 let col = match columns.entry(addr.segment_ord) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                        searcher
-                            .segment_reader(addr.segment_ord)
-                            .fast_fields()
-                            .u64("scope")
-                            .dep()?,
-                    ),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(self.columns.scope(searcher, addr.segment_ord)?)
+                    }
                 };
                 if col.first(addr.doc_id) == Some(scope) {
                     kept.push((score, addr));
