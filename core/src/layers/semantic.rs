@@ -197,6 +197,47 @@ fn to_public(key: &str, r: KnowledgeRecord) -> Knowledge {
     }
 }
 
+/// Inside a write transaction over (semantic, semantic_history, meta, dedup):
+/// store `rec` as the current version of `target` (whose record was `cur`), with
+/// its duplicate-detection keys when the context detects (`indexed`) and its
+/// history entry, keeping the last `keep` versions; returns the index update.
+/// One place for `store`/`update` and `store_many`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn put_version(
+    e: &Engine,
+    t: &[crate::storage::TxTree<'_>],
+    ctx: &str,
+    target: &str,
+    cur: Option<&KnowledgeRecord>,
+    rec: &KnowledgeRecord,
+    indexed: bool,
+    keep: u64,
+) -> crate::storage::TxResult<IndexOp> {
+    if indexed {
+        dedup::rekey(
+            e,
+            &t[3],
+            ctx,
+            target,
+            cur.map(|c| &c.value),
+            Some(&rec.value),
+        )?;
+    }
+    t[0].insert(codec::ctx_key(ctx, target).as_slice(), e.codec.encode(rec)?)?;
+    let hist = HistoryRecord {
+        value: rec.value.clone(),
+        recorded_at: rec.updated_at,
+    };
+    t[1].insert(
+        history_key(ctx, target, rec.version),
+        e.codec.encode(&hist)?,
+    )?;
+    if rec.version > keep {
+        t[1].remove(history_key(ctx, target, rec.version - keep))?;
+    }
+    Ok(IndexOp::Upsert(index_doc(ctx, target, rec)))
+}
+
 /// Write a new version computed by `next` from the current record (None = absent),
 /// after the duplicate check `check` (`None`: no check, as for `update`).
 fn write_version(
@@ -288,33 +329,12 @@ fn write_version(
             if let Some(k) = claim {
                 t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;
             }
-            if d.indexed {
-                dedup::rekey(
-                    e,
-                    &t[3],
-                    ctx,
-                    target,
-                    cur.as_ref().map(|c| &c.value),
-                    Some(&rec.value),
-                )?;
-            }
-            let enc = e.codec.encode(&rec)?;
-            t[0].insert(dkey.as_slice(), enc)?;
-            let hist = HistoryRecord {
-                value: rec.value.clone(),
-                recorded_at: now,
-            };
-            let henc = e.codec.encode(&hist)?;
-            t[1].insert(history_key(ctx, target, rec.version), henc)?;
-            if rec.version > keep {
-                t[1].remove(history_key(ctx, target, rec.version - keep))?;
-            }
-            let doc = index_doc(ctx, target, &rec);
+            let op = put_version(e, t, ctx, target, cur.as_ref(), &rec, d.indexed, keep)?;
             let mut k = to_public(target, rec);
             if d.duplicate_of.is_some() {
                 k.duplicate_of = d.duplicate_of.clone();
             }
-            Ok((k, vec![IndexOp::Upsert(doc)]))
+            Ok((k, vec![op]))
         },
     )?;
     Ok(rec)

@@ -205,29 +205,16 @@ pub(crate) fn store_many_in(
                         d.link.clone()
                     },
                 };
-                if d.indexed {
-                    dedup::rekey(
-                        e,
-                        &t[3],
-                        ctx,
-                        target,
-                        cur.as_ref().map(|c| &c.value),
-                        Some(&rec.value),
-                    )?;
-                }
-                t[0].insert(dkey.as_slice(), e.codec.encode(&rec)?)?;
-                let hist = HistoryRecord {
-                    value: rec.value.clone(),
-                    recorded_at: now,
-                };
-                t[1].insert(
-                    history_key(ctx, target, rec.version),
-                    e.codec.encode(&hist)?,
-                )?;
-                if rec.version > keep {
-                    t[1].remove(history_key(ctx, target, rec.version - keep))?;
-                }
-                ops.push(IndexOp::Upsert(index_doc(ctx, target, &rec)));
+                ops.push(put_version(
+                    e,
+                    t,
+                    ctx,
+                    target,
+                    cur.as_ref(),
+                    &rec,
+                    d.indexed,
+                    keep,
+                )?);
                 let mut k = to_public(target, rec);
                 k.duplicate_of = d.duplicate_of.clone();
                 recs.push(k);
