@@ -309,13 +309,24 @@ export interface OpenOptions {
   encryptionKey?: Buffer
   /**
    * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
-   * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+   * cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back
+   * every 250 ms. Budgets given beside it override it.
    */
   lowMemory?: boolean
   /** Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB). */
   episodeCacheBytes?: number
   /** Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB). */
   shortTermCacheBytes?: number
+  /**
+   * Budget of the decrypted search-index cache of an encrypted store in bytes
+   * (default 16 MiB; 0 decrypts every read; at most 1 GiB).
+   */
+  indexCacheBytes?: number
+  /**
+   * Seconds between returns of free heap to the OS while the store is written
+   * (default 1; 0 turns it off).
+   */
+  releaseMemoryInterval?: number
 }
 
 /** Latency and counts of one operation. */

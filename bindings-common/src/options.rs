@@ -64,12 +64,19 @@ options! {
         #[cfg_attr(feature = "napi", napi(ts_type = "Buffer"))]
         pub encryption_key: Option<KeyBytes>,
         /// The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
-        /// cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+        /// cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back
+        /// every 250 ms. Budgets given beside it override it.
         pub low_memory: Option<bool>,
         /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
         pub episode_cache_bytes: Option<i64>,
         /// Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
         pub short_term_cache_bytes: Option<i64>,
+        /// Budget of the decrypted search-index cache of an encrypted store in bytes
+        /// (default 16 MiB; 0 decrypts every read; at most 1 GiB).
+        pub index_cache_bytes: Option<i64>,
+        /// Seconds between returns of free heap to the OS while the store is written
+        /// (default 1; 0 turns it off).
+        pub release_memory_interval: Option<f64>,
     }
 
     /// Optional fields of `episodic.record`.
@@ -168,6 +175,22 @@ fn size(field: &str, n: i64) -> Result<u64, BindingError> {
         .map_err(|_| BindingError::invalid(field, format!("must be 0 or more, got {n}")))
 }
 
+/// An interval in seconds: finite and 0 or more (0 turns the periodic work off).
+pub fn interval(field: &str, seconds: f64) -> Result<std::time::Duration, BindingError> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return Err(BindingError::invalid(
+            field,
+            format!("must be a number of seconds, 0 or more, got {seconds}"),
+        ));
+    }
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+        BindingError::invalid(
+            field,
+            format!("must be a finite number of seconds, got {seconds}"),
+        )
+    })
+}
+
 fn importance(field: &str, n: u32) -> Result<u8, BindingError> {
     u8::try_from(n).map_err(|_| {
         BindingError::from(memstrata::Error::invalid(
@@ -215,6 +238,13 @@ impl OpenOptions {
         if let Some(n) = self.short_term_cache_bytes {
             let n = size("short_term_cache_bytes", n)?;
             b = b.short_term_cache_bytes(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        if let Some(n) = self.index_cache_bytes {
+            let n = size("index_cache_bytes", n)?;
+            b = b.index_cache_bytes(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        if let Some(s) = self.release_memory_interval {
+            b = b.release_memory_interval(interval("release_memory_interval", s)?);
         }
         if let Some(n) = self.cache_bytes {
             b = b.cache_bytes(size("cache_bytes", n)?);
@@ -466,6 +496,29 @@ mod tests {
         .open(None)
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("short_term_cache_bytes"));
+        let e = OpenOptions {
+            index_cache_bytes: Some(2 << 30),
+            ..Default::default()
+        }
+        .open(None)
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("index_cache_bytes"));
+        let e = OpenOptions {
+            index_cache_bytes: Some(-1),
+            ..Default::default()
+        }
+        .builder(None)
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("index_cache_bytes"));
+        for bad in [-0.5, f64::NAN, f64::INFINITY] {
+            let e = OpenOptions {
+                release_memory_interval: Some(bad),
+                ..Default::default()
+            }
+            .builder(None)
+            .unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("release_memory_interval"));
+        }
         let m = OpenOptions {
             low_memory: Some(true),
             episode_cache_bytes: Some(3 << 20),
@@ -478,9 +531,41 @@ mod tests {
             (
                 o.cache_bytes,
                 o.episode_cache_bytes,
-                o.short_term_cache_bytes
+                o.short_term_cache_bytes,
+                o.index_cache_bytes,
+                o.release_memory_interval
             ),
-            (1 << 20, 3 << 20, 2 << 20)
+            (
+                1 << 20,
+                3 << 20,
+                2 << 20,
+                4 << 20,
+                std::time::Duration::from_millis(250)
+            )
+        );
+        let m = OpenOptions {
+            low_memory: Some(true),
+            index_cache_bytes: Some(0),
+            release_memory_interval: Some(0.0),
+            ..Default::default()
+        }
+        .open(None)
+        .unwrap();
+        let o = m.options();
+        assert_eq!(o.index_cache_bytes, 0);
+        assert_eq!(o.release_memory_interval, std::time::Duration::ZERO);
+        let m = OpenOptions {
+            index_cache_bytes: Some(1 << 20),
+            release_memory_interval: Some(2.5),
+            ..Default::default()
+        }
+        .open(None)
+        .unwrap();
+        let o = m.options();
+        assert_eq!(o.index_cache_bytes, 1 << 20);
+        assert_eq!(
+            o.release_memory_interval,
+            std::time::Duration::from_millis(2500)
         );
         assert_eq!(compression_level(None).unwrap(), 1);
         assert!(compression_level(Some(1000)).is_err());

@@ -65,4 +65,17 @@ test('memory budgets: lowMemory preset, cache budgets, validation', async (t) =>
   await a.close()
   await rejectsWith(Memory.open(join(dir, 'b'), { episodeCacheBytes: 2 ** 31 }), 'INVALID_INPUT', 'episode_cache_bytes')
   await rejectsWith(Memory.open(join(dir, 'c'), { shortTermCacheBytes: -1 }), 'INVALID_INPUT', 'short_term_cache_bytes')
+  const d = await Memory.open(join(dir, 'd'), { lowMemory: true, indexCacheBytes: 0, releaseMemoryInterval: 0 })
+  await d.episodic.recordMany([{ summary: 'no heap release' }])
+  assert.equal((await d.episodic.search('heap')).length, 1)
+  await d.close()
+  const e = await Memory.open(join(dir, 'e'), {
+    encryptionKey: Buffer.alloc(32, 7), indexCacheBytes: 2 ** 20, releaseMemoryInterval: 0.5,
+  })
+  await e.episodic.recordMany([{ summary: 'encrypted index' }])
+  assert.equal((await e.episodic.search('encrypted')).length, 1)
+  await e.close()
+  await rejectsWith(Memory.open(join(dir, 'f'), { lowMemory: true, indexCacheBytes: 2 ** 31 }), 'INVALID_INPUT', 'index_cache_bytes')
+  await rejectsWith(Memory.open(join(dir, 'g'), { indexCacheBytes: -1 }), 'INVALID_INPUT', 'index_cache_bytes')
+  await rejectsWith(Memory.open(join(dir, 'h'), { releaseMemoryInterval: -1 }), 'INVALID_INPUT', 'release_memory_interval')
 })

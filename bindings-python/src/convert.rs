@@ -185,31 +185,32 @@ pub(crate) fn opt_to_py(py: Python<'_>, v: Option<&Value>) -> PyResult<Py<PyAny>
     }
 }
 
+/// Seconds (`int` / `float`) or a `datetime.timedelta` as seconds, unchecked;
+/// any other type is a `TypeError` naming `field`.
+pub(crate) fn seconds(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<f64>> {
+    match obj {
+        None => Ok(None),
+        Some(obj) if obj.is_none() => Ok(None),
+        Some(obj) if obj.is_instance_of::<PyBool>() => Err(PyTypeError::new_err(format!(
+            "{field}: expected seconds (int or float) or a datetime.timedelta, got bool"
+        ))),
+        Some(obj) if obj.is_instance_of::<PyDelta>() => {
+            Ok(Some(obj.call_method0("total_seconds")?.extract()?))
+        }
+        Some(obj) if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>() => {
+            Ok(Some(obj.extract()?))
+        }
+        Some(obj) => Err(PyTypeError::new_err(format!(
+            "{field}: expected seconds (int or float) or a datetime.timedelta, got {}",
+            type_name(obj)
+        ))),
+    }
+}
+
 /// A TTL in seconds (`int` / `float`) or a `datetime.timedelta`, checked by the
 /// common layer (`options::ttl`: finite and > 0).
 pub(crate) fn ttl(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
-    let secs: Option<f64> = match obj {
-        None => None,
-        Some(obj) if obj.is_none() => None,
-        Some(obj) if obj.is_instance_of::<PyBool>() => {
-            return Err(PyTypeError::new_err(
-                "ttl: expected seconds (int or float) or a datetime.timedelta, got bool",
-            ));
-        }
-        Some(obj) if obj.is_instance_of::<PyDelta>() => {
-            Some(obj.call_method0("total_seconds")?.extract()?)
-        }
-        Some(obj) if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>() => {
-            Some(obj.extract()?)
-        }
-        Some(obj) => {
-            return Err(PyTypeError::new_err(format!(
-                "ttl: expected seconds (int or float) or a datetime.timedelta, got {}",
-                type_name(obj)
-            )));
-        }
-    };
-    options::ttl(secs).map_err(error::to_py)
+    options::ttl(seconds(obj, "ttl")?).map_err(error::to_py)
 }
 
 /// A timezone-aware `datetime` (any zone) as UTC. Naive datetimes are refused:

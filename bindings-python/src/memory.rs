@@ -80,7 +80,7 @@ impl Memory {
     /// deleted when the last handle on it is closed.
     #[new]
     #[pyo3(
-        text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None, encryption_key=None, low_memory=None, episode_cache_bytes=None, short_term_cache_bytes=None)"
+        text_signature = "(path=None, *, durability='periodic', cache_bytes=None, focus_capacity=None, workspace_capacity=None, session_retention=None, workspace_roots=None, index_writer_bytes=None, semantic_history=None, max_steps=None, clock=None, encryption_key=None, low_memory=None, episode_cache_bytes=None, short_term_cache_bytes=None, index_cache_bytes=None, release_memory_interval=None)"
     )]
     #[pyo3(signature = (
         path=None,
@@ -99,6 +99,8 @@ impl Memory {
         low_memory=None,
         episode_cache_bytes=None,
         short_term_cache_bytes=None,
+        index_cache_bytes=None,
+        release_memory_interval=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -118,6 +120,8 @@ impl Memory {
         low_memory: Option<bool>,
         episode_cache_bytes: Option<&Bound<'_, PyAny>>,
         short_term_cache_bytes: Option<&Bound<'_, PyAny>>,
+        index_cache_bytes: Option<&Bound<'_, PyAny>>,
+        release_memory_interval: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Memory> {
         let options = OpenOptions {
             durability: Some(durability),
@@ -136,6 +140,12 @@ impl Memory {
             short_term_cache_bytes: convert::opt_int(
                 short_term_cache_bytes,
                 "short_term_cache_bytes",
+            )?,
+            index_cache_bytes: convert::opt_int(index_cache_bytes, "index_cache_bytes")?,
+            // Seconds or a timedelta; 0 turns it off (checked by the common layer).
+            release_memory_interval: convert::seconds(
+                release_memory_interval,
+                "release_memory_interval",
             )?,
         };
         let mut b = options.builder(path).map_err(to_py)?;

@@ -122,3 +122,29 @@ def test_memory_budgets_and_low_memory_preset(tmp_path):
     with pytest.raises(memstrata.InvalidInputError) as e:
         memstrata.Memory(tmp_path / "d", low_memory=True, short_term_cache_bytes=-1)
     assert e.value.field == "short_term_cache_bytes"
+    with memstrata.Memory(
+        tmp_path / "e", low_memory=True, index_cache_bytes=0, release_memory_interval=0
+    ) as m:
+        m.episodic.record_many([{"summary": "no heap release"}])
+        assert len(m.episodic.search("heap")) == 1
+    with memstrata.Memory(
+        tmp_path / "f",
+        encryption_key=bytes(range(32)),
+        index_cache_bytes=1 << 20,
+        release_memory_interval=dt.timedelta(milliseconds=500),
+    ) as m:
+        m.episodic.record_many([{"summary": "encrypted index"}])
+        assert len(m.episodic.search("encrypted")) == 1
+    with memstrata.Memory(tmp_path / "g", release_memory_interval=2.5) as m:
+        m.short_term.store("k", 1)
+    with pytest.raises(memstrata.InvalidInputError) as e:
+        memstrata.Memory(tmp_path / "h", low_memory=True, index_cache_bytes=2 << 30)
+    assert e.value.field == "index_cache_bytes" and "1 GiB" in str(e.value)
+    with pytest.raises(memstrata.InvalidInputError) as e:
+        memstrata.Memory(tmp_path / "i", index_cache_bytes=-1)
+    assert e.value.field == "index_cache_bytes"
+    with pytest.raises(memstrata.InvalidInputError) as e:
+        memstrata.Memory(tmp_path / "j", release_memory_interval=-1.0)
+    assert e.value.field == "release_memory_interval"
+    with pytest.raises(TypeError, match="release_memory_interval"):
+        memstrata.Memory(tmp_path / "k", release_memory_interval="1s")

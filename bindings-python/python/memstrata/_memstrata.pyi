@@ -241,6 +241,8 @@ class Memory:
         low_memory: Optional[bool] = None,
         episode_cache_bytes: Optional[int] = None,
         short_term_cache_bytes: Optional[int] = None,
+        index_cache_bytes: Optional[int] = None,
+        release_memory_interval: Optional[_TTL] = None,
         clock: Optional[ManualClock] = None,
     ) -> Self:
         """Create and return a new object.  See help(type) for accurate signature."""

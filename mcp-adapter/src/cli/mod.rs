@@ -110,7 +110,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "NAME", requires = "embeddings_url")]
     embeddings_model: Option<String>,
     /// Memory budgets for small devices: sled cache 1 MiB, index writer 15 MB, episode
-    /// cache 1 MiB, short-term cache 2 MiB (the budget flags below override it).
+    /// cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back every
+    /// 250 ms (the budget flags below override it).
     #[arg(long, global = true)]
     low_memory: bool,
     /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
@@ -119,6 +120,14 @@ struct Cli {
     /// Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
     #[arg(long, global = true, value_name = "BYTES")]
     short_term_cache_bytes: Option<usize>,
+    /// Budget of the decrypted search-index cache of an encrypted store in bytes (default
+    /// 16 MiB; 0 decrypts every read; at most 1 GiB).
+    #[arg(long, global = true, value_name = "BYTES")]
+    index_cache_bytes: Option<usize>,
+    /// Seconds between returns of free heap to the OS while the store is written (default 1;
+    /// 0 turns it off; fractions allowed, e.g. 0.25).
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = parse_interval)]
+    release_memory_interval: Option<std::time::Duration>,
     #[command(subcommand)]
     command: Command,
 }
@@ -228,5 +237,83 @@ fn flush(mem: &memstrata::Memory) {
     match mem.flush() {
         Ok(()) => tracing::info!("store flushed"),
         Err(e) => tracing::error!("flush failed: {e}"),
+    }
+}
+
+/// `--release-memory-interval SECONDS`: finite and 0 or more (0 turns it off).
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number of seconds, got {s:?}"))?;
+    if secs.is_nan() || secs < 0.0 {
+        return Err(format!("must be 0 or more seconds, got {s}"));
+    }
+    std::time::Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("must be a finite number of seconds, got {s}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_flags_parse_and_bad_intervals_are_refused() {
+        let cli = Cli::try_parse_from([
+            "memstrata-mcp",
+            "--low-memory",
+            "--index-cache-bytes",
+            "0",
+            "--release-memory-interval",
+            "0.5",
+            "stdio",
+        ])
+        .unwrap();
+        assert!(cli.low_memory);
+        assert_eq!(cli.index_cache_bytes, Some(0));
+        assert_eq!(
+            cli.release_memory_interval,
+            Some(std::time::Duration::from_millis(500))
+        );
+        for bad in ["-1", "nan", "inf", "soon"] {
+            let flag = format!("--release-memory-interval={bad}");
+            let e = Cli::try_parse_from(["memstrata-mcp", flag.as_str(), "stdio"])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--release-memory-interval"), "{e}");
+        }
+        let e = Cli::try_parse_from(["memstrata-mcp", "--index-cache-bytes=-1", "stdio"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--index-cache-bytes"), "{e}");
+    }
+
+    #[test]
+    fn budget_flags_reach_the_store_and_over_limit_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("s").display().to_string();
+        let args = |extra: &[&str]| {
+            let mut a = vec!["memstrata-mcp", "--store", store.as_str(), "--low-memory"];
+            a.extend_from_slice(extra);
+            a.push("stdio");
+            Cli::try_parse_from(a).unwrap()
+        };
+        let cli = args(&["--index-cache-bytes", "2147483648"]);
+        let e = match store::open(&cli) {
+            Ok(_) => panic!("an index cache over 1 GiB was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("index_cache_bytes"), "{e}");
+        let cli = args(&[
+            "--index-cache-bytes",
+            "1048576",
+            "--release-memory-interval",
+            "0",
+        ]);
+        let m = store::open(&cli).unwrap();
+        let o = m.options();
+        assert_eq!(o.index_cache_bytes, 1 << 20);
+        assert_eq!(o.release_memory_interval, std::time::Duration::ZERO);
+        assert_eq!(o.short_term_cache_bytes, 2 << 20);
     }
 }

@@ -105,6 +105,12 @@ pub(super) fn open(cli: &Cli) -> CliResult<Memory> {
     if let Some(n) = cli.short_term_cache_bytes {
         b = b.short_term_cache_bytes(n);
     }
+    if let Some(n) = cli.index_cache_bytes {
+        b = b.index_cache_bytes(n);
+    }
+    if let Some(d) = cli.release_memory_interval {
+        b = b.release_memory_interval(d);
+    }
     if let Some(file) = &cli.encryption_key_file {
         // Neither the contents nor any part of the key is ever printed.
         let contents = std::fs::read(file).map_err(|e| {

@@ -2285,7 +2285,8 @@ public struct OpenOptions: Equatable, Hashable {
     public var encryptionKey: KeyBytes?
     /**
      * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
-     * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+     * cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back
+     * every 250 ms. Budgets given beside it override it.
      */
     public var lowMemory: Bool?
     /**
@@ -2296,6 +2297,16 @@ public struct OpenOptions: Equatable, Hashable {
      * Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
      */
     public var shortTermCacheBytes: Int64?
+    /**
+     * Budget of the decrypted search-index cache of an encrypted store in bytes
+     * (default 16 MiB; 0 decrypts every read; at most 1 GiB).
+     */
+    public var indexCacheBytes: Int64?
+    /**
+     * Seconds between returns of free heap to the OS while the store is written
+     * (default 1; 0 turns it off).
+     */
+    public var releaseMemoryInterval: Double?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2333,14 +2344,23 @@ public struct OpenOptions: Equatable, Hashable {
          */encryptionKey: KeyBytes? = nil, 
         /**
          * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
-         * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+         * cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back
+         * every 250 ms. Budgets given beside it override it.
          */lowMemory: Bool? = nil, 
         /**
          * Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
          */episodeCacheBytes: Int64? = nil, 
         /**
          * Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
-         */shortTermCacheBytes: Int64? = nil) {
+         */shortTermCacheBytes: Int64? = nil, 
+        /**
+         * Budget of the decrypted search-index cache of an encrypted store in bytes
+         * (default 16 MiB; 0 decrypts every read; at most 1 GiB).
+         */indexCacheBytes: Int64? = nil, 
+        /**
+         * Seconds between returns of free heap to the OS while the store is written
+         * (default 1; 0 turns it off).
+         */releaseMemoryInterval: Double? = nil) {
         self.durability = durability
         self.cacheBytes = cacheBytes
         self.focusCapacity = focusCapacity
@@ -2354,6 +2374,8 @@ public struct OpenOptions: Equatable, Hashable {
         self.lowMemory = lowMemory
         self.episodeCacheBytes = episodeCacheBytes
         self.shortTermCacheBytes = shortTermCacheBytes
+        self.indexCacheBytes = indexCacheBytes
+        self.releaseMemoryInterval = releaseMemoryInterval
     }
 
     
@@ -2384,7 +2406,9 @@ public struct FfiConverterTypeOpenOptions: FfiConverterRustBuffer {
                 encryptionKey: FfiConverterOptionTypeKeyBytes.read(from: &buf), 
                 lowMemory: FfiConverterOptionBool.read(from: &buf), 
                 episodeCacheBytes: FfiConverterOptionInt64.read(from: &buf), 
-                shortTermCacheBytes: FfiConverterOptionInt64.read(from: &buf)
+                shortTermCacheBytes: FfiConverterOptionInt64.read(from: &buf), 
+                indexCacheBytes: FfiConverterOptionInt64.read(from: &buf), 
+                releaseMemoryInterval: FfiConverterOptionDouble.read(from: &buf)
         )
     }
 
@@ -2402,6 +2426,8 @@ public struct FfiConverterTypeOpenOptions: FfiConverterRustBuffer {
         FfiConverterOptionBool.write(value.lowMemory, into: &buf)
         FfiConverterOptionInt64.write(value.episodeCacheBytes, into: &buf)
         FfiConverterOptionInt64.write(value.shortTermCacheBytes, into: &buf)
+        FfiConverterOptionInt64.write(value.indexCacheBytes, into: &buf)
+        FfiConverterOptionDouble.write(value.releaseMemoryInterval, into: &buf)
     }
 }
 

@@ -78,6 +78,17 @@ class BatchTest {
             Memory(dir.resolve("b").toString(), OpenOptions(shortTermCacheBytes = 2L shl 30))
         }
         assertTrue(e.message!!.contains("short_term_cache_bytes"), e.message)
+        val d = Memory(
+            dir.resolve("d").toString(),
+            OpenOptions(lowMemory = true, indexCacheBytes = 1L shl 20, releaseMemoryInterval = 0.0),
+        )
+        d.episodic.recordMany(listOf(EpisodeItem(summary = "no heap release")))
+        assertEquals(1, d.episodic.search("heap").size)
+        d.shutdown()
+        val f = assertFailsWith<MemstrataException.InvalidInput> {
+            Memory(dir.resolve("f").toString(), OpenOptions(indexCacheBytes = 2L shl 30))
+        }
+        assertTrue(f.message!!.contains("index_cache_bytes"), f.message)
         dir.toFile().deleteRecursively()
     }
 }

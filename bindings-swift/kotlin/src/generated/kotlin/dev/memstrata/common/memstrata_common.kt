@@ -2313,7 +2313,8 @@ data class OpenOptions (
     , 
     /**
      * The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
-     * cache 1 MiB, short-term cache 2 MiB. Budgets given beside it override it.
+     * cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back
+     * every 250 ms. Budgets given beside it override it.
      */
     var `lowMemory`: kotlin.Boolean? = null 
     , 
@@ -2326,6 +2327,18 @@ data class OpenOptions (
      * Budget of the short-term read cache in bytes (default 16 MiB; 0 turns it off; at most 1 GiB).
      */
     var `shortTermCacheBytes`: kotlin.Long? = null 
+    , 
+    /**
+     * Budget of the decrypted search-index cache of an encrypted store in bytes
+     * (default 16 MiB; 0 decrypts every read; at most 1 GiB).
+     */
+    var `indexCacheBytes`: kotlin.Long? = null 
+    , 
+    /**
+     * Seconds between returns of free heap to the OS while the store is written
+     * (default 1; 0 turns it off).
+     */
+    var `releaseMemoryInterval`: kotlin.Double? = null 
     
 ){
     
@@ -2355,6 +2368,8 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalBoolean.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalDouble.read(buf),
         )
     }
 
@@ -2371,7 +2386,9 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalTypeKeyBytes.allocationSize(value.`encryptionKey`) +
             FfiConverterOptionalBoolean.allocationSize(value.`lowMemory`) +
             FfiConverterOptionalLong.allocationSize(value.`episodeCacheBytes`) +
-            FfiConverterOptionalLong.allocationSize(value.`shortTermCacheBytes`)
+            FfiConverterOptionalLong.allocationSize(value.`shortTermCacheBytes`) +
+            FfiConverterOptionalLong.allocationSize(value.`indexCacheBytes`) +
+            FfiConverterOptionalDouble.allocationSize(value.`releaseMemoryInterval`)
     )
 
     override fun write(value: OpenOptions, buf: ByteBuffer) {
@@ -2388,6 +2405,8 @@ public object FfiConverterTypeOpenOptions: FfiConverterRustBuffer<OpenOptions> {
             FfiConverterOptionalBoolean.write(value.`lowMemory`, buf)
             FfiConverterOptionalLong.write(value.`episodeCacheBytes`, buf)
             FfiConverterOptionalLong.write(value.`shortTermCacheBytes`, buf)
+            FfiConverterOptionalLong.write(value.`indexCacheBytes`, buf)
+            FfiConverterOptionalDouble.write(value.`releaseMemoryInterval`, buf)
     }
 }
 
