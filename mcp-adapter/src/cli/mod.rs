@@ -241,16 +241,14 @@ fn flush(mem: &memstrata::Memory) {
 }
 
 /// `--release-memory-interval SECONDS`: finite and 0 or more (0 turns it off).
+/// The same check as the bindings' `release_memory_interval` option.
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     let secs: f64 = s
         .trim()
         .parse()
         .map_err(|_| format!("expected a number of seconds, got {s:?}"))?;
-    if secs.is_nan() || secs < 0.0 {
-        return Err(format!("must be 0 or more seconds, got {s}"));
-    }
-    std::time::Duration::try_from_secs_f64(secs)
-        .map_err(|_| format!("must be a finite number of seconds, got {s}"))
+    memstrata_bindings_common::options::interval("release_memory_interval", secs)
+        .map_err(|e| e.message)
 }
 
 #[cfg(test)]
