@@ -135,6 +135,9 @@ pub(crate) struct Engine {
     /// plays this role). See [`Engine::index_lock`].
     log_cursor: Mutex<u64>,
     metrics: Metrics,
+    /// What the hybrid searches taught about the vector list, per record kind
+    /// (episodes, knowledge): see [`crate::search::evidence`].
+    fusion_evidence: [crate::search::evidence::Evidence; 2],
     /// What the layers registered: indexed sources and maintenance hooks.
     layers: &'static Registrations,
     /// The layers' per-engine state (see [`Registrations::states`] and [`Engine::state`]).
@@ -377,6 +380,19 @@ impl Engine {
     }
 
     /// The registered source of documents of `kind`.
+    /// What the hybrid searches of `kind` taught about the vector list.
+    pub(crate) fn fusion_evidence(&self, kind: Kind) -> &crate::search::evidence::Evidence {
+        match kind {
+            Kind::Episode => &self.fusion_evidence[0],
+            Kind::Knowledge => &self.fusion_evidence[1],
+        }
+    }
+
+    /// The current index document of `(ctx, key)` of `kind`, `None` when it is gone.
+    pub(crate) fn index_doc(&self, kind: Kind, ctx: &str, key: &str) -> Result<Option<IndexDoc>> {
+        (self.source(kind)?.load)(self, ctx, key)
+    }
+
     fn source(&self, kind: Kind) -> Result<&'static IndexedSource> {
         self.layers
             .sources

@@ -279,6 +279,7 @@ impl Engine {
             index: search,
             log_cursor: Mutex::new(0),
             metrics: Metrics::default(),
+            fusion_evidence: Default::default(),
             layers,
             states,
             short_term_cache: ShortTermCache::new(short_term_cache_bytes),

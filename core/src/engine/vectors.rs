@@ -8,6 +8,7 @@ use parking_lot::RwLock;
 
 use super::Engine;
 use crate::search::embedder::{Embedder, check, embed_one};
+use crate::search::evidence::covers_most;
 use crate::search::fusion::{Fused, depth, fuse, validate_fusion};
 use crate::search::index::Kind;
 use crate::search::vector::{RowFilter, VectorQuery, VectorSet};
@@ -133,14 +134,23 @@ pub(crate) fn fused_hits(
     // Hits with no matching word (score 0, by recency) are not a text match.
     let mut bm25 = text_list(depth)?;
     bm25.retain(|(_, s)| *s > 0.0);
-    // How many vectors the list was drawn from (the context's, filters aside);
-    // pgvector's list does not say, so its own length stands in.
-    let rows = if e.vectors_in_sql() {
-        vector_list.len()
-    } else {
-        e.vector_rows_in(kind, ctx)?
-    };
-    Ok(fuse(&bm25, &vector_list, rows, &vq.fusion, limit))
+    let evidence = e.fusion_evidence(kind);
+    let fused = fuse(
+        &bm25,
+        &vector_list,
+        evidence.vector_share(),
+        &vq.fusion,
+        limit,
+    );
+    // Learn from this search for the next ones: when the BM25 best hit holds
+    // most of the question's content words, did the vector list agree?
+    if let (Some((bm25_top, _)), Some((vector_top, _))) = (bm25.first(), vector_list.first())
+        && let Some(doc) = e.index_doc(kind, ctx, bm25_top)?
+        && covers_most(query, &doc) == Some(true)
+    {
+        evidence.record(bm25_top == vector_top);
+    }
+    Ok(fused)
 }
 
 impl Engine {
@@ -178,10 +188,5 @@ impl Engine {
         let set = self.vector_set(kind, ctx)?;
         let set = set.read();
         Ok(set.search(q, filter, depth))
-    }
-
-    /// Vectors held for (kind, ctx).
-    pub(crate) fn vector_rows_in(&self, kind: Kind, ctx: &str) -> Result<usize> {
-        Ok(self.vector_set(kind, ctx)?.read().len())
     }
 }

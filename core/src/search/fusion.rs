@@ -40,22 +40,18 @@ pub enum FusionMethod {
     /// background, the near misses at ranks `ADAPTIVE_TAIL_FROM + 1 ..=
     /// ADAPTIVE_PEAK_DEPTH` (slots past the end of a shorter list count 0, the
     /// score of a memory that matched no word): `z = max(0, (score - μ_tail) /
-    /// σ_tail)` (σ of the whole padded list when the tail is flat). Score:
-    /// `bm25_weight * z_bm25 + vector_weight * z_vector`, a hit absent from a
-    /// list adding 0 for it, where each list's z is first reduced by the z its
-    /// best hit reaches by chance among its candidates (√(2 ln n) is about the
-    /// largest of n unrelated normal scores): `√(2 ln(N / ADAPTIVE_PEAK_DEPTH))`
-    /// for the vector list, the top of the context's N vectors (0 when N ≤ the
-    /// depth), `√(2 ln(1 + n / ADAPTIVE_TAIL_FROM))` for a BM25 list of n ≤
-    /// `ADAPTIVE_PEAK_DEPTH` hits measured against its ranks past
-    /// `ADAPTIVE_TAIL_FROM`; z below the allowance counts 0. Last, the list
-    /// whose best hit has the lower z is scaled by the ratio of the two best z
-    /// (the more confident list keeps its full weight). A list whose best hits stand far above its own
-    /// near misses (a rare word, a close paraphrase) gets large z and leads; a
-    /// list that is flat, as a weak embedder's or a question-words-only BM25
-    /// list is, gives every hit a small z and defers to the other. Nothing is
-    /// tuned to a data set or an embedder: each query's two lists carry the
-    /// evidence.
+    /// σ_tail)` (σ of the whole padded list when the tail is flat), a hit
+    /// absent from a list adding 0 for it. Score: `2 · bm25_weight · (1 − s²) ·
+    /// z_bm25 + 2 · vector_weight · s² · z_vector`, where `s` is the store's
+    /// estimate of how often its vector list finds what the words find: the
+    /// share of earlier hybrid searches whose BM25 best hit held most of the
+    /// question's content words and whose vector best hit was that same memory
+    /// (`(agreed + 1) / (such searches + 2)`, per store and record kind, in
+    /// memory; one half in a new process). A strong embedder agrees with the
+    /// lexically certain searches most of the time and gets most of the
+    /// weight; a weak one, on text whose questions share words with the
+    /// answers, rarely does and defers to BM25. Nothing is tuned to a data
+    /// set or an embedder: the store's own searches carry the evidence.
     #[default]
     Adaptive,
     /// `bm25_weight * bm25 / max_bm25 + vector_weight * max(cosine, 0)`; a hit
@@ -144,7 +140,6 @@ pub(crate) struct Fused {
 struct TailZ {
     mu: f32,
     sigma: f32,
-    allowance: f32,
 }
 
 impl TailZ {
@@ -164,76 +159,44 @@ impl TailZ {
         TailZ {
             mu: mu as f32,
             sigma: sigma as f32,
-            allowance: 0.0,
         }
     }
 
     fn apply(&self, s: f32) -> f32 {
         if self.sigma > 0.0 && self.sigma.is_finite() {
-            ((s - self.mu) / self.sigma - self.allowance).max(0.0)
+            ((s - self.mu) / self.sigma).max(0.0)
         } else {
             // Every slot equal: no hit stands out of the list.
             0.0
         }
     }
-
-    /// The same, less `allowance` (see [`chance_z`]).
-    fn less(self, allowance: f32) -> Self {
-        TailZ { allowance, ..self }
-    }
-}
-
-/// Scales for two lists whose best hits have z `b` and `v`: the list that
-/// stands out more keeps its weight, the other is scaled by `min / max`.
-fn relative_confidence(b: f32, v: f32) -> (f32, f32) {
-    if b >= v && b > 0.0 {
-        (1.0, v / b)
-    } else if v > b {
-        (b / v, 1.0)
-    } else {
-        (1.0, 1.0)
-    }
-}
-
-/// About the largest z that the best of `n` unrelated candidates reaches by
-/// chance: `√(2 ln n)`, 0 for `n ≤ 1`.
-fn chance_z(n: f64) -> f32 {
-    if n > 1.0 {
-        (2.0 * n.ln()).sqrt() as f32
-    } else {
-        0.0
-    }
 }
 
 /// Fuse a BM25 list and a vector list (each best first) into at most `limit`
-/// entries; `vector_rows` is how many vectors the vector list was drawn from.
+/// entries; `vector_share` is the store's estimate of how often the vector
+/// list finds what the words find (`search::evidence::Evidence`), used by
+/// [`FusionMethod::Adaptive`].
 pub(crate) fn fuse(
     bm25: &[(String, f32)],
     vector: &[(String, f32)],
-    vector_rows: usize,
+    vector_share: f32,
     fusion: &Fusion,
     limit: usize,
 ) -> Vec<Fused> {
     let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
     let (bm25_norm, vector_norm) = match fusion.method {
-        FusionMethod::Adaptive => {
-            let (depth, tail) = (ADAPTIVE_PEAK_DEPTH as f64, ADAPTIVE_TAIL_FROM as f64);
-            let n_bm25 = bm25.len().min(ADAPTIVE_PEAK_DEPTH) as f64;
-            let rows = vector_rows.max(vector.len()) as f64;
-            (
-                TailZ::of(bm25, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
-                    .less(chance_z(1.0 + n_bm25 / tail)),
-                TailZ::of(vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
-                    .less(chance_z(rows / depth)),
-            )
-        }
+        FusionMethod::Adaptive => (
+            TailZ::of(bm25, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH),
+            TailZ::of(vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH),
+        ),
         _ => (TailZ::default(), TailZ::default()),
     };
-    // Adaptive: the list whose best hit stands out less is scaled by the ratio
-    // of the two best z (each list's best hit has its largest z).
+    // Adaptive: the vector list gets the square of its estimated share of the
+    // weight, BM25 the rest (times 2, so that the default weights 0.5 / 0.5
+    // leave them as they are).
     let (bm25_scale, vector_scale) = if fusion.method == FusionMethod::Adaptive {
-        let top = |l: &[(String, f32)], n: &TailZ| l.first().map_or(0.0, |(_, s)| n.apply(*s));
-        relative_confidence(top(bm25, &bm25_norm), top(vector, &vector_norm))
+        let v = vector_share.clamp(0.0, 1.0).powi(2);
+        (2.0 * (1.0 - v), 2.0 * v)
     } else {
         (1.0, 1.0)
     };
@@ -338,26 +301,6 @@ mod tests {
             0.0
         );
         assert_eq!(TailZ::of(&[], 10, 50).apply(1.0), 0.0);
-        // The chance allowance is subtracted, and a z below it counts 0.
-        assert!((z.less(1.0).apply(4.0) - ((4.0 - 4.0 / 3.0) / sd - 1.0)).abs() < 1e-5);
-        assert_eq!(z.less(10.0).apply(4.0), 0.0);
-        assert!((chance_z(100.0) - (2.0 * 100f64.ln()).sqrt() as f32).abs() < 1e-6);
-        assert_eq!(chance_z(1.0), 0.0);
-        assert_eq!(chance_z(0.5), 0.0);
-        assert_eq!(relative_confidence(4.0, 2.0), (1.0, 0.5));
-        assert_eq!(relative_confidence(2.0, 8.0), (0.25, 1.0));
-        assert_eq!(relative_confidence(0.0, 0.0), (1.0, 1.0));
-    }
-
-    #[test]
-    fn a_larger_context_asks_more_of_the_vector_list() {
-        // The same vector list counts for less when it is the top 50 of
-        // 100,000 vectors than of 60: its head is likelier to be chance.
-        let (_, bm25, vector) = scenario(ADAPTIVE_PEAK_DEPTH + 10, 1.2, 0.5);
-        let small = fuse(&bm25, &vector, 60, &Fusion::default(), 60);
-        let large = fuse(&bm25, &vector, 100_000, &Fusion::default(), 60);
-        let score = |l: &[Fused], k: &str| l.iter().find(|f| f.key == k).map_or(0.0, |f| f.score);
-        assert!(score(&large, "k59") < score(&small, "k59"), "{large:?}");
     }
 
     type ScoredList = Vec<(String, f32)>;
@@ -392,52 +335,54 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_fusion_follows_the_list_whose_best_hit_stands_out() {
+    fn adaptive_fusion_weighs_the_vectors_by_the_stores_evidence() {
         let n = ADAPTIVE_PEAK_DEPTH + 10;
         let adaptive = Fusion::default();
         assert_eq!(adaptive.method, FusionMethod::Adaptive);
 
         // A rare word matched one memory (BM25 10 against ~1); the vectors are
-        // flat noise (their favourite only just above the rest): BM25 leads.
+        // flat noise (their favourite only just above the rest): BM25 leads
+        // even in a store whose vectors usually agree with the words.
         let (keys, bm25, vector) = scenario(n, 10.0, 0.415);
-        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 3);
+        let top = fuse(&bm25, &vector, 0.9, &adaptive, 3);
         assert_eq!(top[0].key, "k00", "{top:?}");
         assert_eq!(top[0].bm25_rank, Some(1));
         assert_eq!(top[0].vector_rank, Some(2));
 
-        // Only question words matched (BM25 flat: 1.005 against ~1); the
-        // vectors single out their favourite (0.9 against ~0.4): it leads.
+        // Only question words matched (BM25 almost flat: 1.005 against ~1, its
+        // top ~3 σ above its near misses); the vectors single out their
+        // favourite (0.9 against ~0.4, ~46 σ). In a store whose vector list
+        // usually finds what the words find (share 0.9), the favourite leads;
+        // where it seldom does (0.2), BM25's order stands.
         let (_, flat, vector) = scenario(n, 1.005, 0.9);
-        let top = fuse(&flat, &vector, vector.len(), &adaptive, 3);
-        assert_eq!(top[0].key, keys[n - 1], "{top:?}");
-        assert_eq!(top[0].bm25_rank, None);
+        let trusted = fuse(&flat, &vector, 0.9, &adaptive, 3);
+        assert_eq!(trusted[0].key, keys[n - 1], "{trusted:?}");
+        assert_eq!(trusted[0].bm25_rank, None);
         // Its score is the vector side alone (absent from the BM25 list: 0).
-        let vz = TailZ::of(&vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH)
-            .less(chance_z(n as f64 / ADAPTIVE_PEAK_DEPTH as f64));
-        assert!((top[0].score - 0.5 * vz.apply(0.9)).abs() < 1e-4);
-        // The max-normalised linear blend cannot tell a flat BM25 list from a
-        // peaked one: its top still gets the full BM25 weight.
+        let vz = TailZ::of(&vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH);
+        assert!((trusted[0].score - 2.0 * 0.5 * 0.81 * vz.apply(0.9)).abs() < 1e-3);
+        let doubted = fuse(&flat, &vector, 0.2, &adaptive, 3);
+        assert_eq!(doubted[0].key, "k00", "{doubted:?}");
+        // The max-normalised linear blend ignores the evidence and cannot tell
+        // a flat BM25 list from a peaked one: its top gets the full BM25 weight.
         let linear = Fusion {
             method: FusionMethod::Linear,
             ..Fusion::default()
         };
-        assert_eq!(fuse(&flat, &vector, vector.len(), &linear, 1)[0].key, "k00");
+        assert_eq!(fuse(&flat, &vector, 0.9, &linear, 1)[0].key, "k00");
 
-        // Both stand out, BM25 far more (its top is ~780 σ above its tail, the
-        // vectors' ~11 σ): the memory both rank high (k00: BM25 first, vectors
-        // second) leads, and the vectors, scaled by the ratio, only break ties:
-        // BM25's order follows.
+        // Both stand out: the memory both rank high (k00: BM25 first, vectors
+        // second) leads.
         let (_, bm25, vector) = scenario(n, 10.0, 0.5);
-        let top = fuse(&bm25, &vector, vector.len(), &adaptive, 2);
+        let top = fuse(&bm25, &vector, 0.5, &adaptive, 2);
         assert_eq!(top[0].key, "k00", "{top:?}");
-        assert_eq!(top[1].key, "k01", "{top:?}");
 
         // A rare word shared equally by a dozen memories the vectors rank low
         // is still a lexical signal: a short list stands out of the zeros
         // below it. Against flat vectors all twelve make the top 14.
         let (_, _, vector) = scenario(n, 1.0, 0.415);
         let tied: Vec<(String, f32)> = keys[40..52].iter().map(|k| (k.clone(), 3.0)).collect();
-        let top = fuse(&tied, &vector, vector.len(), &adaptive, 14);
+        let top = fuse(&tied, &vector, 0.5, &adaptive, 14);
         let lexical = top.iter().filter(|f| f.bm25_rank.is_some()).count();
         assert_eq!(lexical, 12, "{top:?}");
     }
@@ -445,13 +390,13 @@ mod tests {
     #[test]
     fn adaptive_fusion_with_one_list_keeps_its_order() {
         let bm = list(&[("a", 3.0), ("b", 2.0), ("c", 1.0)]);
-        let keys: Vec<String> = fuse(&bm, &[], 0, &Fusion::default(), 10)
+        let keys: Vec<String> = fuse(&bm, &[], 0.5, &Fusion::default(), 10)
             .into_iter()
             .map(|f| f.key)
             .collect();
         assert_eq!(keys, ["a", "b", "c"]);
         let vec = list(&[("x", 0.9), ("y", -0.2)]);
-        let keys: Vec<String> = fuse(&[], &vec, vec.len(), &Fusion::default(), 10)
+        let keys: Vec<String> = fuse(&[], &vec, 0.5, &Fusion::default(), 10)
             .into_iter()
             .map(|f| f.key)
             .collect();

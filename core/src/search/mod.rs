@@ -7,6 +7,7 @@
 
 pub(crate) mod dedup;
 pub(crate) mod embedder;
+pub(crate) mod evidence;
 pub(crate) mod fusion;
 pub(crate) mod index;
 pub(crate) mod vector;

@@ -346,11 +346,6 @@ impl VectorSet {
     }
 
     /// The `depth` best rows by cosine among those `filter` accepts, best first.
-    /// Rows held.
-    pub(crate) fn len(&self) -> usize {
-        self.keys.len()
-    }
-
     pub(crate) fn search(
         &self,
         q: &[f32],

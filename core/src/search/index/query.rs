@@ -42,7 +42,7 @@ pub const STOP_WORD_WEIGHT: f32 = 0.5;
 /// The index analyzer (tantivy's `en_stem`: simple tokenizer, long tokens
 /// dropped, lower-cased, English Snowball stemmer) with [`QUERY_STOP_WORDS`]
 /// removed before the stemmer: what is left are a search's content terms.
-pub(super) fn query_analyzer() -> TextAnalyzer {
+pub(crate) fn query_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)

@@ -1,0 +1,143 @@
+//! How far the vector list can be trusted in this store, learned from the
+//! searches themselves, without labels.
+//!
+//! A hybrid search whose BM25 best hit holds most of the question's content
+//! words ([`covers_most`]) is one where the lexical list is very likely right
+//! (on the retrieval harness's sets the best hit of such a search held the
+//! answer 2–6 times as often as that of any other search). Those searches are
+//! a free test of the vector list: did its own best hit agree? [`Evidence`]
+//! counts them per store and kind, and the share of agreements (with a
+//! uniform prior, so a new store starts at one half) estimates how often the
+//! embedder finds what the words find, for this embedder on these memories.
+//! The adaptive fusion gives the vector list that share, squared, of the
+//! weight (see `FusionMethod::Adaptive`).
+//!
+//! The counts live in memory with the engine: a process starts from the prior
+//! and converges in a few dozen such searches.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tantivy::tokenizer::TextAnalyzer;
+
+use super::index::query::query_analyzer;
+use crate::storage::docs::IndexDoc;
+
+/// Searches in which the BM25 best hit covered most of the question's content
+/// words, and how many of them had the vector list's best hit agree.
+#[derive(Debug, Default)]
+pub(crate) struct Evidence {
+    confident: AtomicU64,
+    agreed: AtomicU64,
+}
+
+impl Evidence {
+    /// The estimated share of lexically certain searches in which the vector
+    /// list's best hit is the same memory: `(agreed + 1) / (confident + 2)`.
+    pub(crate) fn vector_share(&self) -> f32 {
+        let confident = self.confident.load(Ordering::Relaxed) as f64;
+        let agreed = self.agreed.load(Ordering::Relaxed) as f64;
+        ((agreed + 1.0) / (confident + 2.0)) as f32
+    }
+
+    /// Count one search whose BM25 best hit covered most of its question's
+    /// content words; `agreed`: the vector list's best hit was the same memory.
+    pub(crate) fn record(&self, agreed: bool) {
+        self.confident.fetch_add(1, Ordering::Relaxed);
+        if agreed {
+            self.agreed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether `doc` (its summary, body, participants and tags) holds more than
+/// half of the distinct content words of `query` (its terms after the stop
+/// words and question words of [`super::index::query::QUERY_STOP_WORDS`] are
+/// dropped and the rest stemmed, as the index stems them). `None` when the
+/// query has no content word.
+pub(crate) fn covers_most(query: &str, doc: &IndexDoc) -> Option<bool> {
+    let mut analyzer = analyzer();
+    let terms = |analyzer: &mut TextAnalyzer, text: &str, out: &mut Vec<String>| {
+        let mut stream = analyzer.token_stream(text);
+        while stream.advance() {
+            let t = &stream.token().text;
+            if !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+    };
+    let mut asked = Vec::new();
+    terms(&mut analyzer, query, &mut asked);
+    if asked.is_empty() {
+        return None;
+    }
+    let mut held = Vec::new();
+    for text in [&doc.summary, &doc.body]
+        .into_iter()
+        .chain(doc.participants.iter())
+        .chain(doc.tags.iter())
+    {
+        terms(&mut analyzer, text, &mut held);
+    }
+    let found = asked.iter().filter(|t| held.contains(t)).count();
+    Some(2 * found > asked.len())
+}
+
+/// The content-word analyzer, built once (a clone per call).
+fn analyzer() -> TextAnalyzer {
+    static ANALYZER: std::sync::OnceLock<TextAnalyzer> = std::sync::OnceLock::new();
+    ANALYZER.get_or_init(query_analyzer).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::docs::Kind;
+
+    fn doc(summary: &str, participants: &[&str]) -> IndexDoc {
+        IndexDoc {
+            uid: String::new(),
+            kind: Kind::Episode,
+            ctx: String::new(),
+            summary: summary.to_owned(),
+            body: String::new(),
+            participants: participants.iter().map(|p| (*p).to_owned()).collect(),
+            tags: Vec::new(),
+            ts_ms: 0,
+            importance: 0,
+            embedding: None,
+        }
+    }
+
+    #[test]
+    fn covers_most_counts_content_words_only_stemmed() {
+        // Content words of the question: ross, ask, rachel (3).
+        let q = "What did Ross ask Rachel?";
+        assert_eq!(
+            covers_most(q, &doc("Rachel, he asked you out", &["Ross"])),
+            Some(true)
+        );
+        assert_eq!(
+            covers_most(q, &doc("Rachel, come here", &["Monica"])),
+            Some(false)
+        );
+        // Exactly half is not most: ross and ask, two of the four content
+        // words ross, ask, rachel, out.
+        let q4 = "Where did Ross ask Rachel out?";
+        assert_eq!(covers_most(q4, &doc("asking", &["Ross"])), Some(false));
+        // Only question words: no content word to cover.
+        assert_eq!(covers_most("what did I do?", &doc("anything", &[])), None);
+    }
+
+    #[test]
+    fn the_share_starts_at_one_half_and_follows_the_agreements() {
+        let e = Evidence::default();
+        assert!((e.vector_share() - 0.5).abs() < 1e-6);
+        for _ in 0..8 {
+            e.record(true);
+        }
+        e.record(false);
+        e.record(false);
+        // (8 + 1) / (10 + 2)
+        assert!((e.vector_share() - 0.75).abs() < 1e-6);
+    }
+}
