@@ -141,6 +141,7 @@ mod tests {
             seen_count: 1,
             last_seen: None,
             duplicate_of: None,
+            recorded_at: None,
         };
         let plain = codec::Codec::default();
         let array = rec.encode(&plain).unwrap();
