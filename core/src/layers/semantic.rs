@@ -111,8 +111,8 @@ pub use batch::NewKnowledge;
 mod write;
 use write::{put_version, write_version};
 mod validity;
-pub(crate) use validity::{Span, close_history, spans as validity_spans};
 pub use validity::{ReadOptions, UpdateOptions};
+pub(crate) use validity::{Span, close_history, spans as validity_spans};
 
 /// Dimension keys to write with a transaction (see `episodic::claim_dims`).
 type DimClaims = Vec<(Vec<u8>, usize)>;

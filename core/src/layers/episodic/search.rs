@@ -107,4 +107,3 @@ pub(crate) fn search_in(
 
 /// The deepest an `as_of` search reads its candidate lists to fill `limit` hits.
 const MAX_AS_OF_DEPTH: usize = 10_000;
-
