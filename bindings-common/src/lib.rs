@@ -28,6 +28,7 @@ pub mod items;
 pub mod options;
 pub mod records;
 pub mod types;
+pub mod validity;
 
 pub use callbacks::{JsonAction, ProgressEvent, ProgressStage, actions, progress_sink};
 pub use error::{BindingError, ErrorCode, guard, guard_binding};
@@ -35,8 +36,9 @@ pub use handle::Handle;
 pub use items::{EpisodeItem, KnowledgeItem};
 pub use options::{
     OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
-    embedding, on_duplicate, vector_query,
+    UpdateOptions, embedding, on_duplicate, vector_query,
 };
+pub use validity::as_of;
 pub use records::*;
 pub use types::embedding_from_f64;
 #[cfg(feature = "napi")]

@@ -1497,7 +1497,7 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     let bad_level = format!("{}\n{}\n{}\n", lines[0], lines[1], bad_session);
     let cases: Vec<(String, &str)> = vec![
         (bad_json.join("\n"), "line 3"),
-        (newer, "format version 2"),
+        (newer, "format version 3"),
         (wrong_type, "line 3"),
         (bad_level, "compression_level"),
         (
