@@ -38,12 +38,12 @@ pub use options::{
     OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
     UpdateOptions, embedding, on_duplicate, vector_query,
 };
-pub use validity::as_of;
 pub use records::*;
 pub use types::embedding_from_f64;
 #[cfg(feature = "napi")]
 pub use types::embedding_from_js;
 pub use types::{Embedding, JsonValue, KeyBytes, Timestamp};
+pub use validity::as_of;
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("memstrata_common");

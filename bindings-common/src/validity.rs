@@ -28,5 +28,4 @@ impl QueryOptions {
         o.include_expired = self.include_expired.unwrap_or(false);
         o
     }
-
 }

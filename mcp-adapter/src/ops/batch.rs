@@ -84,8 +84,6 @@ impl Op for EpisodeRecordMany {
                 timestamp: it.timestamp.map(Timestamp),
                 embedding: it.embedding.map(Embedding),
                 on_duplicate: it.on_duplicate.map(|p| p.as_str().to_owned()),
-                valid_from: it.valid_from.map(Timestamp),
-                valid_until: it.valid_until.map(Timestamp),
             })
             .collect();
         let results: Vec<common::Recorded> = mem

@@ -555,8 +555,8 @@ impl Op for KnowledgeUpdate {
             .semantic()
             .update_with(&self.key, self.patch, opts)
             .map_err(|e| {
-            ToolError::from(e).hint_on(NotFound, "Create it with knowledge_store first")
-        })?;
+                ToolError::from(e).hint_on(NotFound, "Create it with knowledge_store first")
+            })?;
         let u = uri::knowledge(&ctx, &k.key);
         Ok(Done::of(&common::Knowledge::from(k))?.changed(u, Some(&ctx), false))
     }
