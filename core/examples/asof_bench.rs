@@ -19,14 +19,38 @@ use std::time::Instant;
 
 use chrono::{TimeZone, Utc};
 use memstrata::semantic::ReadOptions;
-use memstrata::{Durability, ManualClock, Memory, VectorQuery};
+use memstrata::{Clock, Durability, ManualClock, Memory, VectorQuery};
 use serde_json::json;
 
 const WORDS: &[&str] = &[
-    "deploy", "billing", "service", "staging", "invoice", "customer", "meeting", "design",
-    "review", "budget", "travel", "flight", "report", "migration", "database", "backup",
-    "release", "feature", "support", "ticket", "contract", "vendor", "renewal", "pricing",
+    "deploy",
+    "billing",
+    "service",
+    "staging",
+    "invoice",
+    "customer",
+    "meeting",
+    "design",
+    "review",
+    "budget",
+    "travel",
+    "flight",
+    "report",
+    "migration",
+    "database",
+    "backup",
+    "release",
+    "feature",
+    "support",
+    "ticket",
+    "contract",
+    "vendor",
+    "renewal",
+    "pricing",
 ];
+
+/// Passes over the keys per timed `get` measurement.
+const GET_PASSES: usize = 20;
 
 fn word(i: usize) -> &'static str {
     WORDS[i % WORDS.len()]
@@ -79,12 +103,16 @@ fn main() {
         .collect();
     let vq = VectorQuery::default();
 
+    // Every key read GET_PASSES times per measurement: one pass is too short
+    // to time on a loaded machine.
     let time_gets = |opts: &ReadOptions| -> f64 {
         let t = Instant::now();
-        for k in &keys {
-            std::hint::black_box(s.get_with(k, opts).expect("get"));
+        for _ in 0..GET_PASSES {
+            for k in &keys {
+                std::hint::black_box(s.get_with(k, opts).expect("get"));
+            }
         }
-        t.elapsed().as_secs_f64() * 1e6 / keys.len() as f64
+        t.elapsed().as_secs_f64() * 1e6 / (keys.len() * GET_PASSES) as f64
     };
     let time_queries = |opts: &ReadOptions| -> f64 {
         let t = Instant::now();
@@ -106,13 +134,17 @@ fn main() {
     ];
     let mut runs: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     for round in 0..rounds {
-        let r = [
-            time_gets(&plain),
-            time_gets(&now),
-            time_gets(&past),
-            time_queries(&plain),
-            time_queries(&past),
-        ];
+        // The order of the variants rotates from round to round, so none
+        // always runs first (after the queries have cooled the caches).
+        let mut r = [0.0; 5];
+        for j in 0..3 {
+            let i = (j + round) % 3;
+            r[i] = time_gets([&plain, &now, &past][i]);
+        }
+        for j in 0..2 {
+            let i = (j + round) % 2;
+            r[3 + i] = time_queries([&plain, &past][i]);
+        }
         for (i, us) in r.iter().enumerate() {
             println!("round {round}: {}: {us:.1} µs per call", names[i]);
             runs[i].push(*us);

@@ -163,20 +163,43 @@ pub(crate) fn get_as_of_in(e: &Engine, ctx: &str, key: &str, t: i64) -> Result<O
     if holds(from_of(&cur), cur.valid_until, t) {
         return Ok(Some(to_public(key, cur)));
     }
-    let found = spans(history_in(e, ctx, key)?)
-        .into_iter()
-        .rev()
-        .find(|(v, _, f, u)| *v < cur.version && holds(*f, *u, t));
-    Ok(found.map(|(version, h, f, u)| Knowledge {
-        key: key.to_owned(),
-        knowledge: h.value,
-        version,
-        created_at: millis_to_dt(cur.created_at),
-        updated_at: millis_to_dt(h.recorded_at),
-        duplicate_of: None,
-        valid_from: millis_to_dt(f),
-        valid_until: u.map(millis_to_dt),
-    }))
+    // Newest first, stopping at the first version that held: a version
+    // without a stored end (written before validity existed) held until the
+    // start of the one after it.
+    let mut newer_from = from_of(&cur);
+    for item in
+        e.t.semantic_history
+            .scan_prefix(history_prefix(ctx, key))
+            .rev()
+    {
+        let (k, v) = item?;
+        let version = k
+            .len()
+            .checked_sub(8)
+            .and_then(|p| k[p..].try_into().ok())
+            .map(u64::from_be_bytes)
+            .ok_or_else(|| Error::corrupted("bad history key"))?;
+        if version >= cur.version {
+            continue;
+        }
+        let h: HistoryRecord = e.codec.decode(&v)?;
+        let from = h.valid_from.unwrap_or(h.recorded_at);
+        let until = h.valid_until.or(Some(newer_from));
+        if holds(from, until, t) {
+            return Ok(Some(Knowledge {
+                key: key.to_owned(),
+                knowledge: h.value,
+                version,
+                created_at: millis_to_dt(cur.created_at),
+                updated_at: millis_to_dt(h.recorded_at),
+                duplicate_of: None,
+                valid_from: millis_to_dt(from),
+                valid_until: until.map(millis_to_dt),
+            }));
+        }
+        newer_from = from;
+    }
+    Ok(None)
 }
 
 /// Whether a query without `as_of` leaves this entry out: its current version
