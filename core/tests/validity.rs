@@ -372,6 +372,27 @@ fn episodes_as_of_what_was_recorded_by_then() {
         .collect();
     assert_eq!(recent, vec![a.clone(), b.clone()]);
     assert_eq!(ep.recent_as_of(10, None).unwrap().len(), 3);
+
+    // A backdated episode with an embedding: the vector index reads its record
+    // (with the appended `recorded_at`), and vector search filters as of too.
+    let v = ep
+        .record(
+            NewEpisode::new("vector episode")
+                .timestamp(secs(-60))
+                .embedding(vec![1.0, 0.0, 0.5]),
+        )
+        .unwrap();
+    let vq = VectorQuery::embedding(vec![1.0, 0.0, 0.5]);
+    let hits = ep
+        .search_hybrid("", &SearchFilters::default(), 5, &vq)
+        .unwrap();
+    assert_eq!(hits[0].episode.id, v);
+    let before = SearchFilters {
+        as_of: Some(secs(60)),
+        ..Default::default()
+    };
+    let hits = ep.search_hybrid("", &before, 5, &vq).unwrap();
+    assert!(hits.iter().all(|h| h.episode.id != v), "{hits:?}");
 }
 
 #[test]
