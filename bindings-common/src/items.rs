@@ -150,15 +150,15 @@ mod tests {
             key: "k".into(),
             knowledge: JsonValue::NULL,
             embedding: Some(vec![f64::MAX].into()),
-            on_duplicate: None,
+            ..Default::default()
         }])
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("items[0].embedding"));
         let e = knowledge(vec![KnowledgeItem {
             key: "k".into(),
             knowledge: JsonValue::NULL,
-            embedding: None,
             on_duplicate: Some("drop".into()),
+            ..Default::default()
         }])
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("items[0].on_duplicate"));

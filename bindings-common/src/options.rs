@@ -633,14 +633,18 @@ mod tests {
 
     #[test]
     fn store_options_carry_the_policy() {
+        let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let o = StoreOptions {
             on_duplicate: Some("skip".into()),
             embedding: Some(vec![0.5, 0.25].into()),
+            valid_until: Some(Timestamp(t)),
+            ..Default::default()
         }
         .core()
         .unwrap();
         assert_eq!(o.on_duplicate, Some(OnDuplicate::Skip));
         assert_eq!(o.embedding, Some(vec![0.5, 0.25]));
+        assert_eq!((o.valid_from, o.valid_until), (None, Some(t)));
         let e = StoreOptions {
             on_duplicate: Some("Keep".into()),
             ..Default::default()

@@ -24,7 +24,7 @@ pub fn as_of(t: Option<Timestamp>) -> memstrata::semantic::ReadOptions {
 impl QueryOptions {
     /// The read options (`as_of`, `include_expired`) of `query_with`.
     pub fn read(&self) -> memstrata::semantic::ReadOptions {
-        let mut o = as_of(self.as_of.clone());
+        let mut o = as_of(self.as_of);
         o.include_expired = self.include_expired.unwrap_or(false);
         o
     }

@@ -392,7 +392,7 @@ pub(crate) fn query_in(
             embedder,
             depth,
             &vector::RowFilter::NONE,
-            &text_list,
+            text_list,
         )?;
         let exhausted = fused.len() < depth;
         let mut out = Vec::with_capacity(fused.len().min(limit));

@@ -76,7 +76,7 @@ pub(crate) fn search_in(
             embedder,
             depth,
             &row_filter,
-            &text_list,
+            text_list,
         )?;
         let exhausted = fused.len() < depth;
         let mut hits = Vec::with_capacity(fused.len().min(limit));
