@@ -811,7 +811,7 @@ class Semantic:
         """Store (replace) many entries in one call; returns the new entries, in order.
 
         Each item is a dict `{"key": ..., "knowledge": ..., "embedding": ..., "on_duplicate": ...}`
-        (embedding and on_duplicate optional), applied in order (a key given twice ends with
+        (embedding, on_duplicate, valid_from and valid_until optional, as in `store`), applied in order (a key given twice ends with
         its last value). Each item goes through its duplicate policy as in `store` (against
         the stored entries and the batch's earlier items; `duplicate_of` on each result). All or
         nothing: every item is checked first, with the checks and limits of `store`; a bad
