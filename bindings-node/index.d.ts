@@ -251,6 +251,10 @@ export interface KnowledgeHit {
   bm25Rank: number | null
   /** 1-based rank in the vector list; null when that list did not find the hit. */
   vectorRank: number | null
+  /** When the version returned starts to hold (with `as_of`: the version that held then). */
+  validFrom: Timestamp
+  /** When it stops holding (exclusive); null: open. */
+  validUntil: Timestamp | null
 }
 
 /** One entry of `semantic.store_many`: what one `store` call takes. */

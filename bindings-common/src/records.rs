@@ -178,6 +178,10 @@ records! {
         pub bm25_rank: Option<i64>,
         /// 1-based rank in the vector list; null when that list did not find the hit.
         pub vector_rank: Option<i64>,
+        /// When the version returned starts to hold (with `as_of`: the version that held then).
+        pub valid_from: Timestamp,
+        /// When it stops holding (exclusive); null: open.
+        pub valid_until: Option<Timestamp>,
     }
 
     /// Result of `session_create`.
@@ -662,6 +666,8 @@ impl From<memstrata::semantic::KnowledgeHit> for KnowledgeHit {
             score: score(h.score),
             bm25_rank: h.bm25_rank.map(i64::from),
             vector_rank: h.vector_rank.map(i64::from),
+            valid_from: ts(h.valid_from),
+            valid_until: h.valid_until.map(ts),
         }
     }
 }

@@ -28,6 +28,7 @@ test('semantic: supersession, asOf reads, expiry and includeExpired', async (t) 
   assert.equal(await s.get('ceo', { asOf: at(-1) }), null)
   const hits = await s.query('Grace', { asOf: at(30) })
   assert.deepEqual(hits.map((x) => x.knowledge), [{ name: 'Ada' }])
+  assert.deepEqual(hits[0].validUntil, at(60))
 
   await s.store('promo', { text: 'spring discount' }, { validUntil: at(3600) })
   assert.equal((await s.query('discount')).length, 1)

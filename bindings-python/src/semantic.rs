@@ -305,6 +305,11 @@ py_records! {
         bm25_rank: Option<i64>,
         /// 1-based rank in the vector list; None when that list did not find the hit.
         vector_rank: Option<i64>,
+        /// When the version returned starts to hold (aware UTC; with `as_of`: the
+        /// version that held then).
+        valid_from: DateTime<Utc>,
+        /// When it stops holding (exclusive); None: open.
+        valid_until: Option<DateTime<Utc>>,
     }
 }
 

@@ -28,6 +28,7 @@ def test_supersession_and_as_of(clocked):
     assert mem.semantic.retrieve("ceo") == {"name": "Grace"}
     hits = mem.semantic.query("Grace", as_of=half)
     assert [(h.key, h.knowledge) for h in hits] == [("ceo", {"name": "Ada"})]
+    assert hits[0].valid_from == t0 and hits[0].valid_until == k2.valid_from
 
 
 def test_valid_until_expires_from_query(clocked):

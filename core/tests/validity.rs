@@ -124,6 +124,11 @@ fn supersession_keeps_the_old_value_with_its_validity_closed() {
         query_keys(&mem, "Grace", &at(secs(30))),
         vec![("ceo".to_owned(), json!({"name": "Ada"}))]
     );
+    let hit = s
+        .query_with("Grace", 10, &VectorQuery::default(), &at(secs(30)))
+        .unwrap()
+        .remove(0);
+    assert_eq!((hit.valid_from, hit.valid_until), (t0(), Some(secs(60))));
     assert_eq!(query_keys(&mem, "Grace", &at(secs(-30))), vec![]);
 
     // Forget removes every version: nothing as of any time.

@@ -779,6 +779,16 @@ class KnowledgeHit:
     def vector_rank(self) -> Optional[int]:
         """1-based rank in the vector list; None when that list did not find the hit."""
         ...
+    @property
+    def valid_from(self) -> datetime.datetime:
+        """When the version returned starts to hold (aware UTC; with `as_of`: the
+        version that held then).
+        """
+        ...
+    @property
+    def valid_until(self) -> Optional[datetime.datetime]:
+        """When it stops holding (exclusive); None: open."""
+        ...
 
 @final
 class Semantic:

@@ -104,6 +104,10 @@ pub struct KnowledgeHit {
     pub bm25_rank: Option<u32>,
     /// 1-based rank in the vector list; `None` when that list did not find the hit.
     pub vector_rank: Option<u32>,
+    /// When the version returned starts to hold (with `as_of`: the version that held then).
+    pub valid_from: DateTime<Utc>,
+    /// When it stops holding (exclusive); `None`: open.
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 mod batch;
@@ -409,6 +413,8 @@ pub(crate) fn query_in(
                     score: f.score,
                     bm25_rank: f.bm25_rank,
                     vector_rank: f.vector_rank,
+                    valid_from: k.valid_from,
+                    valid_until: k.valid_until,
                 });
                 if out.len() == limit {
                     break;

@@ -1809,6 +1809,14 @@ public struct KnowledgeHit: Equatable, Hashable {
      * 1-based rank in the vector list; null when that list did not find the hit.
      */
     public var vectorRank: Int64?
+    /**
+     * When the version returned starts to hold (with `as_of`: the version that held then).
+     */
+    public var validFrom: Timestamp
+    /**
+     * When it stops holding (exclusive); null: open.
+     */
+    public var validUntil: Timestamp?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1827,12 +1835,20 @@ public struct KnowledgeHit: Equatable, Hashable {
          */bm25Rank: Int64?, 
         /**
          * 1-based rank in the vector list; null when that list did not find the hit.
-         */vectorRank: Int64?) {
+         */vectorRank: Int64?, 
+        /**
+         * When the version returned starts to hold (with `as_of`: the version that held then).
+         */validFrom: Timestamp, 
+        /**
+         * When it stops holding (exclusive); null: open.
+         */validUntil: Timestamp?) {
         self.key = key
         self.knowledge = knowledge
         self.score = score
         self.bm25Rank = bm25Rank
         self.vectorRank = vectorRank
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 
     
@@ -1855,7 +1871,9 @@ public struct FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer {
                 knowledge: FfiConverterTypeJsonValue.read(from: &buf), 
                 score: FfiConverterDouble.read(from: &buf), 
                 bm25Rank: FfiConverterOptionInt64.read(from: &buf), 
-                vectorRank: FfiConverterOptionInt64.read(from: &buf)
+                vectorRank: FfiConverterOptionInt64.read(from: &buf), 
+                validFrom: FfiConverterTypeTimestamp.read(from: &buf), 
+                validUntil: FfiConverterOptionTypeTimestamp.read(from: &buf)
         )
     }
 
@@ -1865,6 +1883,8 @@ public struct FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer {
         FfiConverterDouble.write(value.score, into: &buf)
         FfiConverterOptionInt64.write(value.bm25Rank, into: &buf)
         FfiConverterOptionInt64.write(value.vectorRank, into: &buf)
+        FfiConverterTypeTimestamp.write(value.validFrom, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validUntil, into: &buf)
     }
 }
 

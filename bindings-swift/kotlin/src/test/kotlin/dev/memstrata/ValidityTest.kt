@@ -33,6 +33,7 @@ class ValidityTest {
         assertNull(s.get("ceo", asOf = start.minusSeconds(1)))
         val hits = s.query("Grace", QueryOptions(asOf = start.plusSeconds(30)))
         assertEquals(listOf("""{"name":"Ada"}"""), hits.map { it.knowledge })
+        assertEquals(start.plusSeconds(60), hits[0].validUntil)
 
         s.store("promo", """{"text":"spring discount"}""", StoreOptions(validUntil = start.plusSeconds(3600)))
         assertEquals(1, s.query("discount").size)

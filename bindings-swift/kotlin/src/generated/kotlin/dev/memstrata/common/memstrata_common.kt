@@ -1962,6 +1962,16 @@ data class KnowledgeHit (
      * 1-based rank in the vector list; null when that list did not find the hit.
      */
     var `vectorRank`: kotlin.Long?
+    , 
+    /**
+     * When the version returned starts to hold (with `as_of`: the version that held then).
+     */
+    var `validFrom`: Timestamp
+    , 
+    /**
+     * When it stops holding (exclusive); null: open.
+     */
+    var `validUntil`: Timestamp?
     
 ){
     
@@ -1983,6 +1993,8 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
             FfiConverterDouble.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalLong.read(buf),
+            FfiConverterTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
         )
     }
 
@@ -1991,7 +2003,9 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
             FfiConverterTypeJsonValue.allocationSize(value.`knowledge`) +
             FfiConverterDouble.allocationSize(value.`score`) +
             FfiConverterOptionalLong.allocationSize(value.`bm25Rank`) +
-            FfiConverterOptionalLong.allocationSize(value.`vectorRank`)
+            FfiConverterOptionalLong.allocationSize(value.`vectorRank`) +
+            FfiConverterTypeTimestamp.allocationSize(value.`validFrom`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validUntil`)
     )
 
     override fun write(value: KnowledgeHit, buf: ByteBuffer) {
@@ -2000,6 +2014,8 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
             FfiConverterDouble.write(value.`score`, buf)
             FfiConverterOptionalLong.write(value.`bm25Rank`, buf)
             FfiConverterOptionalLong.write(value.`vectorRank`, buf)
+            FfiConverterTypeTimestamp.write(value.`validFrom`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validUntil`, buf)
     }
 }
 
