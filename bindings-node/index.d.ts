@@ -112,6 +112,11 @@ export interface Episode {
   lastSeen: Timestamp | null
   /** The earlier episode it duplicates, when recorded with `on_duplicate = "link"`. */
   duplicateOf: string | null
+  /**
+   * When it was recorded (its timestamp unless the caller gave another); `as_of`
+   * reads see the episodes recorded by then.
+   */
+  recordedAt: Timestamp
 }
 
 /** One episode search hit. */
@@ -225,6 +230,13 @@ export interface Knowledge {
    * entry it was linked to (`on_duplicate = "link"`).
    */
   duplicateOf: string | null
+  /** When this version starts to hold (default: when it was written). */
+  validFrom: Timestamp
+  /**
+   * When it stops holding (exclusive): set by the caller, or by the version that
+   * superseded it; null: open.
+   */
+  validUntil: Timestamp | null
 }
 
 /** One knowledge query hit. */
@@ -239,6 +251,10 @@ export interface KnowledgeHit {
   bm25Rank: number | null
   /** 1-based rank in the vector list; null when that list did not find the hit. */
   vectorRank: number | null
+  /** When the version returned starts to hold (with `as_of`: the version that held then). */
+  validFrom: Timestamp
+  /** When it stops holding (exclusive); null: open. */
+  validUntil: Timestamp | null
 }
 
 /** One entry of `semantic.store_many`: what one `store` call takes. */
@@ -254,6 +270,10 @@ export interface KnowledgeItem {
    * or this key's current value duplicates the value (default: the context's policy).
    */
   onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
+  /** When this version starts to hold (default: now). */
+  validFrom?: Timestamp
+  /** When it stops holding (exclusive; default: open). */
+  validUntil?: Timestamp
 }
 
 /** One kept version of a knowledge entry (`history`). */
@@ -264,6 +284,13 @@ export interface KnowledgeVersion {
   knowledge: JsonValue
   /** When that version was written. */
   recordedAt: Timestamp
+  /** When it starts to hold. */
+  validFrom: Timestamp
+  /**
+   * When it stops holding (exclusive; closed by the version that superseded it);
+   * null: open.
+   */
+  validUntil: Timestamp | null
 }
 
 /** One model's line in a timesheet report. */
@@ -450,6 +477,10 @@ export interface QueryOptions {
   vectorWeight?: number
   /** RRF constant k (default 60). */
   rrfK?: number
+  /** Each entry as it held at this instant (entries with no version then are left out). */
+  asOf?: Timestamp
+  /** Without `as_of`: also entries whose current version expired (default false). */
+  includeExpired?: boolean
 }
 
 /** Result of `record_detailed`: what the duplicate policy did. */
@@ -546,6 +577,8 @@ export interface SearchOptions {
   vectorWeight?: number
   /** RRF constant k (default 60). */
   rrfK?: number
+  /** Only episodes recorded by this instant (what the context held then). */
+  asOf?: Timestamp
 }
 
 /** Result of `session_create`. */
@@ -664,6 +697,13 @@ export interface StoreOptions {
    * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
    */
   onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
+  /**
+   * When the new version starts to hold (default: now); the version it supersedes
+   * stays in history, closed at this instant.
+   */
+  validFrom?: Timestamp
+  /** When the new version stops holding (exclusive; default: open). */
+  validUntil?: Timestamp
 }
 
 /** Result of `switch_context`. */
@@ -754,6 +794,17 @@ export interface TraceEntry {
   at: Timestamp
 }
 
+/** Optional arguments of `semantic.update`. */
+export interface UpdateOptions {
+  /**
+   * When the new version starts to hold (default: now); the version it supersedes
+   * stays in history, closed at this instant.
+   */
+  validFrom?: Timestamp
+  /** When the new version stops holding (exclusive; default: open). */
+  validUntil?: Timestamp
+}
+
 /** An item of the working-memory workspace. */
 export interface WorkspaceItem {
   /** Id returned by `add_to_workspace`. */
@@ -805,7 +856,10 @@ export declare class Episodic {
    * Hits carry `bm25Rank` / `vectorRank` (null: not in that list).
    */
   search(query?: string | undefined | null, options?: SearchOptions | undefined | null): Promise<Array<EpisodeHit>>
-  /** The newest episodes, newest first; `limit` default 10. */
+  /**
+   * The newest episodes, newest first; `limit` default 10. With `asOf`, of those
+   * recorded by then.
+   */
   recent(options?: LimitOptions | undefined | null): Promise<Array<Episode>>
   /** A text summary of the episodes `ids` (oldest first). */
   summarize(ids: Array<string>): Promise<string>
@@ -988,7 +1042,9 @@ export declare class Semantic {
    * the key plus the knowledge's text. `onDuplicate` (`'keep'`, `'skip'`,
    * `'merge'` or `'link'`; default the context's policy) says what to do when
    * another entry holds the same or a near-identical value; the result's
-   * `duplicateOf` names it.
+   * `duplicateOf` names it. `validFrom` / `validUntil`: when the new version starts
+   * (default now) and stops (exclusive; default open) holding; the version it
+   * supersedes stays in history, closed at the new `validFrom`.
    */
   store(key: string, knowledge: JsonValue, options?: StoreOptions | undefined | null): Promise<Knowledge>
   /**
@@ -999,18 +1055,30 @@ export declare class Semantic {
    * and one index batch per call; at most 10,000 items and 64 MiB per call.
    */
   storeMany(items: Array<KnowledgeItem>): Promise<Array<Knowledge>>
-  /** The knowledge under `key`, or null. */
-  retrieve(key: string): Promise<JsonValue>
-  /** The entry under `key` with its version and timestamps, or null. */
-  get(key: string): Promise<Knowledge | undefined | null>
+  /**
+   * The knowledge under `key`, or null. With `asOf`: the value that held then
+   * (null when no kept version held).
+   */
+  retrieve(key: string, options?: AsOfOptions | undefined | null): Promise<JsonValue>
+  /**
+   * The entry under `key` with its version, timestamps and validity, or null.
+   * With `asOf`: its version that held then, from the kept history.
+   */
+  get(key: string, options?: AsOfOptions | undefined | null): Promise<Knowledge | undefined | null>
   /**
    * Full-text query over keys and knowledge; `limit` default 10. `embedding` and
    * the fusion options work as in `episodic.search`; with an empty `text` and an
-   * embedding, pure vector search.
+   * embedding, pure vector search. Entries whose current version expired
+   * (`validUntil` in the past) are left out unless `includeExpired`; with `asOf`,
+   * each entry's version that held then (entries with none are left out).
    */
   query(text: string, options?: QueryOptions | undefined | null): Promise<Array<KnowledgeHit>>
-  /** Apply an RFC 7386 merge patch to the entry under `key` (`NOT_FOUND` if absent). */
-  update(key: string, patch: JsonValue): Promise<Knowledge>
+  /**
+   * Apply an RFC 7386 merge patch to the entry under `key` (`NOT_FOUND` if absent).
+   * `validFrom` / `validUntil` as in `store`: the new version holds from
+   * `validFrom` (default now); the one it supersedes stays in history, closed then.
+   */
+  update(key: string, patch: JsonValue, options?: UpdateOptions | undefined | null): Promise<Knowledge>
   /** Delete `key` and its history; true when it existed. */
   forget(key: string): Promise<boolean>
   /** Kept versions of `key`, oldest first. */
@@ -1056,6 +1124,12 @@ export declare class Working {
  */
 export declare function _panicForTests(sync?: boolean | undefined | null): Promise<void>
 
+/** Options of `semantic.get` and `semantic.retrieve`. */
+export interface AsOfOptions {
+  /** Read the version that held at this instant (from the kept history). */
+  asOf?: Timestamp
+}
+
 /** The built-in procedure actions (reserved names: `registerAction` refuses them). */
 export declare function builtinActions(): Array<string>
 
@@ -1089,6 +1163,8 @@ export declare const FORMAT_VERSION: number
 export interface LimitOptions {
   /** Most results (default 10). */
   limit?: number
+  /** Only episodes recorded by this instant (what the context held then). */
+  asOf?: Timestamp
 }
 
 /** Highest `compressionLevel` of `sessionSave` (0: none, 1: lz4, 2: lz4 high, 3: + delta). */

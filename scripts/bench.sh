@@ -6,7 +6,9 @@
 #      1M), plus session compression levels;
 #      then the cost of encryption at rest (bin `encryption`: plaintext vs sealed
 #      store, same workload, rounds interleaved), and the cost of hybrid search
-#      (bin `hybrid`: BM25 only vs BM25 + vectors at 100k episodes × 384 dims);
+#      (bin `hybrid`: BM25 only vs BM25 + vectors at 100k episodes × 384 dims),
+#      duplicate detection on write and the cost of as-of reads (examples
+#      `dedup_bench`, `asof_bench`: target/bench/dedup.md);
 #   2. Python binding per-call overhead vs Rust (release wheel, repo .venv);
 #   3. MCP tools/call latency over stdio / HTTP / WebSocket and the reference
 #      @modelcontextprotocol/server-memory (npm), an end-to-end store-then-search
@@ -139,6 +141,15 @@ cargo build --release -p memstrata --example dedup_bench
   "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 3000 5
   printf '```\n\n'
 } > "$DEDUP_MD" 2>&1 || printf '## Duplicate detection on write\n\nNot measured in this run: `core/examples/dedup_bench.rs` failed (see the `make bench` log).\n\n' > "$DEDUP_MD"
+# Beside it, the cost of as-of reads (facts with validity): `get` / `query` with
+# `as_of` against the plain read, same store, rounds alternated.
+echo "== bench: as-of reads"
+cargo build --release -p memstrata --example asof_bench
+{
+  printf '## As-of reads\n\n```\n'
+  "$CARGO_TARGET_DIR/release/examples/asof_bench" 2000 5 5
+  printf '```\n\n'
+} >> "$DEDUP_MD" 2>&1 || printf '## As-of reads\n\nNot measured in this run: `core/examples/asof_bench.rs` failed (see the `make bench` log).\n\n' >> "$DEDUP_MD"
 
 if [ "${BENCH_CRITERION:-0}" = 1 ]; then
   echo "== bench: criterion micro-benches (not part of the document)"

@@ -59,6 +59,12 @@ pub struct KnowledgeItem {
     #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     #[cfg_attr(feature = "napi", napi(ts_type = "'keep' | 'skip' | 'merge' | 'link'"))]
     pub on_duplicate: Option<String>,
+    /// When this version starts to hold (default: now).
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
+    pub valid_from: Option<Timestamp>,
+    /// When it stops holding (exclusive; default: open).
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
+    pub valid_until: Option<Timestamp>,
 }
 
 impl BindingError {
@@ -113,6 +119,8 @@ pub fn knowledge(items: Vec<KnowledgeItem>) -> Result<Vec<NewKnowledge>, Binding
             {
                 k = k.on_duplicate(p);
             }
+            k.valid_from = it.valid_from.map(|t| t.0);
+            k.valid_until = it.valid_until.map(|t| t.0);
             Ok(k)
         })
         .collect()
@@ -142,15 +150,15 @@ mod tests {
             key: "k".into(),
             knowledge: JsonValue::NULL,
             embedding: Some(vec![f64::MAX].into()),
-            on_duplicate: None,
+            ..Default::default()
         }])
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("items[0].embedding"));
         let e = knowledge(vec![KnowledgeItem {
             key: "k".into(),
             knowledge: JsonValue::NULL,
-            embedding: None,
             on_duplicate: Some("drop".into()),
+            ..Default::default()
         }])
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("items[0].on_duplicate"));

@@ -28,6 +28,7 @@ pub mod items;
 pub mod options;
 pub mod records;
 pub mod types;
+pub mod validity;
 
 pub use callbacks::{JsonAction, ProgressEvent, ProgressStage, actions, progress_sink};
 pub use error::{BindingError, ErrorCode, guard, guard_binding};
@@ -35,13 +36,14 @@ pub use handle::Handle;
 pub use items::{EpisodeItem, KnowledgeItem};
 pub use options::{
     OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
-    embedding, on_duplicate, vector_query,
+    UpdateOptions, embedding, on_duplicate, vector_query,
 };
 pub use records::*;
 pub use types::embedding_from_f64;
 #[cfg(feature = "napi")]
 pub use types::embedding_from_js;
 pub use types::{Embedding, JsonValue, KeyBytes, Timestamp};
+pub use validity::as_of;
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("memstrata_common");

@@ -124,6 +124,8 @@ options! {
         pub vector_weight: Option<f64>,
         /// RRF constant k (default 60).
         pub rrf_k: Option<f64>,
+        /// Only episodes recorded by this instant (what the context held then).
+        pub as_of: Option<Timestamp>,
     }
 
     /// Optional arguments of `semantic.store`.
@@ -134,6 +136,20 @@ options! {
         /// value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
         #[cfg_attr(feature = "napi", napi(ts_type = "'keep' | 'skip' | 'merge' | 'link'"))]
         pub on_duplicate: Option<String>,
+        /// When the new version starts to hold (default: now); the version it supersedes
+        /// stays in history, closed at this instant.
+        pub valid_from: Option<Timestamp>,
+        /// When the new version stops holding (exclusive; default: open).
+        pub valid_until: Option<Timestamp>,
+    }
+
+    /// Optional arguments of `semantic.update`.
+    pub struct UpdateOptions {
+        /// When the new version starts to hold (default: now); the version it supersedes
+        /// stays in history, closed at this instant.
+        pub valid_from: Option<Timestamp>,
+        /// When the new version stops holding (exclusive; default: open).
+        pub valid_until: Option<Timestamp>,
     }
 
     /// Optional arguments of `semantic.query`.
@@ -151,6 +167,10 @@ options! {
         pub vector_weight: Option<f64>,
         /// RRF constant k (default 60).
         pub rrf_k: Option<f64>,
+        /// Each entry as it held at this instant (entries with no version then are left out).
+        pub as_of: Option<Timestamp>,
+        /// Without `as_of`: also entries whose current version expired (default false).
+        pub include_expired: Option<bool>,
     }
 
     /// Optional arguments of `tasks`.
@@ -345,6 +365,8 @@ impl StoreOptions {
     /// The core's options of `store_with`.
     pub fn core(self) -> Result<memstrata::semantic::StoreOptions, BindingError> {
         let mut o = memstrata::semantic::StoreOptions::default();
+        o.valid_from = self.valid_from.as_ref().map(|t| t.0);
+        o.valid_until = self.valid_until.as_ref().map(|t| t.0);
         if let Some(p) = on_duplicate(self.on_duplicate.as_deref())? {
             o = o.on_duplicate(p);
         }
@@ -394,6 +416,7 @@ impl SearchOptions {
                 .min_importance
                 .map(|i| importance("min_importance", i))
                 .transpose()?,
+            as_of: self.as_of.map(|t| t.0),
         };
         Ok((filters, defaults::search_limit(self.limit)))
     }
@@ -610,14 +633,18 @@ mod tests {
 
     #[test]
     fn store_options_carry_the_policy() {
+        let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let o = StoreOptions {
             on_duplicate: Some("skip".into()),
             embedding: Some(vec![0.5, 0.25].into()),
+            valid_until: Some(Timestamp(t)),
+            ..Default::default()
         }
         .core()
         .unwrap();
         assert_eq!(o.on_duplicate, Some(OnDuplicate::Skip));
         assert_eq!(o.embedding, Some(vec![0.5, 0.25]));
+        assert_eq!((o.valid_from, o.valid_until), (None, Some(t)));
         let e = StoreOptions {
             on_duplicate: Some("Keep".into()),
             ..Default::default()

@@ -95,6 +95,9 @@ records! {
         pub last_seen: Option<Timestamp>,
         /// The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
         pub duplicate_of: Option<String>,
+        /// When it was recorded (its timestamp unless the caller gave another); `as_of`
+        /// reads see the episodes recorded by then.
+        pub recorded_at: Timestamp,
     }
 
     /// Result of `record_detailed`: what the duplicate policy did.
@@ -141,6 +144,11 @@ records! {
         /// when its value was already the same), whatever the policy. From `get`: the
         /// entry it was linked to (`on_duplicate = "link"`).
         pub duplicate_of: Option<String>,
+        /// When this version starts to hold (default: when it was written).
+        pub valid_from: Timestamp,
+        /// When it stops holding (exclusive): set by the caller, or by the version that
+        /// superseded it; null: open.
+        pub valid_until: Option<Timestamp>,
     }
 
     /// One kept version of a knowledge entry (`history`).
@@ -151,6 +159,11 @@ records! {
         pub knowledge: JsonValue,
         /// When that version was written.
         pub recorded_at: Timestamp,
+        /// When it starts to hold.
+        pub valid_from: Timestamp,
+        /// When it stops holding (exclusive; closed by the version that superseded it);
+        /// null: open.
+        pub valid_until: Option<Timestamp>,
     }
 
     /// One knowledge query hit.
@@ -165,6 +178,10 @@ records! {
         pub bm25_rank: Option<i64>,
         /// 1-based rank in the vector list; null when that list did not find the hit.
         pub vector_rank: Option<i64>,
+        /// When the version returned starts to hold (with `as_of`: the version that held then).
+        pub valid_from: Timestamp,
+        /// When it stops holding (exclusive); null: open.
+        pub valid_until: Option<Timestamp>,
     }
 
     /// Result of `session_create`.
@@ -586,6 +603,7 @@ impl From<memstrata::episodic::Episode> for Episode {
             seen_count: i64::from(e.seen_count),
             last_seen: e.last_seen.map(ts),
             duplicate_of: e.duplicate_of,
+            recorded_at: ts(e.recorded_at),
         }
     }
 }
@@ -622,6 +640,8 @@ impl From<memstrata::semantic::Knowledge> for Knowledge {
             created_at: ts(k.created_at),
             updated_at: ts(k.updated_at),
             duplicate_of: k.duplicate_of,
+            valid_from: ts(k.valid_from),
+            valid_until: k.valid_until.map(ts),
         }
     }
 }
@@ -632,6 +652,8 @@ impl From<memstrata::semantic::KnowledgeVersion> for KnowledgeVersion {
             version: int(k.version),
             knowledge: JsonValue(k.knowledge),
             recorded_at: ts(k.recorded_at),
+            valid_from: ts(k.valid_from),
+            valid_until: k.valid_until.map(ts),
         }
     }
 }
@@ -644,6 +666,8 @@ impl From<memstrata::semantic::KnowledgeHit> for KnowledgeHit {
             score: score(h.score),
             bm25_rank: h.bm25_rank.map(i64::from),
             vector_rank: h.vector_rank.map(i64::from),
+            valid_from: ts(h.valid_from),
+            valid_until: h.valid_until.map(ts),
         }
     }
 }

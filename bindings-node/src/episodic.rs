@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use memstrata_bindings_common::{
-    Episode, EpisodeHit, EpisodeItem, Handle, RecordOptions, Recorded, SearchOptions, defaults,
-    items, records,
+    Episode, EpisodeHit, EpisodeItem, Handle, RecordOptions, Recorded, SearchOptions, Timestamp,
+    defaults, items, records,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -24,6 +24,8 @@ pub struct Episodic {
 pub struct LimitOptions {
     /// Most results (default 10).
     pub limit: Option<u32>,
+    /// Only episodes recorded by this instant (what the context held then).
+    pub as_of: Option<Timestamp>,
 }
 
 #[napi]
@@ -122,16 +124,20 @@ impl Episodic {
         })
     }
 
-    /// The newest episodes, newest first; `limit` default 10.
+    /// The newest episodes, newest first; `limit` default 10. With `asOf`, of those
+    /// recorded by then.
     #[napi]
     pub fn recent<'env>(
         &self,
         env: &'env Env,
         options: Option<LimitOptions>,
     ) -> Result<PromiseRaw<'env, Vec<Episode>>> {
-        let limit = defaults::search_limit(options.and_then(|o| o.limit));
+        let (limit, as_of) = options.map_or((None, None), |o| (o.limit, o.as_of));
+        let limit = defaults::search_limit(limit);
         with(env, &self.h, move |m| {
-            Ok(records::list(m.episodic().recent(limit)?))
+            Ok(records::list(
+                m.episodic().recent_as_of(limit, as_of.map(|t| t.0))?,
+            ))
         })
     }
 

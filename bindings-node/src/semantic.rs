@@ -4,13 +4,21 @@ use std::sync::Arc;
 
 use memstrata_bindings_common::{
     Handle, JsonValue, Knowledge, KnowledgeHit, KnowledgeItem, KnowledgeVersion, QueryOptions,
-    StoreOptions, items, records,
+    StoreOptions, Timestamp, UpdateOptions, as_of, items, records,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::short_term::PrefixOptions;
 use crate::task::with;
+
+/// Options of `semantic.get` and `semantic.retrieve`.
+#[napi(object)]
+#[derive(Debug, Default)]
+pub struct AsOfOptions {
+    /// Read the version that held at this instant (from the kept history).
+    pub as_of: Option<Timestamp>,
+}
 
 /// Semantic layer of the active context (`mem.semantic`).
 #[napi]
@@ -26,7 +34,9 @@ impl Semantic {
     /// the key plus the knowledge's text. `onDuplicate` (`'keep'`, `'skip'`,
     /// `'merge'` or `'link'`; default the context's policy) says what to do when
     /// another entry holds the same or a near-identical value; the result's
-    /// `duplicateOf` names it.
+    /// `duplicateOf` names it. `validFrom` / `validUntil`: when the new version starts
+    /// (default now) and stops (exclusive; default open) holding; the version it
+    /// supersedes stays in history, closed at the new `validFrom`.
     #[napi]
     pub fn store<'env>(
         &self,
@@ -59,33 +69,42 @@ impl Semantic {
         })
     }
 
-    /// The knowledge under `key`, or null.
+    /// The knowledge under `key`, or null. With `asOf`: the value that held then
+    /// (null when no kept version held).
     #[napi(ts_return_type = "Promise<JsonValue>")]
     pub fn retrieve<'env>(
         &self,
         env: &'env Env,
         key: String,
+        options: Option<AsOfOptions>,
     ) -> Result<PromiseRaw<'env, JsonValue>> {
+        let read = as_of(options.and_then(|o| o.as_of));
         with(env, &self.h, move |m| {
-            Ok(JsonValue(m.semantic().retrieve(&key)?.unwrap_or_default()))
+            let v = m.semantic().get_with(&key, &read)?.map(|k| k.knowledge);
+            Ok(JsonValue(v.unwrap_or_default()))
         })
     }
 
-    /// The entry under `key` with its version and timestamps, or null.
+    /// The entry under `key` with its version, timestamps and validity, or null.
+    /// With `asOf`: its version that held then, from the kept history.
     #[napi]
     pub fn get<'env>(
         &self,
         env: &'env Env,
         key: String,
+        options: Option<AsOfOptions>,
     ) -> Result<PromiseRaw<'env, Option<Knowledge>>> {
+        let read = as_of(options.and_then(|o| o.as_of));
         with(env, &self.h, move |m| {
-            Ok(m.semantic().get(&key)?.map(Into::into))
+            Ok(m.semantic().get_with(&key, &read)?.map(Into::into))
         })
     }
 
     /// Full-text query over keys and knowledge; `limit` default 10. `embedding` and
     /// the fusion options work as in `episodic.search`; with an empty `text` and an
-    /// embedding, pure vector search.
+    /// embedding, pure vector search. Entries whose current version expired
+    /// (`validUntil` in the past) are left out unless `includeExpired`; with `asOf`,
+    /// each entry's version that held then (entries with none are left out).
     #[napi]
     pub fn query<'env>(
         &self,
@@ -95,21 +114,28 @@ impl Semantic {
     ) -> Result<PromiseRaw<'env, Vec<KnowledgeHit>>> {
         let opts = options.unwrap_or_default();
         with(env, &self.h, move |m| {
+            let read = opts.read();
             let (limit, vq) = opts.query()?;
-            Ok(records::list(m.semantic().query_hybrid(&text, limit, &vq)?))
+            Ok(records::list(
+                m.semantic().query_with(&text, limit, &vq, &read)?,
+            ))
         })
     }
 
     /// Apply an RFC 7386 merge patch to the entry under `key` (`NOT_FOUND` if absent).
+    /// `validFrom` / `validUntil` as in `store`: the new version holds from
+    /// `validFrom` (default now); the one it supersedes stays in history, closed then.
     #[napi]
     pub fn update<'env>(
         &self,
         env: &'env Env,
         key: String,
         patch: JsonValue,
+        options: Option<UpdateOptions>,
     ) -> Result<PromiseRaw<'env, Knowledge>> {
+        let opts = options.unwrap_or_default().core();
         with(env, &self.h, move |m| {
-            Ok(m.semantic().update(&key, patch.0)?.into())
+            Ok(m.semantic().update_with(&key, patch.0, opts)?.into())
         })
     }
 

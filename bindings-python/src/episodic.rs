@@ -224,9 +224,12 @@ impl Episodic {
     /// (`"adaptive"`, the default, `"linear"` or `"rrf"`, with `bm25_weight`,
     /// `vector_weight` and `rrf_k`: docs/api.md, "Embeddings and hybrid search");
     /// with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
+    ///
+    /// `as_of` (an aware datetime): only episodes recorded by then (what the
+    /// context held at that time).
     #[pyo3(
-        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None),
-        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None)"
+        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None),
+        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -244,6 +247,7 @@ impl Episodic {
         bm25_weight: Option<&Bound<'_, PyAny>>,
         vector_weight: Option<&Bound<'_, PyAny>>,
         rrf_k: Option<&Bound<'_, PyAny>>,
+        as_of: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<EpisodeHit>> {
         let mem = self.h.core()?;
         let (filters, limit, vq) = SearchOptions {
@@ -258,6 +262,7 @@ impl Episodic {
             bm25_weight: convert::opt_float(bm25_weight, "bm25_weight")?,
             vector_weight: convert::opt_float(vector_weight, "vector_weight")?,
             rrf_k: convert::opt_float(rrf_k, "rrf_k")?,
+            as_of: convert::opt_timestamp(as_of, "as_of")?,
         }
         .hybrid()
         .map_err(to_py)?;
@@ -267,12 +272,19 @@ impl Episodic {
         classes(py, hits)
     }
 
-    /// The newest `limit` episodes, newest first.
-    #[pyo3(signature = (limit=None))]
-    fn recent(&self, py: Python<'_>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Episode>> {
+    /// The newest `limit` episodes, newest first; with `as_of` (an aware
+    /// datetime), of those recorded by then.
+    #[pyo3(signature = (limit=None, *, as_of=None))]
+    fn recent(
+        &self,
+        py: Python<'_>,
+        limit: Option<&Bound<'_, PyAny>>,
+        as_of: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Episode>> {
         let mem = self.h.core()?;
         let limit = common::defaults::search_limit(convert::opt_limit(limit, "limit")?);
-        let eps = run(py, || mem.episodic().recent(limit))?;
+        let as_of = convert::opt_timestamp(as_of, "as_of")?.map(|t| t.0);
+        let eps = run(py, || mem.episodic().recent_as_of(limit, as_of))?;
         classes(py, eps)
     }
 
@@ -318,6 +330,9 @@ py_records! {
         last_seen: Option<DateTime<Utc>>,
         /// The earlier episode it duplicates, when recorded with `on_duplicate="link"`.
         duplicate_of: Option<String>,
+        /// When it was recorded (aware UTC; its timestamp unless the caller gave
+        /// another): `as_of` reads see the episodes recorded by then.
+        recorded_at: DateTime<Utc>,
     }
 
     /// Result of `record_detailed`: what the duplicate policy did.

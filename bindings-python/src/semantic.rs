@@ -34,7 +34,12 @@ impl Semantic {
     /// `on_duplicate` (`"keep"`, `"skip"`, `"merge"` or `"link"`; default the
     /// context's policy) says what to do when another entry holds the same or a
     /// near-identical value; the result's `duplicate_of` names it.
-    #[pyo3(signature = (key, knowledge, *, embedding=None, on_duplicate=None))]
+    ///
+    /// `valid_from` / `valid_until` (aware datetimes): when the new version starts
+    /// (default now) and stops (exclusive; default open) holding. The version it
+    /// supersedes stays in history, its validity closed at the new `valid_from`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (key, knowledge, *, embedding=None, on_duplicate=None, valid_from=None, valid_until=None))]
     fn store(
         &self,
         py: Python<'_>,
@@ -42,12 +47,16 @@ impl Semantic {
         knowledge: &Bound<'_, PyAny>,
         embedding: Option<&Bound<'_, PyAny>>,
         on_duplicate: Option<String>,
+        valid_from: Option<&Bound<'_, PyAny>>,
+        valid_until: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Knowledge> {
         let mem = self.h.core()?;
         let knowledge = convert::to_json(knowledge, "knowledge", max_depth(&mem))?;
         let opts = common::StoreOptions {
             embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
             on_duplicate,
+            valid_from: convert::opt_timestamp(valid_from, "valid_from")?,
+            valid_until: convert::opt_timestamp(valid_until, "valid_until")?,
         }
         .core()
         .map_err(to_py)?;
@@ -58,7 +67,7 @@ impl Semantic {
     /// Store (replace) many entries in one call; returns the new entries, in order.
     ///
     /// Each item is a dict `{"key": ..., "knowledge": ..., "embedding": ..., "on_duplicate": ...}`
-    /// (embedding and on_duplicate optional), applied in order (a key given twice ends with
+    /// (embedding, on_duplicate, valid_from and valid_until optional, as in `store`), applied in order (a key given twice ends with
     /// its last value). Each item goes through its duplicate policy as in `store` (against
     /// the stored entries and the batch's earlier items; `duplicate_of` on each result). All or
     /// nothing: every item is checked first, with the checks and limits of `store`; a bad
@@ -77,10 +86,18 @@ impl Semantic {
             let at = format!("items[{i}]");
             let (mut key, mut knowledge, mut embedding, mut on_duplicate) =
                 (None, None, None, None);
+            let (mut valid_from, mut valid_until) = (None, None);
             for (k, v) in convert::item_fields(
                 &item,
                 &at,
-                &["key", "knowledge", "embedding", "on_duplicate"],
+                &[
+                    "key",
+                    "knowledge",
+                    "embedding",
+                    "on_duplicate",
+                    "valid_from",
+                    "valid_until",
+                ],
             )? {
                 let f = format!("{at}.{k}");
                 match k.as_str() {
@@ -91,6 +108,8 @@ impl Semantic {
                     }
                     "knowledge" => knowledge = Some(convert::to_json(&v, &f, depth)?),
                     "on_duplicate" => on_duplicate = convert::opt_str(Some(&v), &f)?,
+                    "valid_from" => valid_from = convert::opt_timestamp(Some(&v), &f)?,
+                    "valid_until" => valid_until = convert::opt_timestamp(Some(&v), &f)?,
                     _ => embedding = convert::opt_floats(Some(&v), &f)?,
                 }
             }
@@ -108,6 +127,8 @@ impl Semantic {
                 knowledge: knowledge.into(),
                 embedding: embedding.map(Into::into),
                 on_duplicate,
+                valid_from,
+                valid_until,
             });
         }
         let items = common::items::knowledge(list).map_err(to_py)?;
@@ -115,17 +136,33 @@ impl Semantic {
         classes(py, ks)
     }
 
-    /// The knowledge under `key`, or None.
-    fn retrieve(&self, py: Python<'_>, key: String) -> PyResult<Py<PyAny>> {
+    /// The knowledge under `key`, or None. With `as_of` (an aware datetime): the
+    /// value that held then (None when no kept version held).
+    #[pyo3(signature = (key, *, as_of=None))]
+    fn retrieve(
+        &self,
+        py: Python<'_>,
+        key: String,
+        as_of: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let mem = self.h.core()?;
-        let v = run(py, || mem.semantic().retrieve(&key))?;
-        convert::opt_to_py(py, v.as_ref())
+        let opts = common::as_of(convert::opt_timestamp(as_of, "as_of")?);
+        let v = run(py, || mem.semantic().get_with(&key, &opts))?;
+        convert::opt_to_py(py, v.map(|k| k.knowledge).as_ref())
     }
 
-    /// The entry under `key` with version and timestamps, or None.
-    fn get(&self, py: Python<'_>, key: String) -> PyResult<Option<Knowledge>> {
+    /// The entry under `key` with version, timestamps and validity, or None. With
+    /// `as_of` (an aware datetime): its version that held then, from the kept history.
+    #[pyo3(signature = (key, *, as_of=None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: String,
+        as_of: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Knowledge>> {
         let mem = self.h.core()?;
-        let k = run(py, || mem.semantic().get(&key))?;
+        let opts = common::as_of(convert::opt_timestamp(as_of, "as_of")?);
+        let k = run(py, || mem.semantic().get_with(&key, &opts))?;
         k.map(|k| class(py, k)).transpose()
     }
 
@@ -133,7 +170,11 @@ impl Semantic {
     ///
     /// `embedding` and the fusion arguments work as in `Episodic.search`; with an
     /// empty `text` and an embedding, pure vector search.
-    #[pyo3(signature = (text, limit=None, *, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None))]
+    ///
+    /// Entries whose current version expired (`valid_until` in the past) are left
+    /// out unless `include_expired`; with `as_of` (an aware datetime), each entry's
+    /// version that held then (entries with none are left out).
+    #[pyo3(signature = (text, limit=None, *, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None, include_expired=None))]
     #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
@@ -145,27 +186,47 @@ impl Semantic {
         bm25_weight: Option<&Bound<'_, PyAny>>,
         vector_weight: Option<&Bound<'_, PyAny>>,
         rrf_k: Option<&Bound<'_, PyAny>>,
+        as_of: Option<&Bound<'_, PyAny>>,
+        include_expired: Option<bool>,
     ) -> PyResult<Vec<KnowledgeHit>> {
         let mem = self.h.core()?;
-        let (limit, vq) = common::QueryOptions {
+        let q = common::QueryOptions {
             limit: convert::opt_limit(limit, "limit")?,
             embedding: convert::opt_floats(embedding, "embedding")?.map(Into::into),
             fusion,
             bm25_weight: convert::opt_float(bm25_weight, "bm25_weight")?,
             vector_weight: convert::opt_float(vector_weight, "vector_weight")?,
             rrf_k: convert::opt_float(rrf_k, "rrf_k")?,
-        }
-        .query()
-        .map_err(to_py)?;
-        let hits = run(py, || mem.semantic().query_hybrid(&text, limit, &vq))?;
+            as_of: convert::opt_timestamp(as_of, "as_of")?,
+            include_expired,
+        };
+        let read = q.read();
+        let (limit, vq) = q.query().map_err(to_py)?;
+        let hits = run(py, || mem.semantic().query_with(&text, limit, &vq, &read))?;
         classes(py, hits)
     }
 
     /// Apply an RFC 7386 JSON Merge Patch to an existing entry (NotFoundError otherwise).
-    fn update(&self, py: Python<'_>, key: String, patch: &Bound<'_, PyAny>) -> PyResult<Knowledge> {
+    ///
+    /// `valid_from` / `valid_until` as in `store`: the new version holds from
+    /// `valid_from` (default now); the one it supersedes stays in history, closed then.
+    #[pyo3(signature = (key, patch, *, valid_from=None, valid_until=None))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        key: String,
+        patch: &Bound<'_, PyAny>,
+        valid_from: Option<&Bound<'_, PyAny>>,
+        valid_until: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Knowledge> {
         let mem = self.h.core()?;
         let patch = convert::to_json(patch, "patch", max_depth(&mem))?;
-        let k = run(py, || mem.semantic().update(&key, patch))?;
+        let opts = common::UpdateOptions {
+            valid_from: convert::opt_timestamp(valid_from, "valid_from")?,
+            valid_until: convert::opt_timestamp(valid_until, "valid_until")?,
+        }
+        .core();
+        let k = run(py, || mem.semantic().update_with(&key, patch, opts))?;
         class(py, k)
     }
 
@@ -210,6 +271,11 @@ py_records! {
         /// From `store`: the entry found to duplicate the value (this key's own when
         /// unchanged), whatever the policy; from `get`: the entry it was linked to.
         duplicate_of: Option<String>,
+        /// When this version starts to hold (aware UTC; default: when it was written).
+        valid_from: DateTime<Utc>,
+        /// When it stops holding (exclusive; set by the caller or by the version that
+        /// superseded it); None: open.
+        valid_until: Option<DateTime<Utc>>,
     }
 
     /// One kept version of a semantic entry.
@@ -220,6 +286,11 @@ py_records! {
         knowledge: Py<PyAny>,
         /// When that version was written (aware UTC).
         recorded_at: DateTime<Utc>,
+        /// When it starts to hold (aware UTC).
+        valid_from: DateTime<Utc>,
+        /// When it stops holding (exclusive; closed by the version that superseded it);
+        /// None: open.
+        valid_until: Option<DateTime<Utc>>,
     }
 
     /// One `query` result.
@@ -234,6 +305,11 @@ py_records! {
         bm25_rank: Option<i64>,
         /// 1-based rank in the vector list; None when that list did not find the hit.
         vector_rank: Option<i64>,
+        /// When the version returned starts to hold (aware UTC; with `as_of`: the
+        /// version that held then).
+        valid_from: DateTime<Utc>,
+        /// When it stops holding (exclusive); None: open.
+        valid_until: Option<DateTime<Utc>>,
     }
 }
 

@@ -341,7 +341,7 @@ uint64_t uniffi_memstrata_ffi_fn_method_episodic_get(uint64_t ptr, RustBuffer id
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECENT
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECENT
-uint64_t uniffi_memstrata_ffi_fn_method_episodic_recent(uint64_t ptr, RustBuffer limit
+uint64_t uniffi_memstrata_ffi_fn_method_episodic_recent(uint64_t ptr, RustBuffer limit, RustBuffer as_of
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_EPISODIC_RECORD
@@ -386,7 +386,7 @@ uint64_t uniffi_memstrata_ffi_fn_method_semantic_forget(uint64_t ptr, RustBuffer
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_GET
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_GET
-uint64_t uniffi_memstrata_ffi_fn_method_semantic_get(uint64_t ptr, RustBuffer key
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_get(uint64_t ptr, RustBuffer key, RustBuffer as_of
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_HISTORY
@@ -406,7 +406,7 @@ uint64_t uniffi_memstrata_ffi_fn_method_semantic_query(uint64_t ptr, RustBuffer 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_RETRIEVE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_RETRIEVE
-uint64_t uniffi_memstrata_ffi_fn_method_semantic_retrieve(uint64_t ptr, RustBuffer key
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_retrieve(uint64_t ptr, RustBuffer key, RustBuffer as_of
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_STORE
@@ -421,7 +421,7 @@ uint64_t uniffi_memstrata_ffi_fn_method_semantic_store_many(uint64_t ptr, RustBu
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_UPDATE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_SEMANTIC_UPDATE
-uint64_t uniffi_memstrata_ffi_fn_method_semantic_update(uint64_t ptr, RustBuffer key, RustBuffer patch
+uint64_t uniffi_memstrata_ffi_fn_method_semantic_update(uint64_t ptr, RustBuffer key, RustBuffer patch, RustBuffer options
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_CLONE_SHORTTERM

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use memstrata_bindings_common::{
     self as common, Episode, EpisodeHit, EpisodeItem, Handle, JsonValue, Knowledge, KnowledgeHit,
     KnowledgeItem, KnowledgeVersion, QueryOptions, RecordOptions, Recorded, SearchOptions,
-    ShortTermEntry, StoreOptions, WorkspaceItem, defaults, items, options,
+    ShortTermEntry, StoreOptions, Timestamp, UpdateOptions, WorkspaceItem, defaults, items,
+    options,
 };
 
 use crate::memory::json;
@@ -240,13 +241,20 @@ impl Episodic {
         .await
     }
 
-    /// The newest episodes (default 10).
-    #[uniffi::method(default(limit = None))]
-    pub async fn recent(&self, limit: Option<u32>) -> Result<Vec<Episode>, MemstrataError> {
+    /// The newest episodes (default 10); with `as_of`, of those recorded by then.
+    #[uniffi::method(default(limit = None, as_of = None))]
+    pub async fn recent(
+        &self,
+        limit: Option<u32>,
+        as_of: Option<Timestamp>,
+    ) -> Result<Vec<Episode>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.episodic().recent(defaults::search_limit(limit)))
-            .await
-            .map(common::list)
+        pool::core(move || {
+            mem.episodic()
+                .recent_as_of(defaults::search_limit(limit), as_of.map(|t| t.0))
+        })
+        .await
+        .map(common::list)
     }
 
     /// A text summary of the episodes with these ids.
@@ -300,18 +308,32 @@ impl Semantic {
         .await
     }
 
-    /// The knowledge under `key` (JSON text), or null.
-    pub async fn retrieve(&self, key: String) -> Result<Option<JsonValue>, MemstrataError> {
+    /// The knowledge under `key` (JSON text), or null. With `as_of`: the value
+    /// that held then (null when no kept version held).
+    #[uniffi::method(default(as_of = None))]
+    pub async fn retrieve(
+        &self,
+        key: String,
+        as_of: Option<Timestamp>,
+    ) -> Result<Option<JsonValue>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.semantic().retrieve(&key))
+        let read = common::as_of(as_of);
+        pool::core(move || mem.semantic().get_with(&key, &read))
             .await
-            .map(|v| v.map(JsonValue))
+            .map(|v| v.map(|k| JsonValue(k.knowledge)))
     }
 
-    /// The entry under `key` with its version and times, or null.
-    pub async fn get(&self, key: String) -> Result<Option<Knowledge>, MemstrataError> {
+    /// The entry under `key` with its version, times and validity, or null.
+    /// With `as_of`: its version that held then, from the kept history.
+    #[uniffi::method(default(as_of = None))]
+    pub async fn get(
+        &self,
+        key: String,
+        as_of: Option<Timestamp>,
+    ) -> Result<Option<Knowledge>, MemstrataError> {
         let mem = self.core()?;
-        pool::core(move || mem.semantic().get(&key))
+        let read = common::as_of(as_of);
+        pool::core(move || mem.semantic().get_with(&key, &read))
             .await
             .map(|k| k.map(Into::into))
     }
@@ -327,21 +349,32 @@ impl Semantic {
     ) -> Result<Vec<KnowledgeHit>, MemstrataError> {
         let mem = self.core()?;
         pool::run(move || {
-            let (limit, vq) = options.unwrap_or_default().query()?;
+            let options = options.unwrap_or_default();
+            let read = options.read();
+            let (limit, vq) = options.query()?;
             Ok(common::list(
-                mem.semantic().query_hybrid(&text, limit, &vq)?,
+                mem.semantic().query_with(&text, limit, &vq, &read)?,
             ))
         })
         .await
     }
 
     /// Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
-    /// (`NotFound` if absent).
-    pub async fn update(&self, key: String, patch: String) -> Result<Knowledge, MemstrataError> {
+    /// (`NotFound` if absent). `options`: the new version's `valid_from`
+    /// (default now) and `valid_until`; the version it supersedes stays in
+    /// history, closed at `valid_from`.
+    #[uniffi::method(default(options = None))]
+    pub async fn update(
+        &self,
+        key: String,
+        patch: String,
+        options: Option<UpdateOptions>,
+    ) -> Result<Knowledge, MemstrataError> {
         let mem = self.core()?;
         pool::run(move || {
             let patch = json("patch", &patch)?;
-            Ok(mem.semantic().update(&key, patch)?.into())
+            let opts = options.unwrap_or_default().core();
+            Ok(mem.semantic().update_with(&key, patch, opts)?.into())
         })
         .await
     }

@@ -108,7 +108,8 @@ pub mod episodic {
 pub mod semantic {
     pub use crate::layers::dedup::OnDuplicate;
     pub use crate::layers::semantic::{
-        Knowledge, KnowledgeHit, KnowledgeVersion, NewKnowledge, Semantic, StoreOptions,
+        Knowledge, KnowledgeHit, KnowledgeVersion, NewKnowledge, ReadOptions, Semantic,
+        StoreOptions, UpdateOptions,
     };
 }
 

@@ -1297,7 +1297,10 @@ fn export_then_import_gives_identical_reads() {
     )
     .unwrap();
     assert_eq!(header["type"], json!("memstrata_export"));
-    assert_eq!(header["format_version"], json!(1));
+    assert_eq!(
+        header["format_version"],
+        json!(memstrata::admin::EXPORT_FORMAT_VERSION)
+    );
 
     let (b, dst_clock) = builder(&dir.join("b"));
     dst_clock.set(clock_now(&clock));
@@ -1472,7 +1475,7 @@ fn malformed_imports_are_rejected_and_change_nothing() {
 
     let mut bad_json = lines.clone();
     bad_json[2] = "{\"type\": \"episode\", \"id\": ";
-    let newer = good.replacen("\"format_version\":1", "\"format_version\":2", 1);
+    let newer = good.replacen("\"format_version\":2", "\"format_version\":3", 1);
     assert_ne!(newer, good);
     let mut episode: Value = serde_json::from_str(
         lines
@@ -1494,7 +1497,7 @@ fn malformed_imports_are_rejected_and_change_nothing() {
     let bad_level = format!("{}\n{}\n{}\n", lines[0], lines[1], bad_session);
     let cases: Vec<(String, &str)> = vec![
         (bad_json.join("\n"), "line 3"),
-        (newer, "format version 2"),
+        (newer, "format version 3"),
         (wrong_type, "line 3"),
         (bad_level, "compression_level"),
         (

@@ -525,6 +525,12 @@ class Episode:
     def duplicate_of(self) -> Optional[str]:
         """The earlier episode it duplicates, when recorded with `on_duplicate="link"`."""
         ...
+    @property
+    def recorded_at(self) -> datetime.datetime:
+        """When it was recorded (aware UTC; its timestamp unless the caller gave
+        another): `as_of` reads see the episodes recorded by then.
+        """
+        ...
 
 @final
 class EpisodeHit:
@@ -649,6 +655,7 @@ class Episodic:
         bm25_weight: Optional[float] = None,
         vector_weight: Optional[float] = None,
         rrf_k: Optional[float] = None,
+        as_of: Optional[datetime.datetime] = None,
     ) -> list[EpisodeHit]:
         """BM25 search over summary, content, participants and tags. `query` is plain text
         (no syntax; punctuation is ignored); an empty query returns the newest matches.
@@ -659,10 +666,20 @@ class Episodic:
         (`"adaptive"`, the default, `"linear"` or `"rrf"`, with `bm25_weight`,
         `vector_weight` and `rrf_k`: docs/api.md, "Embeddings and hybrid search");
         with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
+
+        `as_of` (an aware datetime): only episodes recorded by then (what the
+        context held at that time).
         """
         ...
-    def recent(self, limit: Optional[int] = None) -> list[Episode]:
-        """The newest `limit` episodes, newest first."""
+    def recent(
+        self,
+        limit: Optional[int] = None,
+        *,
+        as_of: Optional[datetime.datetime] = None,
+    ) -> list[Episode]:
+        """The newest `limit` episodes, newest first; with `as_of` (an aware
+        datetime), of those recorded by then.
+        """
         ...
     def summarize(self, ids: Iterable[str]) -> str:
         """Deterministic extractive summary of the given episodes (chronological, bounded length)."""
@@ -702,6 +719,16 @@ class Knowledge:
         unchanged), whatever the policy; from `get`: the entry it was linked to.
         """
         ...
+    @property
+    def valid_from(self) -> datetime.datetime:
+        """When this version starts to hold (aware UTC; default: when it was written)."""
+        ...
+    @property
+    def valid_until(self) -> Optional[datetime.datetime]:
+        """When it stops holding (exclusive; set by the caller or by the version that
+        superseded it); None: open.
+        """
+        ...
 
 @final
 class KnowledgeVersion:
@@ -717,6 +744,16 @@ class KnowledgeVersion:
     @property
     def recorded_at(self) -> datetime.datetime:
         """When that version was written (aware UTC)."""
+        ...
+    @property
+    def valid_from(self) -> datetime.datetime:
+        """When it starts to hold (aware UTC)."""
+        ...
+    @property
+    def valid_until(self) -> Optional[datetime.datetime]:
+        """When it stops holding (exclusive; closed by the version that superseded it);
+        None: open.
+        """
         ...
 
 @final
@@ -742,6 +779,16 @@ class KnowledgeHit:
     def vector_rank(self) -> Optional[int]:
         """1-based rank in the vector list; None when that list did not find the hit."""
         ...
+    @property
+    def valid_from(self) -> datetime.datetime:
+        """When the version returned starts to hold (aware UTC; with `as_of`: the
+        version that held then).
+        """
+        ...
+    @property
+    def valid_until(self) -> Optional[datetime.datetime]:
+        """When it stops holding (exclusive); None: open."""
+        ...
 
 @final
 class Semantic:
@@ -753,6 +800,8 @@ class Semantic:
         *,
         embedding: Optional[Sequence[float]] = None,
         on_duplicate: Optional[Literal["keep", "skip", "merge", "link"]] = None,
+        valid_from: Optional[datetime.datetime] = None,
+        valid_until: Optional[datetime.datetime] = None,
     ) -> Knowledge:
         """Store (replace) the knowledge under `key`; returns the new entry.
 
@@ -762,13 +811,17 @@ class Semantic:
         `on_duplicate` (`"keep"`, `"skip"`, `"merge"` or `"link"`; default the
         context's policy) says what to do when another entry holds the same or a
         near-identical value; the result's `duplicate_of` names it.
+
+        `valid_from` / `valid_until` (aware datetimes): when the new version starts
+        (default now) and stops (exclusive; default open) holding. The version it
+        supersedes stays in history, its validity closed at the new `valid_from`.
         """
         ...
     def store_many(self, items: Iterable[Mapping[str, Any]]) -> list[Knowledge]:
         """Store (replace) many entries in one call; returns the new entries, in order.
 
         Each item is a dict `{"key": ..., "knowledge": ..., "embedding": ..., "on_duplicate": ...}`
-        (embedding and on_duplicate optional), applied in order (a key given twice ends with
+        (embedding, on_duplicate, valid_from and valid_until optional, as in `store`), applied in order (a key given twice ends with
         its last value). Each item goes through its duplicate policy as in `store` (against
         the stored entries and the batch's earlier items; `duplicate_of` on each result). All or
         nothing: every item is checked first, with the checks and limits of `store`; a bad
@@ -777,11 +830,15 @@ class Semantic:
         64 MiB per call (`LimitExceededError` on `items`).
         """
         ...
-    def retrieve(self, key: str) -> Any:
-        """The knowledge under `key`, or None."""
+    def retrieve(self, key: str, *, as_of: Optional[datetime.datetime] = None) -> Any:
+        """The knowledge under `key`, or None. With `as_of` (an aware datetime): the
+        value that held then (None when no kept version held).
+        """
         ...
-    def get(self, key: str) -> Optional[Knowledge]:
-        """The entry under `key` with version and timestamps, or None."""
+    def get(self, key: str, *, as_of: Optional[datetime.datetime] = None) -> Optional[Knowledge]:
+        """The entry under `key` with version, timestamps and validity, or None. With
+        `as_of` (an aware datetime): its version that held then, from the kept history.
+        """
         ...
     def query(
         self,
@@ -793,15 +850,32 @@ class Semantic:
         bm25_weight: Optional[float] = None,
         vector_weight: Optional[float] = None,
         rrf_k: Optional[float] = None,
+        as_of: Optional[datetime.datetime] = None,
+        include_expired: Optional[bool] = None,
     ) -> list[KnowledgeHit]:
         """Full-text query over keys and knowledge text (plain text, no syntax).
 
         `embedding` and the fusion arguments work as in `Episodic.search`; with an
         empty `text` and an embedding, pure vector search.
+
+        Entries whose current version expired (`valid_until` in the past) are left
+        out unless `include_expired`; with `as_of` (an aware datetime), each entry's
+        version that held then (entries with none are left out).
         """
         ...
-    def update(self, key: str, patch: _JSON) -> Knowledge:
-        """Apply an RFC 7386 JSON Merge Patch to an existing entry (NotFoundError otherwise)."""
+    def update(
+        self,
+        key: str,
+        patch: _JSON,
+        *,
+        valid_from: Optional[datetime.datetime] = None,
+        valid_until: Optional[datetime.datetime] = None,
+    ) -> Knowledge:
+        """Apply an RFC 7386 JSON Merge Patch to an existing entry (NotFoundError otherwise).
+
+        `valid_from` / `valid_until` as in `store`: the new version holds from
+        `valid_from` (default now); the one it supersedes stays in history, closed then.
+        """
         ...
     def forget(self, key: str) -> bool:
         """Delete the entry and its history; True when it existed."""

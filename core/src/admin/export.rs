@@ -40,7 +40,7 @@ mod records;
 use records::*;
 
 /// Version of the export format this build writes and the newest it reads.
-pub const EXPORT_FORMAT_VERSION: u32 = 1;
+pub const EXPORT_FORMAT_VERSION: u32 = 2;
 
 /// The `type` of the header line.
 const HEADER_TYPE: &str = "memstrata_export";
@@ -183,6 +183,7 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             seen_count: (r.seen_count > 1).then_some(r.seen_count),
             last_seen: r.last_seen.map(millis_to_dt),
             duplicate_of: r.duplicate_of,
+            recorded_at: r.recorded_at.map(millis_to_dt),
         };
         write_line(w, "episode", &line)?;
         stats.add("episode");
@@ -192,12 +193,16 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
         let (k, v) = item?;
         let (context, key) = codec::split_ctx_key(&k)?;
         let r: KnowledgeRecord = e.codec.decode(&v)?;
-        let history = semantic::history_in(e, &context, &key)?
+        // Every version's validity as it reads (derived for versions written
+        // before validity existed), so the file states it.
+        let history = semantic::validity_spans(semantic::history_in(e, &context, &key)?)
             .into_iter()
-            .map(|(version, h)| HistoryLine {
+            .map(|(version, h, from, until)| HistoryLine {
                 version,
                 knowledge: h.value,
                 recorded_at: millis_to_dt(h.recorded_at),
+                valid_from: (from != h.recorded_at).then(|| millis_to_dt(from)),
+                valid_until: until.map(millis_to_dt),
             })
             .collect();
         let line = KnowledgeLine {
@@ -210,6 +215,8 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
             history,
             embedding: r.embedding.as_ref().map(|b| b.to_f32()).transpose()?,
             duplicate_of: r.duplicate_of,
+            valid_from: r.valid_from.map(millis_to_dt),
+            valid_until: r.valid_until.map(millis_to_dt),
         };
         write_line(w, "knowledge", &line)?;
         stats.add("knowledge");

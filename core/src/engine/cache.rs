@@ -346,6 +346,7 @@ mod tests {
             seen_count: 1,
             last_seen: None,
             duplicate_of: None,
+            recorded_at: chrono::DateTime::from_timestamp_millis(0).expect("ts"),
         })
     }
 

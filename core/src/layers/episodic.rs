@@ -32,6 +32,8 @@ use crate::layers::dedup::OnDuplicate;
 use crate::search::dedup::DupKind;
 mod batch;
 pub(crate) use batch::record_many_in;
+mod search;
+pub(crate) use search::search_in;
 
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
@@ -65,6 +67,17 @@ pub(crate) struct EpisodeRecord {
     /// The earlier episode this one duplicates (`link` policy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// When it was recorded (ms), when that differs from `timestamp` (a
+    /// timestamp given by the caller); absent: `timestamp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<i64>,
+}
+
+impl EpisodeRecord {
+    /// When it was recorded (ms).
+    pub(crate) fn recorded_ms(&self) -> i64 {
+        self.recorded_at.unwrap_or(self.timestamp)
+    }
 }
 
 fn one() -> u32 {
@@ -99,11 +112,15 @@ pub struct Episode {
     pub last_seen: Option<DateTime<Utc>>,
     /// The earlier episode it duplicates, when it was recorded with `on_duplicate = link`.
     pub duplicate_of: Option<String>,
+    /// When it was recorded (its `timestamp`, unless the caller gave another);
+    /// `as_of` reads see the episodes recorded by then.
+    pub recorded_at: DateTime<Utc>,
 }
 
 impl From<EpisodeRecord> for Episode {
     fn from(r: EpisodeRecord) -> Self {
         Episode {
+            recorded_at: millis_to_dt(r.recorded_ms()),
             id: r.id,
             timestamp: millis_to_dt(r.timestamp),
             summary: r.summary,
@@ -207,6 +224,9 @@ pub struct SearchFilters {
     pub until: Option<DateTime<Utc>>,
     /// Importance at least this.
     pub min_importance: Option<u8>,
+    /// Only episodes recorded by this time (inclusive): what the context held
+    /// then (as it is now: a merge or a forget since then shows).
+    pub as_of: Option<DateTime<Utc>>,
 }
 
 /// One search result.
@@ -291,88 +311,6 @@ fn get_shared(e: &Engine, ctx: &str, id: &str) -> Result<Option<Arc<Episode>>> {
             .map(|v| Ok(Episode::from(EpisodeRecord::decode(&e.codec, id, &v)?)))
             .transpose()
     })
-}
-
-pub(crate) fn search_in(
-    e: &Engine,
-    ctx: &str,
-    query: &str,
-    filters: &SearchFilters,
-    limit: usize,
-    vq: &VectorQuery,
-    embedder: Option<&dyn Embedder>,
-) -> Result<Vec<EpisodeHit>> {
-    crate::util::input::search(&e.opts.limits, "query", query, limit)?;
-    check_list(e, "tags", &filters.tags)?;
-    check_list(e, "participants", &filters.participants)?;
-    if let Some(m) = filters.min_importance
-        && !(1..=10).contains(&m)
-    {
-        return Err(Error::invalid(
-            "min_importance",
-            format!("must be in 1..=10, got {m}"),
-        ));
-    }
-    if let (Some(s), Some(u)) = (filters.since, filters.until)
-        && s > u
-    {
-        return Err(Error::invalid("since", "must not be after `until`"));
-    }
-    let since_ms = filters.since.map(|t| t.timestamp_millis());
-    let until_ms = filters.until.map(|t| t.timestamp_millis());
-    let min_importance = filters.min_importance.map(u64::from);
-    let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
-        let q = IndexQuery {
-            kind: Kind::Episode,
-            ctx,
-            text: query,
-            tags_all: &filters.tags,
-            participants_any: &filters.participants,
-            since_ms,
-            until_ms,
-            min_importance,
-            limit: depth,
-        };
-        let mut out = Vec::new();
-        for (uid, score) in e.search_index(&q)? {
-            let (kind, c, id) = index::parse_uid(&uid)?;
-            // The index scopes by a hash of (kind, context): drop a collision.
-            if kind == Kind::Episode && c == ctx {
-                out.push((id, score));
-            }
-        }
-        Ok(out)
-    };
-    let fused = vectors::fused_hits(
-        e,
-        Kind::Episode,
-        ctx,
-        query,
-        vq,
-        embedder,
-        limit,
-        &vector::RowFilter {
-            tags_all: &filters.tags,
-            participants_any: &filters.participants,
-            since_ms,
-            until_ms,
-            min_importance,
-        },
-        text_list,
-    )?;
-    let mut hits = Vec::with_capacity(fused.len());
-    for f in fused {
-        // sled is the source of truth: a hit whose record is gone is dropped.
-        if let Some(ep) = get_shared(e, ctx, &f.key)? {
-            hits.push(EpisodeHit {
-                episode: Arc::unwrap_or_clone(ep),
-                score: f.score,
-                bm25_rank: f.bm25_rank,
-                vector_rank: f.vector_rank,
-            });
-        }
-    }
-    Ok(hits)
 }
 
 /// The text an embedder is given for an episode: the summary, then the content's text.
@@ -608,13 +546,24 @@ impl Episodic {
 
     /// The newest `limit` episodes, newest first.
     pub fn recent(&self, limit: usize) -> Result<Vec<Episode>> {
+        self.recent_as_of(limit, None)
+    }
+
+    /// The newest `limit` episodes recorded by `as_of` (inclusive; `None`:
+    /// all), newest first: what the context held then.
+    pub fn recent_as_of(&self, limit: usize, as_of: Option<DateTime<Utc>>) -> Result<Vec<Episode>> {
         let e = &self.scope.engine;
+        let as_of_ms = as_of.map(|t| t.timestamp_millis());
         e.timed("episodic.recent", || {
             let mut out: Vec<Episode> = Vec::new();
             let ctx = self.scope.active_ctx();
             for item in e.t.episodes.scan_prefix(codec::ctx_prefix(&ctx)) {
                 let (k, v) = item?;
-                out.push(EpisodeRecord::decode_keyed(&e.codec, &k, &v)?.into());
+                let r = EpisodeRecord::decode_keyed(&e.codec, &k, &v)?;
+                if as_of_ms.is_some_and(|t| r.recorded_ms() > t) {
+                    continue;
+                }
+                out.push(r.into());
             }
             out.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
             out.truncate(limit.min(e.opts.limits.max_results));

@@ -30,12 +30,25 @@ pub(crate) struct KnowledgeRecord {
     /// The entry this one duplicates (`link` policy; absent in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// Start of validity (ms); absent: `updated_at` (and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<i64>,
+    /// End of validity (ms, exclusive); absent: open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct HistoryRecord {
     pub value: Value,
     pub recorded_at: i64,
+    /// Start of validity (ms); absent: `recorded_at` (and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<i64>,
+    /// End of validity (ms, exclusive); absent: open, or in records written
+    /// before validity existed, the next kept version's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<i64>,
 }
 
 /// A semantic entry.
@@ -55,6 +68,11 @@ pub struct Knowledge {
     /// own when its value was already the same), whatever the policy. From
     /// `get`: the entry this one was linked to (`on_duplicate = link`).
     pub duplicate_of: Option<String>,
+    /// When this version starts to hold (default: when it was written).
+    pub valid_from: DateTime<Utc>,
+    /// When it stops holding (exclusive): set by the caller, or by the
+    /// version that superseded it; `None`: open.
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 /// One past (or the current) version of an entry.
@@ -66,6 +84,11 @@ pub struct KnowledgeVersion {
     pub knowledge: Value,
     /// When that version was written.
     pub recorded_at: DateTime<Utc>,
+    /// When it starts to hold.
+    pub valid_from: DateTime<Utc>,
+    /// When it stops holding (exclusive; closed by the version that
+    /// superseded it); `None`: open.
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 /// One `query` result.
@@ -81,12 +104,19 @@ pub struct KnowledgeHit {
     pub bm25_rank: Option<u32>,
     /// 1-based rank in the vector list; `None` when that list did not find the hit.
     pub vector_rank: Option<u32>,
+    /// When the version returned starts to hold (with `as_of`: the version that held then).
+    pub valid_from: DateTime<Utc>,
+    /// When it stops holding (exclusive); `None`: open.
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 mod batch;
 pub use batch::NewKnowledge;
 mod write;
 use write::{put_version, write_version};
+mod validity;
+pub use validity::{ReadOptions, UpdateOptions};
+pub(crate) use validity::{Span, close_history, spans as validity_spans};
 
 /// Dimension keys to write with a transaction (see `episodic::claim_dims`).
 type DimClaims = Vec<(Vec<u8>, usize)>;
@@ -191,6 +221,8 @@ fn history_prefix(ctx: &str, key: &str) -> Vec<u8> {
 fn to_public(key: &str, r: KnowledgeRecord) -> Knowledge {
     Knowledge {
         key: key.to_owned(),
+        valid_from: millis_to_dt(validity::from_of(&r)),
+        valid_until: r.valid_until.map(millis_to_dt),
         knowledge: r.value,
         version: r.version,
         created_at: millis_to_dt(r.created_at),
@@ -200,7 +232,7 @@ fn to_public(key: &str, r: KnowledgeRecord) -> Knowledge {
 }
 
 pub(crate) fn store_in(e: &Engine, ctx: &str, key: &str, knowledge: Value) -> Result<Knowledge> {
-    store_embedded_in(e, ctx, key, knowledge, None, None)
+    store_embedded_in(e, ctx, key, knowledge, None, None, Span::default())
 }
 
 /// The text an embedder is given for an entry: the key, then the knowledge's text.
@@ -325,6 +357,7 @@ pub(crate) fn query_in(
     limit: usize,
     vq: &VectorQuery,
     embedder: Option<&dyn Embedder>,
+    opts: &ReadOptions,
 ) -> Result<Vec<KnowledgeHit>> {
     crate::util::input::search(&e.opts.limits, "text", text, limit)?;
     let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
@@ -348,31 +381,56 @@ pub(crate) fn query_in(
         }
         Ok(out)
     };
-    let fused = vectors::fused_hits(
-        e,
-        Kind::Knowledge,
-        ctx,
-        text,
-        vq,
-        embedder,
-        limit,
-        &vector::RowFilter::NONE,
-        text_list,
-    )?;
-    let mut out = Vec::with_capacity(fused.len());
-    for f in fused {
-        if let Some(k) = get_in(e, ctx, &f.key)? {
-            out.push(KnowledgeHit {
-                key: k.key,
-                knowledge: k.knowledge,
-                score: f.score,
-                bm25_rank: f.bm25_rank,
-                vector_rank: f.vector_rank,
-            });
+    let now = e.opts.clock.now();
+    // Entries left out (expired, or with no version as of the time asked)
+    // make room for the next candidates: the lists are read deeper until
+    // `limit` hits are found or the candidates run out.
+    let mut depth = limit;
+    loop {
+        let fused = vectors::fused_hits(
+            e,
+            Kind::Knowledge,
+            ctx,
+            text,
+            vq,
+            embedder,
+            depth,
+            &vector::RowFilter::NONE,
+            text_list,
+        )?;
+        let exhausted = fused.len() < depth;
+        let mut out = Vec::with_capacity(fused.len().min(limit));
+        for f in fused {
+            let k = match opts.as_of {
+                Some(t) => validity::get_as_of_in(e, ctx, &f.key, t.timestamp_millis())?,
+                None => get_in(e, ctx, &f.key)?
+                    .filter(|k| opts.include_expired || !validity::expired(k, now)),
+            };
+            if let Some(k) = k {
+                out.push(KnowledgeHit {
+                    key: k.key,
+                    knowledge: k.knowledge,
+                    score: f.score,
+                    bm25_rank: f.bm25_rank,
+                    vector_rank: f.vector_rank,
+                    valid_from: k.valid_from,
+                    valid_until: k.valid_until,
+                });
+                if out.len() == limit {
+                    break;
+                }
+            }
         }
+        if out.len() >= limit || exhausted || depth >= MAX_QUERY_DEPTH {
+            return Ok(out);
+        }
+        depth = (depth * 4).min(MAX_QUERY_DEPTH);
     }
-    Ok(out)
 }
+
+/// The deepest a query reads its candidate lists to fill `limit` hits when
+/// entries are left out (expired, or not holding as of the time asked).
+const MAX_QUERY_DEPTH: usize = 10_000;
 
 impl Semantic {
     /// Store (replace) the knowledge under `key`.
@@ -396,7 +454,7 @@ impl Semantic {
             knowledge,
             StoreOptions {
                 embedding,
-                on_duplicate: None,
+                ..StoreOptions::default()
             },
         )
     }
@@ -410,6 +468,8 @@ impl Semantic {
     pub fn store_with(&self, key: &str, knowledge: Value, opts: StoreOptions) -> Result<Knowledge> {
         let e = &self.scope.engine;
         e.timed("semantic.store", || {
+            let now = e.opts.clock.now().timestamp_millis();
+            let span = Span::new(opts.valid_from, opts.valid_until, now)?;
             let embedding = match (opts.embedding, self.scope.embedder()) {
                 (Some(v), _) => Some(v),
                 (None, Some(f)) => {
@@ -429,6 +489,7 @@ impl Semantic {
                 knowledge,
                 embedding,
                 opts.on_duplicate,
+                span,
             )
         })
     }
@@ -472,50 +533,21 @@ impl Semantic {
 
     /// Query with an embedding: fused BM25 and vector lists, or pure vector
     /// search when `text` is empty (see [`crate::Episodic::search_hybrid`]).
+    /// Entries whose current version expired (`valid_until` in the past) are
+    /// left out (see [`Semantic::query_with`]).
     pub fn query_hybrid(
         &self,
         text: &str,
         limit: usize,
         vq: &VectorQuery,
     ) -> Result<Vec<KnowledgeHit>> {
-        let e = &self.scope.engine;
-        let embedder = self.scope.embedder();
-        e.timed("semantic.query", || {
-            query_in(
-                e,
-                &self.scope.active_ctx(),
-                text,
-                limit,
-                vq,
-                embedder.as_deref(),
-            )
-        })
+        self.query_with(text, limit, vq, &ReadOptions::default())
     }
 
-    /// Apply an RFC 7386 JSON Merge Patch to an existing entry (`NotFound` otherwise).
+    /// Apply an RFC 7386 JSON Merge Patch to an existing entry (`NotFound`
+    /// otherwise); the new version holds from now (see [`Semantic::update_with`]).
     pub fn update(&self, key: &str, patch: Value) -> Result<Knowledge> {
-        let e = &self.scope.engine;
-        e.timed("semantic.update", || {
-            input::value(&e.opts.limits, "patch", &patch)?;
-            let ctx = self.scope.active_ctx();
-            write_version(
-                e,
-                &ctx,
-                key,
-                |cur| {
-                    let Some(cur) = cur else {
-                        return Err(Error::not_found(format!(
-                            "semantic key {key:?} in context {ctx:?}"
-                        )));
-                    };
-                    let mut v = cur.value.clone();
-                    json_patch::merge(&mut v, &patch);
-                    Ok(v)
-                },
-                EmbeddingChange::Keep,
-                None,
-            )
-        })
+        self.update_with(key, patch, UpdateOptions::default())
     }
 
     /// Delete the entry and its history; `true` when it existed.
@@ -531,25 +563,17 @@ impl Semantic {
         let e = &self.scope.engine;
         e.timed("semantic.history", || {
             input::key(&e.opts.limits, "key", key)?;
-            let prefix = history_prefix(&self.scope.active_ctx(), key);
-            let mut out = Vec::new();
-            for item in e.t.semantic_history.scan_prefix(&prefix) {
-                let (k, v) = item?;
-                let ver = k
-                    .len()
-                    .checked_sub(8)
-                    .map(|p| &k[p..])
-                    .and_then(|b| b.try_into().ok());
-                let version =
-                    u64::from_be_bytes(ver.ok_or_else(|| Error::corrupted("bad history key"))?);
-                let h: HistoryRecord = e.codec.decode(&v)?;
-                out.push(KnowledgeVersion {
+            let hist = history_in(e, &self.scope.active_ctx(), key)?;
+            Ok(validity::spans(hist)
+                .into_iter()
+                .map(|(version, h, f, u)| KnowledgeVersion {
                     version,
                     knowledge: h.value,
                     recorded_at: millis_to_dt(h.recorded_at),
-                });
-            }
-            Ok(out)
+                    valid_from: millis_to_dt(f),
+                    valid_until: u.map(millis_to_dt),
+                })
+                .collect())
         })
     }
 

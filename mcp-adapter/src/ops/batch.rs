@@ -120,6 +120,12 @@ pub struct KnowledgeItemArgs {
     /// as in knowledge_store. Default: the context's policy.
     #[serde(default)]
     pub on_duplicate: Option<OnDuplicateName>,
+    /// When this version starts to hold, RFC 3339 (default: now), as in knowledge_store.
+    #[serde(default)]
+    pub valid_from: Option<chrono::DateTime<chrono::Utc>>,
+    /// When it stops holding, RFC 3339, exclusive (default: open).
+    #[serde(default)]
+    pub valid_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Arguments of `knowledge_store_many`.
@@ -156,20 +162,15 @@ impl Op for KnowledgeStoreMany {
                 knowledge: JsonValue(it.knowledge),
                 embedding: it.embedding.map(Embedding),
                 on_duplicate: it.on_duplicate.map(|p| p.as_str().to_owned()),
+                valid_from: it.valid_from.map(Timestamp),
+                valid_until: it.valid_until.map(Timestamp),
             })
             .collect();
         let stored = mem.semantic().store_many(items::knowledge(list)?)?;
         let entries: Vec<KnowledgeStored> = stored
             .into_iter()
             .map(common::Knowledge::from)
-            .map(|k| KnowledgeStored {
-                success: true,
-                key: k.key,
-                version: k.version,
-                created_at: k.created_at,
-                updated_at: k.updated_at,
-                duplicate_of: k.duplicate_of,
-            })
+            .map(KnowledgeStored::of)
             .collect();
         let changes: Vec<(String, bool)> = entries
             .iter()

@@ -190,6 +190,9 @@ pub struct EpisodeSearch {
     /// Reciprocal-rank-fusion constant k (default 60).
     #[serde(default)]
     pub rrf_k: Option<f64>,
+    /// Only episodes recorded by this time (RFC 3339): what the context held then.
+    #[serde(default)]
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
     /// `next_cursor` from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
@@ -230,6 +233,7 @@ impl Op for EpisodeSearch {
             since: self.since,
             until: self.until,
             min_importance: self.min_importance,
+            as_of: self.as_of,
         };
         let vq = common::vector_query(
             self.embedding,
@@ -309,6 +313,14 @@ pub struct KnowledgeStore {
     /// `link` stores with a link to it. Default: the context's policy (`keep` unless set).
     #[serde(default)]
     pub on_duplicate: Option<OnDuplicateName>,
+    /// When the new version starts to hold, RFC 3339 (default: now). The version it
+    /// supersedes stays in history, its validity closed at this time.
+    #[serde(default)]
+    pub valid_from: Option<chrono::DateTime<chrono::Utc>>,
+    /// When the new version stops holding, RFC 3339, exclusive (default: open). After
+    /// it, knowledge_query leaves the entry out unless `include_expired`.
+    #[serde(default)]
+    pub valid_until: Option<chrono::DateTime<chrono::Utc>>,
     /// Context (default: the active context).
     #[serde(default)]
     pub namespace: Option<String>,
@@ -331,6 +343,27 @@ pub struct KnowledgeStored {
     /// when unchanged), whatever the policy; with `skip` and `merge` `key` names it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// When this version starts to hold.
+    pub valid_from: Timestamp,
+    /// When it stops holding (exclusive); absent: open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<Timestamp>,
+}
+
+impl KnowledgeStored {
+    /// The result for a stored entry.
+    pub(crate) fn of(k: common::Knowledge) -> Self {
+        KnowledgeStored {
+            success: true,
+            key: k.key,
+            version: k.version,
+            created_at: k.created_at,
+            updated_at: k.updated_at,
+            duplicate_of: k.duplicate_of,
+            valid_from: k.valid_from,
+            valid_until: k.valid_until,
+        }
+    }
 }
 
 impl Op for KnowledgeStore {
@@ -351,19 +384,13 @@ impl Op for KnowledgeStore {
         if let Some(p) = self.on_duplicate {
             opts = opts.on_duplicate(p.into());
         }
+        opts.valid_from = self.valid_from;
+        opts.valid_until = self.valid_until;
         let k =
             common::Knowledge::from(mem.semantic().store_with(&self.key, self.knowledge, opts)?);
         let u = uri::knowledge(&ctx, &k.key);
         let created = k.version == 1 && k.key == self.key;
-        Ok(Done::of(&KnowledgeStored {
-            success: true,
-            key: k.key,
-            version: k.version,
-            created_at: k.created_at,
-            updated_at: k.updated_at,
-            duplicate_of: k.duplicate_of,
-        })?
-        .changed(u, Some(&ctx), created))
+        Ok(Done::of(&KnowledgeStored::of(k))?.changed(u, Some(&ctx), created))
     }
 }
 
@@ -373,6 +400,10 @@ impl Op for KnowledgeStore {
 pub struct KnowledgeRetrieve {
     /// Key to read.
     pub key: String,
+    /// Read the version that held at this time (RFC 3339), from the kept history
+    /// (default: the current version).
+    #[serde(default)]
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
     /// Context (default: the active context).
     #[serde(default)]
     pub namespace: Option<String>,
@@ -393,7 +424,11 @@ impl Op for KnowledgeRetrieve {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, _) = cx.scoped(&self.namespace)?;
-        let entry = mem.semantic().get(&self.key)?.map(common::Knowledge::from);
+        let read = common::as_of(self.as_of.map(Timestamp));
+        let entry = mem
+            .semantic()
+            .get_with(&self.key, &read)?
+            .map(common::Knowledge::from);
         Done::of(&KnowledgeFound {
             found: entry.is_some(),
             entry,
@@ -427,6 +462,14 @@ pub struct KnowledgeQuery {
     /// Reciprocal-rank-fusion constant k (default 60).
     #[serde(default)]
     pub rrf_k: Option<f64>,
+    /// Each entry as it held at this time (RFC 3339): its version valid then
+    /// (entries with none are left out).
+    #[serde(default)]
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
+    /// Without `as_of`: also entries whose current version expired (`valid_until`
+    /// in the past). Default false.
+    #[serde(default)]
+    pub include_expired: Option<bool>,
     /// `next_cursor` from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
@@ -466,9 +509,11 @@ impl Op for KnowledgeQuery {
             self.vector_weight,
             self.rrf_k,
         )?;
-        let hits = mem
-            .semantic()
-            .query_hybrid(&self.text, (offset + limit + 1).min(max), &vq)?;
+        let mut read = common::as_of(self.as_of.map(Timestamp));
+        read.include_expired = self.include_expired.unwrap_or(false);
+        let hits =
+            mem.semantic()
+                .query_with(&self.text, (offset + limit + 1).min(max), &vq, &read)?;
         let (hits, next_cursor) = page(hits, offset, limit);
         Done::of(&KnowledgeHits {
             hits: list(hits),
@@ -485,6 +530,13 @@ pub struct KnowledgeUpdate {
     pub key: String,
     /// RFC 7386 JSON Merge Patch: objects merge, `null` removes a member, anything else replaces.
     pub patch: Value,
+    /// When the new version starts to hold, RFC 3339 (default: now); the version it
+    /// supersedes stays in history, closed at this time.
+    #[serde(default)]
+    pub valid_from: Option<chrono::DateTime<chrono::Utc>>,
+    /// When the new version stops holding, RFC 3339, exclusive (default: open).
+    #[serde(default)]
+    pub valid_until: Option<chrono::DateTime<chrono::Utc>>,
     /// Context (default: the active context).
     #[serde(default)]
     pub namespace: Option<String>,
@@ -496,9 +548,15 @@ impl Op for KnowledgeUpdate {
     }
     fn run(self, cx: &Cx) -> ToolResult<Done> {
         let (mem, ctx) = cx.scoped(&self.namespace)?;
-        let k = mem.semantic().update(&self.key, self.patch).map_err(|e| {
-            ToolError::from(e).hint_on(NotFound, "Create it with knowledge_store first")
-        })?;
+        let mut opts = memstrata::semantic::UpdateOptions::default();
+        opts.valid_from = self.valid_from;
+        opts.valid_until = self.valid_until;
+        let k = mem
+            .semantic()
+            .update_with(&self.key, self.patch, opts)
+            .map_err(|e| {
+                ToolError::from(e).hint_on(NotFound, "Create it with knowledge_store first")
+            })?;
         let u = uri::knowledge(&ctx, &k.key);
         Ok(Done::of(&common::Knowledge::from(k))?.changed(u, Some(&ctx), false))
     }

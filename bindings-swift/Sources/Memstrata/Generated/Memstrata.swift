@@ -1140,9 +1140,9 @@ public protocol EpisodicProtocol: AnyObject, Sendable {
     func get(id: String) async throws  -> Episode?
     
     /**
-     * The newest episodes (default 10).
+     * The newest episodes (default 10); with `as_of`, of those recorded by then.
      */
-    func recent(limit: UInt32?) async throws  -> [Episode]
+    func recent(limit: UInt32?, asOf: Timestamp?) async throws  -> [Episode]
     
     /**
      * Record an episode; returns its id. `options` carries the content (JSON
@@ -1287,14 +1287,14 @@ open func get(id: String)async throws  -> Episode?  {
 }
     
     /**
-     * The newest episodes (default 10).
+     * The newest episodes (default 10); with `as_of`, of those recorded by then.
      */
-open func recent(limit: UInt32? = nil)async throws  -> [Episode]  {
+open func recent(limit: UInt32? = nil, asOf: Timestamp? = nil)async throws  -> [Episode]  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_episodic_recent(
-                        self.uniffiCloneHandle(),FfiConverterOptionUInt32.lower(limit)
+                        self.uniffiCloneHandle(),FfiConverterOptionUInt32.lower(limit),FfiConverterOptionTypeTimestamp.lower(asOf)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
@@ -3202,9 +3202,10 @@ public protocol SemanticProtocol: AnyObject, Sendable {
     func forget(key: String) async throws  -> Bool
     
     /**
-     * The entry under `key` with its version and times, or null.
+     * The entry under `key` with its version, times and validity, or null.
+     * With `as_of`: its version that held then, from the kept history.
      */
-    func get(key: String) async throws  -> Knowledge?
+    func get(key: String, asOf: Timestamp?) async throws  -> Knowledge?
     
     /**
      * The kept versions of `key`, oldest first.
@@ -3224,9 +3225,10 @@ public protocol SemanticProtocol: AnyObject, Sendable {
     func query(text: String, options: QueryOptions?) async throws  -> [KnowledgeHit]
     
     /**
-     * The knowledge under `key` (JSON text), or null.
+     * The knowledge under `key` (JSON text), or null. With `as_of`: the value
+     * that held then (null when no kept version held).
      */
-    func retrieve(key: String) async throws  -> JsonValue?
+    func retrieve(key: String, asOf: Timestamp?) async throws  -> JsonValue?
     
     /**
      * Store `knowledge` (JSON text) under `key` (a new version). `options`:
@@ -3246,9 +3248,11 @@ public protocol SemanticProtocol: AnyObject, Sendable {
     
     /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
-     * (`NotFound` if absent).
+     * (`NotFound` if absent). `options`: the new version's `valid_from`
+     * (default now) and `valid_until`; the version it supersedes stays in
+     * history, closed at `valid_from`.
      */
-    func update(key: String, patch: String) async throws  -> Knowledge
+    func update(key: String, patch: String, options: UpdateOptions?) async throws  -> Knowledge
     
 }
 /**
@@ -3327,14 +3331,15 @@ open func forget(key: String)async throws  -> Bool  {
 }
     
     /**
-     * The entry under `key` with its version and times, or null.
+     * The entry under `key` with its version, times and validity, or null.
+     * With `as_of`: its version that held then, from the kept history.
      */
-open func get(key: String)async throws  -> Knowledge?  {
+open func get(key: String, asOf: Timestamp? = nil)async throws  -> Knowledge?  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_semantic_get(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterOptionTypeTimestamp.lower(asOf)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
@@ -3405,14 +3410,15 @@ open func query(text: String, options: QueryOptions? = nil)async throws  -> [Kno
 }
     
     /**
-     * The knowledge under `key` (JSON text), or null.
+     * The knowledge under `key` (JSON text), or null. With `as_of`: the value
+     * that held then (null when no kept version held).
      */
-open func retrieve(key: String)async throws  -> JsonValue?  {
+open func retrieve(key: String, asOf: Timestamp? = nil)async throws  -> JsonValue?  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_semantic_retrieve(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(key)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterOptionTypeTimestamp.lower(asOf)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
@@ -3469,14 +3475,16 @@ open func storeMany(items: [KnowledgeItem])async throws  -> [Knowledge]  {
     
     /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
-     * (`NotFound` if absent).
+     * (`NotFound` if absent). `options`: the new version's `valid_from`
+     * (default now) and `valid_until`; the version it supersedes stays in
+     * history, closed at `valid_from`.
      */
-open func update(key: String, patch: String)async throws  -> Knowledge  {
+open func update(key: String, patch: String, options: UpdateOptions? = nil)async throws  -> Knowledge  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_semantic_update(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(patch)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(key),FfiConverterString.lower(patch),FfiConverterOptionTypeUpdateOptions.lower(options)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
@@ -5041,6 +5049,30 @@ fileprivate struct FfiConverterOptionTypeTaskFilterOptions: FfiConverterRustBuff
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeUpdateOptions: FfiConverterRustBuffer {
+    typealias SwiftType = UpdateOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeUpdateOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeUpdateOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeJsonValue: FfiConverterRustBuffer {
     typealias SwiftType = JsonValue?
 
@@ -5581,7 +5613,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_get() != 61115) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_recent() != 41736) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_recent() != 37128) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 4722) {
@@ -5602,7 +5634,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_semantic_forget() != 3861) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_get() != 23894) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_get() != 62988) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_history() != 17667) {
@@ -5614,7 +5646,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_semantic_query() != 45788) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_retrieve() != 12153) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_retrieve() != 53190) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_store() != 27723) {
@@ -5623,7 +5655,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_semantic_store_many() != 61404) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_update() != 28461) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_update() != 28628) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_shortterm_entry() != 53340) {

@@ -923,6 +923,11 @@ public struct Episode: Equatable, Hashable {
      * The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
      */
     public var duplicateOf: String?
+    /**
+     * When it was recorded (its timestamp unless the caller gave another); `as_of`
+     * reads see the episodes recorded by then.
+     */
+    public var recordedAt: Timestamp
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -956,7 +961,11 @@ public struct Episode: Equatable, Hashable {
          */lastSeen: Timestamp?, 
         /**
          * The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
-         */duplicateOf: String?) {
+         */duplicateOf: String?, 
+        /**
+         * When it was recorded (its timestamp unless the caller gave another); `as_of`
+         * reads see the episodes recorded by then.
+         */recordedAt: Timestamp) {
         self.id = id
         self.timestamp = timestamp
         self.summary = summary
@@ -967,6 +976,7 @@ public struct Episode: Equatable, Hashable {
         self.seenCount = seenCount
         self.lastSeen = lastSeen
         self.duplicateOf = duplicateOf
+        self.recordedAt = recordedAt
     }
 
     
@@ -994,7 +1004,8 @@ public struct FfiConverterTypeEpisode: FfiConverterRustBuffer {
                 importance: FfiConverterUInt32.read(from: &buf), 
                 seenCount: FfiConverterInt64.read(from: &buf), 
                 lastSeen: FfiConverterOptionTypeTimestamp.read(from: &buf), 
-                duplicateOf: FfiConverterOptionString.read(from: &buf)
+                duplicateOf: FfiConverterOptionString.read(from: &buf), 
+                recordedAt: FfiConverterTypeTimestamp.read(from: &buf)
         )
     }
 
@@ -1009,6 +1020,7 @@ public struct FfiConverterTypeEpisode: FfiConverterRustBuffer {
         FfiConverterInt64.write(value.seenCount, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.lastSeen, into: &buf)
         FfiConverterOptionString.write(value.duplicateOf, into: &buf)
+        FfiConverterTypeTimestamp.write(value.recordedAt, into: &buf)
     }
 }
 
@@ -1668,6 +1680,15 @@ public struct Knowledge: Equatable, Hashable {
      * entry it was linked to (`on_duplicate = "link"`).
      */
     public var duplicateOf: String?
+    /**
+     * When this version starts to hold (default: when it was written).
+     */
+    public var validFrom: Timestamp
+    /**
+     * When it stops holding (exclusive): set by the caller, or by the version that
+     * superseded it; null: open.
+     */
+    public var validUntil: Timestamp?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1691,13 +1712,22 @@ public struct Knowledge: Equatable, Hashable {
          * From `store`: the entry found to duplicate the stored value (this key's own
          * when its value was already the same), whatever the policy. From `get`: the
          * entry it was linked to (`on_duplicate = "link"`).
-         */duplicateOf: String?) {
+         */duplicateOf: String?, 
+        /**
+         * When this version starts to hold (default: when it was written).
+         */validFrom: Timestamp, 
+        /**
+         * When it stops holding (exclusive): set by the caller, or by the version that
+         * superseded it; null: open.
+         */validUntil: Timestamp?) {
         self.key = key
         self.knowledge = knowledge
         self.version = version
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.duplicateOf = duplicateOf
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 
     
@@ -1721,7 +1751,9 @@ public struct FfiConverterTypeKnowledge: FfiConverterRustBuffer {
                 version: FfiConverterInt64.read(from: &buf), 
                 createdAt: FfiConverterTypeTimestamp.read(from: &buf), 
                 updatedAt: FfiConverterTypeTimestamp.read(from: &buf), 
-                duplicateOf: FfiConverterOptionString.read(from: &buf)
+                duplicateOf: FfiConverterOptionString.read(from: &buf), 
+                validFrom: FfiConverterTypeTimestamp.read(from: &buf), 
+                validUntil: FfiConverterOptionTypeTimestamp.read(from: &buf)
         )
     }
 
@@ -1732,6 +1764,8 @@ public struct FfiConverterTypeKnowledge: FfiConverterRustBuffer {
         FfiConverterTypeTimestamp.write(value.createdAt, into: &buf)
         FfiConverterTypeTimestamp.write(value.updatedAt, into: &buf)
         FfiConverterOptionString.write(value.duplicateOf, into: &buf)
+        FfiConverterTypeTimestamp.write(value.validFrom, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validUntil, into: &buf)
     }
 }
 
@@ -1775,6 +1809,14 @@ public struct KnowledgeHit: Equatable, Hashable {
      * 1-based rank in the vector list; null when that list did not find the hit.
      */
     public var vectorRank: Int64?
+    /**
+     * When the version returned starts to hold (with `as_of`: the version that held then).
+     */
+    public var validFrom: Timestamp
+    /**
+     * When it stops holding (exclusive); null: open.
+     */
+    public var validUntil: Timestamp?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1793,12 +1835,20 @@ public struct KnowledgeHit: Equatable, Hashable {
          */bm25Rank: Int64?, 
         /**
          * 1-based rank in the vector list; null when that list did not find the hit.
-         */vectorRank: Int64?) {
+         */vectorRank: Int64?, 
+        /**
+         * When the version returned starts to hold (with `as_of`: the version that held then).
+         */validFrom: Timestamp, 
+        /**
+         * When it stops holding (exclusive); null: open.
+         */validUntil: Timestamp?) {
         self.key = key
         self.knowledge = knowledge
         self.score = score
         self.bm25Rank = bm25Rank
         self.vectorRank = vectorRank
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 
     
@@ -1821,7 +1871,9 @@ public struct FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer {
                 knowledge: FfiConverterTypeJsonValue.read(from: &buf), 
                 score: FfiConverterDouble.read(from: &buf), 
                 bm25Rank: FfiConverterOptionInt64.read(from: &buf), 
-                vectorRank: FfiConverterOptionInt64.read(from: &buf)
+                vectorRank: FfiConverterOptionInt64.read(from: &buf), 
+                validFrom: FfiConverterTypeTimestamp.read(from: &buf), 
+                validUntil: FfiConverterOptionTypeTimestamp.read(from: &buf)
         )
     }
 
@@ -1831,6 +1883,8 @@ public struct FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer {
         FfiConverterDouble.write(value.score, into: &buf)
         FfiConverterOptionInt64.write(value.bm25Rank, into: &buf)
         FfiConverterOptionInt64.write(value.vectorRank, into: &buf)
+        FfiConverterTypeTimestamp.write(value.validFrom, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validUntil, into: &buf)
     }
 }
 
@@ -1871,6 +1925,14 @@ public struct KnowledgeItem: Equatable, Hashable {
      * or this key's current value duplicates the value (default: the context's policy).
      */
     public var onDuplicate: String?
+    /**
+     * When this version starts to hold (default: now).
+     */
+    public var validFrom: Timestamp?
+    /**
+     * When it stops holding (exclusive; default: open).
+     */
+    public var validUntil: Timestamp?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1887,11 +1949,19 @@ public struct KnowledgeItem: Equatable, Hashable {
         /**
          * What to do when another entry (stored, or an earlier item of the batch)
          * or this key's current value duplicates the value (default: the context's policy).
-         */onDuplicate: String? = nil) {
+         */onDuplicate: String? = nil, 
+        /**
+         * When this version starts to hold (default: now).
+         */validFrom: Timestamp? = nil, 
+        /**
+         * When it stops holding (exclusive; default: open).
+         */validUntil: Timestamp? = nil) {
         self.key = key
         self.knowledge = knowledge
         self.embedding = embedding
         self.onDuplicate = onDuplicate
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 
     
@@ -1913,7 +1983,9 @@ public struct FfiConverterTypeKnowledgeItem: FfiConverterRustBuffer {
                 key: FfiConverterString.read(from: &buf), 
                 knowledge: FfiConverterTypeJsonValue.read(from: &buf), 
                 embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
-                onDuplicate: FfiConverterOptionString.read(from: &buf)
+                onDuplicate: FfiConverterOptionString.read(from: &buf), 
+                validFrom: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                validUntil: FfiConverterOptionTypeTimestamp.read(from: &buf)
         )
     }
 
@@ -1922,6 +1994,8 @@ public struct FfiConverterTypeKnowledgeItem: FfiConverterRustBuffer {
         FfiConverterTypeJsonValue.write(value.knowledge, into: &buf)
         FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
         FfiConverterOptionString.write(value.onDuplicate, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validFrom, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validUntil, into: &buf)
     }
 }
 
@@ -1957,6 +2031,15 @@ public struct KnowledgeVersion: Equatable, Hashable {
      * When that version was written.
      */
     public var recordedAt: Timestamp
+    /**
+     * When it starts to hold.
+     */
+    public var validFrom: Timestamp
+    /**
+     * When it stops holding (exclusive; closed by the version that superseded it);
+     * null: open.
+     */
+    public var validUntil: Timestamp?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1969,10 +2052,19 @@ public struct KnowledgeVersion: Equatable, Hashable {
          */knowledge: JsonValue, 
         /**
          * When that version was written.
-         */recordedAt: Timestamp) {
+         */recordedAt: Timestamp, 
+        /**
+         * When it starts to hold.
+         */validFrom: Timestamp, 
+        /**
+         * When it stops holding (exclusive; closed by the version that superseded it);
+         * null: open.
+         */validUntil: Timestamp?) {
         self.version = version
         self.knowledge = knowledge
         self.recordedAt = recordedAt
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 
     
@@ -1993,7 +2085,9 @@ public struct FfiConverterTypeKnowledgeVersion: FfiConverterRustBuffer {
             try KnowledgeVersion(
                 version: FfiConverterInt64.read(from: &buf), 
                 knowledge: FfiConverterTypeJsonValue.read(from: &buf), 
-                recordedAt: FfiConverterTypeTimestamp.read(from: &buf)
+                recordedAt: FfiConverterTypeTimestamp.read(from: &buf), 
+                validFrom: FfiConverterTypeTimestamp.read(from: &buf), 
+                validUntil: FfiConverterOptionTypeTimestamp.read(from: &buf)
         )
     }
 
@@ -2001,6 +2095,8 @@ public struct FfiConverterTypeKnowledgeVersion: FfiConverterRustBuffer {
         FfiConverterInt64.write(value.version, into: &buf)
         FfiConverterTypeJsonValue.write(value.knowledge, into: &buf)
         FfiConverterTypeTimestamp.write(value.recordedAt, into: &buf)
+        FfiConverterTypeTimestamp.write(value.validFrom, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validUntil, into: &buf)
     }
 }
 
@@ -3001,6 +3097,14 @@ public struct QueryOptions: Equatable, Hashable {
      * RRF constant k (default 60).
      */
     public var rrfK: Double?
+    /**
+     * Each entry as it held at this instant (entries with no version then are left out).
+     */
+    public var asOf: Timestamp?
+    /**
+     * Without `as_of`: also entries whose current version expired (default false).
+     */
+    public var includeExpired: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3022,13 +3126,21 @@ public struct QueryOptions: Equatable, Hashable {
          */vectorWeight: Double? = nil, 
         /**
          * RRF constant k (default 60).
-         */rrfK: Double? = nil) {
+         */rrfK: Double? = nil, 
+        /**
+         * Each entry as it held at this instant (entries with no version then are left out).
+         */asOf: Timestamp? = nil, 
+        /**
+         * Without `as_of`: also entries whose current version expired (default false).
+         */includeExpired: Bool? = nil) {
         self.limit = limit
         self.embedding = embedding
         self.fusion = fusion
         self.bm25Weight = bm25Weight
         self.vectorWeight = vectorWeight
         self.rrfK = rrfK
+        self.asOf = asOf
+        self.includeExpired = includeExpired
     }
 
     
@@ -3052,7 +3164,9 @@ public struct FfiConverterTypeQueryOptions: FfiConverterRustBuffer {
                 fusion: FfiConverterOptionString.read(from: &buf), 
                 bm25Weight: FfiConverterOptionDouble.read(from: &buf), 
                 vectorWeight: FfiConverterOptionDouble.read(from: &buf), 
-                rrfK: FfiConverterOptionDouble.read(from: &buf)
+                rrfK: FfiConverterOptionDouble.read(from: &buf), 
+                asOf: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                includeExpired: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
@@ -3063,6 +3177,8 @@ public struct FfiConverterTypeQueryOptions: FfiConverterRustBuffer {
         FfiConverterOptionDouble.write(value.bm25Weight, into: &buf)
         FfiConverterOptionDouble.write(value.vectorWeight, into: &buf)
         FfiConverterOptionDouble.write(value.rrfK, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.asOf, into: &buf)
+        FfiConverterOptionBool.write(value.includeExpired, into: &buf)
     }
 }
 
@@ -3541,6 +3657,10 @@ public struct SearchOptions: Equatable, Hashable {
      * RRF constant k (default 60).
      */
     public var rrfK: Double?
+    /**
+     * Only episodes recorded by this instant (what the context held then).
+     */
+    public var asOf: Timestamp?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3577,7 +3697,10 @@ public struct SearchOptions: Equatable, Hashable {
          */vectorWeight: Double? = nil, 
         /**
          * RRF constant k (default 60).
-         */rrfK: Double? = nil) {
+         */rrfK: Double? = nil, 
+        /**
+         * Only episodes recorded by this instant (what the context held then).
+         */asOf: Timestamp? = nil) {
         self.limit = limit
         self.tags = tags
         self.participants = participants
@@ -3589,6 +3712,7 @@ public struct SearchOptions: Equatable, Hashable {
         self.bm25Weight = bm25Weight
         self.vectorWeight = vectorWeight
         self.rrfK = rrfK
+        self.asOf = asOf
     }
 
     
@@ -3617,7 +3741,8 @@ public struct FfiConverterTypeSearchOptions: FfiConverterRustBuffer {
                 fusion: FfiConverterOptionString.read(from: &buf), 
                 bm25Weight: FfiConverterOptionDouble.read(from: &buf), 
                 vectorWeight: FfiConverterOptionDouble.read(from: &buf), 
-                rrfK: FfiConverterOptionDouble.read(from: &buf)
+                rrfK: FfiConverterOptionDouble.read(from: &buf), 
+                asOf: FfiConverterOptionTypeTimestamp.read(from: &buf)
         )
     }
 
@@ -3633,6 +3758,7 @@ public struct FfiConverterTypeSearchOptions: FfiConverterRustBuffer {
         FfiConverterOptionDouble.write(value.bm25Weight, into: &buf)
         FfiConverterOptionDouble.write(value.vectorWeight, into: &buf)
         FfiConverterOptionDouble.write(value.rrfK, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.asOf, into: &buf)
     }
 }
 
@@ -4419,6 +4545,15 @@ public struct StoreOptions: Equatable, Hashable {
      * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
      */
     public var onDuplicate: String?
+    /**
+     * When the new version starts to hold (default: now); the version it supersedes
+     * stays in history, closed at this instant.
+     */
+    public var validFrom: Timestamp?
+    /**
+     * When the new version stops holding (exclusive; default: open).
+     */
+    public var validUntil: Timestamp?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4429,9 +4564,18 @@ public struct StoreOptions: Equatable, Hashable {
         /**
          * What to do when another entry (or this key's current value) duplicates the
          * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
-         */onDuplicate: String? = nil) {
+         */onDuplicate: String? = nil, 
+        /**
+         * When the new version starts to hold (default: now); the version it supersedes
+         * stays in history, closed at this instant.
+         */validFrom: Timestamp? = nil, 
+        /**
+         * When the new version stops holding (exclusive; default: open).
+         */validUntil: Timestamp? = nil) {
         self.embedding = embedding
         self.onDuplicate = onDuplicate
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 
     
@@ -4451,13 +4595,17 @@ public struct FfiConverterTypeStoreOptions: FfiConverterRustBuffer {
         return
             try StoreOptions(
                 embedding: FfiConverterOptionTypeEmbedding.read(from: &buf), 
-                onDuplicate: FfiConverterOptionString.read(from: &buf)
+                onDuplicate: FfiConverterOptionString.read(from: &buf), 
+                validFrom: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                validUntil: FfiConverterOptionTypeTimestamp.read(from: &buf)
         )
     }
 
     public static func write(_ value: StoreOptions, into buf: inout [UInt8]) {
         FfiConverterOptionTypeEmbedding.write(value.embedding, into: &buf)
         FfiConverterOptionString.write(value.onDuplicate, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validFrom, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validUntil, into: &buf)
     }
 }
 
@@ -5059,6 +5207,77 @@ public func FfiConverterTypeTraceEntry_lift(_ buf: RustBuffer) throws -> TraceEn
 #endif
 public func FfiConverterTypeTraceEntry_lower(_ value: TraceEntry) -> RustBuffer {
     return FfiConverterTypeTraceEntry.lower(value)
+}
+
+
+/**
+ * Optional arguments of `semantic.update`.
+ */
+public struct UpdateOptions: Equatable, Hashable {
+    /**
+     * When the new version starts to hold (default: now); the version it supersedes
+     * stays in history, closed at this instant.
+     */
+    public var validFrom: Timestamp?
+    /**
+     * When the new version stops holding (exclusive; default: open).
+     */
+    public var validUntil: Timestamp?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * When the new version starts to hold (default: now); the version it supersedes
+         * stays in history, closed at this instant.
+         */validFrom: Timestamp? = nil, 
+        /**
+         * When the new version stops holding (exclusive; default: open).
+         */validUntil: Timestamp? = nil) {
+        self.validFrom = validFrom
+        self.validUntil = validUntil
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension UpdateOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeUpdateOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UpdateOptions {
+        return
+            try UpdateOptions(
+                validFrom: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                validUntil: FfiConverterOptionTypeTimestamp.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: UpdateOptions, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeTimestamp.write(value.validFrom, into: &buf)
+        FfiConverterOptionTypeTimestamp.write(value.validUntil, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUpdateOptions_lift(_ buf: RustBuffer) throws -> UpdateOptions {
+    return try FfiConverterTypeUpdateOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeUpdateOptions_lower(_ value: UpdateOptions) -> RustBuffer {
+    return FfiConverterTypeUpdateOptions.lower(value)
 }
 
 

@@ -328,6 +328,7 @@ pub(super) fn parse_episode(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<(
             seen_count: l.seen_count.unwrap_or(1).max(1),
             last_seen: l.last_seen.map(ms),
             duplicate_of: l.duplicate_of,
+            recorded_at: l.recorded_at.map(ms).filter(|r| *r != ms(l.timestamp)),
         },
     ));
     Ok(())
@@ -363,8 +364,20 @@ pub(super) fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result
             HistoryRecord {
                 value: h.knowledge,
                 recorded_at: ms(h.recorded_at),
+                valid_from: h.valid_from.map(ms),
+                valid_until: h.valid_until.map(ms),
             },
         ));
+    }
+    // Format 1 (no validity): each version but the last held until the next
+    // one's start; stated explicitly, as a format 2 file does.
+    semantic::close_history(&mut history);
+    let valid_from = l.valid_from.map(ms).filter(|f| *f != ms(l.updated_at));
+    let valid_until = l.valid_until.map(ms);
+    if let Some(u) = valid_until
+        && u <= valid_from.unwrap_or(ms(l.updated_at))
+    {
+        return Err(x.err("knowledge record: `valid_until` must be after `valid_from`"));
     }
     let embedding = check_embedding(x, plan, &l.context, &l.embedding)?;
     plan.knowledge.push((
@@ -377,6 +390,8 @@ pub(super) fn parse_knowledge(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result
             updated_at: ms(l.updated_at),
             embedding,
             duplicate_of: l.duplicate_of,
+            valid_from,
+            valid_until,
         },
         history,
     ));

@@ -70,6 +70,10 @@ pub(super) struct EpisodeLine {
     /// The episode it duplicates (`link` policy; written only when set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) duplicate_of: Option<String>,
+    /// When it was recorded (format 2; written only when it differs from
+    /// `timestamp`, which it defaults to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) recorded_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -78,6 +82,14 @@ pub(super) struct HistoryLine {
     pub(super) version: u64,
     pub(super) knowledge: Value,
     pub(super) recorded_at: DateTime<Utc>,
+    /// When the version starts to hold (format 2; written only when it differs
+    /// from `recorded_at`, which it defaults to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) valid_from: Option<DateTime<Utc>>,
+    /// When it stops holding (format 2; absent: open, or in format 1 files the
+    /// next version's start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) valid_until: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -97,6 +109,13 @@ pub(super) struct KnowledgeLine {
     /// The entry it duplicates (`link` policy; written only when set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) duplicate_of: Option<String>,
+    /// When the current version starts to hold (format 2; written only when it
+    /// differs from `updated_at`, which it defaults to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) valid_from: Option<DateTime<Utc>>,
+    /// When it stops holding (format 2; absent: open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) valid_until: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

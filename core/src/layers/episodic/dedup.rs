@@ -383,9 +383,12 @@ pub(crate) fn new_record(
     now: DateTime<Utc>,
 ) -> EpisodeRecord {
     let _ = e;
+    let timestamp = ep.timestamp.unwrap_or(now).timestamp_millis();
+    let recorded = now.timestamp_millis();
     EpisodeRecord {
         id: uuid::Uuid::now_v7().to_string(),
-        timestamp: ep.timestamp.unwrap_or(now).timestamp_millis(),
+        timestamp,
+        recorded_at: (recorded != timestamp).then_some(recorded),
         summary: ep.summary,
         content: ep.content,
         participants: ep.participants,

@@ -88,6 +88,10 @@ pub(super) struct VectorView {
     _last_seen: serde::de::IgnoredAny,
     #[serde(default, rename = "duplicate_of")]
     _duplicate_of: serde::de::IgnoredAny,
+    // Appended for as-of reads (an episode recorded at another time than its
+    // timestamp): skipped too.
+    #[serde(default, rename = "recorded_at")]
+    _recorded_at: serde::de::IgnoredAny,
 }
 
 pub(super) fn scan_vectors(
@@ -141,6 +145,7 @@ mod tests {
             seen_count: 1,
             last_seen: None,
             duplicate_of: None,
+            recorded_at: None,
         };
         let plain = codec::Codec::default();
         let array = rec.encode(&plain).unwrap();
@@ -166,6 +171,17 @@ mod tests {
             assert_eq!(full.summary, rec.summary);
             assert_eq!(full.content, rec.content);
         }
+        // A record recorded at another time than its timestamp: every
+        // appended field is in the array, and the view still reads it.
+        let backdated = EpisodeRecord {
+            recorded_at: Some(rec.timestamp + 60_000),
+            ..rec.clone()
+        };
+        let bytes = backdated.encode(&plain).unwrap();
+        let v: VectorView = codec::decode(&bytes).unwrap();
+        assert_eq!(v.timestamp, rec.timestamp);
+        let full = EpisodeRecord::decode(&plain, &rec.id, &bytes).unwrap();
+        assert_eq!(full.recorded_at, backdated.recorded_at);
         // A record without an embedding: the trailing field is left out of the array.
         let no_vec = EpisodeRecord {
             embedding: None,

@@ -2,8 +2,9 @@
 //! without its id (the id is the key's) as a MessagePack array, fields by
 //! position; format version 1 wrote the whole record as a map with field
 //! names. [`EpisodeRecord::decode`] reads both. Fields appended since
-//! (`seen_count`, `last_seen`, `duplicate_of`: duplicate detection) are written
-//! only when they differ from their defaults.
+//! (`seen_count`, `last_seen`, `duplicate_of`: duplicate detection;
+//! `recorded_at`: as-of reads) are written only when they differ from their
+//! defaults.
 
 #[allow(unused_imports)]
 use super::*;
@@ -39,6 +40,8 @@ struct StoredEpisodeExtRef<'a> {
     seen_count: u32,
     last_seen: Option<i64>,
     duplicate_of: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded_at: Option<i64>,
 }
 
 /// What format version 2 reads back.
@@ -58,6 +61,8 @@ struct StoredEpisode {
     last_seen: Option<i64>,
     #[serde(default)]
     duplicate_of: Option<String>,
+    #[serde(default)]
+    recorded_at: Option<i64>,
 }
 
 fn one() -> u32 {
@@ -67,7 +72,11 @@ fn one() -> u32 {
 impl EpisodeRecord {
     /// The stored bytes of this record: an array of every field but the id.
     pub(crate) fn encode(&self, codec: &codec::Codec) -> Result<Vec<u8>> {
-        if self.seen_count != 1 || self.last_seen.is_some() || self.duplicate_of.is_some() {
+        if self.seen_count != 1
+            || self.last_seen.is_some()
+            || self.duplicate_of.is_some()
+            || self.recorded_at.is_some()
+        {
             return codec.encode_compact(&StoredEpisodeExtRef {
                 timestamp: self.timestamp,
                 summary: &self.summary,
@@ -79,6 +88,7 @@ impl EpisodeRecord {
                 seen_count: self.seen_count,
                 last_seen: self.last_seen,
                 duplicate_of: self.duplicate_of.as_deref(),
+                recorded_at: self.recorded_at,
             });
         }
         codec.encode_compact(&StoredEpisodeRef {
@@ -113,6 +123,7 @@ impl EpisodeRecord {
             seen_count: s.seen_count,
             last_seen: s.last_seen,
             duplicate_of: s.duplicate_of,
+            recorded_at: s.recorded_at,
         })
     }
 

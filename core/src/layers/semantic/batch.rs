@@ -21,6 +21,12 @@ pub struct NewKnowledge {
     /// current value), as [`StoreOptions::on_duplicate`] (default: the context's policy).
     #[serde(default)]
     pub on_duplicate: Option<OnDuplicate>,
+    /// When this version starts to hold (default: now), as [`StoreOptions::valid_from`].
+    #[serde(default)]
+    pub valid_from: Option<DateTime<Utc>>,
+    /// When it stops holding (exclusive; default: open).
+    #[serde(default)]
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 impl NewKnowledge {
@@ -31,6 +37,8 @@ impl NewKnowledge {
             knowledge,
             embedding: None,
             on_duplicate: None,
+            valid_from: None,
+            valid_until: None,
         }
     }
 
@@ -47,6 +55,20 @@ impl NewKnowledge {
         self.on_duplicate = Some(p);
         self
     }
+
+    /// Set when this version starts to hold.
+    #[must_use]
+    pub fn valid_from(mut self, t: DateTime<Utc>) -> Self {
+        self.valid_from = Some(t);
+        self
+    }
+
+    /// Set when this version stops holding (exclusive).
+    #[must_use]
+    pub fn valid_until(mut self, t: DateTime<Utc>) -> Self {
+        self.valid_until = Some(t);
+        self
+    }
 }
 
 /// Store `items` in `ctx` in one transaction (see [`Semantic::store_many`]).
@@ -61,8 +83,13 @@ pub(crate) fn store_many_in(
     if items.is_empty() {
         return Ok(Vec::new());
     }
+    let now = e.opts.clock.now().timestamp_millis();
+    let mut spans = Vec::with_capacity(items.len());
     let mut total = 0usize;
     for (i, it) in items.iter().enumerate() {
+        spans.push(
+            Span::new(it.valid_from, it.valid_until, now).map_err(|err| err.in_item("items", i))?,
+        );
         let check = || -> Result<()> {
             input::key(lim, "key", &it.key)?;
             input::value(lim, "knowledge", &it.knowledge)?;
@@ -88,7 +115,6 @@ pub(crate) fn store_many_in(
                 .map_err(|err| err.in_item("items", i))?,
         );
     }
-    let now = e.opts.clock.now().timestamp_millis();
     let keep = lim.semantic_history.max(1) as u64;
     let seed = e.codec.hash_seed();
     e.touch_context(ctx)?;
@@ -204,6 +230,8 @@ pub(crate) fn store_many_in(
                     } else {
                         d.link.clone()
                     },
+                    valid_from: spans[i].from.filter(|f| *f != now),
+                    valid_until: spans[i].until,
                 };
                 ops.push(put_version(
                     e,

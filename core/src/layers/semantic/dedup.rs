@@ -17,6 +17,11 @@ pub struct StoreOptions {
     /// What to do when another entry of the context (or this key's current
     /// value) duplicates the new value (default: the context's policy).
     pub on_duplicate: Option<OnDuplicate>,
+    /// When the new version starts to hold (default: now). The version it
+    /// supersedes stays in history, closed at this time.
+    pub valid_from: Option<DateTime<Utc>>,
+    /// When the new version stops holding (exclusive; default: open).
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 impl StoreOptions {
@@ -30,6 +35,18 @@ impl StoreOptions {
     #[must_use]
     pub fn on_duplicate(mut self, p: OnDuplicate) -> Self {
         self.on_duplicate = Some(p);
+        self
+    }
+    /// Set when the new version starts to hold.
+    #[must_use]
+    pub fn valid_from(mut self, t: DateTime<Utc>) -> Self {
+        self.valid_from = Some(t);
+        self
+    }
+    /// Set when the new version stops holding (exclusive).
+    #[must_use]
+    pub fn valid_until(mut self, t: DateTime<Utc>) -> Self {
+        self.valid_until = Some(t);
         self
     }
 }
@@ -287,6 +304,7 @@ pub(crate) fn store_embedded_in(
     knowledge: Value,
     embedding: Option<Vec<f32>>,
     on_duplicate: Option<OnDuplicate>,
+    span: Span,
 ) -> Result<Knowledge> {
     input::key(&e.opts.limits, "key", key)?;
     input::value(&e.opts.limits, "knowledge", &knowledge)?;
@@ -306,6 +324,7 @@ pub(crate) fn store_embedded_in(
             value: &knowledge,
             cosine,
         }),
+        span,
     )
 }
 

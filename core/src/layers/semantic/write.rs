@@ -32,9 +32,27 @@ pub(super) fn put_version(
         )?;
     }
     t[0].insert(codec::ctx_key(ctx, target).as_slice(), e.codec.encode(rec)?)?;
+    // The version superseded stays in history, its validity closed at the new
+    // one's start (unless it is pruned right below).
+    if let Some(c) = cur
+        && keep > 1
+    {
+        let closed = validity::closed_until(c, validity::from_of(rec));
+        if c.valid_until != Some(closed) {
+            let old = HistoryRecord {
+                value: c.value.clone(),
+                recorded_at: c.updated_at,
+                valid_from: c.valid_from,
+                valid_until: Some(closed),
+            };
+            t[1].insert(history_key(ctx, target, c.version), e.codec.encode(&old)?)?;
+        }
+    }
     let hist = HistoryRecord {
         value: rec.value.clone(),
         recorded_at: rec.updated_at,
+        valid_from: rec.valid_from,
+        valid_until: rec.valid_until,
     };
     t[1].insert(
         history_key(ctx, target, rec.version),
@@ -55,6 +73,7 @@ pub(super) fn write_version(
     next: impl Fn(Option<&KnowledgeRecord>) -> Result<Value>,
     embedding: EmbeddingChange,
     check: Option<DupCheck<'_>>,
+    span: Span,
 ) -> Result<Knowledge> {
     input::key(&e.opts.limits, "key", key)?;
     let now = e.opts.clock.now().timestamp_millis();
@@ -133,6 +152,8 @@ pub(super) fn write_version(
                 } else {
                     d.link.clone()
                 },
+                valid_from: span.from.filter(|f| *f != now),
+                valid_until: span.until,
             };
             if let Some(k) = claim {
                 t[2].insert(k.as_slice(), vectors::dim_value(dim.unwrap_or(0)))?;

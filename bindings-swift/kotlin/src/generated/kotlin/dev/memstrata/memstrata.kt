@@ -74,6 +74,7 @@ import dev.memstrata.common.FfiConverterTypeTask
 import dev.memstrata.common.FfiConverterTypeTaskFilterOptions
 import dev.memstrata.common.FfiConverterTypeTimesheetReport
 import dev.memstrata.common.FfiConverterTypeTimestamp
+import dev.memstrata.common.FfiConverterTypeUpdateOptions
 import dev.memstrata.common.FfiConverterTypeWorkspaceItem
 import dev.memstrata.common.ImportStats
 import dev.memstrata.common.JsonValue
@@ -105,6 +106,7 @@ import dev.memstrata.common.Task
 import dev.memstrata.common.TaskFilterOptions
 import dev.memstrata.common.TimesheetReport
 import dev.memstrata.common.Timestamp
+import dev.memstrata.common.UpdateOptions
 import dev.memstrata.common.WorkspaceItem
 import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.coroutines.resume
@@ -151,6 +153,7 @@ import dev.memstrata.common.RustBuffer as RustBufferTask
 import dev.memstrata.common.RustBuffer as RustBufferTaskFilterOptions
 import dev.memstrata.common.RustBuffer as RustBufferTimesheetReport
 import dev.memstrata.common.RustBuffer as RustBufferTimestamp
+import dev.memstrata.common.RustBuffer as RustBufferUpdateOptions
 import dev.memstrata.common.RustBuffer as RustBufferWorkspaceItem
 
 // This is a helper for safely working with byte buffers returned from the Rust code.
@@ -1082,7 +1085,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_episodic_get(`ptr`: Long,`id`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_memstrata_ffi_fn_method_episodic_recent(`ptr`: Long,`limit`: RustBuffer.ByValue,
+    external fun uniffi_memstrata_ffi_fn_method_episodic_recent(`ptr`: Long,`limit`: RustBuffer.ByValue,`asOf`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_episodic_record(`ptr`: Long,`summary`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
@@ -1100,7 +1103,7 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_memstrata_ffi_fn_method_semantic_forget(`ptr`: Long,`key`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_memstrata_ffi_fn_method_semantic_get(`ptr`: Long,`key`: RustBuffer.ByValue,
+    external fun uniffi_memstrata_ffi_fn_method_semantic_get(`ptr`: Long,`key`: RustBuffer.ByValue,`asOf`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_history(`ptr`: Long,`key`: RustBuffer.ByValue,
     ): Long
@@ -1108,13 +1111,13 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_query(`ptr`: Long,`text`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_memstrata_ffi_fn_method_semantic_retrieve(`ptr`: Long,`key`: RustBuffer.ByValue,
+    external fun uniffi_memstrata_ffi_fn_method_semantic_retrieve(`ptr`: Long,`key`: RustBuffer.ByValue,`asOf`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_store(`ptr`: Long,`key`: RustBuffer.ByValue,`knowledge`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_semantic_store_many(`ptr`: Long,`items`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_memstrata_ffi_fn_method_semantic_update(`ptr`: Long,`key`: RustBuffer.ByValue,`patch`: RustBuffer.ByValue,
+    external fun uniffi_memstrata_ffi_fn_method_semantic_update(`ptr`: Long,`key`: RustBuffer.ByValue,`patch`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_clone_shortterm(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1423,7 +1426,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_get() and 0xFFFF) != 61115) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_recent() and 0xFFFF) != 41736) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_recent() and 0xFFFF) != 37128) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 4722) {
@@ -1444,7 +1447,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_forget() and 0xFFFF) != 3861) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_get() and 0xFFFF) != 23894) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_get() and 0xFFFF) != 62988) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_history() and 0xFFFF) != 17667) {
@@ -1456,7 +1459,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_query() and 0xFFFF) != 45788) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_retrieve() and 0xFFFF) != 12153) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_retrieve() and 0xFFFF) != 53190) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store() and 0xFFFF) != 27723) {
@@ -1465,7 +1468,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store_many() and 0xFFFF) != 61404) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_update() and 0xFFFF) != 28461) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_update() and 0xFFFF) != 28628) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_entry() and 0xFFFF) != 53340) {
@@ -2919,9 +2922,9 @@ public interface EpisodicInterface {
     suspend fun `get`(`id`: kotlin.String): Episode?
     
     /**
-     * The newest episodes (default 10).
+     * The newest episodes (default 10); with `as_of`, of those recorded by then.
      */
-    suspend fun `recent`(`limit`: kotlin.UInt? = null): List<Episode>
+    suspend fun `recent`(`limit`: kotlin.UInt? = null, `asOf`: Timestamp? = null): List<Episode>
     
     /**
      * Record an episode; returns its id. `options` carries the content (JSON
@@ -3129,17 +3132,18 @@ open class Episodic: Disposable, AutoCloseable, EpisodicInterface
 
     
     /**
-     * The newest episodes (default 10).
+     * The newest episodes (default 10); with `as_of`, of those recorded by then.
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `recent`(`limit`: kotlin.UInt?) : List<Episode> {
+    override suspend fun `recent`(`limit`: kotlin.UInt?, `asOf`: Timestamp?) : List<Episode> {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_memstrata_ffi_fn_method_episodic_recent(
                 uniffiHandle,
                 
         FfiConverterOptionalUInt.lower(`limit`),
+        FfiConverterOptionalTypeTimestamp.lower(`asOf`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -5974,9 +5978,10 @@ public interface SemanticInterface {
     suspend fun `forget`(`key`: kotlin.String): kotlin.Boolean
     
     /**
-     * The entry under `key` with its version and times, or null.
+     * The entry under `key` with its version, times and validity, or null.
+     * With `as_of`: its version that held then, from the kept history.
      */
-    suspend fun `get`(`key`: kotlin.String): Knowledge?
+    suspend fun `get`(`key`: kotlin.String, `asOf`: Timestamp? = null): Knowledge?
     
     /**
      * The kept versions of `key`, oldest first.
@@ -5996,9 +6001,10 @@ public interface SemanticInterface {
     suspend fun `query`(`text`: kotlin.String, `options`: QueryOptions? = null): List<KnowledgeHit>
     
     /**
-     * The knowledge under `key` (JSON text), or null.
+     * The knowledge under `key` (JSON text), or null. With `as_of`: the value
+     * that held then (null when no kept version held).
      */
-    suspend fun `retrieve`(`key`: kotlin.String): JsonValue?
+    suspend fun `retrieve`(`key`: kotlin.String, `asOf`: Timestamp? = null): JsonValue?
     
     /**
      * Store `knowledge` (JSON text) under `key` (a new version). `options`:
@@ -6018,9 +6024,11 @@ public interface SemanticInterface {
     
     /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
-     * (`NotFound` if absent).
+     * (`NotFound` if absent). `options`: the new version's `valid_from`
+     * (default now) and `valid_until`; the version it supersedes stays in
+     * history, closed at `valid_from`.
      */
-    suspend fun `update`(`key`: kotlin.String, `patch`: kotlin.String): Knowledge
+    suspend fun `update`(`key`: kotlin.String, `patch`: kotlin.String, `options`: UpdateOptions? = null): Knowledge
     
     companion object
 }
@@ -6156,17 +6164,19 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
 
     
     /**
-     * The entry under `key` with its version and times, or null.
+     * The entry under `key` with its version, times and validity, or null.
+     * With `as_of`: its version that held then, from the kept history.
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `get`(`key`: kotlin.String) : Knowledge? {
+    override suspend fun `get`(`key`: kotlin.String, `asOf`: Timestamp?) : Knowledge? {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_get(
                 uniffiHandle,
                 
         FfiConverterString.lower(`key`),
+        FfiConverterOptionalTypeTimestamp.lower(`asOf`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -6259,17 +6269,19 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
 
     
     /**
-     * The knowledge under `key` (JSON text), or null.
+     * The knowledge under `key` (JSON text), or null. With `as_of`: the value
+     * that held then (null when no kept version held).
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `retrieve`(`key`: kotlin.String) : JsonValue? {
+    override suspend fun `retrieve`(`key`: kotlin.String, `asOf`: Timestamp?) : JsonValue? {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_retrieve(
                 uniffiHandle,
                 
         FfiConverterString.lower(`key`),
+        FfiConverterOptionalTypeTimestamp.lower(`asOf`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -6343,11 +6355,13 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
     
     /**
      * Apply an RFC 7386 merge `patch` (JSON text) to the entry under `key`
-     * (`NotFound` if absent).
+     * (`NotFound` if absent). `options`: the new version's `valid_from`
+     * (default now) and `valid_until`; the version it supersedes stays in
+     * history, closed at `valid_from`.
      */
     @Throws(MemstrataException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `update`(`key`: kotlin.String, `patch`: kotlin.String) : Knowledge {
+    override suspend fun `update`(`key`: kotlin.String, `patch`: kotlin.String, `options`: UpdateOptions?) : Knowledge {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_memstrata_ffi_fn_method_semantic_update(
@@ -6355,6 +6369,7 @@ open class Semantic: Disposable, AutoCloseable, SemanticInterface
                 
         FfiConverterString.lower(`key`),
         FfiConverterString.lower(`patch`),
+        FfiConverterOptionalTypeUpdateOptions.lower(`options`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -8313,6 +8328,38 @@ public object FfiConverterOptionalTypeTaskFilterOptions: FfiConverterRustBuffer<
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeUpdateOptions: FfiConverterRustBuffer<UpdateOptions?> {
+    override fun read(buf: ByteBuffer): UpdateOptions? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeUpdateOptions.read(buf)
+    }
+
+    override fun allocationSize(value: UpdateOptions?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeUpdateOptions.allocationSize(value)
+        }
+    }
+
+    override fun write(value: UpdateOptions?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeUpdateOptions.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeJsonValue: FfiConverterRustBuffer<JsonValue?> {
     override fun read(buf: ByteBuffer): JsonValue? {
         if (buf.get().toInt() == 0) {
@@ -8790,6 +8837,8 @@ public object FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer<List<Jso
         }
     }
 }
+
+
 
 
 

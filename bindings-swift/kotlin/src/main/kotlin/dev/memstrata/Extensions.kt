@@ -71,6 +71,7 @@ typealias Task = dev.memstrata.common.Task
 typealias TaskFilterOptions = dev.memstrata.common.TaskFilterOptions
 typealias TimesheetReport = dev.memstrata.common.TimesheetReport
 typealias TraceEntry = dev.memstrata.common.TraceEntry
+typealias UpdateOptions = dev.memstrata.common.UpdateOptions
 typealias WorkspaceItem = dev.memstrata.common.WorkspaceItem
 
 // ---------------------------------------------------------------- JSON

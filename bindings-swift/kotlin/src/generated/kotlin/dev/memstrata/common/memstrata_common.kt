@@ -1332,6 +1332,12 @@ data class Episode (
      * The earlier episode it duplicates, when recorded with `on_duplicate = "link"`.
      */
     var `duplicateOf`: kotlin.String?
+    , 
+    /**
+     * When it was recorded (its timestamp unless the caller gave another); `as_of`
+     * reads see the episodes recorded by then.
+     */
+    var `recordedAt`: Timestamp
     
 ){
     
@@ -1358,6 +1364,7 @@ public object FfiConverterTypeEpisode: FfiConverterRustBuffer<Episode> {
             FfiConverterLong.read(buf),
             FfiConverterOptionalTypeTimestamp.read(buf),
             FfiConverterOptionalString.read(buf),
+            FfiConverterTypeTimestamp.read(buf),
         )
     }
 
@@ -1371,7 +1378,8 @@ public object FfiConverterTypeEpisode: FfiConverterRustBuffer<Episode> {
             FfiConverterUInt.allocationSize(value.`importance`) +
             FfiConverterLong.allocationSize(value.`seenCount`) +
             FfiConverterOptionalTypeTimestamp.allocationSize(value.`lastSeen`) +
-            FfiConverterOptionalString.allocationSize(value.`duplicateOf`)
+            FfiConverterOptionalString.allocationSize(value.`duplicateOf`) +
+            FfiConverterTypeTimestamp.allocationSize(value.`recordedAt`)
     )
 
     override fun write(value: Episode, buf: ByteBuffer) {
@@ -1385,6 +1393,7 @@ public object FfiConverterTypeEpisode: FfiConverterRustBuffer<Episode> {
             FfiConverterLong.write(value.`seenCount`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`lastSeen`, buf)
             FfiConverterOptionalString.write(value.`duplicateOf`, buf)
+            FfiConverterTypeTimestamp.write(value.`recordedAt`, buf)
     }
 }
 
@@ -1862,6 +1871,17 @@ data class Knowledge (
      * entry it was linked to (`on_duplicate = "link"`).
      */
     var `duplicateOf`: kotlin.String?
+    , 
+    /**
+     * When this version starts to hold (default: when it was written).
+     */
+    var `validFrom`: Timestamp
+    , 
+    /**
+     * When it stops holding (exclusive): set by the caller, or by the version that
+     * superseded it; null: open.
+     */
+    var `validUntil`: Timestamp?
     
 ){
     
@@ -1884,6 +1904,8 @@ public object FfiConverterTypeKnowledge: FfiConverterRustBuffer<Knowledge> {
             FfiConverterTypeTimestamp.read(buf),
             FfiConverterTypeTimestamp.read(buf),
             FfiConverterOptionalString.read(buf),
+            FfiConverterTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
         )
     }
 
@@ -1893,7 +1915,9 @@ public object FfiConverterTypeKnowledge: FfiConverterRustBuffer<Knowledge> {
             FfiConverterLong.allocationSize(value.`version`) +
             FfiConverterTypeTimestamp.allocationSize(value.`createdAt`) +
             FfiConverterTypeTimestamp.allocationSize(value.`updatedAt`) +
-            FfiConverterOptionalString.allocationSize(value.`duplicateOf`)
+            FfiConverterOptionalString.allocationSize(value.`duplicateOf`) +
+            FfiConverterTypeTimestamp.allocationSize(value.`validFrom`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validUntil`)
     )
 
     override fun write(value: Knowledge, buf: ByteBuffer) {
@@ -1903,6 +1927,8 @@ public object FfiConverterTypeKnowledge: FfiConverterRustBuffer<Knowledge> {
             FfiConverterTypeTimestamp.write(value.`createdAt`, buf)
             FfiConverterTypeTimestamp.write(value.`updatedAt`, buf)
             FfiConverterOptionalString.write(value.`duplicateOf`, buf)
+            FfiConverterTypeTimestamp.write(value.`validFrom`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validUntil`, buf)
     }
 }
 
@@ -1936,6 +1962,16 @@ data class KnowledgeHit (
      * 1-based rank in the vector list; null when that list did not find the hit.
      */
     var `vectorRank`: kotlin.Long?
+    , 
+    /**
+     * When the version returned starts to hold (with `as_of`: the version that held then).
+     */
+    var `validFrom`: Timestamp
+    , 
+    /**
+     * When it stops holding (exclusive); null: open.
+     */
+    var `validUntil`: Timestamp?
     
 ){
     
@@ -1957,6 +1993,8 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
             FfiConverterDouble.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalLong.read(buf),
+            FfiConverterTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
         )
     }
 
@@ -1965,7 +2003,9 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
             FfiConverterTypeJsonValue.allocationSize(value.`knowledge`) +
             FfiConverterDouble.allocationSize(value.`score`) +
             FfiConverterOptionalLong.allocationSize(value.`bm25Rank`) +
-            FfiConverterOptionalLong.allocationSize(value.`vectorRank`)
+            FfiConverterOptionalLong.allocationSize(value.`vectorRank`) +
+            FfiConverterTypeTimestamp.allocationSize(value.`validFrom`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validUntil`)
     )
 
     override fun write(value: KnowledgeHit, buf: ByteBuffer) {
@@ -1974,6 +2014,8 @@ public object FfiConverterTypeKnowledgeHit: FfiConverterRustBuffer<KnowledgeHit>
             FfiConverterDouble.write(value.`score`, buf)
             FfiConverterOptionalLong.write(value.`bm25Rank`, buf)
             FfiConverterOptionalLong.write(value.`vectorRank`, buf)
+            FfiConverterTypeTimestamp.write(value.`validFrom`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validUntil`, buf)
     }
 }
 
@@ -2003,6 +2045,16 @@ data class KnowledgeItem (
      * or this key's current value duplicates the value (default: the context's policy).
      */
     var `onDuplicate`: kotlin.String? = null 
+    , 
+    /**
+     * When this version starts to hold (default: now).
+     */
+    var `validFrom`: Timestamp? = null 
+    , 
+    /**
+     * When it stops holding (exclusive; default: open).
+     */
+    var `validUntil`: Timestamp? = null 
     
 ){
     
@@ -2023,6 +2075,8 @@ public object FfiConverterTypeKnowledgeItem: FfiConverterRustBuffer<KnowledgeIte
             FfiConverterTypeJsonValue.read(buf),
             FfiConverterOptionalTypeEmbedding.read(buf),
             FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
         )
     }
 
@@ -2030,7 +2084,9 @@ public object FfiConverterTypeKnowledgeItem: FfiConverterRustBuffer<KnowledgeIte
             FfiConverterString.allocationSize(value.`key`) +
             FfiConverterTypeJsonValue.allocationSize(value.`knowledge`) +
             FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
-            FfiConverterOptionalString.allocationSize(value.`onDuplicate`)
+            FfiConverterOptionalString.allocationSize(value.`onDuplicate`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validFrom`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validUntil`)
     )
 
     override fun write(value: KnowledgeItem, buf: ByteBuffer) {
@@ -2038,6 +2094,8 @@ public object FfiConverterTypeKnowledgeItem: FfiConverterRustBuffer<KnowledgeIte
             FfiConverterTypeJsonValue.write(value.`knowledge`, buf)
             FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
             FfiConverterOptionalString.write(value.`onDuplicate`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validFrom`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validUntil`, buf)
     }
 }
 
@@ -2061,6 +2119,17 @@ data class KnowledgeVersion (
      * When that version was written.
      */
     var `recordedAt`: Timestamp
+    , 
+    /**
+     * When it starts to hold.
+     */
+    var `validFrom`: Timestamp
+    , 
+    /**
+     * When it stops holding (exclusive; closed by the version that superseded it);
+     * null: open.
+     */
+    var `validUntil`: Timestamp?
     
 ){
     
@@ -2080,19 +2149,25 @@ public object FfiConverterTypeKnowledgeVersion: FfiConverterRustBuffer<Knowledge
             FfiConverterLong.read(buf),
             FfiConverterTypeJsonValue.read(buf),
             FfiConverterTypeTimestamp.read(buf),
+            FfiConverterTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
         )
     }
 
     override fun allocationSize(value: KnowledgeVersion) = (
             FfiConverterLong.allocationSize(value.`version`) +
             FfiConverterTypeJsonValue.allocationSize(value.`knowledge`) +
-            FfiConverterTypeTimestamp.allocationSize(value.`recordedAt`)
+            FfiConverterTypeTimestamp.allocationSize(value.`recordedAt`) +
+            FfiConverterTypeTimestamp.allocationSize(value.`validFrom`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validUntil`)
     )
 
     override fun write(value: KnowledgeVersion, buf: ByteBuffer) {
             FfiConverterLong.write(value.`version`, buf)
             FfiConverterTypeJsonValue.write(value.`knowledge`, buf)
             FfiConverterTypeTimestamp.write(value.`recordedAt`, buf)
+            FfiConverterTypeTimestamp.write(value.`validFrom`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validUntil`, buf)
     }
 }
 
@@ -2816,6 +2891,16 @@ data class QueryOptions (
      * RRF constant k (default 60).
      */
     var `rrfK`: kotlin.Double? = null 
+    , 
+    /**
+     * Each entry as it held at this instant (entries with no version then are left out).
+     */
+    var `asOf`: Timestamp? = null 
+    , 
+    /**
+     * Without `as_of`: also entries whose current version expired (default false).
+     */
+    var `includeExpired`: kotlin.Boolean? = null 
     
 ){
     
@@ -2838,6 +2923,8 @@ public object FfiConverterTypeQueryOptions: FfiConverterRustBuffer<QueryOptions>
             FfiConverterOptionalDouble.read(buf),
             FfiConverterOptionalDouble.read(buf),
             FfiConverterOptionalDouble.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
         )
     }
 
@@ -2847,7 +2934,9 @@ public object FfiConverterTypeQueryOptions: FfiConverterRustBuffer<QueryOptions>
             FfiConverterOptionalString.allocationSize(value.`fusion`) +
             FfiConverterOptionalDouble.allocationSize(value.`bm25Weight`) +
             FfiConverterOptionalDouble.allocationSize(value.`vectorWeight`) +
-            FfiConverterOptionalDouble.allocationSize(value.`rrfK`)
+            FfiConverterOptionalDouble.allocationSize(value.`rrfK`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`asOf`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`includeExpired`)
     )
 
     override fun write(value: QueryOptions, buf: ByteBuffer) {
@@ -2857,6 +2946,8 @@ public object FfiConverterTypeQueryOptions: FfiConverterRustBuffer<QueryOptions>
             FfiConverterOptionalDouble.write(value.`bm25Weight`, buf)
             FfiConverterOptionalDouble.write(value.`vectorWeight`, buf)
             FfiConverterOptionalDouble.write(value.`rrfK`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`asOf`, buf)
+            FfiConverterOptionalBoolean.write(value.`includeExpired`, buf)
     }
 }
 
@@ -3223,6 +3314,11 @@ data class SearchOptions (
      * RRF constant k (default 60).
      */
     var `rrfK`: kotlin.Double? = null 
+    , 
+    /**
+     * Only episodes recorded by this instant (what the context held then).
+     */
+    var `asOf`: Timestamp? = null 
     
 ){
     
@@ -3250,6 +3346,7 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalDouble.read(buf),
             FfiConverterOptionalDouble.read(buf),
             FfiConverterOptionalDouble.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
         )
     }
 
@@ -3264,7 +3361,8 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalString.allocationSize(value.`fusion`) +
             FfiConverterOptionalDouble.allocationSize(value.`bm25Weight`) +
             FfiConverterOptionalDouble.allocationSize(value.`vectorWeight`) +
-            FfiConverterOptionalDouble.allocationSize(value.`rrfK`)
+            FfiConverterOptionalDouble.allocationSize(value.`rrfK`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`asOf`)
     )
 
     override fun write(value: SearchOptions, buf: ByteBuffer) {
@@ -3279,6 +3377,7 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalDouble.write(value.`bm25Weight`, buf)
             FfiConverterOptionalDouble.write(value.`vectorWeight`, buf)
             FfiConverterOptionalDouble.write(value.`rrfK`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`asOf`, buf)
     }
 }
 
@@ -3835,6 +3934,17 @@ data class StoreOptions (
      * value: `"keep"`, `"skip"`, `"merge"` or `"link"` (default: the context's policy).
      */
     var `onDuplicate`: kotlin.String? = null 
+    , 
+    /**
+     * When the new version starts to hold (default: now); the version it supersedes
+     * stays in history, closed at this instant.
+     */
+    var `validFrom`: Timestamp? = null 
+    , 
+    /**
+     * When the new version stops holding (exclusive; default: open).
+     */
+    var `validUntil`: Timestamp? = null 
     
 ){
     
@@ -3853,17 +3963,23 @@ public object FfiConverterTypeStoreOptions: FfiConverterRustBuffer<StoreOptions>
         return StoreOptions(
             FfiConverterOptionalTypeEmbedding.read(buf),
             FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
         )
     }
 
     override fun allocationSize(value: StoreOptions) = (
             FfiConverterOptionalTypeEmbedding.allocationSize(value.`embedding`) +
-            FfiConverterOptionalString.allocationSize(value.`onDuplicate`)
+            FfiConverterOptionalString.allocationSize(value.`onDuplicate`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validFrom`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validUntil`)
     )
 
     override fun write(value: StoreOptions, buf: ByteBuffer) {
             FfiConverterOptionalTypeEmbedding.write(value.`embedding`, buf)
             FfiConverterOptionalString.write(value.`onDuplicate`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validFrom`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validUntil`, buf)
     }
 }
 
@@ -4291,6 +4407,54 @@ public object FfiConverterTypeTraceEntry: FfiConverterRustBuffer<TraceEntry> {
             FfiConverterTypeJsonValue.write(value.`output`, buf)
             FfiConverterOptionalString.write(value.`error`, buf)
             FfiConverterTypeTimestamp.write(value.`at`, buf)
+    }
+}
+
+
+
+/**
+ * Optional arguments of `semantic.update`.
+ */
+data class UpdateOptions (
+    /**
+     * When the new version starts to hold (default: now); the version it supersedes
+     * stays in history, closed at this instant.
+     */
+    var `validFrom`: Timestamp? = null 
+    , 
+    /**
+     * When the new version stops holding (exclusive; default: open).
+     */
+    var `validUntil`: Timestamp? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeUpdateOptions: FfiConverterRustBuffer<UpdateOptions> {
+    override fun read(buf: ByteBuffer): UpdateOptions {
+        return UpdateOptions(
+            FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalTypeTimestamp.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: UpdateOptions) = (
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validFrom`) +
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`validUntil`)
+    )
+
+    override fun write(value: UpdateOptions, buf: ByteBuffer) {
+            FfiConverterOptionalTypeTimestamp.write(value.`validFrom`, buf)
+            FfiConverterOptionalTypeTimestamp.write(value.`validUntil`, buf)
     }
 }
 

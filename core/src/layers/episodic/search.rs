@@ -1,0 +1,109 @@
+//! Episode search: BM25 and vector lists with filters, fused; `as_of` keeps
+//! the episodes recorded by then.
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(crate) fn search_in(
+    e: &Engine,
+    ctx: &str,
+    query: &str,
+    filters: &SearchFilters,
+    limit: usize,
+    vq: &VectorQuery,
+    embedder: Option<&dyn Embedder>,
+) -> Result<Vec<EpisodeHit>> {
+    crate::util::input::search(&e.opts.limits, "query", query, limit)?;
+    check_list(e, "tags", &filters.tags)?;
+    check_list(e, "participants", &filters.participants)?;
+    if let Some(m) = filters.min_importance
+        && !(1..=10).contains(&m)
+    {
+        return Err(Error::invalid(
+            "min_importance",
+            format!("must be in 1..=10, got {m}"),
+        ));
+    }
+    if let (Some(s), Some(u)) = (filters.since, filters.until)
+        && s > u
+    {
+        return Err(Error::invalid("since", "must not be after `until`"));
+    }
+    let since_ms = filters.since.map(|t| t.timestamp_millis());
+    let until_ms = filters.until.map(|t| t.timestamp_millis());
+    let min_importance = filters.min_importance.map(u64::from);
+    let text_list = |depth: usize| -> Result<Vec<(String, f32)>> {
+        let q = IndexQuery {
+            kind: Kind::Episode,
+            ctx,
+            text: query,
+            tags_all: &filters.tags,
+            participants_any: &filters.participants,
+            since_ms,
+            until_ms,
+            min_importance,
+            limit: depth,
+        };
+        let mut out = Vec::new();
+        for (uid, score) in e.search_index(&q)? {
+            let (kind, c, id) = index::parse_uid(&uid)?;
+            // The index scopes by a hash of (kind, context): drop a collision.
+            if kind == Kind::Episode && c == ctx {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    };
+    let row_filter = vector::RowFilter {
+        tags_all: &filters.tags,
+        participants_any: &filters.participants,
+        since_ms,
+        until_ms,
+        min_importance,
+    };
+    let as_of = filters.as_of;
+    // Episodes recorded after `as_of` are left out after the search (the
+    // index knows when an episode happened, not when it was recorded): the
+    // lists are read deeper until `limit` hits are found or they run out.
+    let mut depth = limit;
+    loop {
+        let fused = vectors::fused_hits(
+            e,
+            Kind::Episode,
+            ctx,
+            query,
+            vq,
+            embedder,
+            depth,
+            &row_filter,
+            text_list,
+        )?;
+        let exhausted = fused.len() < depth;
+        let mut hits = Vec::with_capacity(fused.len().min(limit));
+        for f in fused {
+            // sled is the source of truth: a hit whose record is gone is dropped.
+            let Some(ep) = get_shared(e, ctx, &f.key)? else {
+                continue;
+            };
+            if as_of.is_some_and(|t| ep.recorded_at > t) {
+                continue;
+            }
+            hits.push(EpisodeHit {
+                episode: Arc::unwrap_or_clone(ep),
+                score: f.score,
+                bm25_rank: f.bm25_rank,
+                vector_rank: f.vector_rank,
+            });
+            if hits.len() == limit {
+                break;
+            }
+        }
+        if as_of.is_none() || hits.len() >= limit || exhausted || depth >= MAX_AS_OF_DEPTH {
+            return Ok(hits);
+        }
+        depth = (depth * 4).min(MAX_AS_OF_DEPTH);
+    }
+}
+
+/// The deepest an `as_of` search reads its candidate lists to fill `limit` hits.
+const MAX_AS_OF_DEPTH: usize = 10_000;
