@@ -26,7 +26,7 @@ pub(crate) use registered::*;
 mod dedup;
 pub use dedup::Recorded;
 #[allow(unused_imports)]
-pub(crate) use dedup::{fingerprint, record_detailed_in};
+pub(crate) use dedup::{fingerprint, record_detailed_in, remove_keys as remove_dedup_keys};
 
 use crate::layers::dedup::OnDuplicate;
 use crate::search::dedup::DupKind;
@@ -207,6 +207,8 @@ pub struct SearchFilters {
     pub until: Option<DateTime<Utc>>,
     /// Importance at least this.
     pub min_importance: Option<u8>,
+    /// Add importance and recency to the scores (off by default; formula in `retention::rank`).
+    pub rank_by_utility: bool,
 }
 
 /// One search result.
@@ -350,7 +352,7 @@ pub(crate) fn search_in(
         query,
         vq,
         embedder,
-        limit,
+        crate::layers::retention::search_depth(e, filters, limit),
         &vector::RowFilter {
             tags_all: &filters.tags,
             participants_any: &filters.participants,
@@ -372,6 +374,7 @@ pub(crate) fn search_in(
             });
         }
     }
+    crate::layers::retention::after_search(e, ctx, filters, &mut hits, limit)?;
     Ok(hits)
 }
 
