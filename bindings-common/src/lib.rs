@@ -35,7 +35,7 @@ pub use handle::Handle;
 pub use items::{EpisodeItem, KnowledgeItem};
 pub use options::{
     OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
-    embedding, on_duplicate, vector_query,
+    embedding, on_duplicate, retention, vector_query,
 };
 pub use records::*;
 pub use types::embedding_from_f64;

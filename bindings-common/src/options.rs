@@ -124,6 +124,8 @@ options! {
         pub vector_weight: Option<f64>,
         /// RRF constant k (default 60).
         pub rrf_k: Option<f64>,
+        /// Add importance and recency to the scores (default false).
+        pub rank_by_utility: Option<bool>,
     }
 
     /// Optional arguments of `semantic.store`.
@@ -394,6 +396,8 @@ impl SearchOptions {
                 .min_importance
                 .map(|i| importance("min_importance", i))
                 .transpose()?,
+            rank_by_utility: self.rank_by_utility.unwrap_or(false),
+            ..SearchFilters::default()
         };
         Ok((filters, defaults::search_limit(self.limit)))
     }
@@ -421,6 +425,32 @@ pub fn ttl(seconds: Option<f64>) -> Result<Option<std::time::Duration>, BindingE
     seconds
         .map(|s| memstrata::short_term::ttl_from_secs(s).map_err(BindingError::from))
         .transpose()
+}
+
+/// A retention policy from its limits (`max_age` in seconds); no limit
+/// clears the policy. `InvalidInput` naming the field for a negative, zero or
+/// non-finite limit.
+pub fn retention(
+    max_episodes: Option<i64>,
+    max_bytes: Option<i64>,
+    max_age: Option<f64>,
+) -> Result<memstrata::retention::Retention, BindingError> {
+    let mut r = memstrata::retention::Retention::new();
+    let count = |field: &str, n: i64| {
+        u64::try_from(n)
+            .map_err(|_| BindingError::invalid(field, format!("must be at least 1, got {n}")))
+    };
+    if let Some(n) = max_episodes {
+        r = r.max_episodes(count("max_episodes", n)?);
+    }
+    if let Some(n) = max_bytes {
+        r = r.max_bytes(count("max_bytes", n)?);
+    }
+    if let Some(s) = max_age {
+        r = r.max_age(interval("max_age", s)?);
+    }
+    r.validate()?;
+    Ok(r)
 }
 
 /// `level` (`"light"` default, `"medium"`, `"aggressive"`).
