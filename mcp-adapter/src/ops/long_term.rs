@@ -190,6 +190,9 @@ pub struct EpisodeSearch {
     /// Reciprocal-rank-fusion constant k (default 60).
     #[serde(default)]
     pub rrf_k: Option<f64>,
+    /// Add importance and recency to the scores: score × (1 + 0.5 · (importance − 1)/9 + 0.5 · 0.5^(age_days / 30)) (default false).
+    #[serde(default)]
+    pub rank_by_utility: bool,
     /// `next_cursor` from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
@@ -230,6 +233,8 @@ impl Op for EpisodeSearch {
             since: self.since,
             until: self.until,
             min_importance: self.min_importance,
+            rank_by_utility: self.rank_by_utility,
+            ..Default::default()
         };
         let vq = common::vector_query(
             self.embedding,
