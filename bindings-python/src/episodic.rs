@@ -224,9 +224,11 @@ impl Episodic {
     /// (`"adaptive"`, the default, `"linear"` or `"rrf"`, with `bm25_weight`,
     /// `vector_weight` and `rrf_k`: docs/api.md, "Embeddings and hybrid search");
     /// with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
+    /// With `rank_by_utility`, importance and recency are added to the scores
+    /// (off by default; docs/memory-hygiene.md).
     #[pyo3(
-        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None),
-        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None)"
+        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, rank_by_utility=None),
+        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, rank_by_utility=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -244,6 +246,7 @@ impl Episodic {
         bm25_weight: Option<&Bound<'_, PyAny>>,
         vector_weight: Option<&Bound<'_, PyAny>>,
         rrf_k: Option<&Bound<'_, PyAny>>,
+        rank_by_utility: Option<bool>,
     ) -> PyResult<Vec<EpisodeHit>> {
         let mem = self.h.core()?;
         let (filters, limit, vq) = SearchOptions {
@@ -258,6 +261,7 @@ impl Episodic {
             bm25_weight: convert::opt_float(bm25_weight, "bm25_weight")?,
             vector_weight: convert::opt_float(vector_weight, "vector_weight")?,
             rrf_k: convert::opt_float(rrf_k, "rrf_k")?,
+            rank_by_utility,
         }
         .hybrid()
         .map_err(to_py)?;
