@@ -124,7 +124,7 @@ options! {
         pub vector_weight: Option<f64>,
         /// RRF constant k (default 60).
         pub rrf_k: Option<f64>,
-        /// Add importance and recency to the scores (default false).
+        /// Add importance and recency to the scores (off by default): score × (1 + 0.5·(importance − 1)/9 + 0.5·0.5^(age_days/30)); docs/memory-hygiene.md.
         pub rank_by_utility: Option<bool>,
     }
 
