@@ -347,3 +347,35 @@ fn utility_formula_is_documented_weights() {
     assert!((utility(1, week, 0) - 0.2).abs() < 1e-9);
     assert!(utility(1, Duration::from_secs(3650 * 86_400), 0) < 1e-6);
 }
+
+#[test]
+fn export_import_keeps_the_policy_not_the_evicted() {
+    let mem = common::temporary().unwrap();
+    for i in 0..5u8 {
+        mem.episodic()
+            .record(NewEpisode::new(format!("note {i}")).importance(i + 1))
+            .unwrap();
+    }
+    let p = Retention::new()
+        .max_episodes(3)
+        .max_age(Duration::from_millis(86_400_500));
+    mem.contexts().set_retention(p, Some("default")).unwrap();
+    let mut out = Vec::new();
+    mem.admin().export(&mut out).unwrap();
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert!(text.contains("\"retention\""), "{text}");
+    assert!(!text.contains("note 0") && !text.contains("note 1"));
+
+    let other = common::temporary().unwrap();
+    other.admin().import(&mut out.as_slice()).unwrap();
+    assert_eq!(other.contexts().retention(Some("default")).unwrap(), p);
+    assert_eq!(ids(&other).len(), 3);
+    // The audit belongs to the store that evicted.
+    assert!(other.contexts().evictions(None, 10).unwrap().is_empty());
+
+    // A bad policy in a file is refused, naming the line.
+    let bad = text.replace("\"max_episodes\":3", "\"max_episodes\":0");
+    let third = common::temporary().unwrap();
+    let err = third.admin().import(&mut bad.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("max_episodes"), "{err}");
+}

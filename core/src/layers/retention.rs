@@ -202,8 +202,8 @@ pub(crate) fn policy(e: &Engine, ctx: &str) -> Result<Retention> {
     }
 }
 
-/// Set (or, with an unlimited policy, clear) the policy of `ctx`, and enforce it at once.
-pub(crate) fn set_policy(e: &Engine, ctx: &str, p: Retention) -> Result<()> {
+/// Store (or, with an unlimited policy, remove) the policy of `ctx`, without enforcing it.
+pub(crate) fn store_policy(e: &Engine, ctx: &str, p: Retention) -> Result<()> {
     p.validate()?;
     e.touch_context(ctx)?;
     if p.is_unlimited() {
@@ -213,6 +213,12 @@ pub(crate) fn set_policy(e: &Engine, ctx: &str, p: Retention) -> Result<()> {
         e.t.meta.insert(key(POLICY, ctx), v)?;
     }
     e.state::<RetentionState>().est.lock().remove(ctx);
+    Ok(())
+}
+
+/// Set (or, with an unlimited policy, clear) the policy of `ctx`, and enforce it at once.
+pub(crate) fn set_policy(e: &Engine, ctx: &str, p: Retention) -> Result<()> {
+    store_policy(e, ctx, p)?;
     if !p.is_unlimited() {
         enforce(e, ctx, &p)?;
     }

@@ -16,6 +16,7 @@ pub(super) type KgSlot = (Option<String>, Vec<String>, Vec<(String, String)>);
 #[derive(Default)]
 pub(super) struct Plan {
     contexts: Vec<String>,
+    retention: Vec<(String, crate::layers::retention::Retention)>,
     short_term: Vec<(String, String, StRecord)>,
     working: Vec<(String, WorkingState)>,
     episodes: Vec<(String, EpisodeRecord)>,
@@ -241,6 +242,10 @@ pub(super) fn record_parser(ty: &str) -> Option<RecordParser> {
 pub(super) fn parse_context(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let l: ContextLine = x.fields(v)?;
     x.check(input::context_name("name", &l.name))?;
+    if let Some(p) = l.retention.filter(|p| !p.is_unlimited()) {
+        x.check(p.validate())?;
+        plan.retention.push((l.name.clone(), p));
+    }
     plan.contexts.push(l.name);
     Ok(())
 }
@@ -561,6 +566,10 @@ pub(super) fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Resu
     let mut stats = ImportStats::default();
     for c in &plan.contexts {
         e.touch_context(c)?;
+    }
+    // Policies are stored, not enforced: the next write or optimize does that.
+    for (c, p) in &plan.retention {
+        crate::layers::retention::store_policy(e, c, *p)?;
     }
     stats.add("context", plan.contexts.len() as u64);
     ap.add(plan.contexts.len() as u64, "context", true);
