@@ -397,7 +397,6 @@ impl SearchOptions {
                 .map(|i| importance("min_importance", i))
                 .transpose()?,
             rank_by_utility: self.rank_by_utility.unwrap_or(false),
-            ..SearchFilters::default()
         };
         Ok((filters, defaults::search_limit(self.limit)))
     }

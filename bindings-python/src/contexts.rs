@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 
 use crate::convert;
 use crate::error::run;
-use crate::memory::max_depth;
 use crate::error::to_py;
+use crate::memory::max_depth;
 use crate::records::{class, classes, py_records};
 
 pub(crate) fn store(

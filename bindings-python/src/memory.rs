@@ -363,12 +363,23 @@ impl Memory {
         max_age: Option<&Bound<'_, PyAny>>,
         namespace: Option<String>,
     ) -> PyResult<()> {
-        contexts::set_retention(py, &self.core()?, max_episodes, max_bytes, max_age, namespace)
+        contexts::set_retention(
+            py,
+            &self.core()?,
+            max_episodes,
+            max_bytes,
+            max_age,
+            namespace,
+        )
     }
 
     /// The retention policy of `namespace` (else the active context); every limit None when none is set.
     #[pyo3(signature = (namespace=None))]
-    fn retention(&self, py: Python<'_>, namespace: Option<String>) -> PyResult<contexts::Retention> {
+    fn retention(
+        &self,
+        py: Python<'_>,
+        namespace: Option<String>,
+    ) -> PyResult<contexts::Retention> {
         contexts::retention(py, &self.core()?, namespace)
     }
 

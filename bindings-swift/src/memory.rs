@@ -255,7 +255,10 @@ impl Memory {
 
     /// The retention policy of `namespace` (else the active context); every limit null when none is set.
     #[uniffi::method(default(namespace = None))]
-    pub async fn retention(&self, namespace: Option<String>) -> Result<common::Retention, MemstrataError> {
+    pub async fn retention(
+        &self,
+        namespace: Option<String>,
+    ) -> Result<common::Retention, MemstrataError> {
         let mem = self.core()?;
         pool::core(move || mem.contexts().retention(namespace.as_deref()))
             .await

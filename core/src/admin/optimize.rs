@@ -145,7 +145,7 @@ fn session_ids(e: &crate::engine::Engine) -> Result<Vec<String>> {
 fn retention_details(e: &crate::engine::Engine, evicted: &[(String, u64)]) -> Result<Value> {
     let mut out = serde_json::Map::new();
     let mut total = 0;
-    for s in crate::layers::retention::statuses(e)? {
+    for s in crate::layers::episodic::retention::statuses(e)? {
         let now = evicted
             .iter()
             .find(|(c, _)| *c == s.context)
@@ -196,7 +196,7 @@ impl Admin {
             progress(Progress::new("sweep", 0, None, "purging expired short-term items"));
             let expired = short_term::sweep_expired(e)?;
             // Retention policies are enforced in the sweep stage too (episodes evicted).
-            let evicted = crate::layers::retention::enforce_all(e, false)?;
+            let evicted = crate::layers::episodic::retention::enforce_all(e, false)?;
             progress(Progress::new(
                 "sweep",
                 expired as u64,

@@ -74,7 +74,7 @@ pub struct Status {
     pub issues: Vec<String>,
     /// Every context with a retention policy or with evictions: its policy
     /// and how many episodes it evicted.
-    pub retention: Vec<crate::layers::retention::RetentionStatus>,
+    pub retention: Vec<crate::layers::episodic::retention::RetentionStatus>,
 }
 
 /// One session of [`Status::active_sessions`].
@@ -277,7 +277,7 @@ impl Admin {
             } else {
                 None
             };
-            let retention = match crate::layers::retention::statuses(e) {
+            let retention = match crate::layers::episodic::retention::statuses(e) {
                 Ok(r) => r,
                 Err(err) => {
                     health = health.max(Health::Error);
@@ -285,7 +285,7 @@ impl Admin {
                     Vec::new()
                 }
             };
-            if let Some(err) = crate::layers::retention::last_error(e) {
+            if let Some(err) = crate::layers::episodic::retention::last_error(e) {
                 issues.push(err);
             }
             Ok(Status {

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::engine::Scope;
 use crate::layers::dedup::{self, OnDuplicate};
-use crate::layers::retention::{self, Eviction, Retention};
+use crate::layers::episodic::retention::{self, Eviction, Retention};
 use crate::{Result, layers::short_term, util::input};
 
 /// Result of [`Memory::switch_context`](crate::Memory::switch_context).

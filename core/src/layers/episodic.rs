@@ -32,6 +32,7 @@ use crate::layers::dedup::OnDuplicate;
 use crate::search::dedup::DupKind;
 mod batch;
 pub(crate) use batch::record_many_in;
+pub(crate) mod retention;
 
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
@@ -207,7 +208,7 @@ pub struct SearchFilters {
     pub until: Option<DateTime<Utc>>,
     /// Importance at least this.
     pub min_importance: Option<u8>,
-    /// Add importance and recency to the scores (off by default; formula in `retention::rank`).
+    /// Add importance and recency to the scores (off by default; the formula: `memstrata::retention`, docs/memory-hygiene.md).
     pub rank_by_utility: bool,
 }
 
@@ -352,7 +353,7 @@ pub(crate) fn search_in(
         query,
         vq,
         embedder,
-        crate::layers::retention::search_depth(e, filters, limit),
+        retention::search_depth(e, filters, limit),
         &vector::RowFilter {
             tags_all: &filters.tags,
             participants_any: &filters.participants,
@@ -374,7 +375,7 @@ pub(crate) fn search_in(
             });
         }
     }
-    crate::layers::retention::after_search(e, ctx, filters, &mut hits, limit)?;
+    retention::after_search(e, ctx, filters, &mut hits, limit)?;
     Ok(hits)
 }
 

@@ -4,7 +4,6 @@
 pub(crate) mod dedup;
 pub(crate) mod episodic;
 pub mod procedural;
-pub(crate) mod retention;
 pub(crate) mod semantic;
 pub(crate) mod short_term;
 pub(crate) mod working;
@@ -15,7 +14,11 @@ use crate::engine::Registrations;
 /// knowledge), the short-term expiry sweep, and the episode cache.
 pub(crate) static REGISTRY: Registrations = Registrations {
     sources: &[episodic::SOURCE, semantic::SOURCE],
-    sweeps: &[short_term::sweep_expired, retention::sweep],
-    flushes: &[retention::flush_access],
-    states: &[episodic::new_cache, dedup::new_state, retention::new_state],
+    sweeps: &[short_term::sweep_expired, episodic::retention::sweep],
+    flushes: &[episodic::retention::flush_access],
+    states: &[
+        episodic::new_cache,
+        dedup::new_state,
+        episodic::retention::new_state,
+    ],
 };

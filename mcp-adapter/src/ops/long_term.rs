@@ -234,7 +234,6 @@ impl Op for EpisodeSearch {
             until: self.until,
             min_importance: self.min_importance,
             rank_by_utility: self.rank_by_utility,
-            ..Default::default()
         };
         let vq = common::vector_query(
             self.embedding,

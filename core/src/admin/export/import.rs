@@ -16,7 +16,7 @@ pub(super) type KgSlot = (Option<String>, Vec<String>, Vec<(String, String)>);
 #[derive(Default)]
 pub(super) struct Plan {
     contexts: Vec<String>,
-    retention: Vec<(String, crate::layers::retention::Retention)>,
+    retention: Vec<(String, crate::layers::episodic::retention::Retention)>,
     short_term: Vec<(String, String, StRecord)>,
     working: Vec<(String, WorkingState)>,
     episodes: Vec<(String, EpisodeRecord)>,
@@ -569,7 +569,7 @@ pub(super) fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Resu
     }
     // Policies are stored, not enforced: the next write or optimize does that.
     for (c, p) in &plan.retention {
-        crate::layers::retention::store_policy(e, c, *p)?;
+        crate::layers::episodic::retention::store_policy(e, c, *p)?;
     }
     stats.add("context", plan.contexts.len() as u64);
     ap.add(plan.contexts.len() as u64, "context", true);

@@ -17,7 +17,7 @@ pub(super) struct ContextLine {
     pub(super) name: String,
     /// The context's retention policy (absent: none; optional in every format version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) retention: Option<crate::layers::retention::Retention>,
+    pub(super) retention: Option<crate::layers::episodic::retention::Retention>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

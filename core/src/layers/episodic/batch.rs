@@ -78,7 +78,7 @@ pub(crate) fn record_many_in(
     )?;
     let (recorded, _, merged) = w;
     let created = recorded.iter().filter(|r| r.created).count() as u64;
-    crate::layers::retention::after_write(e, ctx, created, total as u64, oldest);
+    super::retention::after_write(e, ctx, created, total as u64, oldest);
     // The new ids need no invalidation, and the cache is not filled: a bulk
     // write would only push out what reads use. Merged episodes changed.
     for key in &merged {

@@ -374,7 +374,7 @@ pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Resul
         .into_iter()
         .next()
         .ok_or_else(|| Error::corrupted("record planned nothing"))?;
-    crate::layers::retention::after_write(e, ctx, u64::from(r.created), written, ts);
+    super::retention::after_write(e, ctx, u64::from(r.created), written, ts);
     Ok(r)
 }
 

@@ -443,7 +443,7 @@ fn evict_all(
             }
             if gone > 0 {
                 let total = t[2].get(key(TOTAL, ctx))?.map_or(0, |v| le_u64(&v));
-                t[2].insert(key(TOTAL, ctx), (total + gone).to_le_bytes().to_vec())?;
+                t[2].insert(key(TOTAL, ctx), (total + gone).to_le_bytes())?;
             }
             Ok((gone, ops))
         });
