@@ -606,6 +606,8 @@ pub(super) fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Resu
         ap.add(chunk.len() as u64, "episode", false);
     }
     stats.add("episode", plan.episodes.len() as u64);
+    // Episodes written outside the write path: the next write recounts.
+    crate::layers::episodic::retention::reset_estimates(e);
     ap.add(0, "episode", true);
 
     for (ctx, key, rec, history) in &plan.knowledge {

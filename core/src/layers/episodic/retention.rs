@@ -551,6 +551,13 @@ pub(crate) fn sweep(e: &Engine) -> Result<usize> {
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
+/// Forget what this process knows of every context's size (after episodes
+/// were written outside the write path, e.g. by an import): the next write
+/// to a context with a policy enforces it.
+pub(crate) fn reset_estimates(e: &Engine) {
+    e.state::<RetentionState>().est.lock().clear();
+}
+
 /// The last enforcement failure after a write, if any (reported by `status`).
 pub(crate) fn last_error(e: &Engine) -> Option<String> {
     e.state::<RetentionState>().last_error.lock().clone()
