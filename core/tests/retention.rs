@@ -379,3 +379,49 @@ fn export_import_keeps_the_policy_not_the_evicted() {
     let err = third.admin().import(&mut bad.as_bytes()).unwrap_err();
     assert!(err.to_string().contains("max_episodes"), "{err}");
 }
+
+/// `max_age` counts from the last activity: a duplicate merged into an old
+/// episode keeps it; linked duplicates are episodes like others.
+#[test]
+fn merged_duplicates_renew_an_episode() {
+    use memstrata::episodic::OnDuplicate;
+    let dir = common::tempdir();
+    let clock = Arc::new(ManualClock::starting_now());
+    let mem = open(&dir.path(), &clock);
+    let now = memstrata::Clock::now(&*clock);
+    let text = "Weekly sync with the platform team about the billing migration";
+    let old = record(&mem, text, 3, now - chrono::Duration::days(10));
+    let lone = record(
+        &mem,
+        "an unrelated old note about kayaks",
+        3,
+        now - chrono::Duration::days(10),
+    );
+    let merged = mem
+        .episodic()
+        .record_detailed(
+            NewEpisode::new(text)
+                .timestamp(now)
+                .on_duplicate(OnDuplicate::Merge),
+        )
+        .unwrap();
+    assert_eq!(merged.id, old);
+    let linked = mem
+        .episodic()
+        .record(
+            NewEpisode::new(text)
+                .timestamp(now)
+                .on_duplicate(OnDuplicate::Link),
+        )
+        .unwrap();
+    mem.contexts()
+        .set_retention(
+            Retention::new().max_age(Duration::from_secs(5 * 86_400)),
+            None,
+        )
+        .unwrap();
+    let mut expect = vec![old, linked];
+    expect.sort();
+    assert_eq!(ids(&mem), expect);
+    assert_eq!(mem.contexts().evictions(None, 10).unwrap()[0].id, lone);
+}

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::clock::millis_to_dt;
 use crate::engine::Engine;
-use crate::layers::episodic::{EpisodeCache, EpisodeRecord};
+use crate::layers::episodic::EpisodeCache;
 use crate::search::index::{self, IndexOp, Kind};
 use crate::storage::codec;
 use crate::{Error, Result};
@@ -319,6 +319,33 @@ fn low_water(limit: u64) -> u64 {
     (limit - limit / 10).max(1)
 }
 
+/// What a utility needs of a stored episode: the fields of format version 2's
+/// array in their order, the text ones skipped by the decoder (`IgnoredAny`),
+/// so that both the arrays of version 2 and the named maps of version 1 decode
+/// (as `registered::VectorView` does).
+#[derive(Deserialize)]
+struct UtilityView {
+    timestamp: i64,
+    #[serde(default, rename = "summary")]
+    _summary: serde::de::IgnoredAny,
+    #[serde(default, rename = "content")]
+    _content: serde::de::IgnoredAny,
+    #[serde(default, rename = "participants")]
+    _participants: serde::de::IgnoredAny,
+    #[serde(default, rename = "tags")]
+    _tags: serde::de::IgnoredAny,
+    importance: u8,
+    #[serde(default, rename = "embedding")]
+    _embedding: serde::de::IgnoredAny,
+    #[serde(default, rename = "seen_count")]
+    _seen_count: serde::de::IgnoredAny,
+    #[serde(default)]
+    last_seen: Option<i64>,
+    // Skipped too, so that the array's length matches.
+    #[serde(default, rename = "duplicate_of")]
+    _duplicate_of: serde::de::IgnoredAny,
+}
+
 struct Candidate {
     id: String,
     bytes: u64,
@@ -338,13 +365,14 @@ pub(crate) fn enforce(e: &Engine, ctx: &str, p: &Retention) -> Result<u64> {
     let mut all = Vec::new();
     for item in e.t.episodes.scan_prefix(codec::ctx_prefix(ctx)) {
         let (k, v) = item?;
-        let r = EpisodeRecord::decode_keyed(&e.codec, &k, &v)?;
+        let (_, id) = codec::split_ctx_key(&k)?;
+        let r: UtilityView = e.codec.decode(&v)?;
         let activity_ms = r.last_seen.unwrap_or(r.timestamp).max(r.timestamp);
         let age = Duration::from_millis(u64::try_from(now - activity_ms).unwrap_or(0));
-        let n = accesses.get(&r.id).copied().unwrap_or(0);
+        let n = accesses.get(&id).copied().unwrap_or(0);
         all.push(Candidate {
             utility: utility(r.importance, age, n),
-            id: r.id,
+            id,
             bytes: v.len() as u64,
             activity_ms,
         });
