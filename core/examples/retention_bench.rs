@@ -11,6 +11,10 @@
 //! - `evicting`: `max_episodes = N / 4` (the context is at its limit for three
 //!   quarters of the run: every eviction, amortised, is in the time).
 //!
+//! - `manual`: no policy; the host forgets the episode written N / 4 writes
+//!   earlier after each write (the same number of live episodes, by hand: the
+//!   floor a policy's evictions can be compared with).
+//!
 //! Then 1,000 one-word searches on the `none` store and on the `idle` store
 //! (the latter counts accesses). Prints each run's mean µs per call and each
 //! variant's median over `none`'s.
@@ -99,6 +103,31 @@ fn write_run(
     (us, mem, dir)
 }
 
+/// Mean µs per record plus the host's own `forget` of the episode written `keep` writes earlier.
+fn manual_run(items: &[(String, u8)], keep: usize) -> f64 {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mem = Memory::open(dir.path()).expect("open");
+    for i in 0..100 {
+        mem.episodic()
+            .record(NewEpisode::new(format!("warm up {i}")))
+            .expect("record");
+    }
+    let mut ids = std::collections::VecDeque::new();
+    let started = Instant::now();
+    for (t, imp) in items {
+        let id = mem
+            .episodic()
+            .record(NewEpisode::new(t.clone()).importance(*imp))
+            .expect("record");
+        ids.push_back(id);
+        if ids.len() > keep {
+            let old = ids.pop_front().expect("id");
+            mem.episodic().forget(&old).expect("forget");
+        }
+    }
+    started.elapsed().as_secs_f64() * 1e6 / items.len() as f64
+}
+
 fn search_run(mem: &Memory) -> f64 {
     let f = SearchFilters::default();
     let started = Instant::now();
@@ -127,7 +156,7 @@ fn main() {
             Some(Retention::new().max_episodes((n / 4).max(1) as u64)),
         ),
     ];
-    let mut writes = vec![Vec::new(); 3];
+    let mut writes = vec![Vec::new(); 4];
     let mut searches = vec![Vec::new(); 2];
     for round in 0..rounds {
         for (v, (name, p)) in variants.iter().enumerate() {
@@ -142,10 +171,13 @@ fn main() {
                 searches[v].push(s);
             }
         }
+        let us = manual_run(&items, (n / 4).max(1));
+        println!("round {round}: manual: {us:.1} µs per record");
+        writes[3].push(us);
     }
     println!("\n{n} records, median of {rounds}:");
     let base = median(writes[0].clone());
-    for (v, (name, _)) in variants.iter().enumerate() {
+    for (v, name) in ["none", "idle", "evicting", "manual"].iter().enumerate() {
         let m = median(writes[v].clone());
         println!("  record, {name}: {m:.1} µs ({:.2}x none)", m / base);
     }
