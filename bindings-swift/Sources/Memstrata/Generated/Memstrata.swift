@@ -5792,7 +5792,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_contexts() != 51463) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_evictions() != 35335) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_evictions() != 20280) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_export_to() != 10222) {
@@ -5846,7 +5846,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_punch_out() != 52785) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_retention() != 42364) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_retention() != 58488) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_session_create() != 4535) {

@@ -1543,7 +1543,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_contexts() and 0xFFFF) != 51463) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_evictions() and 0xFFFF) != 35335) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_evictions() and 0xFFFF) != 20280) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_export_to() and 0xFFFF) != 10222) {
@@ -1597,7 +1597,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_out() and 0xFFFF) != 52785) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_retention() and 0xFFFF) != 42364) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_retention() and 0xFFFF) != 58488) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_create() and 0xFFFF) != 4535) {
