@@ -196,10 +196,10 @@ def _add(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
 
 
 def _stop_words() -> set[str]:
-    """The engine's QUERY_STOP_WORDS, read from core/src/index.rs (one list, no copy)."""
+    """The engine's QUERY_STOP_WORDS, read from core/src/search/index/query.rs (one list, no copy)."""
     import re
 
-    src = (HERE.parent.parent / "core" / "src" / "index.rs").read_text(encoding="utf-8")
+    src = (HERE.parent.parent / "core" / "src" / "search" / "index" / "query.rs").read_text(encoding="utf-8")
     block = src.split("pub const QUERY_STOP_WORDS", 1)[1].split("];", 1)[0]
     block = "\n".join(line.split("//", 1)[0] for line in block.splitlines())
     return set(re.findall(r'"([a-z]+)"', block))
@@ -261,6 +261,24 @@ def anchored(fused: list[str], bm: list[Pair], vec: list[Pair], k: int = 3) -> l
     return [t for t in fused if t in chosen][:10] + [t for t in must if t not in fused]
 
 
+def zlinear(bm: list[Pair], vec: list[Pair], w: float) -> list[str]:
+    """Fixed weights on tail-z (no allowance, no ratio): BM25 × (1 − w), vectors × w. The
+    third round's per-set oracle: which fixed weight each set would need."""
+    s: dict[str, float] = {}
+    for t, x in tail_z_pad(bm, 10, 50).items():
+        s[t] = s.get(t, 0.0) + (1.0 - w) * x
+    for t, x in tail_z_pad(vec, 10, 50).items():
+        s[t] = s.get(t, 0.0) + w * x
+    return order(s)
+
+
+def content_gate(bm: list[Pair], vec: list[Pair], content: list[Pair], lo: float, hi: float) -> list[str]:
+    """zlinear with a per-query weight: `lo` on the vectors when BM25's best hit matched a
+    content word of the question (it is in the content-word list), `hi` when it did not."""
+    matched = bool(bm) and bm[0][0] in {t for t, _ in content}
+    return zlinear(bm, vec, lo if matched else hi)
+
+
 def score(ranked: list[str], gold: list[str]) -> tuple[float, float]:
     g = set(gold)
     r10 = len(g.intersection(ranked[:10])) / len(g)
@@ -308,6 +326,9 @@ def main() -> None:
         "tail-z, content-only filter": lambda b, v, g, bc, bo: zfuse(bo, v, g[2], 0.0, False),
         "adaptive, no BM25 allowance, content-only filter": lambda b, v, g, bc, bo: zfuse(
             bo, v, g[2], 1.0, bm25_allowance=False),
+        **{f"tail-z linear, vectors ×{w}": (lambda w: lambda b, v, g, bc, bo: zlinear(b, v, w))(w)
+           for w in (0.1, 0.2, 0.3, 0.5, 0.7, 0.8)},
+        "content gate, vectors ×0.2 / ×0.8": lambda b, v, g, bc, bo: content_gate(b, v, bc, 0.2, 0.8),
         "adaptive + each list's top 3 kept": lambda b, v, g, bc, bo: anchored(adaptive(b, v, g), b, v, 3),
     })
     if args.only:

@@ -179,6 +179,9 @@ impl Engine {
         tempdir: Option<tempfile::TempDir>,
     ) -> Result<Engine> {
         let origin = crate::util::fork::Origin::here();
+        if !opts.release_memory_interval.is_zero() {
+            crate::util::heap::fix_malloc_thresholds();
+        }
         let codec = codec::Codec::new(opts.encryption_key.as_ref());
         let opened = if storage::url::is_postgres_path(&path) {
             open_postgres(&opts, &path)?
