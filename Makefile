@@ -91,7 +91,7 @@ test-node-pg:
 ## PG_SUITES (space- or comma-separated) picks some of the conformance suites and
 ## PG_BACKEND=0 leaves pg_backend out (scripts/test-all.sh runs continuity, the longest, in a
 ## lane of its own).
-PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors batch batch_crash hygiene validity model_validity
+PG_CONFORMANCE_SUITES = layers continuity procedures forgetting model model_layers vectors batch batch_crash hygiene validity model_validity retention
 PG_SUITES ?= $(PG_CONFORMANCE_SUITES)
 PG_BACKEND ?= 1
 comma := ,

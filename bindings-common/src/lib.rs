@@ -36,7 +36,7 @@ pub use handle::Handle;
 pub use items::{EpisodeItem, KnowledgeItem};
 pub use options::{
     OpenOptions, QueryOptions, RecordOptions, SearchOptions, StoreOptions, TaskFilterOptions,
-    UpdateOptions, embedding, on_duplicate, vector_query,
+    UpdateOptions, embedding, on_duplicate, retention, vector_query,
 };
 pub use records::*;
 pub use types::embedding_from_f64;

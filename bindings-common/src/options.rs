@@ -126,6 +126,8 @@ options! {
         pub rrf_k: Option<f64>,
         /// Only episodes recorded by this instant (what the context held then).
         pub as_of: Option<Timestamp>,
+        /// Add importance and recency to the scores (off by default): score × (1 + 0.5·(importance − 1)/9 + 0.5·0.5^(age_days/30)); docs/memory-hygiene.md.
+        pub rank_by_utility: Option<bool>,
     }
 
     /// Optional arguments of `semantic.store`.
@@ -417,6 +419,7 @@ impl SearchOptions {
                 .map(|i| importance("min_importance", i))
                 .transpose()?,
             as_of: self.as_of.map(|t| t.0),
+            rank_by_utility: self.rank_by_utility.unwrap_or(false),
         };
         Ok((filters, defaults::search_limit(self.limit)))
     }
@@ -444,6 +447,32 @@ pub fn ttl(seconds: Option<f64>) -> Result<Option<std::time::Duration>, BindingE
     seconds
         .map(|s| memstrata::short_term::ttl_from_secs(s).map_err(BindingError::from))
         .transpose()
+}
+
+/// A retention policy from its limits (`max_age` in seconds); no limit
+/// clears the policy. `InvalidInput` naming the field for a negative, zero or
+/// non-finite limit.
+pub fn retention(
+    max_episodes: Option<i64>,
+    max_bytes: Option<i64>,
+    max_age: Option<f64>,
+) -> Result<memstrata::retention::Retention, BindingError> {
+    let mut r = memstrata::retention::Retention::new();
+    let count = |field: &str, n: i64| {
+        u64::try_from(n)
+            .map_err(|_| BindingError::invalid(field, format!("must be at least 1, got {n}")))
+    };
+    if let Some(n) = max_episodes {
+        r = r.max_episodes(count("max_episodes", n)?);
+    }
+    if let Some(n) = max_bytes {
+        r = r.max_bytes(count("max_bytes", n)?);
+    }
+    if let Some(s) = max_age {
+        r = r.max_age(interval("max_age", s)?);
+    }
+    r.validate()?;
+    Ok(r)
 }
 
 /// `level` (`"light"` default, `"medium"`, `"aggressive"`).

@@ -443,6 +443,8 @@ records! {
         pub metrics: Option<StatusMetrics>,
         /// What makes the status other than healthy.
         pub issues: Vec<String>,
+        /// Every context with a retention policy or evictions.
+        pub retention: Vec<RetentionStatus>,
     }
 
     /// Result of `optimize`.
@@ -898,6 +900,7 @@ impl From<memstrata::admin::Status> for Status {
             session_count: s.session_count.map(int),
             metrics: s.metrics.map(Into::into),
             issues: s.issues,
+            retention: s.retention.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -990,6 +993,9 @@ impl From<memstrata::procedural::Run> for Run {
         }
     }
 }
+
+mod retention;
+pub use retention::{Eviction, Retention, RetentionStatus};
 
 /// Convert a list of core results.
 pub fn list<T, R: From<T>>(items: Vec<T>) -> Vec<R> {

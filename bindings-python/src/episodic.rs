@@ -226,10 +226,11 @@ impl Episodic {
     /// with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
     ///
     /// `as_of` (an aware datetime): only episodes recorded by then (what the
-    /// context held at that time).
+    /// context held at that time). With `rank_by_utility`, importance and
+    /// recency are added to the scores (off by default; docs/memory-hygiene.md).
     #[pyo3(
-        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None),
-        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None)"
+        signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None, rank_by_utility=None),
+        text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None, rank_by_utility=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -248,6 +249,7 @@ impl Episodic {
         vector_weight: Option<&Bound<'_, PyAny>>,
         rrf_k: Option<&Bound<'_, PyAny>>,
         as_of: Option<&Bound<'_, PyAny>>,
+        rank_by_utility: Option<bool>,
     ) -> PyResult<Vec<EpisodeHit>> {
         let mem = self.h.core()?;
         let (filters, limit, vq) = SearchOptions {
@@ -263,6 +265,7 @@ impl Episodic {
             vector_weight: convert::opt_float(vector_weight, "vector_weight")?,
             rrf_k: convert::opt_float(rrf_k, "rrf_k")?,
             as_of: convert::opt_timestamp(as_of, "as_of")?,
+            rank_by_utility,
         }
         .hybrid()
         .map_err(to_py)?;

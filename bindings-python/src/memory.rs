@@ -348,6 +348,52 @@ impl Memory {
         Ok(p.as_str().to_owned())
     }
 
+    /// Set the retention policy of `namespace` (else the active context): at most
+    /// `max_episodes` episodes, `max_bytes` stored bytes, episodes at most `max_age`
+    /// old (seconds, or a timedelta). Past a limit the lowest-utility episodes
+    /// (importance, recency, how often searches returned them) are evicted, each one
+    /// audited (`evictions`). Enforced at once, on writes past a limit, and by
+    /// `optimize`. With no limit, the context's policy is cleared.
+    #[pyo3(signature = (*, max_episodes=None, max_bytes=None, max_age=None, namespace=None))]
+    fn set_retention(
+        &self,
+        py: Python<'_>,
+        max_episodes: Option<&Bound<'_, PyAny>>,
+        max_bytes: Option<&Bound<'_, PyAny>>,
+        max_age: Option<&Bound<'_, PyAny>>,
+        namespace: Option<String>,
+    ) -> PyResult<()> {
+        contexts::set_retention(
+            py,
+            &self.core()?,
+            max_episodes,
+            max_bytes,
+            max_age,
+            namespace,
+        )
+    }
+
+    /// The retention policy of `namespace` (else the active context); every limit None when none is set.
+    #[pyo3(signature = (namespace=None))]
+    fn retention(
+        &self,
+        py: Python<'_>,
+        namespace: Option<String>,
+    ) -> PyResult<contexts::Retention> {
+        contexts::retention(py, &self.core()?, namespace)
+    }
+
+    /// The audit of episodes evicted from `namespace` (else the active context) by its retention policy, newest first, at most `limit` (default 10, at most 100).
+    #[pyo3(signature = (namespace=None, limit=None))]
+    fn evictions(
+        &self,
+        py: Python<'_>,
+        namespace: Option<String>,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<contexts::Eviction>> {
+        contexts::evictions(py, &self.core()?, namespace, limit)
+    }
+
     // ------------------------------------------------------------ timesheet
 
     /// Start a task for `llm_name`. `context` is free text about the task (kept on

@@ -59,6 +59,22 @@ py_records! {
         metrics: Py<PyAny>,
         /// Why the status is not healthy (empty when it is).
         issues: Vec<String>,
+        /// Every context with a retention policy or evictions.
+        retention: Vec<Py<RetentionStatus>>,
+    }
+
+    /// A context's retention in `status()`: its policy and the episodes evicted so far.
+    RetentionStatus from common::RetentionStatus, repr [context, max_episodes, max_bytes, max_age, evicted] {
+        /// The context.
+        context: String,
+        /// Most episodes kept.
+        max_episodes: Option<i64>,
+        /// Most bytes the episodes occupy as stored.
+        max_bytes: Option<i64>,
+        /// Oldest an episode may be, in seconds.
+        max_age: Option<f64>,
+        /// Episodes evicted so far.
+        evicted: i64,
     }
 
     /// Result of `optimize()`.
@@ -89,6 +105,7 @@ impl Status {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ActiveSession>()?;
     m.add_class::<Status>()?;
+    m.add_class::<RetentionStatus>()?;
     m.add_class::<OptimizeReport>()?;
     Ok(())
 }

@@ -574,6 +574,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_memory_context_store(uint64_t ptr, RustB
 uint64_t uniffi_memstrata_ffi_fn_method_memory_contexts(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_EVICTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_EVICTIONS
+uint64_t uniffi_memstrata_ffi_fn_method_memory_evictions(uint64_t ptr, RustBuffer namespace, RustBuffer limit
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_EXPORT_TO
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_EXPORT_TO
 uint64_t uniffi_memstrata_ffi_fn_method_memory_export_to(uint64_t ptr, RustBuffer path
@@ -659,6 +664,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_in(uint64_t ptr, RustBuffer
 uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_out(uint64_t ptr, RustBuffer task_id, RustBuffer summary, int8_t detect_files
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_RETENTION
+uint64_t uniffi_memstrata_ffi_fn_method_memory_retention(uint64_t ptr, RustBuffer namespace
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_CREATE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SESSION_CREATE
 uint64_t uniffi_memstrata_ffi_fn_method_memory_session_create(uint64_t ptr, RustBuffer name, RustBuffer metadata
@@ -697,6 +707,11 @@ void uniffi_memstrata_ffi_fn_method_memory_set_embedder(uint64_t ptr, RustBuffer
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_ON_DUPLICATE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_ON_DUPLICATE
 uint64_t uniffi_memstrata_ffi_fn_method_memory_set_on_duplicate(uint64_t ptr, RustBuffer on_duplicate, RustBuffer namespace
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_SET_RETENTION
+uint64_t uniffi_memstrata_ffi_fn_method_memory_set_retention(uint64_t ptr, RustBuffer max_episodes, RustBuffer max_bytes, RustBuffer max_age, RustBuffer namespace
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_STATUS
@@ -1352,6 +1367,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_memory_contexts(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_EVICTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_EVICTIONS
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_evictions(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_EXPORT_TO
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_EXPORT_TO
 uint16_t uniffi_memstrata_ffi_checksum_method_memory_export_to(void
@@ -1454,6 +1475,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_memory_punch_out(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_RETENTION
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_retention(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_CREATE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SESSION_CREATE
 uint16_t uniffi_memstrata_ffi_checksum_method_memory_session_create(void
@@ -1499,6 +1526,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_memory_set_embedder(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_ON_DUPLICATE
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_ON_DUPLICATE
 uint16_t uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_SET_RETENTION
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_set_retention(void
     
 );
 #endif

@@ -231,6 +231,55 @@ impl Memory {
             .map(|p| p.as_str().to_owned())
     }
 
+    /// Set the retention policy of `namespace` (else the active context): at most
+    /// `maxEpisodes` episodes, `maxBytes` stored bytes, episodes at most `maxAge`
+    /// seconds old. Past a limit the lowest-utility episodes (importance, recency,
+    /// how often searches returned them) are evicted, each one audited
+    /// (`evictions`). Enforced at once, on writes past a limit, and by `optimize`.
+    /// With no limit, the context's policy is cleared.
+    #[uniffi::method(default(max_episodes = None, max_bytes = None, max_age = None, namespace = None))]
+    pub async fn set_retention(
+        &self,
+        max_episodes: Option<i64>,
+        max_bytes: Option<i64>,
+        max_age: Option<f64>,
+        namespace: Option<String>,
+    ) -> Result<(), MemstrataError> {
+        let mem = self.core()?;
+        pool::run(move || {
+            let p = options::retention(max_episodes, max_bytes, max_age)?;
+            Ok(mem.contexts().set_retention(p, namespace.as_deref())?)
+        })
+        .await
+    }
+
+    /// The retention policy of `namespace` (else the active context); every limit null when none is set.
+    #[uniffi::method(default(namespace = None))]
+    pub async fn retention(
+        &self,
+        namespace: Option<String>,
+    ) -> Result<common::Retention, MemstrataError> {
+        let mem = self.core()?;
+        pool::core(move || mem.contexts().retention(namespace.as_deref()))
+            .await
+            .map(Into::into)
+    }
+
+    /// The audit of episodes evicted from `namespace` (else the active context)
+    /// by its retention policy, newest first, at most `limit` (default 10, at most 100).
+    #[uniffi::method(default(namespace = None, limit = None))]
+    pub async fn evictions(
+        &self,
+        namespace: Option<String>,
+        limit: Option<u32>,
+    ) -> Result<Vec<common::Eviction>, MemstrataError> {
+        let mem = self.core()?;
+        let limit = common::defaults::page_limit(limit);
+        pool::core(move || mem.contexts().evictions(namespace.as_deref(), limit))
+            .await
+            .map(|l| l.into_iter().map(Into::into).collect())
+    }
+
     // ------------------------------------------------------------ sessions
 
     /// Create a session; `metadata` is JSON text (default null).

@@ -104,6 +104,16 @@ pub mod episodic {
     };
 }
 
+/// Forgetting by utility: per-context retention policies, the utility that
+/// orders evictions, the eviction audit and the `rank_by_utility` search option.
+pub mod retention {
+    pub use crate::layers::episodic::retention::{
+        Eviction, EvictionReason, RANK_HALF_LIFE_DAYS, RANK_IMPORTANCE_WEIGHT, RANK_RECENCY_WEIGHT,
+        Retention, RetentionStatus, UTILITY_ACCESS_SATURATION, UTILITY_ACCESS_WEIGHT,
+        UTILITY_HALF_LIFE_DAYS, UTILITY_IMPORTANCE_WEIGHT, UTILITY_RECENCY_WEIGHT, utility,
+    };
+}
+
 /// The semantic layer: versioned knowledge entries.
 pub mod semantic {
     pub use crate::layers::dedup::OnDuplicate;

@@ -226,3 +226,153 @@ fn forgetting_run(keyed: bool) {
     let mem = open(&dir.path(), &clock, keyed);
     assert_gone(&mem, &ep_id, &session_id, "after index rebuild");
 }
+
+/// Episodes evicted by a retention policy (on write, when the policy is set,
+/// and by optimize for `max_age`) never come back either: not by get, search
+/// (text or vector), recent or export, after restart, after every optimize
+/// level and after an index rebuild. Their audit entries hold no user text.
+#[test]
+fn evicted_items_never_come_back() {
+    evicted_run(false);
+}
+
+/// The same on an encrypted store.
+#[test]
+fn evicted_items_never_come_back_sealed() {
+    evicted_run(true);
+}
+
+fn assert_evicted(mem: &Memory, evicted: &[String], kept: usize, when: &str) {
+    let ctx = mem.namespace("default").unwrap();
+    for id in evicted {
+        assert!(
+            ctx.episodic().get(id).unwrap().is_none(),
+            "{when}: get {id}"
+        );
+    }
+    assert!(
+        ctx.episodic()
+            .search(MARK, &SearchFilters::default(), 100)
+            .unwrap()
+            .is_empty(),
+        "{when}: search"
+    );
+    let near = VectorQuery::embedding(vec![1.0, 0.0, 0.0]);
+    let hits = ctx
+        .episodic()
+        .search_hybrid("", &SearchFilters::default(), 100, &near)
+        .unwrap();
+    assert!(
+        hits.iter().all(|h| !evicted.contains(&h.episode.id)),
+        "{when}: vector search"
+    );
+    let recent = ctx.episodic().recent(100).unwrap();
+    assert!(
+        recent.iter().all(|e| !evicted.contains(&e.id)),
+        "{when}: recent"
+    );
+    assert_eq!(recent.len(), kept, "{when}: kept episodes");
+    assert!(!export_text(mem).contains(MARK), "{when}: export");
+    let audit = ctx.contexts().evictions(None, 100).unwrap();
+    assert_eq!(audit.len(), evicted.len(), "{when}: audit entries");
+    for a in &audit {
+        assert!(evicted.contains(&a.id), "{when}: audited {}", a.id);
+        assert!(!serde_json::to_string(a).unwrap().contains(MARK));
+    }
+    let status = mem.admin().status(false, false).unwrap();
+    assert_eq!(status.retention[0].evicted, evicted.len() as u64, "{when}");
+}
+
+fn evicted_run(keyed: bool) {
+    use memstrata::retention::Retention;
+    let dir = common::tempdir();
+    let clock = Arc::new(ManualClock::starting_now());
+    let mut evicted = Vec::new();
+    {
+        let mem = open(&dir.path(), &clock, keyed);
+        let now = memstrata::Clock::now(&*clock);
+        for i in 0..3 {
+            mem.episodic()
+                .record(
+                    NewEpisode::new(format!("keeper episode {i}"))
+                        .importance(9)
+                        .embedding(vec![0.0, 1.0, 0.0]),
+                )
+                .unwrap();
+        }
+        // Load the vector index first, so removal from a live index is tested too.
+        let near = VectorQuery::embedding(vec![1.0, 0.0, 0.0]);
+        mem.episodic()
+            .search_hybrid("", &SearchFilters::default(), 10, &near)
+            .unwrap();
+        evicted.push(
+            mem.episodic()
+                .record(
+                    NewEpisode::new(format!("{MARK} first sighting"))
+                        .importance(1)
+                        .embedding(vec![1.0, 0.0, 0.0]),
+                )
+                .unwrap(),
+        );
+        // Evicted when the policy is set (4 episodes, at most 3).
+        mem.contexts()
+            .set_retention(
+                Retention::new()
+                    .max_episodes(3)
+                    .max_age(Duration::from_secs(86_400)),
+                None,
+            )
+            .unwrap();
+        // Evicted on write (lowest utility: importance 1, older than the keepers).
+        evicted.push(
+            mem.episodic()
+                .record(
+                    NewEpisode::new(format!("{MARK} second sighting"))
+                        .importance(1)
+                        .tags([MARK])
+                        .timestamp(now - chrono::Duration::hours(20))
+                        .embedding(vec![1.0, 0.0, 0.0]),
+                )
+                .unwrap(),
+        );
+        assert_evicted(&mem, &evicted, 3, "after eviction on write");
+    }
+    {
+        let mem = open(&dir.path(), &clock, keyed);
+        assert_evicted(&mem, &evicted, 3, "after restart");
+        for level in [
+            OptimizeLevel::Light,
+            OptimizeLevel::Medium,
+            OptimizeLevel::Aggressive,
+        ] {
+            mem.admin().optimize(level, None).unwrap();
+            assert_evicted(
+                &mem,
+                &evicted,
+                3,
+                &format!("after optimize({})", level.as_str()),
+            );
+        }
+    }
+    if !common::backend_is_postgres() {
+        std::fs::remove_dir_all(dir.join("index")).unwrap();
+    }
+    let mem = open(&dir.path(), &clock, keyed);
+    assert_evicted(&mem, &evicted, 3, "after index rebuild");
+    // Past max_age: optimize evicts the keepers too, and they stay gone.
+    clock.advance(Duration::from_secs(2 * 86_400));
+    let report = mem.admin().optimize(OptimizeLevel::Light, None).unwrap();
+    assert_eq!(
+        report.optimization_details["retention"]["episodes_evicted"],
+        3
+    );
+    drop(mem);
+    let mem = open(&dir.path(), &clock, keyed);
+    assert!(mem.episodic().recent(100).unwrap().is_empty());
+    assert!(
+        mem.episodic()
+            .search("keeper", &SearchFilters::default(), 100)
+            .unwrap()
+            .is_empty()
+    );
+}

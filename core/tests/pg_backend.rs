@@ -714,7 +714,7 @@ fn every_search_filter_is_applied_in_sql() {
             since: Some(t(1)),
             until: Some(t(4)),
             min_importance: Some(4),
-            as_of: None,
+            ..all()
         };
         assert_eq!(search(text, everything, 10), with_text(vec![&e3]));
     }

@@ -436,7 +436,7 @@ async fn mcp_over_websocket() {
         .insert("authorization", "Bearer ws-key-0123456789".parse().unwrap());
     let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
     let client = ().serve(ws_client(ws)).await.expect("initialize over WebSocket");
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 32);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 34);
     let call = |name: &str, args: Value| {
         let Value::Object(args) = args else {
             unreachable!()

@@ -14,9 +14,11 @@ use common::{check, connect, shared_temp};
 use memstrata::{Limits, Memory};
 use memstrata_mcp::{Access, Auth, Principal, Shared};
 
-const TOOLS: [&str; 32] = [
+const TOOLS: [&str; 34] = [
+    "context_evictions",
     "context_retrieve",
     "context_set_on_duplicate",
+    "context_set_retention",
     "context_store",
     "context_switch",
     "episode_get",

@@ -80,7 +80,7 @@ async fn persists_across_restarts_and_exits_cleanly_on_eof() {
     let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let client = ().serve(io).await.expect("initialize");
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 32);
+    assert_eq!(tools.len(), 34);
     let sid = call(
         &client,
         "session_create",

@@ -90,6 +90,8 @@ __all__ = [
     "SessionVersionInfo",
     "ContextStored",
     "ContextValue",
+    "Retention",
+    "Eviction",
     "PunchIn",
     "PunchOut",
     "Task",
@@ -97,6 +99,7 @@ __all__ = [
     "TimesheetReport",
     "ActiveSession",
     "Status",
+    "RetentionStatus",
     "OptimizeReport",
     "ExportStats",
     "ImportStats",
@@ -318,6 +321,28 @@ class Memory:
         ...
     def on_duplicate(self, namespace: Optional[str] = None) -> Literal["keep", "skip", "merge", "link"]:
         """The duplicate policy of `namespace` (else the active context)."""
+        ...
+    def set_retention(
+        self,
+        *,
+        max_episodes: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+        max_age: Optional[_TTL] = None,
+        namespace: Optional[str] = None,
+    ) -> None:
+        """Set the retention policy of `namespace` (else the active context): at most
+        `max_episodes` episodes, `max_bytes` stored bytes, episodes at most `max_age`
+        old (seconds, or a timedelta). Past a limit the lowest-utility episodes
+        (importance, recency, how often searches returned them) are evicted, each one
+        audited (`evictions`). Enforced at once, on writes past a limit, and by
+        `optimize`. With no limit, the context's policy is cleared.
+        """
+        ...
+    def retention(self, namespace: Optional[str] = None) -> Retention:
+        """The retention policy of `namespace` (else the active context); every limit None when none is set."""
+        ...
+    def evictions(self, namespace: Optional[str] = None, limit: Optional[int] = None) -> list[Eviction]:
+        """The audit of episodes evicted from `namespace` (else the active context) by its retention policy, newest first, at most `limit` (default 10, at most 100)."""
         ...
     def punch_in(
         self,
@@ -656,6 +681,7 @@ class Episodic:
         vector_weight: Optional[float] = None,
         rrf_k: Optional[float] = None,
         as_of: Optional[datetime.datetime] = None,
+        rank_by_utility: Optional[bool] = None,
     ) -> list[EpisodeHit]:
         """BM25 search over summary, content, participants and tags. `query` is plain text
         (no syntax; punctuation is ignored); an empty query returns the newest matches.
@@ -668,7 +694,8 @@ class Episodic:
         with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
 
         `as_of` (an aware datetime): only episodes recorded by then (what the
-        context held at that time).
+        context held at that time). With `rank_by_utility`, importance and recency
+        are added to the scores (off by default; docs/memory-hygiene.md).
         """
         ...
     def recent(
@@ -1218,6 +1245,46 @@ class ContextValue:
         """When it expires (None: no TTL)."""
         ...
 
+@final
+class Retention:
+    """A context's retention policy (`Memory.retention`): the limits on its episodes, each None when not set."""
+    @property
+    def max_episodes(self) -> Optional[int]:
+        """Most episodes kept."""
+        ...
+    @property
+    def max_bytes(self) -> Optional[int]:
+        """Most bytes the episodes occupy as stored."""
+        ...
+    @property
+    def max_age(self) -> Optional[float]:
+        """Oldest an episode may be, in seconds."""
+        ...
+
+@final
+class Eviction:
+    """One audited eviction (`Memory.evictions`): an episode removed by a retention policy. It holds no user text."""
+    @property
+    def id(self) -> str:
+        """The evicted episode's id."""
+        ...
+    @property
+    def context(self) -> str:
+        """The context it was evicted from."""
+        ...
+    @property
+    def evicted_at(self) -> datetime.datetime:
+        """When (aware UTC)."""
+        ...
+    @property
+    def reason(self) -> Literal["max_age", "max_episodes", "max_bytes"]:
+        """Which limit evicted it."""
+        ...
+    @property
+    def utility(self) -> float:
+        """Its utility when evicted (0..=1)."""
+        ...
+
 # ---------------------------------------------------------------- timesheet
 
 @final
@@ -1420,6 +1487,34 @@ class Status:
     @property
     def issues(self) -> list[str]:
         """Why the status is not healthy (empty when it is)."""
+        ...
+    @property
+    def retention(self) -> list[RetentionStatus]:
+        """Every context with a retention policy or evictions."""
+        ...
+
+@final
+class RetentionStatus:
+    """A context's retention in `status()`: its policy and the episodes evicted so far."""
+    @property
+    def context(self) -> str:
+        """The context."""
+        ...
+    @property
+    def max_episodes(self) -> Optional[int]:
+        """Most episodes kept."""
+        ...
+    @property
+    def max_bytes(self) -> Optional[int]:
+        """Most bytes the episodes occupy as stored."""
+        ...
+    @property
+    def max_age(self) -> Optional[float]:
+        """Oldest an episode may be, in seconds."""
+        ...
+    @property
+    def evicted(self) -> int:
+        """Episodes evicted so far."""
         ...
 
 @final

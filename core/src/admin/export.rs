@@ -122,7 +122,9 @@ fn export_all(e: &Engine, w: &mut dyn Write) -> Result<ExportStats> {
         let k = k?;
         let name = String::from_utf8(k.to_vec())
             .map_err(|_| Error::corrupted("non-UTF-8 context name"))?;
-        write_line(w, "context", &ContextLine { name })?;
+        let retention = Some(crate::layers::episodic::retention::policy(e, &name)?)
+            .filter(|p| !p.is_unlimited());
+        write_line(w, "context", &ContextLine { name, retention })?;
         stats.add("context");
     }
 

@@ -94,7 +94,7 @@ fn merge_index(index: &crate::search::index::SearchIndex) -> Result<()> {
 /// `done` never decreases; `total` is given when known up front.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Progress {
-    /// What is running: `optimize` reports `"sweep"`, `"prune_sessions"` (medium and up:
+    /// What is running: `optimize` reports `"sweep"` (expired items, retention policies), `"prune_sessions"` (medium and up:
     /// pruning and recompressing, one session at a time), `"merge_index"` (aggressive) and
     /// `"flush"`; `import` reports `"validate"` (reading and checking every line; `done`
     /// counts lines) and `"apply"` (`done` counts records written, out of `total`).
@@ -140,6 +140,25 @@ fn session_ids(e: &crate::engine::Engine) -> Result<Vec<String>> {
     Ok(ids)
 }
 
+/// What `optimize` reports of retention: per context with a policy, its
+/// policy, the episodes this run evicted and the total evicted so far.
+fn retention_details(e: &crate::engine::Engine, evicted: &[(String, u64)]) -> Result<Value> {
+    let mut out = serde_json::Map::new();
+    let mut total = 0;
+    for s in crate::layers::episodic::retention::statuses(e)? {
+        let now = evicted
+            .iter()
+            .find(|(c, _)| *c == s.context)
+            .map_or(0, |(_, n)| *n);
+        total += now;
+        out.insert(
+            s.context.clone(),
+            json!({"policy": s.policy, "evicted": now, "evicted_total": s.evicted}),
+        );
+    }
+    Ok(json!({"episodes_evicted": total, "contexts": out}))
+}
+
 impl Admin {
     /// Reclaim space and tidy the store; see [`OptimizeLevel`]. `target_session` limits
     /// session pruning (medium and aggressive) to one session (`NotFound` if unknown).
@@ -176,6 +195,8 @@ impl Admin {
 
             progress(Progress::new("sweep", 0, None, "purging expired short-term items"));
             let expired = short_term::sweep_expired(e)?;
+            // Retention policies are enforced in the sweep stage too (episodes evicted).
+            let evicted = crate::layers::episodic::retention::enforce_all(e, false)?;
             progress(Progress::new(
                 "sweep",
                 expired as u64,
@@ -187,6 +208,7 @@ impl Admin {
                 "target_session": target_session,
                 "expired_items_removed": expired,
             });
+            details["retention"] = retention_details(e, &evicted)?;
 
             if level >= OptimizeLevel::Medium {
                 let keep = e.opts.session_retention.max(1);

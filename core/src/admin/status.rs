@@ -72,6 +72,9 @@ pub struct Status {
     pub metrics: Option<StatusMetrics>,
     /// Why the status is not `healthy` (empty when it is).
     pub issues: Vec<String>,
+    /// Every context with a retention policy or with evictions: its policy
+    /// and how many episodes it evicted.
+    pub retention: Vec<crate::layers::episodic::retention::RetentionStatus>,
 }
 
 /// One session of [`Status::active_sessions`].
@@ -274,6 +277,17 @@ impl Admin {
             } else {
                 None
             };
+            let retention = match crate::layers::episodic::retention::statuses(e) {
+                Ok(r) => r,
+                Err(err) => {
+                    health = health.max(Health::Error);
+                    issues.push(format!("cannot read the retention policies: {err}"));
+                    Vec::new()
+                }
+            };
+            if let Some(err) = crate::layers::episodic::retention::last_error(e) {
+                issues.push(err);
+            }
             Ok(Status {
                 status: health,
                 version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -282,6 +296,7 @@ impl Admin {
                 session_count,
                 metrics,
                 issues,
+                retention,
             })
         })
     }

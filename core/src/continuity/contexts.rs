@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::engine::Scope;
 use crate::layers::dedup::{self, OnDuplicate};
+use crate::layers::episodic::retention::{self, Eviction, Retention};
 use crate::{Result, layers::short_term, util::input};
 
 /// Result of [`Memory::switch_context`](crate::Memory::switch_context).
@@ -80,6 +81,40 @@ impl Contexts {
         e.timed("context.on_duplicate", || {
             let ctx = self.context_or_active(namespace)?;
             dedup::context_policy(e, &ctx)
+        })
+    }
+
+    /// Set the retention policy of `namespace` (else the active context): the
+    /// limits on its episodes (`max_episodes`, `max_bytes`, `max_age`) past
+    /// which the lowest-utility episodes are evicted, each eviction audited.
+    /// It is enforced at once, then after writes to the context that may pass
+    /// a limit, by the maintenance sweep and by `optimize`. A policy without
+    /// any limit ([`Retention::new`]) clears the context's policy.
+    pub fn set_retention(&self, policy: Retention, namespace: Option<&str>) -> Result<()> {
+        let e = &self.scope.engine;
+        e.timed("context.set_retention", || {
+            let ctx = self.context_or_active(namespace)?;
+            retention::set_policy(e, &ctx, policy)
+        })
+    }
+
+    /// The retention policy of `namespace` (else the active context); unlimited unless set.
+    pub fn retention(&self, namespace: Option<&str>) -> Result<Retention> {
+        let e = &self.scope.engine;
+        e.timed("context.retention", || {
+            let ctx = self.context_or_active(namespace)?;
+            retention::policy(e, &ctx)
+        })
+    }
+
+    /// The audit of the episodes evicted from `namespace` (else the active
+    /// context) by its retention policy, newest first, at most `limit`.
+    pub fn evictions(&self, namespace: Option<&str>, limit: usize) -> Result<Vec<Eviction>> {
+        let e = &self.scope.engine;
+        e.timed("context.evictions", || {
+            let ctx = self.context_or_active(namespace)?;
+            let limit = limit.min(e.opts.limits.max_results);
+            retention::evictions(e, &ctx, limit)
         })
     }
 

@@ -324,6 +324,9 @@ impl Engine {
 
     /// Make everything durable: commit the index and fsync sled.
     pub(crate) fn flush(&self) -> Result<()> {
+        for f in self.layers.flushes {
+            f(self)?;
+        }
         self.store.flush()?;
         if self.commit_index()? {
             self.prune_index_log()?;
@@ -539,6 +542,9 @@ pub(crate) struct Registrations {
     /// Run by the maintenance thread every `Options::sweep_interval` (e.g. the
     /// short-term expiry sweep); returns how many records it removed.
     pub sweeps: &'static [fn(&Engine) -> Result<usize>],
+    /// Run by [`Engine::flush`] (and so by close) before the store is flushed:
+    /// state a layer keeps in memory and writes in batches (e.g. access counts).
+    pub flushes: &'static [fn(&Engine) -> Result<()>],
     /// Makers of the layers' per-engine state (e.g. a decoded-record cache),
     /// called once at open with the options and whether the store is shared
     /// by several instances; read back with [`Engine::state`].

@@ -26,7 +26,7 @@ pub(crate) use registered::*;
 mod dedup;
 pub use dedup::Recorded;
 #[allow(unused_imports)]
-pub(crate) use dedup::{fingerprint, record_detailed_in};
+pub(crate) use dedup::{fingerprint, record_detailed_in, remove_keys as remove_dedup_keys};
 
 use crate::layers::dedup::OnDuplicate;
 use crate::search::dedup::DupKind;
@@ -34,6 +34,7 @@ mod batch;
 pub(crate) use batch::record_many_in;
 mod search;
 pub(crate) use search::search_in;
+pub(crate) mod retention;
 
 /// Longest text `summarize` returns, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 4000;
@@ -227,6 +228,8 @@ pub struct SearchFilters {
     /// Only episodes recorded by this time (inclusive): what the context held
     /// then (as it is now: a merge or a forget since then shows).
     pub as_of: Option<DateTime<Utc>>,
+    /// Add importance and recency to the scores (off by default; the formula: `memstrata::retention`, docs/memory-hygiene.md).
+    pub rank_by_utility: bool,
 }
 
 /// One search result.

@@ -14,6 +14,11 @@ use crate::engine::Registrations;
 /// knowledge), the short-term expiry sweep, and the episode cache.
 pub(crate) static REGISTRY: Registrations = Registrations {
     sources: &[episodic::SOURCE, semantic::SOURCE],
-    sweeps: &[short_term::sweep_expired],
-    states: &[episodic::new_cache, dedup::new_state],
+    sweeps: &[short_term::sweep_expired, episodic::retention::sweep],
+    flushes: &[episodic::retention::flush_access],
+    states: &[
+        episodic::new_cache,
+        dedup::new_state,
+        episodic::retention::new_state,
+    ],
 };

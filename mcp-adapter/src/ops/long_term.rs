@@ -193,6 +193,9 @@ pub struct EpisodeSearch {
     /// Only episodes recorded by this time (RFC 3339): what the context held then.
     #[serde(default)]
     pub as_of: Option<chrono::DateTime<chrono::Utc>>,
+    /// Add importance and recency to the scores: score × (1 + 0.5 · (importance − 1)/9 + 0.5 · 0.5^(age_days / 30)) (default false).
+    #[serde(default)]
+    pub rank_by_utility: bool,
     /// `next_cursor` from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
@@ -234,6 +237,7 @@ impl Op for EpisodeSearch {
             until: self.until,
             min_importance: self.min_importance,
             as_of: self.as_of,
+            rank_by_utility: self.rank_by_utility,
         };
         let vq = common::vector_query(
             self.embedding,

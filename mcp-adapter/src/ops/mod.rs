@@ -19,12 +19,14 @@ mod continuity;
 mod layers;
 mod long_term;
 mod procedures;
+mod retention;
 
 pub use batch::*;
 pub use continuity::*;
 pub use layers::*;
 pub use long_term::*;
 pub use procedures::*;
+pub use retention::*;
 
 /// Where a tool sends progress reports (the MCP handler turns them into
 /// `notifications/progress` when the client asked for them with a progress token).

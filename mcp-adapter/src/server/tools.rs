@@ -249,4 +249,14 @@ tools! {
     context_set_on_duplicate(ops::ContextSetOnDuplicate) -> ops::OnDuplicateSet {
         title: "Set a context's duplicate policy", read_only: false, destructive_hint: false, idempotent_hint: true
     }
+
+    /// Set the retention policy of a context (namespace, else the active one): max_episodes, max_bytes, max_age (seconds). Past a limit the lowest-utility episodes (importance, recency, how often searches returned them) are evicted, each one audited (context_evictions); with no limit, the policy is cleared. Enforced at once, on writes past a limit and by memory_optimize.
+    context_set_retention(ops::ContextSetRetention) -> ops::RetentionSet {
+        title: "Set a context's retention policy", read_only: false, destructive_hint: true, idempotent_hint: true
+    }
+
+    /// The audit of episodes a context's retention policy evicted (id, time, reason, utility), newest first.
+    context_evictions(ops::ContextEvictions) -> ops::Evictions {
+        title: "List a context's evictions", read_only: true
+    }
 }

@@ -51,7 +51,7 @@ def execute(server: HttpServer, tool: str, params: dict[str, Any], key: str | No
 async def test_workflow_over_streamable_http(http_server: HttpServer) -> None:
     async with connect(http_server) as c:
         tools = await c.list_tools()
-        assert len(tools.tools) == 32
+        assert len(tools.tools) == 34
         sid = (await ok(c, "session_create", {"name": "http"}))["session_id"]
         await ok(c, "session_save", {"session_id": sid, "content": {"n": 1}})
         await ok(c, "session_save", {"session_id": sid, "content": {"n": 2}})

@@ -17,6 +17,7 @@ TOOLS = {
     "episode_search", "episodes_summarize", "knowledge_store", "knowledge_retrieve", "knowledge_query",
     "knowledge_update", "procedure_learn", "procedure_update", "procedure_list", "procedure_execute",
     "procedure_resume", "episode_record_many", "knowledge_store_many", "context_set_on_duplicate",
+    "context_set_retention", "context_evictions",
 }  # fmt: skip
 
 

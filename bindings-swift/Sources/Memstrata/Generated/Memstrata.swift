@@ -1688,6 +1688,12 @@ public protocol MemoryProtocol: AnyObject, Sendable {
     func contexts() async throws  -> [String]
     
     /**
+     * The audit of episodes evicted from `namespace` (else the active context)
+     * by its retention policy, newest first, at most `limit` (default 10, at most 100).
+     */
+    func evictions(namespace: String?, limit: UInt32?) async throws  -> [Eviction]
+    
+    /**
      * Write every layer of the store to the file at `path` (JSON Lines),
      * fsynced before this returns.
      */
@@ -1780,6 +1786,11 @@ public protocol MemoryProtocol: AnyObject, Sendable {
     func punchOut(taskId: String, summary: String, detectFiles: Bool) async throws  -> PunchOut
     
     /**
+     * The retention policy of `namespace` (else the active context); every limit null when none is set.
+     */
+    func retention(namespace: String?) async throws  -> Retention
+    
+    /**
      * Create a session; `metadata` is JSON text (default null).
      */
     func sessionCreate(name: String, metadata: String?) async throws  -> SessionCreated
@@ -1827,6 +1838,16 @@ public protocol MemoryProtocol: AnyObject, Sendable {
      * `semantic.store` do without an `onDuplicate` of their own.
      */
     func setOnDuplicate(onDuplicate: String, namespace: String?) async throws 
+    
+    /**
+     * Set the retention policy of `namespace` (else the active context): at most
+     * `maxEpisodes` episodes, `maxBytes` stored bytes, episodes at most `maxAge`
+     * seconds old. Past a limit the lowest-utility episodes (importance, recency,
+     * how often searches returned them) are evicted, each one audited
+     * (`evictions`). Enforced at once, on writes past a limit, and by `optimize`.
+     * With no limit, the context's policy is cleared.
+     */
+    func setRetention(maxEpisodes: Int64?, maxBytes: Int64?, maxAge: Double?, namespace: String?) async throws 
     
     /**
      * Health, version, uptime; session count and per-operation metrics on request.
@@ -2038,6 +2059,26 @@ open func contexts()async throws  -> [String]  {
             completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * The audit of episodes evicted from `namespace` (else the active context)
+     * by its retention policy, newest first, at most `limit` (default 10, at most 100).
+     */
+open func evictions(namespace: String? = nil, limit: UInt32? = nil)async throws  -> [Eviction]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_evictions(
+                        self.uniffiCloneHandle(),FfiConverterOptionString.lower(namespace),FfiConverterOptionUInt32.lower(limit)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeEviction.lift,
             errorHandler: FfiConverterTypeMemstrataError_lift
         )
 }
@@ -2311,6 +2352,25 @@ open func punchOut(taskId: String, summary: String, detectFiles: Bool = false)as
 }
     
     /**
+     * The retention policy of `namespace` (else the active context); every limit null when none is set.
+     */
+open func retention(namespace: String? = nil)async throws  -> Retention  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_retention(
+                        self.uniffiCloneHandle(),FfiConverterOptionString.lower(namespace)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeRetention_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
      * Create a session; `metadata` is JSON text (default null).
      */
 open func sessionCreate(name: String, metadata: String? = nil)async throws  -> SessionCreated  {
@@ -2454,6 +2514,30 @@ open func setOnDuplicate(onDuplicate: String, namespace: String? = nil)async thr
             rustFutureFunc: {
                 uniffi_memstrata_ffi_fn_method_memory_set_on_duplicate(
                         self.uniffiCloneHandle(),FfiConverterString.lower(onDuplicate),FfiConverterOptionString.lower(namespace)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_void,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Set the retention policy of `namespace` (else the active context): at most
+     * `maxEpisodes` episodes, `maxBytes` stored bytes, episodes at most `maxAge`
+     * seconds old. Past a limit the lowest-utility episodes (importance, recency,
+     * how often searches returned them) are evicted, each one audited
+     * (`evictions`). Enforced at once, on writes past a limit, and by `optimize`.
+     * With no limit, the context's policy is cleared.
+     */
+open func setRetention(maxEpisodes: Int64? = nil, maxBytes: Int64? = nil, maxAge: Double? = nil, namespace: String? = nil)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_set_retention(
+                        self.uniffiCloneHandle(),FfiConverterOptionInt64.lower(maxEpisodes),FfiConverterOptionInt64.lower(maxBytes),FfiConverterOptionDouble.lower(maxAge),FfiConverterOptionString.lower(namespace)
                 )
             },
             pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
@@ -5246,6 +5330,31 @@ fileprivate struct FfiConverterSequenceTypeEpisodeItem: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeEviction: FfiConverterRustBuffer {
+    typealias SwiftType = [Eviction]
+
+    public static func write(_ value: [Eviction], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeEviction.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Eviction] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Eviction]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeEviction.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeKnowledge: FfiConverterRustBuffer {
     typealias SwiftType = [Knowledge]
 
@@ -5715,6 +5824,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_contexts() != 51463) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_method_memory_evictions() != 20280) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_memstrata_ffi_checksum_method_memory_export_to() != 10222) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5766,6 +5878,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_punch_out() != 52785) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_memstrata_ffi_checksum_method_memory_retention() != 58488) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_memstrata_ffi_checksum_method_memory_session_create() != 4535) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5788,6 +5903,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate() != 14663) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_set_retention() != 10395) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_status() != 58964) {

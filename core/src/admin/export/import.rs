@@ -16,6 +16,7 @@ pub(super) type KgSlot = (Option<String>, Vec<String>, Vec<(String, String)>);
 #[derive(Default)]
 pub(super) struct Plan {
     contexts: Vec<String>,
+    retention: Vec<(String, crate::layers::episodic::retention::Retention)>,
     short_term: Vec<(String, String, StRecord)>,
     working: Vec<(String, WorkingState)>,
     episodes: Vec<(String, EpisodeRecord)>,
@@ -241,6 +242,10 @@ pub(super) fn record_parser(ty: &str) -> Option<RecordParser> {
 pub(super) fn parse_context(x: &Line<'_>, v: Value, plan: &mut Plan) -> Result<()> {
     let l: ContextLine = x.fields(v)?;
     x.check(input::context_name("name", &l.name))?;
+    if let Some(p) = l.retention.filter(|p| !p.is_unlimited()) {
+        x.check(p.validate())?;
+        plan.retention.push((l.name.clone(), p));
+    }
     plan.contexts.push(l.name);
     Ok(())
 }
@@ -577,6 +582,10 @@ pub(super) fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Resu
     for c in &plan.contexts {
         e.touch_context(c)?;
     }
+    // Policies are stored, not enforced: the next write or optimize does that.
+    for (c, p) in &plan.retention {
+        crate::layers::episodic::retention::store_policy(e, c, *p)?;
+    }
     stats.add("context", plan.contexts.len() as u64);
     ap.add(plan.contexts.len() as u64, "context", true);
 
@@ -612,6 +621,8 @@ pub(super) fn apply(e: &Engine, plan: Plan, progress: &dyn Fn(Progress)) -> Resu
         ap.add(chunk.len() as u64, "episode", false);
     }
     stats.add("episode", plan.episodes.len() as u64);
+    // Episodes written outside the write path: the next write recounts.
+    crate::layers::episodic::retention::reset_estimates(e);
     ap.add(0, "episode", true);
 
     for (ctx, key, rec, history) in &plan.knowledge {

@@ -15,6 +15,9 @@ pub(super) struct Header {
 #[serde(deny_unknown_fields)]
 pub(super) struct ContextLine {
     pub(super) name: String,
+    /// The context's retention policy (absent: none; optional in every format version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) retention: Option<crate::layers::episodic::retention::Retention>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

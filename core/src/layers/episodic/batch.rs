@@ -38,6 +38,7 @@ pub(crate) fn record_many_in(
     let now = e.opts.clock.now();
     let mut items = Vec::with_capacity(eps.len());
     let mut total = 0usize;
+    let mut oldest = i64::MAX;
     for (i, (ep, importance)) in eps.into_iter().zip(importances).enumerate() {
         let cosine =
             super::dedup::cosine_hint(e, ctx, &ep).map_err(|err| err.in_item("items", i))?;
@@ -47,6 +48,7 @@ pub(crate) fn record_many_in(
             .encode(&e.codec)
             .map_err(|err| err.in_item("items", i))?;
         total += enc.len();
+        oldest = oldest.min(rec.timestamp);
         input::batch_bytes(&e.opts.limits, "items", total)?;
         items.push(Item {
             rec,
@@ -75,6 +77,8 @@ pub(crate) fn record_many_in(
         |t, (w, claim)| write(t, w, claim.as_ref(), false),
     )?;
     let (recorded, _, merged) = w;
+    let created = recorded.iter().filter(|r| r.created).count() as u64;
+    super::retention::after_write(e, ctx, created, total as u64, oldest);
     // The new ids need no invalidation, and the cache is not filled: a bulk
     // write would only push out what reads use. Merged episodes changed.
     for key in &merged {

@@ -345,6 +345,7 @@ pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Resul
     let explicit = ep.on_duplicate;
     let rec = new_record(e, ep, importance, e.opts.clock.now());
     let enc = rec.encode(&e.codec)?;
+    let (written, ts) = (enc.len() as u64, rec.timestamp);
     e.touch_context(ctx)?;
     // Taken before the write: a fill racing an invalidation of this key is refused.
     let generation = e.state::<EpisodeCache>().generation();
@@ -369,10 +370,12 @@ pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Resul
     )?;
     let (recorded, created, merged) = w;
     cache_after(e, &created, &merged, generation);
-    recorded
+    let r = recorded
         .into_iter()
         .next()
-        .ok_or_else(|| Error::corrupted("record planned nothing"))
+        .ok_or_else(|| Error::corrupted("record planned nothing"))?;
+    super::retention::after_write(e, ctx, u64::from(r.created), written, ts);
+    Ok(r)
 }
 
 /// The record of a new, validated episode.

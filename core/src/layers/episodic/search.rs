@@ -65,7 +65,10 @@ pub(crate) fn search_in(
     // Episodes recorded after `as_of` are left out after the search (the
     // index knows when an episode happened, not when it was recorded): the
     // lists are read deeper until `limit` hits are found or they run out.
-    let mut depth = limit;
+    // With `rank_by_utility`, more candidates than `limit` are gathered and
+    // re-ranked (`retention::after_search` cuts them to `limit`).
+    let want = retention::search_depth(e, filters, limit);
+    let mut depth = want;
     loop {
         let fused = vectors::fused_hits(
             e,
@@ -79,7 +82,7 @@ pub(crate) fn search_in(
             text_list,
         )?;
         let exhausted = fused.len() < depth;
-        let mut hits = Vec::with_capacity(fused.len().min(limit));
+        let mut hits = Vec::with_capacity(fused.len().min(want));
         for f in fused {
             // sled is the source of truth: a hit whose record is gone is dropped.
             let Some(ep) = get_shared(e, ctx, &f.key)? else {
@@ -94,11 +97,12 @@ pub(crate) fn search_in(
                 bm25_rank: f.bm25_rank,
                 vector_rank: f.vector_rank,
             });
-            if hits.len() == limit {
+            if hits.len() == want {
                 break;
             }
         }
-        if as_of.is_none() || hits.len() >= limit || exhausted || depth >= MAX_AS_OF_DEPTH {
+        if as_of.is_none() || hits.len() >= want || exhausted || depth >= MAX_AS_OF_DEPTH {
+            retention::after_search(e, ctx, filters, &mut hits, limit)?;
             return Ok(hits);
         }
         depth = (depth * 4).min(MAX_AS_OF_DEPTH);
