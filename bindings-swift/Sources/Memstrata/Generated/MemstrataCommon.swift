@@ -1265,6 +1265,105 @@ public func FfiConverterTypeEpisodeItem_lower(_ value: EpisodeItem) -> RustBuffe
 
 
 /**
+ * One audited eviction (an episode removed by a retention policy).
+ */
+public struct Eviction: Equatable, Hashable {
+    /**
+     * The evicted episode's id.
+     */
+    public var id: String
+    /**
+     * The context it was evicted from.
+     */
+    public var context: String
+    /**
+     * When.
+     */
+    public var evictedAt: Timestamp
+    /**
+     * `"max_age"`, `"max_episodes"` or `"max_bytes"`.
+     */
+    public var reason: String
+    /**
+     * Its utility when evicted (0..=1).
+     */
+    public var utility: Double
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The evicted episode's id.
+         */id: String, 
+        /**
+         * The context it was evicted from.
+         */context: String, 
+        /**
+         * When.
+         */evictedAt: Timestamp, 
+        /**
+         * `"max_age"`, `"max_episodes"` or `"max_bytes"`.
+         */reason: String, 
+        /**
+         * Its utility when evicted (0..=1).
+         */utility: Double) {
+        self.id = id
+        self.context = context
+        self.evictedAt = evictedAt
+        self.reason = reason
+        self.utility = utility
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Eviction: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEviction: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Eviction {
+        return
+            try Eviction(
+                id: FfiConverterString.read(from: &buf), 
+                context: FfiConverterString.read(from: &buf), 
+                evictedAt: FfiConverterTypeTimestamp.read(from: &buf), 
+                reason: FfiConverterString.read(from: &buf), 
+                utility: FfiConverterDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Eviction, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterString.write(value.context, into: &buf)
+        FfiConverterTypeTimestamp.write(value.evictedAt, into: &buf)
+        FfiConverterString.write(value.reason, into: &buf)
+        FfiConverterDouble.write(value.utility, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEviction_lift(_ buf: RustBuffer) throws -> Eviction {
+    return try FfiConverterTypeEviction.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEviction_lower(_ value: Eviction) -> RustBuffer {
+    return FfiConverterTypeEviction.lower(value)
+}
+
+
+/**
  * Result of `export`.
  */
 public struct ExportStats: Equatable, Hashable {
@@ -3421,6 +3520,184 @@ public func FfiConverterTypeRecorded_lower(_ value: Recorded) -> RustBuffer {
 
 
 /**
+ * A context's retention policy: the limits on its episodes (each optional).
+ */
+public struct Retention: Equatable, Hashable {
+    /**
+     * Most episodes kept.
+     */
+    public var maxEpisodes: Int64?
+    /**
+     * Most bytes the episodes occupy as stored.
+     */
+    public var maxBytes: Int64?
+    /**
+     * Oldest an episode may be, in seconds.
+     */
+    public var maxAge: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Most episodes kept.
+         */maxEpisodes: Int64?, 
+        /**
+         * Most bytes the episodes occupy as stored.
+         */maxBytes: Int64?, 
+        /**
+         * Oldest an episode may be, in seconds.
+         */maxAge: Double?) {
+        self.maxEpisodes = maxEpisodes
+        self.maxBytes = maxBytes
+        self.maxAge = maxAge
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Retention: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRetention: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Retention {
+        return
+            try Retention(
+                maxEpisodes: FfiConverterOptionInt64.read(from: &buf), 
+                maxBytes: FfiConverterOptionInt64.read(from: &buf), 
+                maxAge: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Retention, into buf: inout [UInt8]) {
+        FfiConverterOptionInt64.write(value.maxEpisodes, into: &buf)
+        FfiConverterOptionInt64.write(value.maxBytes, into: &buf)
+        FfiConverterOptionDouble.write(value.maxAge, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRetention_lift(_ buf: RustBuffer) throws -> Retention {
+    return try FfiConverterTypeRetention.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRetention_lower(_ value: Retention) -> RustBuffer {
+    return FfiConverterTypeRetention.lower(value)
+}
+
+
+/**
+ * A context's retention in `status`: its policy and evictions so far.
+ */
+public struct RetentionStatus: Equatable, Hashable {
+    /**
+     * The context.
+     */
+    public var context: String
+    /**
+     * Most episodes kept.
+     */
+    public var maxEpisodes: Int64?
+    /**
+     * Most bytes the episodes occupy as stored.
+     */
+    public var maxBytes: Int64?
+    /**
+     * Oldest an episode may be, in seconds.
+     */
+    public var maxAge: Double?
+    /**
+     * Episodes evicted so far.
+     */
+    public var evicted: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The context.
+         */context: String, 
+        /**
+         * Most episodes kept.
+         */maxEpisodes: Int64?, 
+        /**
+         * Most bytes the episodes occupy as stored.
+         */maxBytes: Int64?, 
+        /**
+         * Oldest an episode may be, in seconds.
+         */maxAge: Double?, 
+        /**
+         * Episodes evicted so far.
+         */evicted: Int64) {
+        self.context = context
+        self.maxEpisodes = maxEpisodes
+        self.maxBytes = maxBytes
+        self.maxAge = maxAge
+        self.evicted = evicted
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RetentionStatus: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRetentionStatus: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RetentionStatus {
+        return
+            try RetentionStatus(
+                context: FfiConverterString.read(from: &buf), 
+                maxEpisodes: FfiConverterOptionInt64.read(from: &buf), 
+                maxBytes: FfiConverterOptionInt64.read(from: &buf), 
+                maxAge: FfiConverterOptionDouble.read(from: &buf), 
+                evicted: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RetentionStatus, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.context, into: &buf)
+        FfiConverterOptionInt64.write(value.maxEpisodes, into: &buf)
+        FfiConverterOptionInt64.write(value.maxBytes, into: &buf)
+        FfiConverterOptionDouble.write(value.maxAge, into: &buf)
+        FfiConverterInt64.write(value.evicted, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRetentionStatus_lift(_ buf: RustBuffer) throws -> RetentionStatus {
+    return try FfiConverterTypeRetentionStatus.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRetentionStatus_lower(_ value: RetentionStatus) -> RustBuffer {
+    return FfiConverterTypeRetentionStatus.lower(value)
+}
+
+
+/**
  * A procedure run.
  */
 public struct Run: Equatable, Hashable {
@@ -3661,6 +3938,10 @@ public struct SearchOptions: Equatable, Hashable {
      * Only episodes recorded by this instant (what the context held then).
      */
     public var asOf: Timestamp?
+    /**
+     * Add importance and recency to the scores (off by default): score × (1 + 0.5·(importance − 1)/9 + 0.5·0.5^(age_days/30)); docs/memory-hygiene.md.
+     */
+    public var rankByUtility: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3700,7 +3981,10 @@ public struct SearchOptions: Equatable, Hashable {
          */rrfK: Double? = nil, 
         /**
          * Only episodes recorded by this instant (what the context held then).
-         */asOf: Timestamp? = nil) {
+         */asOf: Timestamp? = nil, 
+        /**
+         * Add importance and recency to the scores (off by default): score × (1 + 0.5·(importance − 1)/9 + 0.5·0.5^(age_days/30)); docs/memory-hygiene.md.
+         */rankByUtility: Bool? = nil) {
         self.limit = limit
         self.tags = tags
         self.participants = participants
@@ -3713,6 +3997,7 @@ public struct SearchOptions: Equatable, Hashable {
         self.vectorWeight = vectorWeight
         self.rrfK = rrfK
         self.asOf = asOf
+        self.rankByUtility = rankByUtility
     }
 
     
@@ -3742,7 +4027,8 @@ public struct FfiConverterTypeSearchOptions: FfiConverterRustBuffer {
                 bm25Weight: FfiConverterOptionDouble.read(from: &buf), 
                 vectorWeight: FfiConverterOptionDouble.read(from: &buf), 
                 rrfK: FfiConverterOptionDouble.read(from: &buf), 
-                asOf: FfiConverterOptionTypeTimestamp.read(from: &buf)
+                asOf: FfiConverterOptionTypeTimestamp.read(from: &buf), 
+                rankByUtility: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
@@ -3759,6 +4045,7 @@ public struct FfiConverterTypeSearchOptions: FfiConverterRustBuffer {
         FfiConverterOptionDouble.write(value.vectorWeight, into: &buf)
         FfiConverterOptionDouble.write(value.rrfK, into: &buf)
         FfiConverterOptionTypeTimestamp.write(value.asOf, into: &buf)
+        FfiConverterOptionBool.write(value.rankByUtility, into: &buf)
     }
 }
 
@@ -4355,6 +4642,10 @@ public struct Status: Equatable, Hashable {
      * What makes the status other than healthy.
      */
     public var issues: [String]
+    /**
+     * Every context with a retention policy or evictions.
+     */
+    public var retention: [RetentionStatus]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4380,7 +4671,10 @@ public struct Status: Equatable, Hashable {
          */metrics: StatusMetrics?, 
         /**
          * What makes the status other than healthy.
-         */issues: [String]) {
+         */issues: [String], 
+        /**
+         * Every context with a retention policy or evictions.
+         */retention: [RetentionStatus]) {
         self.status = status
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -4388,6 +4682,7 @@ public struct Status: Equatable, Hashable {
         self.sessionCount = sessionCount
         self.metrics = metrics
         self.issues = issues
+        self.retention = retention
     }
 
     
@@ -4412,7 +4707,8 @@ public struct FfiConverterTypeStatus: FfiConverterRustBuffer {
                 activeSessions: FfiConverterOptionSequenceTypeActiveSession.read(from: &buf), 
                 sessionCount: FfiConverterOptionInt64.read(from: &buf), 
                 metrics: FfiConverterOptionTypeStatusMetrics.read(from: &buf), 
-                issues: FfiConverterSequenceString.read(from: &buf)
+                issues: FfiConverterSequenceString.read(from: &buf), 
+                retention: FfiConverterSequenceTypeRetentionStatus.read(from: &buf)
         )
     }
 
@@ -4424,6 +4720,7 @@ public struct FfiConverterTypeStatus: FfiConverterRustBuffer {
         FfiConverterOptionInt64.write(value.sessionCount, into: &buf)
         FfiConverterOptionTypeStatusMetrics.write(value.metrics, into: &buf)
         FfiConverterSequenceString.write(value.issues, into: &buf)
+        FfiConverterSequenceTypeRetentionStatus.write(value.retention, into: &buf)
     }
 }
 
@@ -6077,6 +6374,31 @@ fileprivate struct FfiConverterSequenceTypeLlmTimesheet: FfiConverterRustBuffer 
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeLlmTimesheet.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeRetentionStatus: FfiConverterRustBuffer {
+    typealias SwiftType = [RetentionStatus]
+
+    public static func write(_ value: [RetentionStatus], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeRetentionStatus.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [RetentionStatus] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [RetentionStatus]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeRetentionStatus.read(from: &buf))
         }
         return seq
     }

@@ -36,6 +36,7 @@ import dev.memstrata.common.Embedding
 import dev.memstrata.common.Episode
 import dev.memstrata.common.EpisodeHit
 import dev.memstrata.common.EpisodeItem
+import dev.memstrata.common.Eviction
 import dev.memstrata.common.ExportStats
 import dev.memstrata.common.FfiConverterTypeContextStored
 import dev.memstrata.common.FfiConverterTypeContextValue
@@ -43,6 +44,7 @@ import dev.memstrata.common.FfiConverterTypeEmbedding
 import dev.memstrata.common.FfiConverterTypeEpisode
 import dev.memstrata.common.FfiConverterTypeEpisodeHit
 import dev.memstrata.common.FfiConverterTypeEpisodeItem
+import dev.memstrata.common.FfiConverterTypeEviction
 import dev.memstrata.common.FfiConverterTypeExportStats
 import dev.memstrata.common.FfiConverterTypeImportStats
 import dev.memstrata.common.FfiConverterTypeJsonValue
@@ -59,6 +61,7 @@ import dev.memstrata.common.FfiConverterTypePunchOut
 import dev.memstrata.common.FfiConverterTypeQueryOptions
 import dev.memstrata.common.FfiConverterTypeRecordOptions
 import dev.memstrata.common.FfiConverterTypeRecorded
+import dev.memstrata.common.FfiConverterTypeRetention
 import dev.memstrata.common.FfiConverterTypeRun
 import dev.memstrata.common.FfiConverterTypeSearchOptions
 import dev.memstrata.common.FfiConverterTypeSessionCreated
@@ -91,6 +94,7 @@ import dev.memstrata.common.PunchOut
 import dev.memstrata.common.QueryOptions
 import dev.memstrata.common.RecordOptions
 import dev.memstrata.common.Recorded
+import dev.memstrata.common.Retention
 import dev.memstrata.common.Run
 import dev.memstrata.common.SearchOptions
 import dev.memstrata.common.SessionCreated
@@ -122,6 +126,7 @@ import dev.memstrata.common.RustBuffer as RustBufferEmbedding
 import dev.memstrata.common.RustBuffer as RustBufferEpisode
 import dev.memstrata.common.RustBuffer as RustBufferEpisodeHit
 import dev.memstrata.common.RustBuffer as RustBufferEpisodeItem
+import dev.memstrata.common.RustBuffer as RustBufferEviction
 import dev.memstrata.common.RustBuffer as RustBufferExportStats
 import dev.memstrata.common.RustBuffer as RustBufferImportStats
 import dev.memstrata.common.RustBuffer as RustBufferJsonValue
@@ -138,6 +143,7 @@ import dev.memstrata.common.RustBuffer as RustBufferPunchOut
 import dev.memstrata.common.RustBuffer as RustBufferQueryOptions
 import dev.memstrata.common.RustBuffer as RustBufferRecordOptions
 import dev.memstrata.common.RustBuffer as RustBufferRecorded
+import dev.memstrata.common.RustBuffer as RustBufferRetention
 import dev.memstrata.common.RustBuffer as RustBufferRun
 import dev.memstrata.common.RustBuffer as RustBufferSearchOptions
 import dev.memstrata.common.RustBuffer as RustBufferSessionCreated
@@ -951,6 +957,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_contexts(
     ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_evictions(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_export_to(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_flush(
@@ -985,6 +993,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_punch_out(
     ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_retention(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_session_create(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_session_delete(
@@ -1000,6 +1010,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_memstrata_ffi_checksum_method_memory_set_embedder(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate(
+    ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_set_retention(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_status(
     ): Int
@@ -1179,6 +1191,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_contexts(`ptr`: Long,
     ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_evictions(`ptr`: Long,`namespace`: RustBuffer.ByValue,`limit`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_export_to(`ptr`: Long,`path`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_flush(`ptr`: Long,
@@ -1213,6 +1227,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_punch_out(`ptr`: Long,`taskId`: RustBuffer.ByValue,`summary`: RustBuffer.ByValue,`detectFiles`: Byte,
     ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_retention(`ptr`: Long,`namespace`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_session_create(`ptr`: Long,`name`: RustBuffer.ByValue,`metadata`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_session_delete(`ptr`: Long,`sessionId`: RustBuffer.ByValue,
@@ -1228,6 +1244,8 @@ internal object UniffiLib {
     external fun uniffi_memstrata_ffi_fn_method_memory_set_embedder(`ptr`: Long,`embedder`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_memstrata_ffi_fn_method_memory_set_on_duplicate(`ptr`: Long,`onDuplicate`: RustBuffer.ByValue,`namespace`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_set_retention(`ptr`: Long,`maxEpisodes`: RustBuffer.ByValue,`maxBytes`: RustBuffer.ByValue,`maxAge`: RustBuffer.ByValue,`namespace`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_status(`ptr`: Long,`includeSessions`: Byte,`includeMetrics`: Byte,
     ): Long
@@ -1528,6 +1546,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_contexts() and 0xFFFF) != 51463) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_evictions() and 0xFFFF) != 20280) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_export_to() and 0xFFFF) != 10222) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1579,6 +1600,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_out() and 0xFFFF) != 52785) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_retention() and 0xFFFF) != 58488) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_create() and 0xFFFF) != 4535) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1601,6 +1625,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_set_on_duplicate() and 0xFFFF) != 14663) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_set_retention() and 0xFFFF) != 10395) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_status() and 0xFFFF) != 58964) {
@@ -3803,6 +3830,12 @@ public interface MemoryInterface {
     suspend fun `contexts`(): List<kotlin.String>
     
     /**
+     * The audit of episodes evicted from `namespace` (else the active context)
+     * by its retention policy, newest first, at most `limit` (default 10, at most 100).
+     */
+    suspend fun `evictions`(`namespace`: kotlin.String? = null, `limit`: kotlin.UInt? = null): List<Eviction>
+    
+    /**
      * Write every layer of the store to the file at `path` (JSON Lines),
      * fsynced before this returns.
      */
@@ -3895,6 +3928,11 @@ public interface MemoryInterface {
     suspend fun `punchOut`(`taskId`: kotlin.String, `summary`: kotlin.String, `detectFiles`: kotlin.Boolean = false): PunchOut
     
     /**
+     * The retention policy of `namespace` (else the active context); every limit null when none is set.
+     */
+    suspend fun `retention`(`namespace`: kotlin.String? = null): Retention
+    
+    /**
      * Create a session; `metadata` is JSON text (default null).
      */
     suspend fun `sessionCreate`(`name`: kotlin.String, `metadata`: kotlin.String? = null): SessionCreated
@@ -3942,6 +3980,16 @@ public interface MemoryInterface {
      * `semantic.store` do without an `onDuplicate` of their own.
      */
     suspend fun `setOnDuplicate`(`onDuplicate`: kotlin.String, `namespace`: kotlin.String? = null)
+    
+    /**
+     * Set the retention policy of `namespace` (else the active context): at most
+     * `maxEpisodes` episodes, `maxBytes` stored bytes, episodes at most `maxAge`
+     * seconds old. Past a limit the lowest-utility episodes (importance, recency,
+     * how often searches returned them) are evicted, each one audited
+     * (`evictions`). Enforced at once, on writes past a limit, and by `optimize`.
+     * With no limit, the context's policy is cleared.
+     */
+    suspend fun `setRetention`(`maxEpisodes`: kotlin.Long? = null, `maxBytes`: kotlin.Long? = null, `maxAge`: kotlin.Double? = null, `namespace`: kotlin.String? = null)
     
     /**
      * Health, version, uptime; session count and per-operation metrics on request.
@@ -4215,6 +4263,33 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
         { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterSequenceString.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * The audit of episodes evicted from `namespace` (else the active context)
+     * by its retention policy, newest first, at most `limit` (default 10, at most 100).
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `evictions`(`namespace`: kotlin.String?, `limit`: kotlin.UInt?) : List<Eviction> {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_evictions(
+                uniffiHandle,
+                
+        FfiConverterOptionalString.lower(`namespace`),
+        FfiConverterOptionalUInt.lower(`limit`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterSequenceTypeEviction.lift(it) },
         // Error FFI converter
         MemstrataException.ErrorHandler,
     )
@@ -4583,6 +4658,31 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
 
     
     /**
+     * The retention policy of `namespace` (else the active context); every limit null when none is set.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `retention`(`namespace`: kotlin.String?) : Retention {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_retention(
+                uniffiHandle,
+                
+        FfiConverterOptionalString.lower(`namespace`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_rust_buffer(future, continuation).let { RustBufferRetention.create(it.capacity.toULong(), it.len.toULong(), it.data) } },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterTypeRetention.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
      * Create a session; `metadata` is JSON text (default null).
      */
     @Throws(MemstrataException::class)
@@ -4773,6 +4873,40 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
                 uniffiHandle,
                 
         FfiConverterString.lower(`onDuplicate`),
+        FfiConverterOptionalString.lower(`namespace`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Set the retention policy of `namespace` (else the active context): at most
+     * `maxEpisodes` episodes, `maxBytes` stored bytes, episodes at most `maxAge`
+     * seconds old. Past a limit the lowest-utility episodes (importance, recency,
+     * how often searches returned them) are evicted, each one audited
+     * (`evictions`). Enforced at once, on writes past a limit, and by `optimize`.
+     * With no limit, the context's policy is cleared.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `setRetention`(`maxEpisodes`: kotlin.Long?, `maxBytes`: kotlin.Long?, `maxAge`: kotlin.Double?, `namespace`: kotlin.String?) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_set_retention(
+                uniffiHandle,
+                
+        FfiConverterOptionalLong.lower(`maxEpisodes`),
+        FfiConverterOptionalLong.lower(`maxBytes`),
+        FfiConverterOptionalDouble.lower(`maxAge`),
         FfiConverterOptionalString.lower(`namespace`),
             )
         },
@@ -8564,6 +8698,34 @@ public object FfiConverterSequenceTypeEpisodeItem: FfiConverterRustBuffer<List<E
 /**
  * @suppress
  */
+public object FfiConverterSequenceTypeEviction: FfiConverterRustBuffer<List<Eviction>> {
+    override fun read(buf: ByteBuffer): List<Eviction> {
+        val len = buf.getInt()
+        return List<Eviction>(len) {
+            FfiConverterTypeEviction.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Eviction>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeEviction.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Eviction>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeEviction.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypeKnowledge: FfiConverterRustBuffer<List<Knowledge>> {
     override fun read(buf: ByteBuffer): List<Knowledge> {
         val len = buf.getInt()
@@ -8837,6 +8999,10 @@ public object FfiConverterSequenceTypeJsonValue: FfiConverterRustBuffer<List<Jso
         }
     }
 }
+
+
+
+
 
 
 

@@ -1561,6 +1561,77 @@ public object FfiConverterTypeEpisodeItem: FfiConverterRustBuffer<EpisodeItem> {
 
 
 /**
+ * One audited eviction (an episode removed by a retention policy).
+ */
+data class Eviction (
+    /**
+     * The evicted episode's id.
+     */
+    var `id`: kotlin.String
+    , 
+    /**
+     * The context it was evicted from.
+     */
+    var `context`: kotlin.String
+    , 
+    /**
+     * When.
+     */
+    var `evictedAt`: Timestamp
+    , 
+    /**
+     * `"max_age"`, `"max_episodes"` or `"max_bytes"`.
+     */
+    var `reason`: kotlin.String
+    , 
+    /**
+     * Its utility when evicted (0..=1).
+     */
+    var `utility`: kotlin.Double
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeEviction: FfiConverterRustBuffer<Eviction> {
+    override fun read(buf: ByteBuffer): Eviction {
+        return Eviction(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypeTimestamp.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterDouble.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Eviction) = (
+            FfiConverterString.allocationSize(value.`id`) +
+            FfiConverterString.allocationSize(value.`context`) +
+            FfiConverterTypeTimestamp.allocationSize(value.`evictedAt`) +
+            FfiConverterString.allocationSize(value.`reason`) +
+            FfiConverterDouble.allocationSize(value.`utility`)
+    )
+
+    override fun write(value: Eviction, buf: ByteBuffer) {
+            FfiConverterString.write(value.`id`, buf)
+            FfiConverterString.write(value.`context`, buf)
+            FfiConverterTypeTimestamp.write(value.`evictedAt`, buf)
+            FfiConverterString.write(value.`reason`, buf)
+            FfiConverterDouble.write(value.`utility`, buf)
+    }
+}
+
+
+
+/**
  * Result of `export`.
  */
 data class ExportStats (
@@ -3114,6 +3185,132 @@ public object FfiConverterTypeRecorded: FfiConverterRustBuffer<Recorded> {
 
 
 /**
+ * A context's retention policy: the limits on its episodes (each optional).
+ */
+data class Retention (
+    /**
+     * Most episodes kept.
+     */
+    var `maxEpisodes`: kotlin.Long?
+    , 
+    /**
+     * Most bytes the episodes occupy as stored.
+     */
+    var `maxBytes`: kotlin.Long?
+    , 
+    /**
+     * Oldest an episode may be, in seconds.
+     */
+    var `maxAge`: kotlin.Double?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRetention: FfiConverterRustBuffer<Retention> {
+    override fun read(buf: ByteBuffer): Retention {
+        return Retention(
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Retention) = (
+            FfiConverterOptionalLong.allocationSize(value.`maxEpisodes`) +
+            FfiConverterOptionalLong.allocationSize(value.`maxBytes`) +
+            FfiConverterOptionalDouble.allocationSize(value.`maxAge`)
+    )
+
+    override fun write(value: Retention, buf: ByteBuffer) {
+            FfiConverterOptionalLong.write(value.`maxEpisodes`, buf)
+            FfiConverterOptionalLong.write(value.`maxBytes`, buf)
+            FfiConverterOptionalDouble.write(value.`maxAge`, buf)
+    }
+}
+
+
+
+/**
+ * A context's retention in `status`: its policy and evictions so far.
+ */
+data class RetentionStatus (
+    /**
+     * The context.
+     */
+    var `context`: kotlin.String
+    , 
+    /**
+     * Most episodes kept.
+     */
+    var `maxEpisodes`: kotlin.Long?
+    , 
+    /**
+     * Most bytes the episodes occupy as stored.
+     */
+    var `maxBytes`: kotlin.Long?
+    , 
+    /**
+     * Oldest an episode may be, in seconds.
+     */
+    var `maxAge`: kotlin.Double?
+    , 
+    /**
+     * Episodes evicted so far.
+     */
+    var `evicted`: kotlin.Long
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeRetentionStatus: FfiConverterRustBuffer<RetentionStatus> {
+    override fun read(buf: ByteBuffer): RetentionStatus {
+        return RetentionStatus(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalDouble.read(buf),
+            FfiConverterLong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: RetentionStatus) = (
+            FfiConverterString.allocationSize(value.`context`) +
+            FfiConverterOptionalLong.allocationSize(value.`maxEpisodes`) +
+            FfiConverterOptionalLong.allocationSize(value.`maxBytes`) +
+            FfiConverterOptionalDouble.allocationSize(value.`maxAge`) +
+            FfiConverterLong.allocationSize(value.`evicted`)
+    )
+
+    override fun write(value: RetentionStatus, buf: ByteBuffer) {
+            FfiConverterString.write(value.`context`, buf)
+            FfiConverterOptionalLong.write(value.`maxEpisodes`, buf)
+            FfiConverterOptionalLong.write(value.`maxBytes`, buf)
+            FfiConverterOptionalDouble.write(value.`maxAge`, buf)
+            FfiConverterLong.write(value.`evicted`, buf)
+    }
+}
+
+
+
+/**
  * A procedure run.
  */
 data class Run (
@@ -3319,6 +3516,11 @@ data class SearchOptions (
      * Only episodes recorded by this instant (what the context held then).
      */
     var `asOf`: Timestamp? = null 
+    , 
+    /**
+     * Add importance and recency to the scores (off by default): score × (1 + 0.5·(importance − 1)/9 + 0.5·0.5^(age_days/30)); docs/memory-hygiene.md.
+     */
+    var `rankByUtility`: kotlin.Boolean? = null 
     
 ){
     
@@ -3347,6 +3549,7 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalDouble.read(buf),
             FfiConverterOptionalDouble.read(buf),
             FfiConverterOptionalTypeTimestamp.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
         )
     }
 
@@ -3362,7 +3565,8 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalDouble.allocationSize(value.`bm25Weight`) +
             FfiConverterOptionalDouble.allocationSize(value.`vectorWeight`) +
             FfiConverterOptionalDouble.allocationSize(value.`rrfK`) +
-            FfiConverterOptionalTypeTimestamp.allocationSize(value.`asOf`)
+            FfiConverterOptionalTypeTimestamp.allocationSize(value.`asOf`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`rankByUtility`)
     )
 
     override fun write(value: SearchOptions, buf: ByteBuffer) {
@@ -3378,6 +3582,7 @@ public object FfiConverterTypeSearchOptions: FfiConverterRustBuffer<SearchOption
             FfiConverterOptionalDouble.write(value.`vectorWeight`, buf)
             FfiConverterOptionalDouble.write(value.`rrfK`, buf)
             FfiConverterOptionalTypeTimestamp.write(value.`asOf`, buf)
+            FfiConverterOptionalBoolean.write(value.`rankByUtility`, buf)
     }
 }
 
@@ -3808,6 +4013,11 @@ data class Status (
      * What makes the status other than healthy.
      */
     var `issues`: List<kotlin.String>
+    , 
+    /**
+     * Every context with a retention policy or evictions.
+     */
+    var `retention`: List<RetentionStatus>
     
 ){
     
@@ -3831,6 +4041,7 @@ public object FfiConverterTypeStatus: FfiConverterRustBuffer<Status> {
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalTypeStatusMetrics.read(buf),
             FfiConverterSequenceString.read(buf),
+            FfiConverterSequenceTypeRetentionStatus.read(buf),
         )
     }
 
@@ -3841,7 +4052,8 @@ public object FfiConverterTypeStatus: FfiConverterRustBuffer<Status> {
             FfiConverterOptionalSequenceTypeActiveSession.allocationSize(value.`activeSessions`) +
             FfiConverterOptionalLong.allocationSize(value.`sessionCount`) +
             FfiConverterOptionalTypeStatusMetrics.allocationSize(value.`metrics`) +
-            FfiConverterSequenceString.allocationSize(value.`issues`)
+            FfiConverterSequenceString.allocationSize(value.`issues`) +
+            FfiConverterSequenceTypeRetentionStatus.allocationSize(value.`retention`)
     )
 
     override fun write(value: Status, buf: ByteBuffer) {
@@ -3852,6 +4064,7 @@ public object FfiConverterTypeStatus: FfiConverterRustBuffer<Status> {
             FfiConverterOptionalLong.write(value.`sessionCount`, buf)
             FfiConverterOptionalTypeStatusMetrics.write(value.`metrics`, buf)
             FfiConverterSequenceString.write(value.`issues`, buf)
+            FfiConverterSequenceTypeRetentionStatus.write(value.`retention`, buf)
     }
 }
 
@@ -5192,6 +5405,34 @@ public object FfiConverterSequenceTypeLlmTimesheet: FfiConverterRustBuffer<List<
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeLlmTimesheet.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeRetentionStatus: FfiConverterRustBuffer<List<RetentionStatus>> {
+    override fun read(buf: ByteBuffer): List<RetentionStatus> {
+        val len = buf.getInt()
+        return List<RetentionStatus>(len) {
+            FfiConverterTypeRetentionStatus.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<RetentionStatus>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeRetentionStatus.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<RetentionStatus>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeRetentionStatus.write(it, buf)
         }
     }
 }
