@@ -158,6 +158,20 @@ export interface EpisodeItem {
   onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
 }
 
+/** One audited eviction (an episode removed by a retention policy). */
+export interface Eviction {
+  /** The evicted episode's id. */
+  id: string
+  /** The context it was evicted from. */
+  context: string
+  /** When. */
+  evictedAt: Timestamp
+  /** `"max_age"`, `"max_episodes"` or `"max_bytes"`. */
+  reason: string
+  /** Its utility when evicted (0..=1). */
+  utility: number
+}
+
 /** Result of `export`. */
 export interface ExportStats {
   /** Records written. */
@@ -521,6 +535,30 @@ export interface RecordOptions {
   onDuplicate?: 'keep' | 'skip' | 'merge' | 'link'
 }
 
+/** A context's retention policy: the limits on its episodes (each optional). */
+export interface Retention {
+  /** Most episodes kept. */
+  maxEpisodes: number | null
+  /** Most bytes the episodes occupy as stored. */
+  maxBytes: number | null
+  /** Oldest an episode may be, in seconds. */
+  maxAge: number | null
+}
+
+/** A context's retention in `status`: its policy and evictions so far. */
+export interface RetentionStatus {
+  /** The context. */
+  context: string
+  /** Most episodes kept. */
+  maxEpisodes: number | null
+  /** Most bytes the episodes occupy as stored. */
+  maxBytes: number | null
+  /** Oldest an episode may be, in seconds. */
+  maxAge: number | null
+  /** Episodes evicted so far. */
+  evicted: number
+}
+
 /** A procedure run. */
 export interface Run {
   /** Run id (for `resume` and `run`). */
@@ -579,6 +617,8 @@ export interface SearchOptions {
   rrfK?: number
   /** Only episodes recorded by this instant (what the context held then). */
   asOf?: Timestamp
+  /** Add importance and recency to the scores (off by default): score × (1 + 0.5·(importance − 1)/9 + 0.5·0.5^(age_days/30)); docs/memory-hygiene.md. */
+  rankByUtility?: boolean
 }
 
 /** Result of `session_create`. */
@@ -674,6 +714,8 @@ export interface Status {
   metrics: StatusMetrics | null
   /** What makes the status other than healthy. */
   issues: Array<string>
+  /** Every context with a retention policy or evictions. */
+  retention: Array<RetentionStatus>
 }
 
 /** The metrics part of `status`. */
@@ -884,6 +926,22 @@ export declare class ManualClock {
  * Every method that touches storage returns a Promise and runs off the JS thread.
  */
 export declare class Memory {
+  /**
+   * Set the retention policy of `namespace` (else the active context): at most
+   * `maxEpisodes` episodes, `maxBytes` stored bytes, episodes at most `maxAge`
+   * seconds old. Past a limit the lowest-utility episodes (importance, recency,
+   * how often searches returned them) are evicted, each one audited
+   * (`evictions`). Enforced at once, on writes past a limit, and by `optimize`.
+   * With no limit, the context's policy is cleared.
+   */
+  setRetention(options?: SetRetentionOptions | undefined | null): Promise<undefined>
+  /** The retention policy of `namespace` (else the active context); every limit null when none is set. */
+  retention(options?: RetentionOptions | undefined | null): Promise<Retention>
+  /**
+   * The audit of episodes evicted from `namespace` (else the active context)
+   * by its retention policy, newest first, at most `limit` (default 10, at most 100).
+   */
+  evictions(options?: EvictionsOptions | undefined | null): Promise<Array<Eviction>>
   /** Store `value` under `key` in the short-term layer of `namespace` (else the active context). */
   contextStore(key: string, value: JsonValue, options?: ContextStoreOptions | undefined | null): Promise<ContextStored>
   /**
@@ -1153,6 +1211,14 @@ export declare function coreVersion(): string
 /** The context a store starts in (`"default"`). */
 export declare const DEFAULT_CONTEXT: string
 
+/** Options of `evictions`. */
+export interface EvictionsOptions {
+  /** The context (default: the active one). */
+  namespace?: string
+  /** Most entries, newest first (default 10, at most 100). */
+  limit?: number
+}
+
 /** Version of the JSON Lines export format. */
 export declare const EXPORT_FORMAT_VERSION: number
 
@@ -1196,6 +1262,12 @@ export interface PunchOutOptions {
   detectFiles?: boolean
 }
 
+/** Options of `retention`. */
+export interface RetentionOptions {
+  /** The context (default: the active one). */
+  namespace?: string
+}
+
 /** Options of `sessionCreate`. */
 export interface SessionCreateOptions {
   /** Any JSON value returned with every restore (default `{}`). */
@@ -1212,6 +1284,18 @@ export interface SessionRestoreOptions {
 export interface SessionSaveOptions {
   /** 0: none, 1: lz4 (default), 2: lz4 high, 3: + delta against the previous version. */
   compressionLevel?: number
+}
+
+/** Options of `setRetention`: the limits (each optional; none clears the policy) and the context. */
+export interface SetRetentionOptions {
+  /** Most episodes the context keeps (≥ 1). */
+  maxEpisodes?: number
+  /** Most bytes its episodes may occupy as stored (≥ 1). */
+  maxBytes?: number
+  /** Oldest an episode may be, in seconds (> 0). */
+  maxAge?: number
+  /** The context (default: the active one). */
+  namespace?: string
 }
 
 /** Options of `status`. */
