@@ -344,6 +344,10 @@ struct UtilityView {
     // Skipped too, so that the array's length matches.
     #[serde(default, rename = "duplicate_of")]
     _duplicate_of: serde::de::IgnoredAny,
+    // Appended for as-of reads (an episode recorded at another time than its
+    // own `timestamp`); skipped, as above.
+    #[serde(default, rename = "recorded_at")]
+    _recorded_at: serde::de::IgnoredAny,
 }
 
 struct Candidate {
