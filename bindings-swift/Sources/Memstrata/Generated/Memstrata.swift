@@ -5719,22 +5719,22 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_episodic_forget() != 21842) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_get() != 61115) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_get() != 57637) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_recent() != 37128) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_recent() != 55305) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_record() != 4722) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() != 31745) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() != 52504) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_record_many() != 792) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 145) {
+    if (uniffi_memstrata_ffi_checksum_method_episodic_search() != 33652) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_episodic_summarize() != 8978) {
@@ -5743,31 +5743,31 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_semantic_forget() != 3861) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_get() != 62988) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_get() != 48909) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_history() != 17667) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_history() != 49648) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_keys() != 40350) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_query() != 45788) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_query() != 435) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_semantic_retrieve() != 53190) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_store() != 27723) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_store() != 5900) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_store_many() != 61404) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_store_many() != 51562) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_semantic_update() != 28628) {
+    if (uniffi_memstrata_ffi_checksum_method_semantic_update() != 27075) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_shortterm_entry() != 53340) {
+    if (uniffi_memstrata_ffi_checksum_method_shortterm_entry() != 2185) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_shortterm_forget() != 44507) {
@@ -5779,7 +5779,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_shortterm_retrieve() != 6766) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_shortterm_store() != 8443) {
+    if (uniffi_memstrata_ffi_checksum_method_shortterm_store() != 18775) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_working_add_to_workspace() != 61500) {
@@ -5797,7 +5797,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_working_workspace() != 52055) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_working_workspace_items() != 48668) {
+    if (uniffi_memstrata_ffi_checksum_method_working_workspace_items() != 52869) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_manualclock_advance() != 50993) {
@@ -5815,10 +5815,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_close() != 40320) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_context_retrieve() != 18446) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_context_retrieve() != 6439) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_context_store() != 31808) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_context_store() != 32959) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_contexts() != 51463) {
@@ -5827,7 +5827,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_evictions() != 20280) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_export_to() != 10222) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_export_to() != 9111) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_flush() != 33692) {
@@ -5848,10 +5848,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_get_working() != 23518) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_import_from() != 26575) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_import_from() != 923) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph() != 62890) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph() != 42065) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_is_closed() != 12821) {
@@ -5866,37 +5866,37 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_on_duplicate() != 6917) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_optimize() != 61223) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_optimize() != 530) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_path() != 20076) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_punch_in() != 64567) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_punch_in() != 11777) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_punch_out() != 52785) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_punch_out() != 8244) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_retention() != 58488) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_session_create() != 4535) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_create() != 1533) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_session_delete() != 26447) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_session_list() != 35399) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_list() != 58347) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_session_restore() != 9622) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_restore() != 32331) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_session_save() != 22545) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_save() != 63119) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_session_versions() != 18644) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_session_versions() != 2178) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_set_embedder() != 33809) {
@@ -5908,19 +5908,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_memory_set_retention() != 10395) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_status() != 58964) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_status() != 50026) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_switch_context() != 43841) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_switch_context() != 1981) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_task() != 15832) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_task() != 39876) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_tasks() != 2512) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_tasks() != 9055) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_memory_timesheet_report() != 26429) {
+    if (uniffi_memstrata_ffi_checksum_method_memory_timesheet_report() != 25167) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_actionhandler_actions() != 49630) {
@@ -5929,16 +5929,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_actionhandler_call() != 53208) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_procedural_execute() != 44945) {
+    if (uniffi_memstrata_ffi_checksum_method_procedural_execute() != 33558) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_procedural_forget() != 39930) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_procedural_get() != 56876) {
+    if (uniffi_memstrata_ffi_checksum_method_procedural_get() != 38905) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_procedural_learn() != 54755) {
+    if (uniffi_memstrata_ffi_checksum_method_procedural_learn() != 29681) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_procedural_list() != 57827) {
@@ -5950,16 +5950,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_memstrata_ffi_checksum_method_procedural_registered_actions() != 46466) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_procedural_resume() != 6255) {
+    if (uniffi_memstrata_ffi_checksum_method_procedural_resume() != 59755) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_procedural_run() != 60099) {
+    if (uniffi_memstrata_ffi_checksum_method_procedural_run() != 33430) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_procedural_unregister_action() != 53145) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_memstrata_ffi_checksum_method_procedural_update() != 47934) {
+    if (uniffi_memstrata_ffi_checksum_method_procedural_update() != 32935) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_progresslistener_on_progress() != 59792) {

@@ -1441,22 +1441,22 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_forget() and 0xFFFF) != 21842) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_get() and 0xFFFF) != 61115) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_get() and 0xFFFF) != 57637) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_recent() and 0xFFFF) != 37128) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_recent() and 0xFFFF) != 55305) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record() and 0xFFFF) != 4722) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() and 0xFFFF) != 31745) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record_detailed() and 0xFFFF) != 52504) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_record_many() and 0xFFFF) != 792) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 145) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_search() and 0xFFFF) != 33652) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_episodic_summarize() and 0xFFFF) != 8978) {
@@ -1465,31 +1465,31 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_forget() and 0xFFFF) != 3861) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_get() and 0xFFFF) != 62988) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_get() and 0xFFFF) != 48909) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_history() and 0xFFFF) != 17667) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_history() and 0xFFFF) != 49648) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_keys() and 0xFFFF) != 40350) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_query() and 0xFFFF) != 45788) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_query() and 0xFFFF) != 435) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_retrieve() and 0xFFFF) != 53190) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store() and 0xFFFF) != 27723) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store() and 0xFFFF) != 5900) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store_many() and 0xFFFF) != 61404) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_store_many() and 0xFFFF) != 51562) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_update() and 0xFFFF) != 28628) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_semantic_update() and 0xFFFF) != 27075) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_entry() and 0xFFFF) != 53340) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_entry() and 0xFFFF) != 2185) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_forget() and 0xFFFF) != 44507) {
@@ -1501,7 +1501,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_retrieve() and 0xFFFF) != 6766) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_store() and 0xFFFF) != 8443) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_shortterm_store() and 0xFFFF) != 18775) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_working_add_to_workspace() and 0xFFFF) != 61500) {
@@ -1519,7 +1519,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_working_workspace() and 0xFFFF) != 52055) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_working_workspace_items() and 0xFFFF) != 48668) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_working_workspace_items() and 0xFFFF) != 52869) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_manualclock_advance() and 0xFFFF) != 50993) {
@@ -1537,10 +1537,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_close() and 0xFFFF) != 40320) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_context_retrieve() and 0xFFFF) != 18446) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_context_retrieve() and 0xFFFF) != 6439) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_context_store() and 0xFFFF) != 31808) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_context_store() and 0xFFFF) != 32959) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_contexts() and 0xFFFF) != 51463) {
@@ -1549,7 +1549,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_evictions() and 0xFFFF) != 20280) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_export_to() and 0xFFFF) != 10222) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_export_to() and 0xFFFF) != 9111) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_flush() and 0xFFFF) != 33692) {
@@ -1570,10 +1570,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_get_working() and 0xFFFF) != 23518) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_import_from() and 0xFFFF) != 26575) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_import_from() and 0xFFFF) != 923) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph() and 0xFFFF) != 62890) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_import_knowledge_graph() and 0xFFFF) != 42065) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_is_closed() and 0xFFFF) != 12821) {
@@ -1588,37 +1588,37 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_on_duplicate() and 0xFFFF) != 6917) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_optimize() and 0xFFFF) != 61223) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_optimize() and 0xFFFF) != 530) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_path() and 0xFFFF) != 20076) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_in() and 0xFFFF) != 64567) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_in() and 0xFFFF) != 11777) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_out() and 0xFFFF) != 52785) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_out() and 0xFFFF) != 8244) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_retention() and 0xFFFF) != 58488) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_create() and 0xFFFF) != 4535) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_create() and 0xFFFF) != 1533) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_delete() and 0xFFFF) != 26447) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_list() and 0xFFFF) != 35399) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_list() and 0xFFFF) != 58347) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_restore() and 0xFFFF) != 9622) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_restore() and 0xFFFF) != 32331) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_save() and 0xFFFF) != 22545) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_save() and 0xFFFF) != 63119) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_versions() and 0xFFFF) != 18644) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_session_versions() and 0xFFFF) != 2178) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_set_embedder() and 0xFFFF) != 33809) {
@@ -1630,19 +1630,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_set_retention() and 0xFFFF) != 10395) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_status() and 0xFFFF) != 58964) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_status() and 0xFFFF) != 50026) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_switch_context() and 0xFFFF) != 43841) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_switch_context() and 0xFFFF) != 1981) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_task() and 0xFFFF) != 15832) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_task() and 0xFFFF) != 39876) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_tasks() and 0xFFFF) != 2512) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_tasks() and 0xFFFF) != 9055) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_timesheet_report() and 0xFFFF) != 26429) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_timesheet_report() and 0xFFFF) != 25167) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_actionhandler_actions() and 0xFFFF) != 49630) {
@@ -1651,16 +1651,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_actionhandler_call() and 0xFFFF) != 53208) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_execute() and 0xFFFF) != 44945) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_execute() and 0xFFFF) != 33558) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_forget() and 0xFFFF) != 39930) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_get() and 0xFFFF) != 56876) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_get() and 0xFFFF) != 38905) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_learn() and 0xFFFF) != 54755) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_learn() and 0xFFFF) != 29681) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_list() and 0xFFFF) != 57827) {
@@ -1672,16 +1672,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_registered_actions() and 0xFFFF) != 46466) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_resume() and 0xFFFF) != 6255) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_resume() and 0xFFFF) != 59755) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_run() and 0xFFFF) != 60099) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_run() and 0xFFFF) != 33430) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_unregister_action() and 0xFFFF) != 53145) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_update() and 0xFFFF) != 47934) {
+    if ((lib.uniffi_memstrata_ffi_checksum_method_procedural_update() and 0xFFFF) != 32935) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_progresslistener_on_progress() and 0xFFFF) != 59792) {
