@@ -226,8 +226,8 @@ impl Episodic {
     /// with an empty query, pure vector search. Hits carry `bm25_rank` / `vector_rank`.
     ///
     /// `as_of` (an aware datetime): only episodes recorded by then (what the
-    /// context held at that time). With `rank_by_utility`, importance and
-    /// recency are added to the scores (off by default; docs/memory-hygiene.md).
+    /// context held at that time). With `rank_by_utility`, importance and recency
+    /// are added to the scores (off by default; docs/memory-hygiene.md).
     #[pyo3(
         signature = (query=String::new(), *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None, rank_by_utility=None),
         text_signature = "($self, query='', *, limit=None, tags=None, participants=None, since=None, until=None, min_importance=None, embedding=None, fusion=None, bm25_weight=None, vector_weight=None, rrf_k=None, as_of=None, rank_by_utility=None)"
