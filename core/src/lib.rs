@@ -71,7 +71,7 @@ pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Option
 pub use crate::continuity::contexts::Contexts;
 pub use crate::continuity::sessions::Sessions;
 pub use crate::continuity::timesheet::Timesheet;
-pub use crate::engine::{DEFAULT_CONTEXT, FORMAT_VERSION};
+pub use crate::engine::{DEFAULT_CONTEXT, FORMAT_VERSION, FORMAT_VERSION_SEALED_KEYS};
 pub use crate::error::{Error, Result};
 pub use crate::layers::episodic::{Episodic, NewEpisode, SearchFilters};
 pub use crate::layers::procedural::{self, Procedural};
