@@ -334,6 +334,33 @@ impl Memory {
     pub fn options(&self) -> &Options {
         &self.scope.engine.opts
     }
+
+    /// Rotate the store's encryption key in place to `new_key` and reopen the
+    /// store with it (see [`admin::rekey_store`]). Closes this handle first: it
+    /// must be the last one open on the store (`StoreLocked` otherwise, and the
+    /// store is left as it was). An encrypted sled store only.
+    pub fn rekey(self, new_key: EncryptionKey) -> Result<Memory> {
+        let e = &self.scope.engine;
+        e.check_process()?;
+        let Some(old) = e.opts.encryption_key.clone() else {
+            return Err(Error::invalid(
+                "encryption_key",
+                "the store is not encrypted: a key can be given to a new store only (export, then import into a store opened with the key)",
+            ));
+        };
+        if e.is_temporary() || store_url::is_postgres_path(e.path()) {
+            return Err(Error::invalid(
+                "path",
+                "key rotation in place works on a sled store directory (not a temporary store; PostgreSQL: export and import)",
+            ));
+        }
+        let mut opts = e.opts.clone();
+        let path = e.path().to_owned();
+        drop(self);
+        admin::rekey_store(&path, &old, &new_key, &|_| {})?;
+        opts.encryption_key = Some(new_key);
+        Memory::open_with(opts)
+    }
 }
 
 impl MemoryBuilder {

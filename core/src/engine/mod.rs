@@ -37,6 +37,7 @@ mod open;
 use open::*;
 
 mod indexing;
+pub(crate) mod rekey;
 #[allow(unused_imports)]
 use indexing::*;
 

@@ -418,6 +418,10 @@ pub(super) fn open_sled_store(
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
     }
+    // A store whose key rotation was interrupted holds records under two keys.
+    if path.join(super::rekey::REKEY_FILE).exists() {
+        return Err(super::rekey::interrupted_rekey_error(path));
+    }
     // The key is checked against `KEYCHECK` before sled opens, so a wrong or
     // missing key leaves every file of the store untouched.
     let check_file = path.join(KEY_CHECK_FILE);
