@@ -124,12 +124,28 @@ impl KeySeal {
         out
     }
 
-    /// The hashed parts of `b`, then its binary suffix.
-    fn hashed(&self, tree: Tree, b: &[u8], texts: u8, suffix: bool, whole: bool) -> Vec<u8> {
+    /// The hashed parts of `b`, then its binary suffix (`uuid_ids`: a last
+    /// text part that is a UUID kept, see [`KeyShape::Hashed`]).
+    fn hashed(
+        &self,
+        tree: Tree,
+        b: &[u8],
+        texts: u8,
+        suffix: bool,
+        uuid_ids: bool,
+        whole: bool,
+    ) -> Vec<u8> {
         let p = parts(b, texts, suffix, whole);
         let mut out = Vec::with_capacity(p.ends.len() * HASH + 1 + b.len());
-        for &e in &p.ends {
-            out.extend_from_slice(&self.hash(tree, &b[..e]));
+        let mut start = 0;
+        for (i, &e) in p.ends.iter().enumerate() {
+            if uuid_ids && i + 1 == usize::from(texts) && is_uuid(&b[start..e]) {
+                out.push(0);
+                out.extend_from_slice(&b[start..e]);
+            } else {
+                out.extend_from_slice(&self.hash(tree, &b[..e]));
+            }
+            start = e + 1;
         }
         if let Some(r) = p.rest {
             out.push(0);
@@ -145,10 +161,19 @@ impl KeySeal {
             KeyShape::Mixed if !key.contains(&0) => None,
             KeyShape::Mixed => {
                 let mut out = vec![0];
-                out.extend_from_slice(&self.hashed(tree, key, 2, false, true));
+                out.extend_from_slice(&self.hashed(tree, key, 2, false, false, true));
                 Some(out)
             }
-            KeyShape::Hashed { texts, suffix } => Some(self.hashed(tree, key, texts, suffix, true)),
+            KeyShape::Hashed {
+                texts: 1,
+                uuid_ids: true,
+                ..
+            } if is_uuid(first_part(key)) => None,
+            KeyShape::Hashed {
+                texts,
+                suffix,
+                uuid_ids,
+            } => Some(self.hashed(tree, key, texts, suffix, uuid_ids, true)),
         }
     }
 
@@ -157,7 +182,22 @@ impl KeySeal {
         match key_shape(tree) {
             KeyShape::Plain => prefix.to_vec(),
             KeyShape::Mixed => Vec::new(),
-            KeyShape::Hashed { texts, suffix } => self.hashed(tree, prefix, texts, suffix, false),
+            // One text part, ids kept: a whole UUID is its own prefix; a part
+            // of one may be a kept id or a hashed key (scan everything).
+            KeyShape::Hashed {
+                texts: 1,
+                uuid_ids: true,
+                suffix,
+            } => match parts(prefix, 1, suffix, false).ends.first() {
+                Some(&e) if is_uuid(&prefix[..e]) => prefix.to_vec(),
+                Some(_) => self.hashed(tree, prefix, 1, suffix, false, false),
+                None => Vec::new(),
+            },
+            KeyShape::Hashed {
+                texts,
+                suffix,
+                uuid_ids,
+            } => self.hashed(tree, prefix, texts, suffix, uuid_ids, false),
         }
     }
 
@@ -223,6 +263,21 @@ impl KeySeal {
             })?;
         Ok((orig, off))
     }
+}
+
+/// The key up to its first `0x00`.
+fn first_part(key: &[u8]) -> &[u8] {
+    key.iter().position(|&c| c == 0).map_or(key, |p| &key[..p])
+}
+
+/// Whether `b` is a canonical UUID (`8-4-4-4-12` lowercase hexadecimal, as
+/// the engine writes its generated ids).
+fn is_uuid(b: &[u8]) -> bool {
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+        })
 }
 
 /// The value part of a stored value.
@@ -394,17 +449,27 @@ impl SealedTree {
     /// Whether the stored key `raw` keeps its key as stored (plain or plain
     /// by shape), or is a sealed key whose sealed original hashes back to it.
     fn is_stored_form(&self, raw: &[u8], stored: &[u8]) -> bool {
-        if key_shape(self.name) == KeyShape::Mixed && raw.first() != Some(&0) {
-            return !raw.contains(&0);
+        if self.is_plain_entry(raw) {
+            return true;
         }
         self.seal
             .unwrap(raw, stored)
             .is_ok_and(|(orig, _)| self.key(&orig).as_deref() == Some(raw))
     }
 
+    /// Whether the stored key `raw` is a key kept as written (the engine's own
+    /// `meta` records, generated ids): such a key is stored as itself, while
+    /// a sealed key (hashes) never reads as one.
+    fn is_plain_entry(&self, raw: &[u8]) -> bool {
+        match key_shape(self.name) {
+            KeyShape::Mixed => raw.first() != Some(&0) && !raw.contains(&0),
+            _ => self.key(raw).is_none(),
+        }
+    }
+
     /// The original key and value of a stored entry.
     fn decode(&self, raw: Bytes, stored: Bytes) -> Result<(Bytes, Bytes)> {
-        if key_shape(self.name) == KeyShape::Mixed && raw.first() != Some(&0) {
+        if self.is_plain_entry(&raw) {
             return Ok((raw, stored));
         }
         let (orig, off) = self.seal.unwrap(&raw, &stored)?;
@@ -554,19 +619,24 @@ pub(crate) fn reseal_tree(
     let tree = db.open_tree(name.name()).dep()?;
     let Some(st_new) = SealedTree::new(tree.clone(), new, name) else {
         // Plain keys: only the values change.
-        return reseal_values(&tree, value, progress);
+        let keys: Vec<Bytes> = tree
+            .iter()
+            .keys()
+            .collect::<std::result::Result<_, _>>()
+            .dep()?;
+        return reseal_values(&tree, &keys, value, progress);
     };
-    let mixed = key_shape(name) == KeyShape::Mixed;
-    let mut pending = Vec::new();
+    let (mut plain, mut pending) = (Vec::new(), Vec::new());
     for r in tree.iter() {
         let (k, v) = r.dep()?;
-        // The engine's own `meta` records are the caller's.
-        if (mixed && k.first() != Some(&0)) || st_new.is_stored_form(&k, &v) {
-            continue;
+        if st_new.is_plain_entry(&k) {
+            plain.push(k);
+        } else if !st_new.is_stored_form(&k, &v) {
+            pending.push(k);
         }
-        pending.push(k);
     }
-    let mut moved = 0u64;
+    // Keys kept as written (generated ids, the engine's `meta` records).
+    let mut moved = reseal_values(&tree, &plain, value, progress)?;
     for chunk in pending.chunks(MIGRATE_CHUNK) {
         let mut b = sled::Batch::default();
         for k in chunk {
@@ -588,18 +658,14 @@ pub(crate) fn reseal_tree(
     Ok(moved)
 }
 
-/// [`reseal_tree`] for a tree whose keys stay plain: `value` returns `None`
-/// for a value already in its new form.
+/// [`reseal_tree`] for entries whose keys stay as written (`keys`): `value`
+/// gives back a value already in its new form unchanged.
 fn reseal_values(
     tree: &sled::Tree,
+    keys: &[Bytes],
     value: &dyn Fn(&[u8]) -> Result<Vec<u8>>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64> {
-    let keys: Vec<Bytes> = tree
-        .iter()
-        .keys()
-        .collect::<std::result::Result<_, _>>()
-        .dep()?;
     let mut moved = 0u64;
     for chunk in keys.chunks(MIGRATE_CHUNK) {
         let mut b = sled::Batch::default();

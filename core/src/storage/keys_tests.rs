@@ -32,6 +32,26 @@ fn context_keys_share_a_prefix_and_suffixes_stay_ordered() {
     let trace = s.stored_key(Tree::Runs, b"r1\0\0\0\0\0\0\0\0\x02").unwrap();
     assert!(trace.starts_with(&run) && trace.len() == HASH + 9);
     assert!(!s.stored_prefix(Tree::Runs, b"r1\0").is_empty());
+    // Generated ids (UUIDs) stay, after the hashed context; other ids do not.
+    let id = "0193a5b2-7c4d-7e8f-9a0b-1c2d3e4f5a6b";
+    let ep = s
+        .stored_key(Tree::Episodes, format!("ctx\0{id}").as_bytes())
+        .unwrap();
+    assert_eq!(&ep[..HASH], s.stored_prefix(Tree::Episodes, b"ctx\0"));
+    assert_eq!(&ep[HASH..], format!("\0{id}").as_bytes());
+    assert_eq!(s.stored_key(Tree::Sessions, id.as_bytes()), None);
+    let v = format!("{id}\0\0\0\0\0\0\0\0\x01");
+    assert_eq!(s.stored_key(Tree::SessionVersions, v.as_bytes()), None);
+    assert_eq!(
+        s.stored_prefix(Tree::SessionVersions, format!("{id}\0").as_bytes()),
+        format!("{id}\0").as_bytes()
+    );
+    assert!(s.stored_prefix(Tree::Runs, b"0193").is_empty());
+    assert!(s.stored_key(Tree::Sessions, b"my-session").is_some());
+    assert_eq!(
+        s.stored_key(Tree::Episodes, b"ctx\0user-id").unwrap().len(),
+        2 * HASH
+    );
     // Engine keys in meta stay; context keys there do not.
     assert_eq!(s.stored_key(Tree::Meta, b"format_version"), None);
     let m = s.stored_key(Tree::Meta, b"vector_dim\0ctx").unwrap();
@@ -126,10 +146,7 @@ fn plaintext_keys_of_an_encrypted_store_are_sealed_on_open_even_half_done() {
             };
             let entries: Vec<_> = st.tree.iter().map(|r| r.unwrap()).collect();
             for (i, (raw, v)) in entries.into_iter().enumerate() {
-                if (half && i % 2 == 1) || !st.is_stored_form(&raw, &v) {
-                    continue;
-                }
-                if key_shape(name) == KeyShape::Mixed && raw.first() != Some(&0) {
+                if (half && i % 2 == 1) || st.is_plain_entry(&raw) {
                     continue;
                 }
                 let (orig, off) = seal.unwrap(&raw, &v).unwrap();
@@ -170,9 +187,12 @@ fn plaintext_keys_of_an_encrypted_store_are_sealed_on_open_even_half_done() {
 
         let db = sled::open(path.join("db")).unwrap();
         let keys = raw_keys(&db);
-        for word in [CTX, "stkey", "kwKey", "sess", &sid] {
+        for word in [CTX, "stkey", "kwKey"] {
             assert!(!keys.iter().any(|k| has(k, word)), "{word} left in a key");
         }
+        // Generated ids stay as they are (no user text in them).
+        assert!(keys.iter().any(|k| has(k, &sid)));
+        assert!(keys.iter().any(|k| has(k, &ep)));
         let v = db
             .open_tree("meta")
             .unwrap()
