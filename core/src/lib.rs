@@ -381,3 +381,23 @@ impl MemoryBuilder {
 pub mod search_terms {
     pub use crate::search::index::query::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
 }
+
+/// Test support for the upgrade of encrypted stores to sealed keys. Not a
+/// stable API.
+#[doc(hidden)]
+pub mod testing {
+    /// Turn the closed, encrypted sled store at `path` back into what a build
+    /// before sealed keys wrote (plaintext keys, format version 2), for every
+    /// entry or (`every_other`) for every other one, as a crash in the middle
+    /// of the upgrade leaves it. Returns the entries rewritten.
+    pub fn unseal_keys(
+        path: &std::path::Path,
+        key: &crate::EncryptionKey,
+        every_other: bool,
+    ) -> crate::Result<usize> {
+        use crate::error::DepResult;
+        let db = sled::open(path.join("db")).dep()?;
+        let seal = std::sync::Arc::new(crate::storage::keys::KeySeal::new(key));
+        crate::storage::keys::unseal_keys(&db, &seal, every_other)
+    }
+}

@@ -311,3 +311,89 @@ fn export_and_import_carry_sealed_keys_across_stores() {
         "words found in the imported store: {found:?}"
     );
 }
+
+/// Every raw key of every tree of the sled store at `path`.
+fn raw_keys(path: &Path) -> Vec<Vec<u8>> {
+    let db = sled::open(path.join("db")).unwrap();
+    let mut out = Vec::new();
+    for name in db.tree_names() {
+        for k in db.open_tree(name).unwrap().iter().keys() {
+            out.push(k.unwrap().to_vec());
+        }
+    }
+    out
+}
+
+fn has(hay: &[u8], needle: &str) -> bool {
+    contains(hay, needle.as_bytes())
+}
+
+/// An encrypted store written before keys were sealed (format version 2,
+/// plaintext keys) is sealed when it opens; half-rewritten (what a crash in
+/// the middle leaves: each batch is atomic) it is finished the same way.
+#[test]
+fn plaintext_keys_of_an_encrypted_store_are_sealed_on_open_even_half_done() {
+    const CTX: &str = "ctxMigrationWord";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let mem = open(&path, true);
+    mem.switch_context(CTX, true).unwrap();
+    mem.contexts()
+        .set_on_duplicate(OnDuplicate::Merge, None)
+        .unwrap();
+    for i in 0..40 {
+        mem.short_term()
+            .store(&format!("stkey{i}"), json!(i), None)
+            .unwrap();
+    }
+    mem.semantic().store("user:kwKey", json!({"a": 1})).unwrap();
+    mem.semantic()
+        .update("user:kwKey", json!({"a": 2}))
+        .unwrap();
+    let ep = mem
+        .episodic()
+        .record(NewEpisode::new("migrated summary").embedding(vec![1.0, 0.0]))
+        .unwrap();
+    let sid = mem.sessions().create("sess", json!({})).unwrap().session_id;
+    mem.sessions().save(&sid, json!({"s": 1}), 1).unwrap();
+    drop(mem);
+
+    for every_other in [true, false] {
+        let undone = memstrata::testing::unseal_keys(&path, &key(), every_other).unwrap();
+        assert!(undone > 20, "{undone} entries unsealed");
+        assert!(raw_keys(&path).iter().any(|k| has(k, CTX)));
+        assert_eq!(format_version(&path), FORMAT_VERSION);
+
+        let mem = open(&path, true);
+        mem.switch_context(CTX, true).unwrap();
+        assert_eq!(mem.short_term().keys("stkey").unwrap().len(), 40);
+        assert_eq!(mem.short_term().retrieve("stkey7").unwrap(), Some(json!(7)));
+        assert_eq!(mem.semantic().keys("user:").unwrap(), vec!["user:kwKey"]);
+        assert_eq!(mem.semantic().history("user:kwKey").unwrap().len(), 2);
+        assert!(mem.episodic().get(&ep).unwrap().is_some());
+        let hits = mem
+            .episodic()
+            .search("migrated", &SearchFilters::default(), 5)
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(
+            mem.contexts().on_duplicate(None).unwrap(),
+            OnDuplicate::Merge
+        );
+        assert!(mem.contexts().list().unwrap().contains(&CTX.to_owned()));
+        assert_eq!(
+            mem.sessions().restore(&sid, None).unwrap().content,
+            json!({"s": 1})
+        );
+        drop(mem);
+
+        let keys = raw_keys(&path);
+        for word in [CTX, "stkey", "kwKey"] {
+            assert!(!keys.iter().any(|k| has(k, word)), "{word} left in a key");
+        }
+        // Generated ids stay as they are (no user text in them).
+        assert!(keys.iter().any(|k| has(k, &sid)));
+        assert!(keys.iter().any(|k| has(k, &ep)));
+        assert_eq!(format_version(&path), FORMAT_VERSION_SEALED_KEYS);
+    }
+}

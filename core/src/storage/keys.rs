@@ -569,7 +569,7 @@ impl SealedIter {
 
 #[path = "keys_rewrite.rs"]
 mod rewrite;
-pub(crate) use rewrite::{reseal_tree, seal_plaintext_keys};
+pub(crate) use rewrite::{reseal_tree, seal_plaintext_keys, unseal_keys};
 
 #[cfg(test)]
 #[path = "keys_tests.rs"]
