@@ -76,3 +76,30 @@ def test_no_word_of_any_layer_in_the_files_of_an_encrypted_store(tmp_path):
     assert found_words(sealed) == {}
     with memstrata.Memory(sealed, encryption_key=key) as m:
         check_words(m, sid)
+
+
+def test_rekey_in_place_and_the_old_key_is_refused(tmp_path):
+    path = tmp_path / "rotated.mem"
+    old, new = bytes(range(32)), bytes(range(32, 64))
+    with memstrata.Memory(path, encryption_key=old) as m:
+        sid = write_words(m)
+        ns = m.namespace(CONTEXT)
+        # Another handle is open: refused, and this one keeps working.
+        try:
+            m.rekey(new)
+            raise AssertionError("rekey with a namespace open should fail")
+        except memstrata.StoreLockedError:
+            pass
+        ns.close()
+        check_words(m, sid)
+        m.rekey(new)
+        assert m.active_context == CONTEXT
+        check_words(m, sid)
+    try:
+        memstrata.Memory(path, encryption_key=old)
+        raise AssertionError("the old key should be refused")
+    except memstrata.InvalidInputError as e:
+        assert e.field == "encryption_key" and "wrong encryption key" in str(e)
+    with memstrata.Memory(path, encryption_key=new) as m:
+        check_words(m, sid)
+    assert found_words(path) == {}

@@ -336,9 +336,10 @@ impl Memory {
     }
 
     /// Rotate the store's encryption key in place to `new_key` and reopen the
-    /// store with it (see [`admin::rekey_store`]). Closes this handle first: it
-    /// must be the last one open on the store (`StoreLocked` otherwise, and the
-    /// store is left as it was). An encrypted sled store only.
+    /// store with it (see [`admin::rekey_store`]), in the same active context.
+    /// Closes this handle first: it must be the last one open on the store
+    /// (`StoreLocked` otherwise, and the store is left as it was). An
+    /// encrypted sled store only.
     pub fn rekey(self, new_key: EncryptionKey) -> Result<Memory> {
         let e = &self.scope.engine;
         e.check_process()?;
@@ -356,10 +357,13 @@ impl Memory {
         }
         let mut opts = e.opts.clone();
         let path = e.path().to_owned();
+        let active = self.active_context();
         drop(self);
         admin::rekey_store(&path, &old, &new_key, &|_| {})?;
         opts.encryption_key = Some(new_key);
-        Memory::open_with(opts)
+        let mem = Memory::open_with(opts)?;
+        mem.switch_context(&active, true)?;
+        Ok(mem)
     }
 }
 
