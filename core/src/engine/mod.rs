@@ -302,7 +302,7 @@ impl Engine {
             &self.t.semantic,
             &self.t.procedures,
         ] {
-            if t.scan_prefix(&p).next().transpose()?.is_some() {
+            if t.has_prefix(&p)? {
                 return Ok(true);
             }
         }

@@ -375,6 +375,29 @@ impl SealedTree {
             .map_err(|_| CasMismatch))
     }
 
+    /// Whether any key starts with `prefix`. A prefix that ends at a part
+    /// boundary (a context's `ctx 0x00`) reads one stored entry; any other is
+    /// a scan.
+    pub(super) fn has_prefix(&self, prefix: &[u8]) -> Result<bool> {
+        let exact = matches!(key_shape(self.name), KeyShape::Hashed { .. })
+            && (prefix.is_empty() || prefix.last() == Some(&0));
+        if !exact {
+            return self
+                .scan_prefix(prefix)
+                .next_front()
+                .transpose()
+                .map(|e| e.is_some());
+        }
+        let stored = self.seal.stored_prefix(self.name, prefix);
+        Ok(self
+            .tree
+            .scan_prefix(stored)
+            .next()
+            .transpose()
+            .dep()?
+            .is_some())
+    }
+
     pub(super) fn scan_prefix(&self, prefix: &[u8]) -> SealedIter {
         let stored = self.seal.stored_prefix(self.name, prefix);
         self.collect(&stored, |k| k.starts_with(prefix))

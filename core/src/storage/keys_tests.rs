@@ -80,3 +80,22 @@ fn sealed_key_opens_only_under_its_stored_key() {
     );
     assert!(strip(Bytes::from(&b"\x02plain"[..])).is_err());
 }
+
+#[test]
+fn has_prefix_reads_one_entry_at_a_part_boundary_and_scans_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sled::open(dir.path()).unwrap();
+    let seal = Arc::new(seal());
+    let st = SealedTree::new(db.open_tree("short_term").unwrap(), &seal, Tree::ShortTerm).unwrap();
+    assert!(!st.has_prefix(b"").unwrap());
+    st.insert(b"ctx\0alpha", b"v").unwrap();
+    assert!(st.has_prefix(b"").unwrap());
+    assert!(st.has_prefix(b"ctx\0").unwrap());
+    assert!(!st.has_prefix(b"other\0").unwrap());
+    assert!(st.has_prefix(b"ctx\0al").unwrap());
+    assert!(!st.has_prefix(b"ctx\0b").unwrap());
+    // A context prefix inside the name: every key is opened and compared.
+    assert!(st.has_prefix(b"ct").unwrap());
+    assert!(!st.has_prefix(b"cu").unwrap());
+    assert_eq!(st.get(b"ctx\0alpha").unwrap().as_deref(), Some(&b"v"[..]));
+}

@@ -474,6 +474,15 @@ impl KvTree {
         }
     }
 
+    /// Whether any record's key starts with `prefix` (cheaper than a scan on
+    /// sealed keys, see [`keys`]).
+    pub(crate) fn has_prefix(&self, prefix: impl AsRef<[u8]>) -> Result<bool> {
+        match self {
+            KvTree::Sealed(t) => t.has_prefix(prefix.as_ref()),
+            _ => Ok(self.scan_prefix(prefix).next().transpose()?.is_some()),
+        }
+    }
+
     /// Records with keys in `range`, in key order.
     pub(crate) fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Iter {
         match self {
