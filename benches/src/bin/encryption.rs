@@ -135,7 +135,7 @@ fn run_side(
     // A bijection of 0..n (multiplication by a prime not dividing n) when scattered.
     let n = args.episodes;
     let order = |i: usize, p: usize| {
-        if args.kv_scattered && n % p != 0 {
+        if args.kv_scattered && !n.is_multiple_of(p) {
             (i * p) % n
         } else {
             i
