@@ -52,6 +52,36 @@ impl Handle {
     }
 }
 
+impl Handle {
+    /// Rotate the store's encryption key in place to `new_key`
+    /// ([`memstrata::Memory::rekey`]) and keep this handle open on the store
+    /// with it. No other call of this handle runs meanwhile; another handle on
+    /// the store (a namespace, another `Memory`) makes it fail with
+    /// `STORE_LOCKED`, and this handle stays open with the old key.
+    pub fn rekey(&self, new_key: &[u8]) -> Result<(), BindingError> {
+        let key = guard(|| memstrata::EncryptionKey::from_slice(new_key))?;
+        let mut slot = self.inner.write();
+        let mem = slot.take().ok_or_else(BindingError::closed)?;
+        let opts = mem.options().clone();
+        let ctx = mem.active_context();
+        match guard(move || mem.rekey(key)) {
+            Ok(m) => {
+                *slot = Some(m);
+                Ok(())
+            }
+            Err(e) => {
+                // Refused before anything changed: the store opens as before.
+                if let Ok(m) = Memory::open_with(opts)
+                    && m.switch_context(&ctx, true).is_ok()
+                {
+                    *slot = Some(m);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
 /// Flush `mem`, then drop it (the store closes if it was the last handle).
 pub fn close_memory(mem: Memory) -> Result<(), BindingError> {
     guard(move || {

@@ -520,6 +520,11 @@ impl Memory {
         export::export(py, &self.core()?, path)
     }
 
+    /// Rotate the store's encryption key in place to `new_key` (32 bytes): every record and index file is sealed again under it, and the old key is refused from then on (docs/security.md). This must be the only open handle on the store (namespaces included: StoreLockedError otherwise, nothing changed); it stays open, with the new key. An encrypted store directory only.
+    fn rekey(&self, py: Python<'_>, new_key: Vec<u8>) -> PyResult<()> {
+        run(py, || self.h.rekey(&new_key))
+    }
+
     /// Load a file written by `export` into this store.
     fn import_(&self, py: Python<'_>, path: PathBuf) -> PyResult<export::ImportStats> {
         export::import(py, &self.core()?, path)

@@ -71,7 +71,7 @@ pub use crate::config::{Durability, EncryptionKey, Limits, MemoryBuilder, Option
 pub use crate::continuity::contexts::Contexts;
 pub use crate::continuity::sessions::Sessions;
 pub use crate::continuity::timesheet::Timesheet;
-pub use crate::engine::{DEFAULT_CONTEXT, FORMAT_VERSION};
+pub use crate::engine::{DEFAULT_CONTEXT, FORMAT_VERSION, FORMAT_VERSION_SEALED_KEYS};
 pub use crate::error::{Error, Result};
 pub use crate::layers::episodic::{Episodic, NewEpisode, SearchFilters};
 pub use crate::layers::procedural::{self, Procedural};
@@ -345,6 +345,37 @@ impl Memory {
     pub fn options(&self) -> &Options {
         &self.scope.engine.opts
     }
+
+    /// Rotate the store's encryption key in place to `new_key` and reopen the
+    /// store with it (see [`admin::rekey_store`]), in the same active context.
+    /// Closes this handle first: it must be the last one open on the store
+    /// (`StoreLocked` otherwise, and the store is left as it was). An
+    /// encrypted sled store only.
+    pub fn rekey(self, new_key: EncryptionKey) -> Result<Memory> {
+        let e = &self.scope.engine;
+        e.check_process()?;
+        let Some(old) = e.opts.encryption_key.clone() else {
+            return Err(Error::invalid(
+                "encryption_key",
+                "the store is not encrypted: a key can be given to a new store only (export, then import into a store opened with the key)",
+            ));
+        };
+        if e.is_temporary() || store_url::is_postgres_path(e.path()) {
+            return Err(Error::invalid(
+                "path",
+                "key rotation in place works on a sled store directory (not a temporary store; PostgreSQL: export and import)",
+            ));
+        }
+        let mut opts = e.opts.clone();
+        let path = e.path().to_owned();
+        let active = self.active_context();
+        drop(self);
+        admin::rekey_store(&path, &old, &new_key, &|_| {})?;
+        opts.encryption_key = Some(new_key);
+        let mem = Memory::open_with(opts)?;
+        mem.switch_context(&active, true)?;
+        Ok(mem)
+    }
 }
 
 impl MemoryBuilder {
@@ -364,4 +395,24 @@ impl MemoryBuilder {
 #[doc(hidden)]
 pub mod search_terms {
     pub use crate::search::index::query::{QUERY_STOP_WORDS, STOP_WORD_WEIGHT};
+}
+
+/// Test support for the upgrade of encrypted stores to sealed keys. Not a
+/// stable API.
+#[doc(hidden)]
+pub mod testing {
+    /// Turn the closed, encrypted sled store at `path` back into what a build
+    /// before sealed keys wrote (plaintext keys, format version 2), for every
+    /// entry or (`every_other`) for every other one, as a crash in the middle
+    /// of the upgrade leaves it. Returns the entries rewritten.
+    pub fn unseal_keys(
+        path: &std::path::Path,
+        key: &crate::EncryptionKey,
+        every_other: bool,
+    ) -> crate::Result<usize> {
+        use crate::error::DepResult;
+        let db = sled::open(path.join("db")).dep()?;
+        let seal = std::sync::Arc::new(crate::storage::keys::KeySeal::new(key));
+        crate::storage::keys::unseal_keys(&db, &seal, every_other)
+    }
 }

@@ -2,7 +2,10 @@
 //! a store opened with an encryption key, in one process, rounds interleaved
 //! (plain, sealed, plain, sealed...) so machine noise hits both sides.
 //!
-//! encryption [--episodes N] [--rounds R] [--queries Q] [--index-cache-mib M] [--dir DIR] [--out FILE]
+//! encryption [--episodes N] [--rounds R] [--queries Q] [--index-cache-mib M] [--kv-scattered] [--dir DIR] [--out FILE]
+//!
+//! `--kv-scattered`: short-term keys are stored and read in two unrelated
+//! orders instead of in key order (keys and values unchanged).
 //!
 //! Per round and side: record N episodes (synthetic corpus, default 100k), store
 //! N short-term values, read them back, run Q keyword searches, then close,
@@ -28,6 +31,8 @@ struct Args {
     queries: usize,
     /// The sealed side's `index_cache_bytes`, in MiB (default: the engine's default).
     index_cache_mib: Option<usize>,
+    /// Store and read the short-term keys out of key order.
+    kv_scattered: bool,
     dir: PathBuf,
     out: Option<PathBuf>,
 }
@@ -38,6 +43,7 @@ fn parse_args() -> Result<Args> {
         rounds: 2,
         queries: 1000,
         index_cache_mib: None,
+        kv_scattered: false,
         dir: std::env::temp_dir(),
         out: None,
     };
@@ -49,6 +55,7 @@ fn parse_args() -> Result<Args> {
             "--rounds" => a.rounds = val()?.parse()?,
             "--queries" => a.queries = val()?.parse()?,
             "--index-cache-mib" => a.index_cache_mib = Some(val()?.parse()?),
+            "--kv-scattered" => a.kv_scattered = true,
             "--dir" => a.dir = val()?.into(),
             "--out" => a.out = Some(val()?.into()),
             other => return Err(format!("unknown argument {other}").into()),
@@ -125,14 +132,23 @@ fn run_side(
         ids.push(mem.episodic().record(ep)?);
         side.record.record(t.elapsed());
     }
-    for i in 0..args.episodes {
+    // A bijection of 0..n (multiplication by a prime not dividing n) when scattered.
+    let n = args.episodes;
+    let order = |i: usize, p: usize| {
+        if args.kv_scattered && !n.is_multiple_of(p) {
+            (i * p) % n
+        } else {
+            i
+        }
+    };
+    for i in (0..args.episodes).map(|i| order(i, 7919)) {
         let (k, v) = (Corpus::kv_key(i), corpus.kv_value(i));
         let t = Instant::now();
         mem.short_term().store(&k, v, None)?;
         side.kv_store.record(t.elapsed());
     }
     mem.flush()?;
-    for i in 0..args.episodes {
+    for i in (0..args.episodes).map(|i| order(i, 104_729)) {
         let k = Corpus::kv_key(i);
         let t = Instant::now();
         let v = mem.short_term().retrieve(&k)?;

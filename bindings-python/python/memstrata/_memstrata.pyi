@@ -400,6 +400,9 @@ class Memory:
     def export(self, path: _StrPath) -> ExportStats:
         """Write every layer of every context to `path` (JSON Lines, docs/export-format.md)."""
         ...
+    def rekey(self, new_key: bytes) -> None:
+        """Rotate the store's encryption key in place to `new_key` (32 bytes): every record and index file is sealed again under it, and the old key is refused from then on (docs/security.md). This must be the only open handle on the store (namespaces included: StoreLockedError otherwise, nothing changed); it stays open, with the new key. An encrypted store directory only."""
+        ...
     def import_(self, path: _StrPath) -> ImportStats:
         """Load a file written by `export` into this store."""
         ...

@@ -37,6 +37,7 @@ mod open;
 use open::*;
 
 mod indexing;
+pub(crate) mod rekey;
 #[allow(unused_imports)]
 use indexing::*;
 
@@ -46,6 +47,12 @@ use indexing::*;
 /// version 1 opens unchanged (its map records stay readable) and is stamped 2
 /// at open, so that builds reading only version 1 refuse it.
 pub const FORMAT_VERSION: u32 = 2;
+
+/// Format version of an encrypted sled store whose record keys are sealed
+/// (`storage::keys`): version 2 plus sealed keys. Stores without a key, and
+/// PostgreSQL stores, stay at [`FORMAT_VERSION`]; an encrypted sled store of
+/// version 2 has its keys sealed when it is opened (see `open::seal_keys`).
+pub const FORMAT_VERSION_SEALED_KEYS: u32 = 3;
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_INDEX_SCHEMA: &[u8] = b"index_schema_version";
@@ -74,22 +81,27 @@ pub(crate) struct Trees {
 }
 
 impl Trees {
-    fn open(store: &Store) -> Result<Self> {
+    /// The trees of `store`, with their keys sealed by `seal` (an encrypted sled store).
+    fn open(store: &Store, seal: Option<&Arc<storage::keys::KeySeal>>) -> Result<Self> {
+        let tree = |t: Tree| match seal {
+            Some(s) => store.tree_sealed(t, s),
+            None => store.tree(t),
+        };
         Ok(Trees {
-            meta: store.tree(Tree::Meta)?,
-            contexts: store.tree(Tree::Contexts)?,
-            short_term: store.tree(Tree::ShortTerm)?,
-            working: store.tree(Tree::Working)?,
-            episodes: store.tree(Tree::Episodes)?,
-            semantic: store.tree(Tree::Semantic)?,
-            semantic_history: store.tree(Tree::SemanticHistory)?,
-            procedures: store.tree(Tree::Procedures)?,
-            runs: store.tree(Tree::Runs)?,
-            sessions: store.tree(Tree::Sessions)?,
-            session_versions: store.tree(Tree::SessionVersions)?,
-            tasks: store.tree(Tree::Tasks)?,
-            index_log: store.tree(Tree::IndexLog)?,
-            dedup: store.tree(Tree::Dedup)?,
+            meta: tree(Tree::Meta)?,
+            contexts: tree(Tree::Contexts)?,
+            short_term: tree(Tree::ShortTerm)?,
+            working: tree(Tree::Working)?,
+            episodes: tree(Tree::Episodes)?,
+            semantic: tree(Tree::Semantic)?,
+            semantic_history: tree(Tree::SemanticHistory)?,
+            procedures: tree(Tree::Procedures)?,
+            runs: tree(Tree::Runs)?,
+            sessions: tree(Tree::Sessions)?,
+            session_versions: tree(Tree::SessionVersions)?,
+            tasks: tree(Tree::Tasks)?,
+            index_log: tree(Tree::IndexLog)?,
+            dedup: tree(Tree::Dedup)?,
         })
     }
 }
@@ -293,7 +305,7 @@ impl Engine {
             &self.t.semantic,
             &self.t.procedures,
         ] {
-            if t.scan_prefix(&p).next().transpose()?.is_some() {
+            if t.has_prefix(&p)? {
                 return Ok(true);
             }
         }

@@ -196,7 +196,17 @@ impl Engine {
             key_check_file,
             index_dir,
         } = opened;
-        let t = Trees::open(&store)?;
+        let t = Trees::open(&store, None)?;
+        // An encrypted sled store seals its record keys (`storage::keys`).
+        let key_seal = match (&store, opts.encryption_key.as_ref()) {
+            (Store::Sled(_), Some(k)) => Some(Arc::new(storage::keys::KeySeal::new(k))),
+            _ => None,
+        };
+        let target = if key_seal.is_some() {
+            FORMAT_VERSION_SEALED_KEYS
+        } else {
+            FORMAT_VERSION
+        };
 
         // The same check inside the store (covers a sled store whose KEYCHECK file
         // was lost), before anything is written to it.
@@ -211,14 +221,30 @@ impl Engine {
                         .try_into()
                         .map_err(|_| Error::corrupted("format_version record is not 4 bytes"))?,
                 );
-                if found > FORMAT_VERSION {
+                if found > FORMAT_VERSION_SEALED_KEYS {
                     return Err(Error::corrupted(format!(
-                        "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION}); upgrade memstrata",
+                        "store at {} has format version {found}, newer than this build supports ({FORMAT_VERSION_SEALED_KEYS}); upgrade memstrata",
                         storage::url::mask_path(&path)
+                    )));
+                }
+                if found > target {
+                    return Err(Error::corrupted(format!(
+                        "store at {} has format version {found} (an encrypted sled store with sealed keys) but is opened as {}",
+                        storage::url::mask_path(&path),
+                        if store.is_shared() {
+                            "a PostgreSQL store"
+                        } else {
+                            "a store without a key"
+                        }
                     )));
                 }
                 if found < FORMAT_VERSION {
                     upgrade_format(&store, &t, found)?;
+                }
+                if let (Some(seal), Store::Sled(db)) = (&key_seal, &store)
+                    && found < FORMAT_VERSION_SEALED_KEYS
+                {
+                    seal_keys(db, &t, seal)?;
                 }
             }
             None => {
@@ -233,7 +259,7 @@ impl Engine {
                         if let Some(c) = &sealed_check {
                             m[0].insert(META_KEY_CHECK, c)?;
                         }
-                        m[0].insert(META_FORMAT, FORMAT_VERSION.to_be_bytes())?;
+                        m[0].insert(META_FORMAT, target.to_be_bytes())?;
                     }
                     Ok(())
                 })?;
@@ -243,6 +269,10 @@ impl Engine {
                 }
             }
         }
+        let t = match &key_seal {
+            Some(seal) => Trees::open(&store, Some(seal))?,
+            None => t,
+        };
         let (search, opened) = match &index_dir {
             Some(dir) => {
                 let schema_ok = t
@@ -392,6 +422,10 @@ pub(super) fn open_sled_store(
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
     }
+    // A store whose key rotation was interrupted holds records under two keys.
+    if path.join(super::rekey::REKEY_FILE).exists() {
+        return Err(super::rekey::interrupted_rekey_error(path));
+    }
     // The key is checked against `KEYCHECK` before sled opens, so a wrong or
     // missing key leaves every file of the store untouched.
     let check_file = path.join(KEY_CHECK_FILE);
@@ -488,6 +522,20 @@ fn upgrade_format(store: &Store, t: &Trees, found: u32) -> Result<()> {
         }
         Ok(())
     })
+}
+
+/// Seal the record keys of an encrypted sled store of format version 2 (written
+/// before keys were sealed), then stamp it [`FORMAT_VERSION_SEALED_KEYS`]. The
+/// rewrite goes in atomic batches and skips entries already sealed, so a crash
+/// in the middle leaves a store that the next open finishes; only the stamp,
+/// written after every entry is sealed and flushed, lets the layers in.
+fn seal_keys(db: &sled::Db, t: &Trees, seal: &Arc<storage::keys::KeySeal>) -> Result<()> {
+    storage::keys::seal_plaintext_keys(db, seal)?;
+    db.flush().map_err(Error::from_dep)?;
+    t.meta
+        .insert(META_FORMAT, FORMAT_VERSION_SEALED_KEYS.to_be_bytes())?;
+    db.flush().map_err(Error::from_dep)?;
+    Ok(())
 }
 
 /// sled cache of the checkpoint's reopen (see [`LogCheckpoint`]).

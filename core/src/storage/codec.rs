@@ -273,6 +273,65 @@ pub(crate) fn split_ctx_key(k: &[u8]) -> Result<(String, String)> {
     Ok((ctx.to_owned(), key.to_owned()))
 }
 
+/// How the keys of a tree are stored in an encrypted sled store (sealed keys,
+/// `storage::keys`). Every key kind a tree holds must fit its shape: a new
+/// tree names its shape here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyShape {
+    /// Kept as is: the keys hold no user text (sequence numbers).
+    Plain,
+    /// `texts` leading text parts separated by `0x00` (context, key, name,
+    /// id), each replaced by a 16-byte keyed hash of the key up to its end, so
+    /// a scan of every key under the first parts stays a prefix scan. With
+    /// `suffix`, the last text part may be followed by `0x00` and binary
+    /// (big-endian numbers: versions, sequence numbers), kept as is so that
+    /// it stays ordered; without, the last text part runs to the end of the key.
+    /// With `uuid_ids`, a last text part that is a canonical UUID (an id the
+    /// engine generated: no user text) is kept as written, behind a `0x00`
+    /// (a key of one text part is then kept whole, as written), so records
+    /// written in id order stay in order on disk.
+    Hashed {
+        texts: u8,
+        suffix: bool,
+        uuid_ids: bool,
+    },
+    /// `meta`: the engine's own keys (no `0x00`: `format_version`, ...) stay
+    /// as they are; `name 0x00 context...` keys are hashed as two text parts
+    /// behind a `0x00` byte (no engine key starts with one).
+    Mixed,
+}
+
+/// The key shape of `tree` (see [`KeyShape`]).
+pub(crate) fn key_shape(tree: super::Tree) -> KeyShape {
+    use super::Tree as T;
+    let h = |texts, suffix| KeyShape::Hashed {
+        texts,
+        suffix,
+        uuid_ids: false,
+    };
+    let ids = |texts, suffix| KeyShape::Hashed {
+        texts,
+        suffix,
+        uuid_ids: true,
+    };
+    match tree {
+        T::Meta => KeyShape::Mixed,
+        T::IndexLog => KeyShape::Plain,
+        // `ctx`
+        T::Contexts => h(1, false),
+        // `ctx 0x00 key` (ctx_key)
+        T::ShortTerm | T::Working | T::Semantic | T::Procedures => h(2, false),
+        // `ctx 0x00 uuidv7` (an imported id may be any key: hashed then)
+        T::Episodes => ids(2, false),
+        // `ctx 0x00 key 0x00 version`
+        T::SemanticHistory => h(2, true),
+        // `id` or `id 0x00 seq` (runs and their traces, session versions)
+        T::Runs | T::Sessions | T::SessionVersions | T::Tasks => ids(1, true),
+        // `ctx 0x00 kind sub hash... id` (written on PostgreSQL only)
+        T::Dedup => h(1, true),
+    }
+}
+
 /// Decompress a size-prepended lz4 block, refusing a claimed size above `max_len`.
 pub(crate) fn unlz4(bytes: &[u8], max_len: usize, what: &str) -> Result<Vec<u8>> {
     let (claimed, _) = lz4_flex::block::uncompressed_size(bytes)

@@ -14,9 +14,7 @@
 //! type is used outside this module (error conversion aside): values are
 //! [`Bytes`], batches [`Batch`], transactions [`Store::transaction`].
 
-#[cfg(feature = "postgres")]
-use std::ops::Bound;
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 
 #[cfg(feature = "postgres")]
 use std::sync::Arc;
@@ -36,6 +34,8 @@ pub(crate) use serial::*;
 
 pub(crate) mod codec;
 pub(crate) mod docs;
+pub(crate) mod kdf;
+pub(crate) mod keys;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 pub mod url;
@@ -96,7 +96,6 @@ pub(crate) enum Tree {
 
 impl Tree {
     /// Every tree, in a fixed order.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) const ALL: [Tree; 14] = [
         Tree::Meta,
         Tree::Contexts,
@@ -186,6 +185,26 @@ impl Store {
             Store::Sled(db) => KvTree::Sled(db.open_tree(t.name()).dep()?),
             #[cfg(feature = "postgres")]
             Store::Postgres(p) => KvTree::Postgres(Arc::clone(p), t),
+        })
+    }
+
+    /// One tree of an encrypted sled store whose keys are sealed (see [`keys`]);
+    /// a tree whose keys stay plain, or a PostgreSQL tree, as [`Store::tree`].
+    pub(crate) fn tree_sealed(
+        &self,
+        t: Tree,
+        seal: &std::sync::Arc<keys::KeySeal>,
+    ) -> Result<KvTree> {
+        Ok(match self {
+            Store::Sled(db) => {
+                let tree = db.open_tree(t.name()).dep()?;
+                match keys::SealedTree::new(tree.clone(), seal, t) {
+                    Some(st) => KvTree::Sealed(st),
+                    None => KvTree::Sled(tree),
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Store::Postgres(_) => self.tree(t)?,
         })
     }
 
@@ -299,7 +318,7 @@ fn tree_names(trees: &[&KvTree]) -> Result<Vec<Tree>> {
         .iter()
         .map(|t| match t {
             KvTree::Postgres(_, n) => Ok(*n),
-            KvTree::Sled(_) => Err(Error::Storage {
+            KvTree::Sled(_) | KvTree::Sealed(_) => Err(Error::Storage {
                 message: "a sled tree in a PostgreSQL transaction".into(),
                 source: None,
             }),
@@ -309,9 +328,17 @@ fn tree_names(trees: &[&KvTree]) -> Result<Vec<Tree>> {
 
 fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<R>) -> Result<R> {
     let mut sled_trees: Vec<&sled::Tree> = Vec::with_capacity(trees.len());
+    let mut sealed: Vec<Option<&keys::SealedTree>> = Vec::with_capacity(trees.len());
     for t in trees {
         match t {
-            KvTree::Sled(s) => sled_trees.push(s),
+            KvTree::Sled(s) => {
+                sled_trees.push(s);
+                sealed.push(None);
+            }
+            KvTree::Sealed(s) => {
+                sled_trees.push(&s.tree);
+                sealed.push(Some(s));
+            }
             #[cfg(feature = "postgres")]
             KvTree::Postgres(..) => {
                 return Err(Error::Storage {
@@ -324,7 +351,14 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
     sled_trees
         .as_slice()
         .transaction(|views| {
-            let tx: Vec<TxTree<'_>> = views.iter().map(TxTree::Sled).collect();
+            let tx: Vec<TxTree<'_>> = views
+                .iter()
+                .zip(&sealed)
+                .map(|(v, s)| match s {
+                    Some(s) => TxTree::Sealed(v, s),
+                    None => TxTree::Sled(v),
+                })
+                .collect();
             f(&tx).map_err(|e| match e {
                 TxError::Conflict => ConflictableTransactionError::Conflict,
                 TxError::Abort(e) => ConflictableTransactionError::Abort(e),
@@ -337,6 +371,8 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
 #[derive(Clone)]
 pub(crate) enum KvTree {
     Sled(sled::Tree),
+    /// A sled tree of an encrypted store, keys sealed (see [`keys`]).
+    Sealed(keys::SealedTree),
     #[cfg(feature = "postgres")]
     Postgres(Arc<pg::PgStore>, Tree),
 }
@@ -345,6 +381,7 @@ impl std::fmt::Debug for KvTree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             KvTree::Sled(t) => write!(f, "KvTree::Sled({:?})", String::from_utf8_lossy(&t.name())),
+            KvTree::Sealed(t) => write!(f, "KvTree::{t:?}"),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(_, t) => write!(f, "KvTree::Postgres({})", t.name()),
         }
@@ -359,6 +396,7 @@ impl KvTree {
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
             KvTree::Sled(t) => t.get(key).dep(),
+            KvTree::Sealed(t) => t.get(key.as_ref()),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.get(*t, key.as_ref()),
         }
@@ -370,6 +408,7 @@ impl KvTree {
                 t.insert(key.as_ref(), value.as_ref()).dep()?;
                 Ok(())
             }
+            KvTree::Sealed(t) => t.insert(key.as_ref(), value.as_ref()),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.insert(*t, key.as_ref(), value.as_ref()),
         }
@@ -379,6 +418,7 @@ impl KvTree {
     pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         match self {
             KvTree::Sled(t) => t.remove(key).dep(),
+            KvTree::Sealed(t) => t.remove(key.as_ref()),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.remove(*t, key.as_ref()),
         }
@@ -387,6 +427,7 @@ impl KvTree {
     pub(crate) fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         match self {
             KvTree::Sled(t) => t.contains_key(key).dep(),
+            KvTree::Sealed(t) => t.contains_key(key.as_ref()),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => Ok(p.get(*t, key.as_ref())?.is_some()),
         }
@@ -408,6 +449,11 @@ impl KvTree {
                 )
                 .dep()?
                 .map_err(|_| CasMismatch)),
+            KvTree::Sealed(t) => t.compare_and_swap(
+                key.as_ref(),
+                old.as_ref().map(AsRef::as_ref),
+                new.as_ref().map(AsRef::as_ref),
+            ),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.compare_and_swap(
                 *t,
@@ -422,8 +468,18 @@ impl KvTree {
     pub(crate) fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> Iter {
         match self {
             KvTree::Sled(t) => Iter::Sled(t.scan_prefix(prefix)),
+            KvTree::Sealed(t) => Iter::Sealed(t.scan_prefix(prefix.as_ref())),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => Iter::Postgres(p.scan(*t, prefix_bounds(prefix.as_ref()))),
+        }
+    }
+
+    /// Whether any record's key starts with `prefix` (cheaper than a scan on
+    /// sealed keys, see [`keys`]).
+    pub(crate) fn has_prefix(&self, prefix: impl AsRef<[u8]>) -> Result<bool> {
+        match self {
+            KvTree::Sealed(t) => t.has_prefix(prefix.as_ref()),
+            _ => Ok(self.scan_prefix(prefix).next().transpose()?.is_some()),
         }
     }
 
@@ -431,6 +487,10 @@ impl KvTree {
     pub(crate) fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Iter {
         match self {
             KvTree::Sled(t) => Iter::Sled(t.range(range)),
+            KvTree::Sealed(t) => Iter::Sealed(t.range((
+                owned_bound(range.start_bound()),
+                owned_bound(range.end_bound()),
+            ))),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => Iter::Postgres(p.scan(
                 *t,
@@ -446,6 +506,7 @@ impl KvTree {
     pub(crate) fn iter(&self) -> Iter {
         match self {
             KvTree::Sled(t) => Iter::Sled(t.iter()),
+            KvTree::Sealed(t) => Iter::Sealed(t.scan_prefix(&[])),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => {
                 Iter::Postgres(p.scan(*t, (Bound::Unbounded, Bound::Unbounded)))
@@ -457,6 +518,7 @@ impl KvTree {
     pub(crate) fn count_from(&self, start: impl AsRef<[u8]>) -> Result<usize> {
         match self {
             KvTree::Sled(t) => Ok(t.range(start.as_ref()..).count()),
+            KvTree::Sealed(_) => Ok(self.range(start.as_ref()..).count()),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.count_from(*t, start.as_ref()),
         }
@@ -466,6 +528,7 @@ impl KvTree {
     pub(crate) fn len(&self) -> Result<usize> {
         match self {
             KvTree::Sled(t) => Ok(t.len()),
+            KvTree::Sealed(t) => Ok(t.len()),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.len(*t),
         }
@@ -485,13 +548,13 @@ impl KvTree {
                 t.apply_batch(b).dep()?;
                 Ok(())
             }
+            KvTree::Sealed(t) => t.apply_batch(batch.ops),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.apply_batch(*t, batch.ops),
         }
     }
 }
 
-#[cfg(feature = "postgres")]
 fn owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
     match b {
         Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
@@ -534,6 +597,7 @@ impl Batch {
 /// An ordered scan (both ends).
 pub(crate) enum Iter {
     Sled(sled::Iter),
+    Sealed(keys::SealedIter),
     #[cfg(feature = "postgres")]
     Postgres(pg::PgIter),
 }
@@ -550,6 +614,7 @@ impl Iterator for Iter {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Iter::Sled(i) => i.next().map(|r| r.map_err(Error::from_dep)),
+            Iter::Sealed(i) => i.next_front(),
             #[cfg(feature = "postgres")]
             Iter::Postgres(i) => i.next(),
         }
@@ -560,6 +625,7 @@ impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
         match self {
             Iter::Sled(i) => i.next_back().map(|r| r.map_err(Error::from_dep)),
+            Iter::Sealed(i) => i.next_back(),
             #[cfg(feature = "postgres")]
             Iter::Postgres(i) => i.next_back(),
         }
@@ -581,6 +647,7 @@ impl Iter {
 /// One tree inside a transaction.
 pub(crate) enum TxTree<'a> {
     Sled(&'a TransactionalTree),
+    Sealed(&'a TransactionalTree, &'a keys::SealedTree),
     #[cfg(feature = "postgres")]
     Postgres(&'a pg::TxConn<'a>, Tree),
 }
@@ -595,6 +662,7 @@ impl TxTree<'_> {
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> TxResult<Option<Bytes>> {
         match self {
             TxTree::Sled(t) => Ok(t.get(key)?),
+            TxTree::Sealed(t, s) => s.tx_get(t, key.as_ref()),
             #[cfg(feature = "postgres")]
             TxTree::Postgres(c, t) => c.get(*t, key.as_ref()),
         }
@@ -606,6 +674,7 @@ impl TxTree<'_> {
                 t.insert(key.as_ref(), value.as_ref())?;
                 Ok(())
             }
+            TxTree::Sealed(t, s) => s.tx_insert(t, key.as_ref(), value.as_ref()),
             #[cfg(feature = "postgres")]
             TxTree::Postgres(c, t) => c.insert(*t, key.as_ref(), value.as_ref()),
         }
@@ -615,6 +684,7 @@ impl TxTree<'_> {
     pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> TxResult<Option<Bytes>> {
         match self {
             TxTree::Sled(t) => Ok(t.remove(key.as_ref())?),
+            TxTree::Sealed(t, s) => s.tx_remove(t, key.as_ref()),
             #[cfg(feature = "postgres")]
             TxTree::Postgres(c, t) => c.remove(*t, key.as_ref()),
         }

@@ -1,4 +1,4 @@
-//! The store admin commands: `status`, `export`, `import`, `optimize`. Their output
+//! The store admin commands: `status`, `export`, `import`, `optimize`, `rekey`. Their output
 //! goes to stdout (status, optimize's report, an export to `-`); progress and
 //! summaries to stderr.
 
@@ -281,6 +281,57 @@ pub(super) fn optimize(cli: &Cli, level: Level, session: Option<&str>) -> CliRes
     println!(
         "{}",
         serde_json::to_string_pretty(&report).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `rekey --new-key-file FILE`: rotate the key of a closed store directory in
+/// place (`memstrata::admin::rekey_store`), from --encryption-key-file's key.
+pub(super) fn rekey(cli: &Cli, new_key_file: &Path) -> CliResult<()> {
+    let path = match store::location(cli)? {
+        crate::backend::store::StoreLocation::Dir(p) => p,
+        crate::backend::store::StoreLocation::Postgres(_) => {
+            return Err(CliError::Config(
+                "rekey works on a store directory; rotate a PostgreSQL store by export and import"
+                    .into(),
+            ));
+        }
+    };
+    store::require_existing(cli)?;
+    let Some(old_file) = &cli.encryption_key_file else {
+        return Err(CliError::Config(
+            "rekey needs the store's current key: pass --encryption-key-file".into(),
+        ));
+    };
+    let old = store::read_key_file("--encryption-key-file", old_file)?;
+    let new = store::read_key_file("--new-key-file", new_key_file)?;
+    let pb = spinner(&format!("re-sealing {}", path.display()));
+    let stats = memstrata::admin::rekey_store(&path, &old, &new, &|p| {
+        pb.set_message(format!(
+            "re-sealing {}: {} {}{}",
+            path.display(),
+            p.stage,
+            p.done,
+            p.total.map(|t| format!(" of {t}")).unwrap_or_default()
+        ));
+    })
+    .map_err(|e| match e {
+        memstrata::Error::StoreLocked { .. } => CliError::Store(format!(
+            "{e} (close every program that has it open, then run rekey again)"
+        )),
+        other => CliError::Memory(other),
+    })?;
+    pb.finish_and_clear();
+    eprintln!(
+        "rekeyed {}: {} records and {} index files sealed under the new key{}; the old key is refused from now on",
+        path.display(),
+        stats.records,
+        stats.index_files,
+        if stats.resumed {
+            " (an interrupted rotation finished)"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

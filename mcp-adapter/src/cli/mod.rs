@@ -55,6 +55,7 @@ fn run(cli: &Cli) -> CliResult<()> {
             context,
         } => admin::import(cli, file, *knowledge_graph, context),
         Command::Optimize { level, session } => admin::optimize(cli, *level, session.as_deref()),
+        Command::Rekey { new_key_file } => admin::rekey(cli, new_key_file),
     }
 }
 
@@ -171,6 +172,14 @@ enum Command {
         /// Limit session pruning to this session.
         #[arg(long)]
         session: Option<String>,
+    },
+    /// Rotate the encryption key of a (closed) store directory in place: every record and
+    /// index file is sealed again under the key in --new-key-file; the key in
+    /// --encryption-key-file is refused afterwards. Run it again after an interruption.
+    Rekey {
+        /// The new key: exactly 32 raw bytes or 64 hex characters.
+        #[arg(long, value_name = "FILE")]
+        new_key_file: PathBuf,
     },
 }
 

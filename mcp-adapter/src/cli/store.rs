@@ -88,6 +88,18 @@ pub(super) fn open_audit(cli: &Cli) -> CliResult<Option<audit::AuditLog>> {
     }
 }
 
+/// The key in `file`, named by `flag` in errors. Neither the contents nor any
+/// part of the key is ever printed.
+pub(super) fn read_key_file(
+    flag: &str,
+    file: &std::path::Path,
+) -> CliResult<memstrata::EncryptionKey> {
+    let contents = std::fs::read(file)
+        .map_err(|e| CliError::file(format!("cannot read {flag} {}", file.display()), e))?;
+    memstrata::EncryptionKey::from_key_file_contents(&contents)
+        .map_err(|e| CliError::Config(format!("{flag} {}: {e}", file.display())))
+}
+
 /// Opens the store with the global flags (durability, memory budgets, encryption key,
 /// workspace roots, embeddings endpoint).
 pub(super) fn open(cli: &Cli) -> CliResult<Memory> {
@@ -112,17 +124,7 @@ pub(super) fn open(cli: &Cli) -> CliResult<Memory> {
         b = b.release_memory_interval(d);
     }
     if let Some(file) = &cli.encryption_key_file {
-        // Neither the contents nor any part of the key is ever printed.
-        let contents = std::fs::read(file).map_err(|e| {
-            CliError::file(
-                format!("cannot read --encryption-key-file {}", file.display()),
-                e,
-            )
-        })?;
-        let key = memstrata::EncryptionKey::from_key_file_contents(&contents).map_err(|e| {
-            CliError::Config(format!("--encryption-key-file {}: {e}", file.display()))
-        })?;
-        b = b.encryption_key(key);
+        b = b.encryption_key(read_key_file("--encryption-key-file", file)?);
     }
     for r in &cli.workspace_roots {
         b = b.workspace_root(r);

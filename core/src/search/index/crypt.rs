@@ -41,15 +41,14 @@ use std::sync::Arc;
 
 use chacha20poly1305::aead::{AeadInPlace, KeyInit};
 use chacha20poly1305::{Tag, XChaCha20Poly1305, XNonce};
-use hmac::{Hmac, Mac};
 use parking_lot::Mutex;
-use sha2::Sha256;
 use tantivy::HasLen;
 use tantivy::directory::{AntiCallToken, FileHandle, OwnedBytes, TerminatingWrite};
 
 use super::chunk_cache::{ChunkCache, Key};
 use crate::config::EncryptionKey;
 use crate::error::INDEX_SEAL_BROKEN;
+use crate::storage::kdf::{hkdf_expand, hkdf_extract};
 
 const MAGIC: [u8; 4] = *b"MSIX";
 const VERSION: u8 = 1;
@@ -61,39 +60,6 @@ const SALT: usize = 16;
 const FINAL: u64 = 1 << 63;
 /// HKDF salt of the index key: binds file keys to this use of the store key.
 const KDF_SALT: &[u8] = b"memstrata index v1";
-
-type HmacSha256 = Hmac<Sha256>;
-
-fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    // HMAC takes keys of any length: `new_from_slice` cannot fail.
-    let mut m =
-        <HmacSha256 as hmac::KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable!());
-    for p in parts {
-        m.update(p);
-    }
-    let mut out = [0u8; 32];
-    out.copy_from_slice(&m.finalize().into_bytes());
-    out
-}
-
-/// HKDF-Extract (RFC 5869) with HMAC-SHA256.
-fn hkdf_extract(salt: &[u8], ikm: &[u8]) -> [u8; 32] {
-    hmac(salt, &[ikm])
-}
-
-/// HKDF-Expand (RFC 5869) with HMAC-SHA256 into `out` (at most 255 × 32 bytes).
-fn hkdf_expand(prk: &[u8; 32], info: &[u8], out: &mut [u8]) {
-    let mut prev: Option<[u8; 32]> = None;
-    for (i, block) in out.chunks_mut(32).enumerate() {
-        let counter = [u8::try_from(i + 1).unwrap_or(u8::MAX)];
-        let t = match &prev {
-            Some(p) => hmac(prk, &[p, info, &counter]),
-            None => hmac(prk, &[info, &counter]),
-        };
-        block.copy_from_slice(&t[..block.len()]);
-        prev = Some(t);
-    }
-}
 
 /// The error of a sealed file that does not decrypt: `InvalidData`, with
 /// [`INDEX_SEAL_BROKEN`] in its text (see `FromDep<TantivyError>`).
