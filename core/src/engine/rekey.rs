@@ -84,20 +84,7 @@ pub(crate) fn rekey_store(
             ),
         ));
     }
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path.join("LOCK"))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(Error::StoreLocked {
-                path: path.to_owned(),
-            });
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
-    }
+    let lock = super::open::lock_store_dir(path)?;
     let old_codec = codec::Codec::new(Some(old));
     let new_codec = codec::Codec::new(Some(new));
     let check_file = path.join(KEY_CHECK_FILE);
