@@ -401,23 +401,6 @@ pub(super) struct OpenedStore {
     index_dir: Option<PathBuf>,
 }
 
-/// Take the store directory's `LOCK` file (held for as long as the returned
-/// file is open); `StoreLocked` when another process holds it.
-pub(super) fn lock_store_dir(path: &Path) -> Result<File> {
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path.join("LOCK"))?;
-    match lock.try_lock() {
-        Ok(()) => Ok(lock),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::StoreLocked {
-            path: path.to_owned(),
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::Io(e)),
-    }
-}
-
 /// Open the sled store in the directory `path`: take `<store>/LOCK`, check the
 /// key against `KEYCHECK`, open sled.
 pub(super) fn open_sled_store(
@@ -425,7 +408,7 @@ pub(super) fn open_sled_store(
     path: &Path,
     codec: &codec::Codec,
 ) -> Result<OpenedStore> {
-    let lock = lock_store_dir(path)?;
+    let lock = storage::lock_store_dir(path)?;
     // A store whose key rotation was interrupted holds records under two keys.
     if path.join(super::rekey::REKEY_FILE).exists() {
         return Err(super::rekey::interrupted_rekey_error(path));

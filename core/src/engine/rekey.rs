@@ -84,7 +84,7 @@ pub(crate) fn rekey_store(
             ),
         ));
     }
-    let lock = super::open::lock_store_dir(path)?;
+    let lock = storage::lock_store_dir(path)?;
     let old_codec = codec::Codec::new(Some(old));
     let new_codec = codec::Codec::new(Some(new));
     let check_file = path.join(KEY_CHECK_FILE);

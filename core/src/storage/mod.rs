@@ -690,3 +690,20 @@ impl TxTree<'_> {
         }
     }
 }
+
+/// Take the store directory's `LOCK` file (held for as long as the returned
+/// file is open); `StoreLocked` when another process holds it.
+pub(crate) fn lock_store_dir(path: &std::path::Path) -> crate::Result<std::fs::File> {
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path.join("LOCK"))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => Err(crate::Error::StoreLocked {
+            path: path.to_owned(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(crate::Error::Io(e)),
+    }
+}
