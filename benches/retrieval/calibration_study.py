@@ -116,8 +116,8 @@ def chance_z(n: float) -> float:
 
 
 def adaptive(bm: list[Pair], vec: list[Pair], bg: Any, wb: float = 0.5, wv: float = 0.5) -> list[str]:
-    """The engine's default since issue #27 (core/src/search/fusion.rs, FusionMethod::Adaptive):
-    each list's z against its own tail (ranks 11..50, missing slots 0), less the z
+    """The engine's default from issue #27's first round until the third (the baseline of
+    the first two rounds; the default now is `Evidence` below): each list's z against its own tail (ranks 11..50, missing slots 0), less the z
     its best hit reaches by chance among its candidates, floored at 0; the list whose
     best z is lower scaled by the ratio of the two best z; weighted sum."""
     zb = tail_z_pad(bm, 10, 50)
