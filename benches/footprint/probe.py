@@ -136,6 +136,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
         # Diagnosis: how much of the end-of-ingest RSS is freed heap glibc kept.
         trim()
         live_end = mib(status_kib("VmRSS") - base)
+    peak_ingest = status_kib("VmHWM")
     tc = time.perf_counter()
     mem.close()
     close_s = time.perf_counter() - tc
@@ -185,6 +186,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
         "end_file_mib": mib(end_file),
         "end_trimmed_mib": live_end,
         "close_s": close_s,
+        "peak_ingest_added_mib": mib(peak_ingest - base),
         "end_anon_added_mib": mib(end_anon - base_anon),
         "close_anon_added_mib": mib(after_close_anon - base_anon),
         "search_p50_ms": search_p50,
@@ -366,6 +368,7 @@ def main() -> None:
                     f"anonymous RSS (heap, stacks; no code pages) above baseline at end of ingest "
                     f"{fmt(r.get('end_anon_added_mib'))} MiB, after close {fmt(r.get('close_anon_added_mib'))} MiB; "
                     f"close() took {fmt(r.get('close_s'), '.2f')} s; "
+                    f"peak before close {fmt(r.get('peak_ingest_added_mib'))} MiB; "
                     f"episodes per CPU-second (all threads) {r['mode']} {fmt(r['eps_cpu'])}"
                     + ("" if b is None else f", batch {fmt(b['eps_cpu'])}"))
             notes.append(note)
