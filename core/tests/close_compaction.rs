@@ -77,8 +77,9 @@ fn closing_after_a_short_episode_ingest_compacts_sled_and_settles_the_index() {
     // ~100-byte summaries are ~150 live bytes per episode in sled; the
     // ingest writes several times that (node images, the index log), and
     // before the close-time compaction the file kept 2.5-3 times the live
-    // bytes. Compacted, it keeps at most 1.5 times them (plus the segment
-    // being written and one spare, 512 KiB each).
+    // bytes. Compacted (it is when above 1.2 times them), it keeps at most
+    // 1.5 times them (plus the segment being written and one spare, 512 KiB
+    // each).
     let bound = (N as u64) * 225 + (1 << 20);
     assert!(
         closed <= bound,

@@ -555,7 +555,7 @@ pub(super) struct LogCheckpoint {
 const COMPACT_LIVE_PCT: usize = 90;
 
 /// ...when the file is more than this many times the bytes of its live pages.
-const COMPACT_MAX_AMPLIFICATION: f64 = 1.5;
+const COMPACT_MAX_AMPLIFICATION: f64 = 1.2;
 
 impl Drop for LogCheckpoint {
     /// Opening writes the snapshot; closing at once is the whole checkpoint.
