@@ -80,6 +80,11 @@ pub(crate) fn prepare_query(
 /// empty query: the vector list alone. With both: the BM25 list (hits that
 /// matched a word) and the vector list, each `depth(limit)` deep and each
 /// filtered (`text_list` by the index query, the vectors by `filter`), fused.
+///
+/// `learn`: whether this search counts in the store's fusion evidence
+/// ([`crate::search::evidence::Evidence`]); a caller that reads the same
+/// search again deeper (the `as_of` loops) passes `false` on the re-reads, so
+/// that one search counts once.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fused_hits(
     e: &Engine,
@@ -90,6 +95,7 @@ pub(crate) fn fused_hits(
     embedder: Option<&dyn Embedder>,
     limit: usize,
     filter: &RowFilter<'_>,
+    learn: bool,
     text_list: impl Fn(usize) -> Result<Vec<(String, f32)>>,
 ) -> Result<Vec<Fused>> {
     validate_fusion(&vq.fusion)?;
@@ -144,7 +150,8 @@ pub(crate) fn fused_hits(
     );
     // Learn from this search for the next ones: when the BM25 best hit holds
     // most of the question's content words, did the vector list agree?
-    if let (Some((bm25_top, _)), Some((vector_top, _))) = (bm25.first(), vector_list.first())
+    if learn
+        && let (Some((bm25_top, _)), Some((vector_top, _))) = (bm25.first(), vector_list.first())
         && let Some(doc) = e.index_doc(kind, ctx, bm25_top)?
         && covers_most(query, &doc) == Some(true)
     {

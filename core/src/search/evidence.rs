@@ -39,6 +39,12 @@ impl Evidence {
         ((agreed + 1.0) / (confident + 2.0)) as f32
     }
 
+    /// How many searches have been counted (tests).
+    #[cfg(test)]
+    pub(crate) fn counted(&self) -> u64 {
+        self.confident.load(Ordering::Relaxed)
+    }
+
     /// Count one search whose BM25 best hit covered most of its question's
     /// content words; `agreed`: the vector list's best hit was the same memory.
     pub(crate) fn record(&self, agreed: bool) {
