@@ -8,7 +8,7 @@ use parking_lot::RwLock;
 
 use super::Engine;
 use crate::search::embedder::{Embedder, check, embed_one};
-use crate::search::evidence::covers_most;
+use crate::search::evidence::{Evidence, covers_most};
 use crate::search::fusion::{Fused, depth, fuse, validate_fusion};
 use crate::search::index::Kind;
 use crate::search::vector::{RowFilter, VectorQuery, VectorSet};
@@ -160,7 +160,37 @@ pub(crate) fn fused_hits(
     Ok(fused)
 }
 
+/// The `meta` record of the fusion evidence of a kind (`e` episodes, `k` knowledge).
+fn evidence_key(kind: Kind) -> &'static [u8] {
+    match kind {
+        Kind::Episode => b"fusion_evidence\0e",
+        Kind::Knowledge => b"fusion_evidence\0k",
+    }
+}
+
+/// The fusion evidence saved in the store (episodes, knowledge), or the prior.
+pub(crate) fn load_evidence(t: &super::Trees) -> Result<[Evidence; 2]> {
+    let load = |kind| -> Result<Evidence> {
+        Ok(t.meta
+            .get(evidence_key(kind))?
+            .map_or_else(Evidence::default, |v| Evidence::from_bytes(&v)))
+    };
+    Ok([load(Kind::Episode)?, load(Kind::Knowledge)?])
+}
+
 impl Engine {
+    /// Save the fusion evidence counted since the last save (a no-op otherwise).
+    pub(crate) fn save_fusion_evidence(&self) -> Result<()> {
+        for kind in [Kind::Episode, Kind::Knowledge] {
+            let ev = self.fusion_evidence(kind);
+            if let Some(bytes) = ev.to_save() {
+                self.t.meta.insert(evidence_key(kind), bytes)?;
+                ev.mark_saved(&bytes);
+            }
+        }
+        Ok(())
+    }
+
     /// The vector set of (kind, ctx), built on first use from the records of
     /// the indexed source of `kind`.
     fn vector_set(&self, kind: Kind, ctx: &str) -> Result<Arc<RwLock<VectorSet>>> {

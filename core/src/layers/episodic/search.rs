@@ -161,4 +161,34 @@ mod tests {
         let evidence = mem.scope.engine.fusion_evidence(Kind::Episode);
         assert_eq!(evidence.counted(), 1);
     }
+
+    /// What the hybrid searches taught is kept with the store: a process that
+    /// opens it again goes on from the same counts.
+    #[test]
+    fn the_fusion_evidence_survives_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || Memory::builder().path(dir.path()).open().unwrap();
+        let search = |mem: &Memory| {
+            mem.episodic()
+                .search_hybrid(
+                    "billing outage",
+                    &SearchFilters::default(),
+                    5,
+                    &VectorQuery::embedding(vec![1.0, 0.0, 0.0]),
+                )
+                .unwrap()
+        };
+        let counted = |mem: &Memory| mem.scope.engine.fusion_evidence(Kind::Episode).counted();
+        let mem = open();
+        mem.episodic()
+            .record(NewEpisode::new("billing outage").embedding(vec![1.0, 0.0, 0.0]))
+            .unwrap();
+        assert_eq!(search(&mem).len(), 1);
+        assert_eq!(counted(&mem), 1);
+        drop(mem);
+        let mem = open();
+        assert_eq!(counted(&mem), 1);
+        assert_eq!(search(&mem).len(), 1);
+        assert_eq!(counted(&mem), 2);
+    }
 }
