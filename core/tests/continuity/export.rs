@@ -1,4 +1,5 @@
-//! Export and import: identical reads after a round trip, malformed files, the reference memory server's graph.
+//! Export and import: identical reads after a round trip, malformed files, the reference memory
+//! server's graph.
 
 use super::*;
 
