@@ -450,6 +450,7 @@ pub(super) fn open_sled_store(
             .clone()
             .flush_every_ms(None)
             .cache_capacity(CHECKPOINT_CACHE_BYTES),
+        data_file: path.join("db").join("db"),
         size_at_open: db.size_on_disk().unwrap_or(0),
         armed: AtomicBool::new(false),
     };
@@ -542,19 +543,51 @@ pub(crate) const CHECKPOINT_AFTER_BYTES: u64 = 32 * 1024 * 1024;
 /// it, which leaves the snapshot for the next open. The cost is proportional to
 /// what the session wrote (about 1% of a bulk ingest's time). Failures are
 /// ignored: the next open replays the log as it would have anyway.
+///
+/// Dropped after every sled handle of the engine, it is also where closing
+/// waits for sled to let go of its file: see [`wait_until_sled_unlocked`].
 pub(super) struct LogCheckpoint {
     pub(super) cfg: sled::Config,
+    /// sled's data file, `<store>/db/db`, which carries sled's lock.
+    pub(super) data_file: PathBuf,
     pub(super) size_at_open: u64,
     pub(super) armed: AtomicBool,
 }
 
 impl Drop for LogCheckpoint {
     fn drop(&mut self) {
-        if !self.armed.load(Ordering::Acquire) {
-            return;
+        if self.armed.load(Ordering::Acquire) {
+            // Opening writes the snapshot; closing at once is the whole checkpoint.
+            drop(open_sled(&self.cfg));
         }
-        // Opening writes the snapshot; closing at once is the whole checkpoint.
-        drop(open_sled(&self.cfg));
+        wait_until_sled_unlocked(&self.data_file, Duration::from_secs(10));
+    }
+}
+
+/// Wait (up to `limit`) until no open file description holds the lock on
+/// sled's data file. When the last handle of a `sled::Db` is dropped, sled's
+/// background I/O threads may still hold the file, and with it its lock, for
+/// a moment; closing an engine waits for that, so that once `close()` (or the
+/// drop of the last handle) returns the store can be opened at once, by this
+/// process or another, by Memstrata or by a tool that opens sled directly.
+/// Runs in the process that opened the store only (a `fork()` child never
+/// drops an inherited engine). Returns at the deadline anyway.
+fn wait_until_sled_unlocked(data_file: &Path, limit: Duration) {
+    let Ok(file) = File::open(data_file) else {
+        return;
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                return;
+            }
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(_) => return,
+        }
     }
 }
 
