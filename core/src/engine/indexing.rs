@@ -239,7 +239,10 @@ impl Engine {
         let mut cursor = self.log_cursor.lock();
         let mut serial = self.store.serial()?;
         let current = self.t.meta.get(storage::META_SEARCH_DOCS)?;
-        if force || current.as_deref() != Some(&version[..]) {
+        // A store opened with a key whose rows still hold text: migrated (and
+        // every row written again, sealed) in this section's transaction.
+        let sealing = serial.seal_search_docs()?;
+        if force || sealing || current.as_deref() != Some(&version[..]) {
             serial.clear_search_docs()?;
             self.for_each_indexed_batch(1024, false, |batch| serial.apply_search_ops(batch))?;
             serial.transaction(&[&self.t.meta], |m| {

@@ -465,9 +465,14 @@ pub(super) fn open_sled_store(
 
 /// Open the PostgreSQL store at the URL `path` (it searches in SQL: no local index).
 #[cfg(feature = "postgres")]
-pub(super) fn open_postgres(_opts: &Options, path: &Path) -> Result<OpenedStore> {
+pub(super) fn open_postgres(opts: &Options, path: &Path) -> Result<OpenedStore> {
     let url = storage::url::PgUrl::parse(path.to_str().unwrap_or_default())?;
-    let pg = storage::pg::PgStore::open(&url)?;
+    // With a key, the search rows hold hashed terms that the engine's
+    // analyzer finds (docs/security.md, *PostgreSQL*).
+    let sealed = opts.encryption_key.as_ref().map(|k| {
+        storage::pg::SealedSearch::new(k, Arc::new(crate::search::lexer::SqlLexer::default()))
+    });
+    let pg = storage::pg::PgStore::open(&url, sealed)?;
     Ok(OpenedStore {
         store: Store::Postgres(Arc::new(pg)),
         lock: None,

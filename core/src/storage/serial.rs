@@ -64,6 +64,19 @@ impl Serial {
         }
     }
 
+    /// Take the plaintext out of the store's search rows if it is opened with
+    /// a key and they still hold it (PostgreSQL migration 5, see
+    /// [`pg::SerialTx::seal_search_docs`]): true when every row was removed,
+    /// to be written again through [`Serial::apply_search_ops`] before the
+    /// commit. sled: false (its index is sealed on its own).
+    pub(crate) fn seal_search_docs(&mut self) -> Result<bool> {
+        match self {
+            Serial::Sled(_) => Ok(false),
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.seal_search_docs(),
+        }
+    }
+
     /// Remove every search row of the store (PostgreSQL; sled keeps none), to
     /// be written again through [`Serial::apply_search_ops`] before the commit.
     pub(crate) fn clear_search_docs(&mut self) -> Result<()> {
