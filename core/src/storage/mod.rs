@@ -188,23 +188,17 @@ impl Store {
         })
     }
 
-    /// One tree of an encrypted sled store whose keys are sealed (see [`keys`]);
-    /// a tree whose keys stay plain, or a PostgreSQL tree, as [`Store::tree`].
+    /// One tree of an encrypted store whose keys are sealed (see [`keys`]),
+    /// on either backend; a tree whose keys stay plain as [`Store::tree`].
     pub(crate) fn tree_sealed(
         &self,
         t: Tree,
         seal: &std::sync::Arc<keys::KeySeal>,
     ) -> Result<KvTree> {
-        Ok(match self {
-            Store::Sled(db) => {
-                let tree = db.open_tree(t.name()).dep()?;
-                match keys::SealedTree::new(tree.clone(), seal, t) {
-                    Some(st) => KvTree::Sealed(st),
-                    None => KvTree::Sled(tree),
-                }
-            }
-            #[cfg(feature = "postgres")]
-            Store::Postgres(_) => self.tree(t)?,
+        let tree = self.tree(t)?;
+        Ok(match keys::SealedTree::new(tree.clone(), seal, t) {
+            Some(st) => KvTree::Sealed(st),
+            None => tree,
         })
     }
 
@@ -248,7 +242,9 @@ impl Store {
         match self {
             Store::Sled(_) => sled_transaction(trees, f),
             #[cfg(feature = "postgres")]
-            Store::Postgres(p) => p.transaction(&tree_names(trees)?, f),
+            Store::Postgres(p) => {
+                p.transaction(&tree_names(trees)?, |views| f(&sealed_views(trees, views)))
+            }
         }
     }
 
@@ -316,12 +312,32 @@ impl Store {
 fn tree_names(trees: &[&KvTree]) -> Result<Vec<Tree>> {
     trees
         .iter()
-        .map(|t| match t {
-            KvTree::Postgres(_, n) => Ok(*n),
-            KvTree::Sled(_) | KvTree::Sealed(_) => Err(Error::Storage {
-                message: "a sled tree in a PostgreSQL transaction".into(),
-                source: None,
-            }),
+        .map(|t| {
+            let raw = match t {
+                KvTree::Sealed(s) => &*s.tree,
+                other => other,
+            };
+            match raw {
+                KvTree::Postgres(_, n) => Ok(*n),
+                _ => Err(Error::Storage {
+                    message: "a sled tree in a PostgreSQL transaction".into(),
+                    source: None,
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The backend's transaction views of `trees` (PostgreSQL), each behind its
+/// key sealing where the tree has one.
+#[cfg(feature = "postgres")]
+pub(crate) fn sealed_views<'b>(trees: &[&'b KvTree], views: &'b [TxTree<'b>]) -> Vec<TxTree<'b>> {
+    views
+        .iter()
+        .zip(trees)
+        .map(|(v, t)| match t {
+            KvTree::Sealed(s) => TxTree::Sealed(Box::new(v.reborrow()), s),
+            _ => v.reborrow(),
         })
         .collect()
 }
@@ -335,10 +351,18 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
                 sled_trees.push(s);
                 sealed.push(None);
             }
-            KvTree::Sealed(s) => {
-                sled_trees.push(&s.tree);
-                sealed.push(Some(s));
-            }
+            KvTree::Sealed(s) => match &*s.tree {
+                KvTree::Sled(t) => {
+                    sled_trees.push(t);
+                    sealed.push(Some(s));
+                }
+                _ => {
+                    return Err(Error::Storage {
+                        message: "a PostgreSQL tree in a sled transaction".into(),
+                        source: None,
+                    });
+                }
+            },
             #[cfg(feature = "postgres")]
             KvTree::Postgres(..) => {
                 return Err(Error::Storage {
@@ -355,7 +379,7 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
                 .iter()
                 .zip(&sealed)
                 .map(|(v, s)| match s {
-                    Some(s) => TxTree::Sealed(v, s),
+                    Some(s) => TxTree::Sealed(Box::new(TxTree::Sled(v)), s),
                     None => TxTree::Sled(v),
                 })
                 .collect();
@@ -371,7 +395,7 @@ fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<
 #[derive(Clone)]
 pub(crate) enum KvTree {
     Sled(sled::Tree),
-    /// A sled tree of an encrypted store, keys sealed (see [`keys`]).
+    /// A tree of an encrypted store, keys sealed (see [`keys`]).
     Sealed(keys::SealedTree),
     #[cfg(feature = "postgres")]
     Postgres(Arc<pg::PgStore>, Tree),
@@ -528,7 +552,7 @@ impl KvTree {
     pub(crate) fn len(&self) -> Result<usize> {
         match self {
             KvTree::Sled(t) => Ok(t.len()),
-            KvTree::Sealed(t) => Ok(t.len()),
+            KvTree::Sealed(t) => t.len(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.len(*t),
         }
@@ -647,7 +671,8 @@ impl Iter {
 /// One tree inside a transaction.
 pub(crate) enum TxTree<'a> {
     Sled(&'a TransactionalTree),
-    Sealed(&'a TransactionalTree, &'a keys::SealedTree),
+    /// A tree whose keys are sealed: the backend's view behind the sealing.
+    Sealed(Box<TxTree<'a>>, &'a keys::SealedTree),
     #[cfg(feature = "postgres")]
     Postgres(&'a pg::TxConn<'a>, Tree),
 }
@@ -659,6 +684,17 @@ impl std::fmt::Debug for TxTree<'_> {
 }
 
 impl TxTree<'_> {
+    /// The same view, borrowed.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn reborrow(&self) -> TxTree<'_> {
+        match self {
+            TxTree::Sled(t) => TxTree::Sled(t),
+            TxTree::Sealed(inner, s) => TxTree::Sealed(Box::new(inner.reborrow()), s),
+            #[cfg(feature = "postgres")]
+            TxTree::Postgres(c, t) => TxTree::Postgres(c, *t),
+        }
+    }
+
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> TxResult<Option<Bytes>> {
         match self {
             TxTree::Sled(t) => Ok(t.get(key)?),

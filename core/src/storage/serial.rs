@@ -46,7 +46,9 @@ impl Serial {
         match self {
             Serial::Sled(_) => sled_transaction(trees, f),
             #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.transaction(&tree_names(trees)?, f),
+            Serial::Postgres(s) => {
+                s.transaction(&tree_names(trees)?, |views| f(&sealed_views(trees, views)))
+            }
         }
     }
 
