@@ -92,6 +92,18 @@ fn format_version(schema: &str) -> u32 {
     u32::from_be_bytes(row.get::<_, &[u8]>(0).try_into().unwrap())
 }
 
+/// Whether `search_docs.tsv` is a generated column (`ALWAYS`) or written (`NEVER`).
+fn tsv_generated(schema: &str) -> String {
+    client()
+        .query_one(
+            "SELECT is_generated::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = 'search_docs' AND column_name = 'tsv'",
+            &[&schema],
+        )
+        .unwrap()
+        .get(0)
+}
+
 #[test]
 #[ignore = "needs a PostgreSQL server: run by make test-pg"]
 fn no_word_of_any_layer_is_in_any_column_of_a_keyed_postgres_store() {
@@ -108,6 +120,9 @@ fn no_word_of_any_layer_is_in_any_column_of_a_keyed_postgres_store() {
         assert!(found.contains_key(w), "control: {w} not found in {found:?}");
     }
     assert_eq!(format_version(&schema), FORMAT_VERSION);
+    // A plaintext store keeps its search table as it was (no migration 5).
+    assert!(!common::migration_versions(&mut client(), &schema).contains(&5));
+    assert_eq!(tsv_generated(&schema), "ALWAYS");
 
     let sealed = d.join("sealed");
     let mem = open(&sealed, true);
@@ -121,6 +136,8 @@ fn no_word_of_any_layer_is_in_any_column_of_a_keyed_postgres_store() {
         "words found in the keyed store: {found:?}"
     );
     assert_eq!(format_version(&schema), FORMAT_VERSION_SEALED_KEYS);
+    assert!(common::migration_versions(&mut client(), &schema).contains(&5));
+    assert_eq!(tsv_generated(&schema), "NEVER");
     let text: i64 = client()
         .query_one(
             &format!(
@@ -250,5 +267,61 @@ fn keyed_and_plaintext_postgres_stores_rank_alike() {
             };
             assert_eq!(above(&p), above(&k), "{text:?} limit {limit}");
         }
+    }
+}
+
+/// A keyed store written by a build that sealed values only (plaintext keys,
+/// format version 2, plaintext search rows) is sealed when it opens: keys in
+/// atomic batches (a half-sealed store, as a crash leaves it, is finished the
+/// same way) and the search rows in one transaction.
+#[test]
+#[ignore = "needs a PostgreSQL server: run by make test-pg"]
+fn a_keyed_store_with_plaintext_keys_and_search_rows_is_sealed_on_open() {
+    for every_other in [true, false] {
+        let d = common::pg_tempdir();
+        let url = d.join("old");
+        let schema = common::schema_of(&url);
+        let mem = open(&url, true);
+        let id = write_words(&mem);
+        drop(mem);
+        // What a build before this one left: plaintext keys, stamped 2, and a
+        // plaintext search table (migration 2's form, with a row of text).
+        let undone = memstrata::testing::unseal_keys(&url, &key(), every_other).unwrap();
+        assert!(undone > 20, "{undone} entries unsealed");
+        client()
+            .batch_execute(&format!(
+                "DELETE FROM \"{schema}\".search_docs;
+                 ALTER TABLE \"{schema}\".search_docs DROP COLUMN sealed_uid, DROP COLUMN tsv;
+                 ALTER TABLE \"{schema}\".search_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS
+                     (to_tsvector('english'::regconfig, summary || ' ' || body)) STORED;
+                 CREATE INDEX search_docs_tsv ON \"{schema}\".search_docs USING gin (tsv);
+                 DELETE FROM \"{schema}\".schema_migrations WHERE version = 5;"
+            ))
+            .unwrap();
+        client()
+            .execute(
+                &format!(
+                    "INSERT INTO \"{schema}\".search_docs (uid, kind, ctx, summary, body, participants, tags, ts_ms, importance) \
+                     VALUES ($1, 'e', $2, $3, '', ARRAY[$4], ARRAY[$5], 0, 0)"
+                ),
+                &[&format!("e/{CONTEXT}/{id}"), &CONTEXT, &format!("meeting {SUMMARY} today"), &PARTICIPANT, &TAG],
+            )
+            .unwrap();
+        assert_eq!(format_version(&schema), FORMAT_VERSION);
+        let found = words_in_schema(&schema);
+        for w in [CONTEXT, SUMMARY, KNOWLEDGE_KEY, SHORT_KEY, PROCEDURE] {
+            assert!(found.contains_key(w), "before: {w} not in {found:?}");
+        }
+
+        let mem = open(&url, true);
+        check_words(&mem, &id);
+        drop(mem);
+        let found = words_in_schema(&schema);
+        assert!(found.is_empty(), "words left after the upgrade: {found:?}");
+        assert_eq!(format_version(&schema), FORMAT_VERSION_SEALED_KEYS);
+        assert_eq!(tsv_generated(&schema), "NEVER");
+        // Opened again: nothing to do, everything answers.
+        let mem = open(&url, true);
+        check_words(&mem, &id);
     }
 }

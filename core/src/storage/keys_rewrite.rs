@@ -130,32 +130,31 @@ fn reseal_values(
     Ok(moved)
 }
 
-/// Undo [`seal_plaintext_keys`] on the sled store `db` (of every entry, or of
-/// every other one: what a crash in the middle of sealing leaves): the store
-/// as a build before sealed keys wrote it, stamped format version 2. For the
+/// Undo [`seal_plaintext_keys`] on `store` (of every entry, or of every
+/// other one: what a crash in the middle of sealing leaves): the store as a
+/// build before sealed keys wrote it, stamped format version 2. For the
 /// tests of the upgrade (`memstrata::testing`). Returns the entries rewritten.
-pub(crate) fn unseal_keys(db: &sled::Db, seal: &Arc<KeySeal>, every_other: bool) -> Result<usize> {
+pub(crate) fn unseal_keys(store: &Store, seal: &Arc<KeySeal>, every_other: bool) -> Result<usize> {
     let mut undone = 0;
     for name in Tree::ALL {
-        let tree = db.open_tree(name.name()).dep()?;
-        let Some(st) = SealedTree::new(KvTree::Sled(tree.clone()), seal, name) else {
+        let tree = store.tree(name)?;
+        let Some(st) = SealedTree::new(tree.clone(), seal, name) else {
             continue;
         };
-        let entries: Vec<_> = tree.iter().collect::<std::result::Result<_, _>>().dep()?;
+        let entries: Vec<_> = tree.iter().collect::<Result<_>>()?;
         for (i, (raw, v)) in entries.into_iter().enumerate() {
             if (every_other && i % 2 == 1) || st.is_plain_entry(&raw) {
                 continue;
             }
             let (orig, off) = seal.unwrap(&raw, &v)?;
-            tree.remove(&raw).dep()?;
-            tree.insert(orig, &v[off..]).dep()?;
+            tree.remove(&raw)?;
+            tree.insert(orig, &v[off..])?;
             undone += 1;
         }
     }
-    db.open_tree(Tree::Meta.name())
-        .dep()?
-        .insert("format_version", &2u32.to_be_bytes())
-        .dep()?;
-    db.flush().dep()?;
+    store
+        .tree(Tree::Meta)?
+        .insert("format_version", 2u32.to_be_bytes())?;
+    store.flush()?;
     Ok(undone)
 }

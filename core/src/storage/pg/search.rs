@@ -86,7 +86,8 @@ pub(super) fn sealed_search_ddl(s: &str) -> String {
          ALTER TABLE \"{s}\".search_docs ALTER COLUMN summary DROP NOT NULL,
              ALTER COLUMN body DROP NOT NULL, ADD COLUMN IF NOT EXISTS sealed_uid bytea;
          DELETE FROM \"{s}\".search_docs;
-         INSERT INTO \"{s}\".schema_migrations (version) VALUES ({SEALED_SEARCH_MIGRATION});"
+         INSERT INTO \"{s}\".schema_migrations (version) VALUES ({SEALED_SEARCH_MIGRATION})
+             ON CONFLICT (version) DO NOTHING;"
     )
 }
 

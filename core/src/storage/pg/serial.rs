@@ -247,7 +247,9 @@ impl SerialTx {
     /// returns true, and the caller writes every row again (sealed) before
     /// committing, so the rows change form all at once or not at all. False
     /// (nothing done) on a plaintext store or one already migrated (by this
-    /// or another process: checked under the section's lock).
+    /// or another process: checked under the section's lock). The table's
+    /// own form decides (its `sealed_uid` column), not the recorded version: a
+    /// `search_docs` created again by migration 2 is migrated again.
     pub(crate) fn seal_search_docs(&mut self) -> Result<bool> {
         if self.store.sealed.is_none() {
             return Ok(false);
@@ -258,10 +260,9 @@ impl SerialTx {
             .borrow_mut()
             .client
             .query_opt(
-                &format!(
-                    "SELECT 1 FROM \"{schema}\".schema_migrations WHERE version = {SEALED_SEARCH_MIGRATION}"
-                ),
-                &[],
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 \
+                 AND table_name = 'search_docs' AND column_name = 'sealed_uid'",
+                &[&schema],
             )
             .dep()?
             .is_some();
