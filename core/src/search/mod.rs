@@ -10,6 +10,7 @@ pub(crate) mod embedder;
 pub(crate) mod evidence;
 pub(crate) mod fusion;
 pub(crate) mod index;
+#[cfg(feature = "postgres")]
 pub(crate) mod lexer;
 pub(crate) mod vector;
 

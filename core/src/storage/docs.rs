@@ -123,6 +123,7 @@ impl RowFilter<'_> {
 /// no plaintext (a PostgreSQL store with a key writes each term as a keyed
 /// hash, see `pg::sealed`). The search layer implements it with the text
 /// index's analyzer and the engine hands it down: storage never names search.
+#[cfg(feature = "postgres")]
 pub(crate) trait Lexer: Send + Sync {
     /// Each term of `text`, in order, with its position (1 for the first
     /// word; a word the analyzer drops, such as a stop word, keeps its place).
