@@ -614,65 +614,6 @@ impl PgStore {
         }
     }
 
-    /// Text search over `search_docs` (see docs/internals.md, "Search on
-    /// PostgreSQL"): (index uid, score), best first. Every filter of `q` is a
-    /// condition of the query. A text with lexemes matches rows holding any of
-    /// them, ranked by `ts_rank`, ties newest first, then by uid; a text
-    /// without any (empty, punctuation, stop words only) searches by the
-    /// filters alone, newest first, score 0 (as the tantivy path does for a
-    /// text without words).
-    pub(crate) fn search(&self, q: &IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
-        if let Some(sealed) = &self.sealed {
-            return self.search_sealed(sealed, q);
-        }
-        let sql = &self.search;
-        let rows = self.with(|c| {
-            let has_word = q.text.chars().any(char::is_alphanumeric);
-            if has_word {
-                let (stmt, params) = sql.search(q, Some(q.text), None);
-                let rows = c.query(&stmt, &param_refs(&params))?;
-                if !rows.is_empty() {
-                    return Ok(rows);
-                }
-                // No hit: was there a lexeme to look for at all?
-                let check = format!("SELECT tsq IS NULL FROM ({}) q", tsquery_select("$1"));
-                let none: bool = c.query(&check, &[&q.text])?[0].get(0);
-                if !none {
-                    return Ok(rows);
-                }
-            }
-            let (stmt, params) = sql.search(q, None, None);
-            c.query(&stmt, &param_refs(&params))
-        })?;
-        Ok(rows
-            .iter()
-            .map(|r| (index_uid(r.get::<_, &str>(0)), r.get::<_, f32>(1)))
-            .collect())
-    }
-
-    /// [`PgStore::search`] on a keyed store: the terms of the text are found
-    /// and hashed here (none: a search by the filters alone), and each hit's
-    /// uid is opened from its row.
-    fn search_sealed(
-        &self,
-        sealed: &SealedSearch,
-        q: &IndexQuery<'_>,
-    ) -> Result<Vec<(String, f32)>> {
-        let tsq = sealed.tsquery(q.text);
-        let (stmt, params) = self.search.search(q, tsq.as_deref(), Some(sealed));
-        let rows = self.with(|c| c.query(&stmt, &param_refs(&params)))?;
-        rows.iter()
-            .map(|r| {
-                let row: &str = r.get(0);
-                let uid: Option<&[u8]> = r.get(2);
-                let uid = uid.ok_or_else(|| {
-                    Error::corrupted("a search row of an encrypted store has no sealed uid")
-                })?;
-                Ok((sealed.open_uid(row, uid)?, r.get::<_, f32>(1)))
-            })
-            .collect()
-    }
-
     /// Rows of `search_docs`.
     pub(crate) fn search_docs_count(&self) -> Result<u64> {
         let rows = self.with(|c| c.query(&self.search.count, &[]))?;
