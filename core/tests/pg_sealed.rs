@@ -325,3 +325,35 @@ fn a_keyed_store_with_plaintext_keys_and_search_rows_is_sealed_on_open() {
         check_words(&mem, &id);
     }
 }
+
+/// A keyed store's search row whose sealed uid was altered or moved to
+/// another row answers `CORRUPTED`, never another record; the rows are
+/// rebuilt from the records, so the next search answers.
+#[test]
+#[ignore = "needs a PostgreSQL server: run by make test-pg"]
+fn a_moved_sealed_uid_is_corrupted_not_another_record() {
+    let d = common::pg_tempdir();
+    let url = d.join("k");
+    let schema = common::schema_of(&url);
+    let mem = open(&url, true);
+    for s in ["heron one", "heron two"] {
+        mem.episodic().record(NewEpisode::new(s)).unwrap();
+    }
+    let f = SearchFilters::default();
+    assert_eq!(hits(&mem, "heron", &f, 10).len(), 2);
+    client()
+        .batch_execute(&format!(
+            "UPDATE \"{schema}\".search_docs SET sealed_uid = (SELECT sealed_uid FROM \"{schema}\".search_docs ORDER BY uid LIMIT 1)"
+        ))
+        .unwrap();
+    match mem.episodic().search("heron", &f, 10) {
+        Err(memstrata::Error::Corrupted { .. }) => {}
+        other => panic!("expected CORRUPTED, got {other:?}"),
+    }
+    let mut found: Vec<String> = hits(&mem, "heron", &f, 10)
+        .into_iter()
+        .map(|h| h.0)
+        .collect();
+    found.sort();
+    assert_eq!(found, ["heron one", "heron two"]);
+}

@@ -96,7 +96,17 @@ impl Engine {
         q: &crate::search::index::IndexQuery<'_>,
     ) -> Result<Vec<(String, f32)>> {
         let Some(index) = &self.index else {
-            return self.store.search(q);
+            return match self.store.search(q) {
+                // A keyed store's row whose sealed uid fails authentication
+                // (altered, or moved to another row): reported, never answered
+                // from; the rows are written again from the records first, so
+                // the next search answers (as the sled path rebuilds its index).
+                Err(e @ Error::Corrupted { .. }) => {
+                    self.rebuild_store_search(true)?;
+                    Err(e)
+                }
+                r => r,
+            };
         };
         self.sync_shared()?;
         if let Err(e) = index.refresh_for_search() {
