@@ -295,6 +295,7 @@ impl Engine {
             .iter()
             .map(|make| make(&opts, store.is_shared()))
             .collect();
+        let fusion_evidence = vectors::load_evidence(&t)?;
         let engine = Engine {
             origin,
             opts,
@@ -305,7 +306,7 @@ impl Engine {
             index: search,
             log_cursor: Mutex::new(0),
             metrics: Metrics::default(),
-            fusion_evidence: Default::default(),
+            fusion_evidence,
             layers,
             states,
             short_term_cache: ShortTermCache::new(short_term_cache_bytes),
