@@ -101,7 +101,7 @@ print-pg-suites:
 test-rust-pg:
 	MEMSTRATA_TEST_BACKEND=postgres cargo test -p memstrata --features postgres \
 		$(addprefix --test ,$(subst $(comma), ,$(PG_SUITES)))
-	if [ "$(PG_BACKEND)" = 1 ]; then cargo test -p memstrata --features postgres --test pg_backend -- --include-ignored; fi
+	if [ "$(PG_BACKEND)" = 1 ]; then cargo test -p memstrata --features postgres --test pg_backend --test pg_sealed -- --include-ignored; fi
 
 ## Python virtualenv with maturin, pytest, mypy and the MCP SDK (created on demand).
 venv:

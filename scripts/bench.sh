@@ -5,7 +5,8 @@
 #      raw tantivy and SQLite FTS5 at 10k and 100k episodes (BENCH_FULL=1 adds
 #      1M), plus session compression levels;
 #      then the cost of encryption at rest (bin `encryption`: plaintext vs sealed
-#      store, same workload, rounds interleaved), and the cost of hybrid search
+#      store, same workload, rounds interleaved; bin `encryption_pg`: the same on
+#      PostgreSQL under scripts/pg-test.sh, with the keyed store's ranking overlap), and the cost of hybrid search
 #      (bin `hybrid`: BM25 only vs BM25 + vectors at 100k episodes × 384 dims),
 #      duplicate detection on write and the cost of as-of reads (examples
 #      `dedup_bench`, `asof_bench`: target/bench/dedup.md);
@@ -115,6 +116,15 @@ echo "== bench: encryption at rest"
 cargo build --release -p memstrata-benches --bin encryption
 if "$CARGO_TARGET_DIR/release/encryption" --dir "$SCRATCH" --out "$ENC_MD" > "$OUT/encryption.stdout"; then :; else
   printf '## Encryption at rest: cost\n\nNot measured in this run: `benches/src/bin/encryption.rs` failed (see the `make bench` log).\n\n' > "$ENC_MD"
+fi
+# The same on PostgreSQL (bin `encryption_pg`: plaintext vs keyed store, ranking
+# overlap@10), under a throwaway server (scripts/pg-test.sh), appended to the page.
+echo "== bench: encryption at rest on PostgreSQL"
+if cargo build --release -p memstrata-benches --features postgres --bin encryption_pg \
+  && bash scripts/pg-test.sh "$CARGO_TARGET_DIR/release/encryption_pg" --out "$OUT/encryption-pg.md" > "$OUT/encryption-pg.stdout"; then
+  cat "$OUT/encryption-pg.md" >> "$ENC_MD"
+else
+  printf '## Encryption at rest on PostgreSQL: cost\n\nNot measured in this run: `benches/src/bin/encryption_pg.rs` or its PostgreSQL server failed (see the `make bench` log).\n\n' >> "$ENC_MD"
 fi
 
 # ---- Hybrid search cost: BM25 only vs BM25 + vectors, same store, same run -----

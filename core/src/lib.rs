@@ -401,18 +401,39 @@ pub mod search_terms {
 /// stable API.
 #[doc(hidden)]
 pub mod testing {
-    /// Turn the closed, encrypted sled store at `path` back into what a build
-    /// before sealed keys wrote (plaintext keys, format version 2), for every
-    /// entry or (`every_other`) for every other one, as a crash in the middle
-    /// of the upgrade leaves it. Returns the entries rewritten.
+    /// Turn the closed, encrypted store at `path` (a sled directory, or a
+    /// `postgres://` URL) back into what a build before sealed keys wrote
+    /// (plaintext keys, format version 2), for every entry or (`every_other`)
+    /// for every other one, as a crash in the middle of the upgrade leaves
+    /// it. Returns the entries rewritten. (A PostgreSQL store's search rows
+    /// are left as they are.)
     pub fn unseal_keys(
         path: &std::path::Path,
         key: &crate::EncryptionKey,
         every_other: bool,
     ) -> crate::Result<usize> {
         use crate::error::DepResult;
-        let db = sled::open(path.join("db")).dep()?;
+        let store = if crate::storage::url::is_postgres_path(path) {
+            postgres_store(path)?
+        } else {
+            crate::storage::Store::Sled(sled::open(path.join("db")).dep()?)
+        };
         let seal = std::sync::Arc::new(crate::storage::keys::KeySeal::new(key));
-        crate::storage::keys::unseal_keys(&db, &seal, every_other)
+        crate::storage::keys::unseal_keys(&store, &seal, every_other)
+    }
+
+    #[cfg(feature = "postgres")]
+    fn postgres_store(path: &std::path::Path) -> crate::Result<crate::storage::Store> {
+        let url = crate::storage::url::PgUrl::parse(path.to_str().unwrap_or_default())?;
+        let pg = crate::storage::pg::PgStore::open(&url, None)?;
+        Ok(crate::storage::Store::Postgres(std::sync::Arc::new(pg)))
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    fn postgres_store(_path: &std::path::Path) -> crate::Result<crate::storage::Store> {
+        Err(crate::Error::invalid(
+            "path",
+            "a postgres:// store needs memstrata built with the `postgres` feature",
+        ))
     }
 }

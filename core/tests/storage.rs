@@ -525,6 +525,13 @@ fn dropping_the_last_handle_releases_the_store_at_once() {
         lock.try_lock()
             .unwrap_or_else(|e| panic!("round {i}: LOCK still held after the last handle: {e}"));
         lock.unlock().unwrap();
+        // sled's own lock too: sled's I/O threads have let go of its file,
+        // so a tool that opens sled directly (or a test) can at once.
+        let data = std::fs::File::open(dir.path().join("db").join("db")).unwrap();
+        data.try_lock().unwrap_or_else(|e| {
+            panic!("round {i}: sled's file still locked after the last handle: {e}")
+        });
+        data.unlock().unwrap();
     }
 }
 

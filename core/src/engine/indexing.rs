@@ -96,7 +96,17 @@ impl Engine {
         q: &crate::search::index::IndexQuery<'_>,
     ) -> Result<Vec<(String, f32)>> {
         let Some(index) = &self.index else {
-            return self.store.search(q);
+            return match self.store.search(q) {
+                // A keyed store's row whose sealed uid fails authentication
+                // (altered, or moved to another row): reported, never answered
+                // from; the rows are written again from the records first, so
+                // the next search answers (as the sled path rebuilds its index).
+                Err(e @ Error::Corrupted { .. }) => {
+                    self.rebuild_store_search(true)?;
+                    Err(e)
+                }
+                r => r,
+            };
         };
         self.sync_shared()?;
         if let Err(e) = index.refresh_for_search() {
@@ -239,7 +249,10 @@ impl Engine {
         let mut cursor = self.log_cursor.lock();
         let mut serial = self.store.serial()?;
         let current = self.t.meta.get(storage::META_SEARCH_DOCS)?;
-        if force || current.as_deref() != Some(&version[..]) {
+        // A store opened with a key whose rows still hold text: migrated (and
+        // every row written again, sealed) in this section's transaction.
+        let sealing = serial.seal_search_docs()?;
+        if force || sealing || current.as_deref() != Some(&version[..]) {
             serial.clear_search_docs()?;
             self.for_each_indexed_batch(1024, false, |batch| serial.apply_search_ops(batch))?;
             serial.transaction(&[&self.t.meta], |m| {

@@ -255,6 +255,7 @@ impl Engine {
                         for sweep in engine.layers.sweeps {
                             let _ = sweep(&engine);
                         }
+                        let _ = engine.save_fusion_evidence();
                     }
                 }
             });
@@ -339,6 +340,7 @@ impl Engine {
         for f in self.layers.flushes {
             f(self)?;
         }
+        self.save_fusion_evidence()?;
         self.store.flush()?;
         if self.commit_index()? {
             self.prune_index_log()?;

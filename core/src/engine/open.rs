@@ -197,11 +197,12 @@ impl Engine {
             index_dir,
         } = opened;
         let t = Trees::open(&store, None)?;
-        // An encrypted sled store seals its record keys (`storage::keys`).
-        let key_seal = match (&store, opts.encryption_key.as_ref()) {
-            (Store::Sled(_), Some(k)) => Some(Arc::new(storage::keys::KeySeal::new(k))),
-            _ => None,
-        };
+        // An encrypted store seals its record keys (`storage::keys`), on
+        // either backend.
+        let key_seal = opts
+            .encryption_key
+            .as_ref()
+            .map(|k| Arc::new(storage::keys::KeySeal::new(k)));
         let target = if key_seal.is_some() {
             FORMAT_VERSION_SEALED_KEYS
         } else {
@@ -229,22 +230,17 @@ impl Engine {
                 }
                 if found > target {
                     return Err(Error::corrupted(format!(
-                        "store at {} has format version {found} (an encrypted sled store with sealed keys) but is opened as {}",
+                        "store at {} has format version {found} (an encrypted store with sealed keys) but is opened without a key",
                         storage::url::mask_path(&path),
-                        if store.is_shared() {
-                            "a PostgreSQL store"
-                        } else {
-                            "a store without a key"
-                        }
                     )));
                 }
                 if found < FORMAT_VERSION {
                     upgrade_format(&store, &t, found)?;
                 }
-                if let (Some(seal), Store::Sled(db)) = (&key_seal, &store)
+                if let Some(seal) = &key_seal
                     && found < FORMAT_VERSION_SEALED_KEYS
                 {
-                    seal_keys(db, &t, seal)?;
+                    seal_keys(&store, &t, seal)?;
                 }
             }
             None => {
@@ -299,6 +295,7 @@ impl Engine {
             .iter()
             .map(|make| make(&opts, store.is_shared()))
             .collect();
+        let fusion_evidence = vectors::load_evidence(&t)?;
         let engine = Engine {
             origin,
             opts,
@@ -309,7 +306,7 @@ impl Engine {
             index: search,
             log_cursor: Mutex::new(0),
             metrics: Metrics::default(),
-            fusion_evidence: Default::default(),
+            fusion_evidence,
             layers,
             states,
             short_term_cache: ShortTermCache::new(short_term_cache_bytes),
@@ -449,6 +446,7 @@ pub(super) fn open_sled_store(
             .clone()
             .flush_every_ms(None)
             .cache_capacity(CHECKPOINT_CACHE_BYTES),
+        data_file: path.join("db").join("db"),
         size_at_open: db.size_on_disk().unwrap_or(0),
         armed: AtomicBool::new(false),
     };
@@ -465,9 +463,14 @@ pub(super) fn open_sled_store(
 
 /// Open the PostgreSQL store at the URL `path` (it searches in SQL: no local index).
 #[cfg(feature = "postgres")]
-pub(super) fn open_postgres(_opts: &Options, path: &Path) -> Result<OpenedStore> {
+pub(super) fn open_postgres(opts: &Options, path: &Path) -> Result<OpenedStore> {
     let url = storage::url::PgUrl::parse(path.to_str().unwrap_or_default())?;
-    let pg = storage::pg::PgStore::open(&url)?;
+    // With a key, the search rows hold hashed terms that the engine's
+    // analyzer finds (docs/security.md, *PostgreSQL*).
+    let sealed = opts.encryption_key.as_ref().map(|k| {
+        storage::pg::SealedSearch::new(k, Arc::new(crate::search::lexer::SqlLexer::default()))
+    });
+    let pg = storage::pg::PgStore::open(&url, sealed)?;
     Ok(OpenedStore {
         store: Store::Postgres(Arc::new(pg)),
         lock: None,
@@ -511,17 +514,28 @@ fn upgrade_format(store: &Store, t: &Trees, found: u32) -> Result<()> {
     })
 }
 
-/// Seal the record keys of an encrypted sled store of format version 2 (written
-/// before keys were sealed), then stamp it [`FORMAT_VERSION_SEALED_KEYS`]. The
-/// rewrite goes in atomic batches and skips entries already sealed, so a crash
-/// in the middle leaves a store that the next open finishes; only the stamp,
-/// written after every entry is sealed and flushed, lets the layers in.
-fn seal_keys(db: &sled::Db, t: &Trees, seal: &Arc<storage::keys::KeySeal>) -> Result<()> {
-    storage::keys::seal_plaintext_keys(db, seal)?;
-    db.flush().map_err(Error::from_dep)?;
+/// Seal the record keys of an encrypted store of format version 2 (written
+/// before keys were sealed: a sled store, or a PostgreSQL store of a build
+/// that sealed values only), then stamp it [`FORMAT_VERSION_SEALED_KEYS`].
+/// The rewrite goes in atomic batches and skips entries already sealed, so a
+/// crash in the middle leaves a store that the next open finishes; only the
+/// stamp, written after every entry is sealed and flushed, lets the layers
+/// in. A shared store is sealed by one instance at a time (a store-wide
+/// lock), and an instance that waited finds the stamp and does nothing.
+fn seal_keys(store: &Store, t: &Trees, seal: &Arc<storage::keys::KeySeal>) -> Result<()> {
+    let _lock = store.shared_lock("seal-keys")?;
+    let stamped = t
+        .meta
+        .get(META_FORMAT)?
+        .is_some_and(|v| v.as_ref() == FORMAT_VERSION_SEALED_KEYS.to_be_bytes());
+    if stamped {
+        return Ok(());
+    }
+    storage::keys::seal_plaintext_keys(store, seal)?;
+    store.flush()?;
     t.meta
         .insert(META_FORMAT, FORMAT_VERSION_SEALED_KEYS.to_be_bytes())?;
-    db.flush().map_err(Error::from_dep)?;
+    store.flush()?;
     Ok(())
 }
 
@@ -544,8 +558,13 @@ pub(crate) const CHECKPOINT_AFTER_BYTES: u64 = 4 * 1024 * 1024;
 /// what the session wrote (about 1% of a bulk ingest's time), plus the
 /// compaction (see `drop`). Failures are ignored: the next open replays the
 /// log as it would have anyway.
+///
+/// Dropped after every sled handle of the engine, it is also where closing
+/// waits for sled to let go of its file: see [`wait_until_sled_unlocked`].
 pub(super) struct LogCheckpoint {
     pub(super) cfg: sled::Config,
+    /// sled's data file, `<store>/db/db`, which carries sled's lock.
+    pub(super) data_file: PathBuf,
     pub(super) size_at_open: u64,
     pub(super) armed: AtomicBool,
 }
@@ -572,18 +591,44 @@ impl Drop for LogCheckpoint {
     /// cleaner does (crash-safe the same way: a page's old copy is only
     /// reused once its new one is on disk); see `vendor/sled/PATCHES.md`.
     fn drop(&mut self) {
-        if !self.armed.load(Ordering::Acquire) {
-            return;
+        if self.armed.load(Ordering::Acquire)
+            && let Ok(db) = open_sled(&self.cfg)
+        {
+            let moved = db
+                .compact(COMPACT_LIVE_PCT, COMPACT_MAX_AMPLIFICATION)
+                .unwrap_or(0);
+            drop(db);
+            if moved > 0 {
+                drop(open_sled(&self.cfg));
+            }
         }
-        let Ok(db) = open_sled(&self.cfg) else {
-            return;
-        };
-        let moved = db
-            .compact(COMPACT_LIVE_PCT, COMPACT_MAX_AMPLIFICATION)
-            .unwrap_or(0);
-        drop(db);
-        if moved > 0 {
-            drop(open_sled(&self.cfg));
+        wait_until_sled_unlocked(&self.data_file, Duration::from_secs(10));
+    }
+}
+
+/// Wait (up to `limit`) until no open file description holds the lock on
+/// sled's data file. When the last handle of a `sled::Db` is dropped, sled's
+/// background I/O threads may still hold the file, and with it its lock, for
+/// a moment; closing an engine waits for that, so that once `close()` (or the
+/// drop of the last handle) returns the store can be opened at once, by this
+/// process or another, by Memstrata or by a tool that opens sled directly.
+/// Runs in the process that opened the store only (a `fork()` child never
+/// drops an inherited engine). Returns at the deadline anyway.
+fn wait_until_sled_unlocked(data_file: &Path, limit: Duration) {
+    let Ok(file) = File::open(data_file) else {
+        return;
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                return;
+            }
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(_) => return,
         }
     }
 }

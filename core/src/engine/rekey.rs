@@ -140,7 +140,7 @@ pub(crate) fn rekey_store(
         .map(u32::from_be_bytes);
     if format.is_some_and(|f| f < FORMAT_VERSION_SEALED_KEYS) {
         // Written before keys were sealed: seal them under the old key first.
-        keys::seal_plaintext_keys(&db, &old_seal)?;
+        keys::seal_plaintext_keys(&Store::Sled(db.clone()), &old_seal)?;
         meta.insert(META_FORMAT, &FORMAT_VERSION_SEALED_KEYS.to_be_bytes())
             .map_err(Error::from_dep)?;
     }

@@ -8,7 +8,7 @@ use parking_lot::RwLock;
 
 use super::Engine;
 use crate::search::embedder::{Embedder, check, embed_one};
-use crate::search::evidence::covers_most;
+use crate::search::evidence::{Evidence, covers_most};
 use crate::search::fusion::{Fused, depth, fuse, validate_fusion};
 use crate::search::index::Kind;
 use crate::search::vector::{RowFilter, VectorQuery, VectorSet};
@@ -80,6 +80,11 @@ pub(crate) fn prepare_query(
 /// empty query: the vector list alone. With both: the BM25 list (hits that
 /// matched a word) and the vector list, each `depth(limit)` deep and each
 /// filtered (`text_list` by the index query, the vectors by `filter`), fused.
+///
+/// `learn`: whether this search counts in the store's fusion evidence
+/// ([`crate::search::evidence::Evidence`]); a caller that reads the same
+/// search again deeper (the `as_of` loops) passes `false` on the re-reads, so
+/// that one search counts once.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fused_hits(
     e: &Engine,
@@ -90,6 +95,7 @@ pub(crate) fn fused_hits(
     embedder: Option<&dyn Embedder>,
     limit: usize,
     filter: &RowFilter<'_>,
+    learn: bool,
     text_list: impl Fn(usize) -> Result<Vec<(String, f32)>>,
 ) -> Result<Vec<Fused>> {
     validate_fusion(&vq.fusion)?;
@@ -144,7 +150,8 @@ pub(crate) fn fused_hits(
     );
     // Learn from this search for the next ones: when the BM25 best hit holds
     // most of the question's content words, did the vector list agree?
-    if let (Some((bm25_top, _)), Some((vector_top, _))) = (bm25.first(), vector_list.first())
+    if learn
+        && let (Some((bm25_top, _)), Some((vector_top, _))) = (bm25.first(), vector_list.first())
         && let Some(doc) = e.index_doc(kind, ctx, bm25_top)?
         && covers_most(query, &doc) == Some(true)
     {
@@ -153,7 +160,37 @@ pub(crate) fn fused_hits(
     Ok(fused)
 }
 
+/// The `meta` record of the fusion evidence of a kind (`e` episodes, `k` knowledge).
+fn evidence_key(kind: Kind) -> &'static [u8] {
+    match kind {
+        Kind::Episode => b"fusion_evidence\0e",
+        Kind::Knowledge => b"fusion_evidence\0k",
+    }
+}
+
+/// The fusion evidence saved in the store (episodes, knowledge), or the prior.
+pub(crate) fn load_evidence(t: &super::Trees) -> Result<[Evidence; 2]> {
+    let load = |kind| -> Result<Evidence> {
+        Ok(t.meta
+            .get(evidence_key(kind))?
+            .map_or_else(Evidence::default, |v| Evidence::from_bytes(&v)))
+    };
+    Ok([load(Kind::Episode)?, load(Kind::Knowledge)?])
+}
+
 impl Engine {
+    /// Save the fusion evidence counted since the last save (a no-op otherwise).
+    pub(crate) fn save_fusion_evidence(&self) -> Result<()> {
+        for kind in [Kind::Episode, Kind::Knowledge] {
+            let ev = self.fusion_evidence(kind);
+            if let Some(bytes) = ev.to_save() {
+                self.t.meta.insert(evidence_key(kind), bytes)?;
+                ev.mark_saved(&bytes);
+            }
+        }
+        Ok(())
+    }
+
     /// The vector set of (kind, ctx), built on first use from the records of
     /// the indexed source of `kind`.
     fn vector_set(&self, kind: Kind, ctx: &str) -> Result<Arc<RwLock<VectorSet>>> {

@@ -396,6 +396,7 @@ pub(crate) fn query_in(
             embedder,
             depth,
             &vector::RowFilter::NONE,
+            depth == limit,
             text_list,
         )?;
         let exhausted = fused.len() < depth;

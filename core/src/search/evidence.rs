@@ -12,8 +12,11 @@
 //! The adaptive fusion gives the vector list that share, squared, of the
 //! weight (see `FusionMethod::Adaptive`).
 //!
-//! The counts live in memory with the engine: a process starts from the prior
-//! and converges in a few dozen such searches.
+//! The counts live in memory with the engine and are saved with the store
+//! (16 bytes per kind in `meta`, at every flush, maintenance sweep and close),
+//! so a process that opens the store again goes on from what earlier ones
+//! learned instead of starting from the prior: an agent that opens its store
+//! for a few searches at a time still converges.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,15 +31,64 @@ use crate::storage::docs::IndexDoc;
 pub(crate) struct Evidence {
     confident: AtomicU64,
     agreed: AtomicU64,
+    /// `confident` when last saved (or loaded): nothing to save while equal.
+    saved: AtomicU64,
 }
 
 impl Evidence {
+    /// The counts saved by [`Evidence::to_bytes`]; a record of another length
+    /// (never written by this version) starts from the prior again, since the
+    /// estimate is advisory and rebuilt by the next searches.
+    pub(crate) fn from_bytes(v: &[u8]) -> Evidence {
+        let e = Evidence::default();
+        if let (Some(c), Some(a)) = (v.get(..8), v.get(8..16))
+            && v.len() == 16
+        {
+            let c = u64::from_le_bytes(c.try_into().unwrap_or_default());
+            let a = u64::from_le_bytes(a.try_into().unwrap_or_default());
+            if a <= c {
+                e.confident.store(c, Ordering::Relaxed);
+                e.agreed.store(a, Ordering::Relaxed);
+                e.saved.store(c, Ordering::Relaxed);
+            }
+        }
+        e
+    }
+
+    /// The counts to save (`confident`, `agreed`, little-endian), or `None`
+    /// when no search was counted since the last save; call
+    /// [`Evidence::mark_saved`] with the same bytes once written.
+    pub(crate) fn to_save(&self) -> Option<[u8; 16]> {
+        let c = self.confident.load(Ordering::Relaxed);
+        if c == self.saved.load(Ordering::Relaxed) {
+            return None;
+        }
+        let a = self.agreed.load(Ordering::Relaxed).min(c);
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&c.to_le_bytes());
+        out[8..].copy_from_slice(&a.to_le_bytes());
+        Some(out)
+    }
+
+    /// Note that the counts in `bytes` (from [`Evidence::to_save`]) are stored.
+    pub(crate) fn mark_saved(&self, bytes: &[u8; 16]) {
+        let mut c = [0u8; 8];
+        c.copy_from_slice(&bytes[..8]);
+        self.saved.store(u64::from_le_bytes(c), Ordering::Relaxed);
+    }
+
     /// The estimated share of lexically certain searches in which the vector
     /// list's best hit is the same memory: `(agreed + 1) / (confident + 2)`.
     pub(crate) fn vector_share(&self) -> f32 {
         let confident = self.confident.load(Ordering::Relaxed) as f64;
         let agreed = self.agreed.load(Ordering::Relaxed) as f64;
         ((agreed + 1.0) / (confident + 2.0)) as f32
+    }
+
+    /// How many searches have been counted (tests).
+    #[cfg(test)]
+    pub(crate) fn counted(&self) -> u64 {
+        self.confident.load(Ordering::Relaxed)
     }
 
     /// Count one search whose BM25 best hit covered most of its question's
@@ -126,6 +178,28 @@ mod tests {
         assert_eq!(covers_most(q4, &doc("asking", &["Ross"])), Some(false));
         // Only question words: no content word to cover.
         assert_eq!(covers_most("what did I do?", &doc("anything", &[])), None);
+    }
+
+    #[test]
+    fn the_counts_round_trip_and_a_foreign_record_starts_over() {
+        let e = Evidence::default();
+        assert_eq!(e.to_save(), None);
+        for agreed in [true, false, true] {
+            e.record(agreed);
+        }
+        let bytes = e.to_save().unwrap();
+        e.mark_saved(&bytes);
+        assert_eq!(e.to_save(), None);
+        let back = Evidence::from_bytes(&bytes);
+        assert_eq!(back.counted(), 3);
+        assert!((back.vector_share() - e.vector_share()).abs() < 1e-6);
+        assert_eq!(back.to_save(), None);
+        // Wrong length, or more agreements than searches: the prior.
+        for bad in [&bytes[..15], &[[1u8; 8], [2u8; 8]].concat()[..]] {
+            let e = Evidence::from_bytes(bad);
+            assert_eq!(e.counted(), 0);
+            assert!((e.vector_share() - 0.5).abs() < 1e-6);
+        }
     }
 
     #[test]

@@ -46,8 +46,8 @@ pub enum FusionMethod {
     /// estimate of how often its vector list finds what the words find: the
     /// share of earlier hybrid searches whose BM25 best hit held most of the
     /// question's content words and whose vector best hit was that same memory
-    /// (`(agreed + 1) / (such searches + 2)`, per store and record kind, in
-    /// memory; one half in a new process). A strong embedder agrees with the
+    /// (`(agreed + 1) / (such searches + 2)`, per store and record kind,
+    /// saved with the store; one half in a new store). A strong embedder agrees with the
     /// lexically certain searches most of the time and gets most of the
     /// weight; a weak one, on text whose questions share words with the
     /// answers, rarely does and defers to BM25. Nothing is tuned to a data

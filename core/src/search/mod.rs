@@ -10,6 +10,8 @@ pub(crate) mod embedder;
 pub(crate) mod evidence;
 pub(crate) mod fusion;
 pub(crate) mod index;
+#[cfg(feature = "postgres")]
+pub(crate) mod lexer;
 pub(crate) mod vector;
 
 pub use self::dedup::{

@@ -295,6 +295,13 @@ pub(crate) enum KeyShape {
         suffix: bool,
         uuid_ids: bool,
     },
+    /// `dedup` (duplicate detection keys, `search::dedup`): `ctx 0x00 kind
+    /// sub [band] hash id`. The context is hashed as a text part, the binary
+    /// middle ([`dedup_middle_len`] bytes: kind, sub, band, hash) is kept so
+    /// that a lookup by hash stays a prefix scan, and the record id after it
+    /// (a knowledge key is user text) is replaced by the keyed hash of the
+    /// whole key (the original sits sealed in the value, as for every shape).
+    Dedup,
     /// `meta`: the engine's own keys (no `0x00`: `format_version`, ...) stay
     /// as they are; `name 0x00 context...` keys are hashed as two text parts
     /// behind a `0x00` byte (no engine key starts with one).
@@ -328,8 +335,20 @@ pub(crate) fn key_shape(tree: super::Tree) -> KeyShape {
         // `id` or `id 0x00 seq` (runs and their traces, session versions)
         T::Runs | T::Sessions | T::SessionVersions | T::Tasks => ids(1, true),
         // `ctx 0x00 kind sub hash... id` (written on PostgreSQL only)
-        T::Dedup => h(1, true),
+        T::Dedup => KeyShape::Dedup,
     }
+}
+
+/// Bytes of the binary middle of a `dedup` key after its `ctx 0x00` (see
+/// [`KeyShape::Dedup`]): kind, sub `x`, 8-byte hash (exact keys); kind, sub
+/// `b`, band, 8-byte hash (band keys); anything else is all middle.
+pub(crate) fn dedup_middle_len(rest: &[u8]) -> usize {
+    match rest.get(1) {
+        Some(b'x') => 10,
+        Some(b'b') => 11,
+        _ => rest.len(),
+    }
+    .min(rest.len())
 }
 
 /// Decompress a size-prepended lz4 block, refusing a claimed size above `max_len`.

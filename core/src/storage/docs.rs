@@ -118,3 +118,14 @@ impl RowFilter<'_> {
             && self.min_importance.is_none()
     }
 }
+
+/// Splits text into the terms a store's own search table holds when it keeps
+/// no plaintext (a PostgreSQL store with a key writes each term as a keyed
+/// hash, see `pg::sealed`). The search layer implements it with the text
+/// index's analyzer and the engine hands it down: storage never names search.
+#[cfg(feature = "postgres")]
+pub(crate) trait Lexer: Send + Sync {
+    /// Each term of `text`, in order, with its position (1 for the first
+    /// word; a word the analyzer drops, such as a stop word, keeps its place).
+    fn terms(&self, text: &str, out: &mut dyn FnMut(&str, u32));
+}

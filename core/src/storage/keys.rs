@@ -1,4 +1,4 @@
-//! Sealed record keys. In an encrypted sled store, the keys that name user
+//! Sealed record keys. In an encrypted store (sled or PostgreSQL), the keys that name user
 //! data (context names, short-term and knowledge keys, procedure names, ids)
 //! are stored as keyed hashes, and the original key is kept sealed at the head
 //! of the value, so that scans give it back.
@@ -29,13 +29,11 @@ use std::sync::Arc;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::Mac;
-use sled::transaction::TransactionalTree;
 
-use super::codec::{KeyShape, key_shape};
+use super::codec::{KeyShape, dedup_middle_len, key_shape};
 use super::kdf::{self, HmacSha256};
-use super::{Bytes, CasMismatch, Tree, TxResult};
+use super::{Batch, Bytes, CasMismatch, KvTree, Tree, TxResult, TxTree};
 use crate::config::EncryptionKey;
-use crate::error::{DepResult, FromDep};
 use crate::{Error, Result};
 
 const KDF_SALT: &[u8] = b"memstrata keys v1";
@@ -164,6 +162,20 @@ impl KeySeal {
                 out.extend_from_slice(&self.hashed(tree, key, 2, false, false, true));
                 Some(out)
             }
+            KeyShape::Dedup => Some(match key.iter().position(|&c| c == 0) {
+                None => self.hash(tree, key).to_vec(),
+                Some(p) => {
+                    let rest = &key[p + 1..];
+                    let mid = dedup_middle_len(rest);
+                    let mut out = self.hash(tree, &key[..p]).to_vec();
+                    out.push(0);
+                    out.extend_from_slice(&rest[..mid]);
+                    if mid < rest.len() {
+                        out.extend_from_slice(&self.hash(tree, key));
+                    }
+                    out
+                }
+            }),
             KeyShape::Hashed {
                 texts: 1,
                 uuid_ids: true,
@@ -182,6 +194,16 @@ impl KeySeal {
         match key_shape(tree) {
             KeyShape::Plain => prefix.to_vec(),
             KeyShape::Mixed => Vec::new(),
+            KeyShape::Dedup => match prefix.iter().position(|&c| c == 0) {
+                None => Vec::new(),
+                Some(p) => {
+                    let rest = &prefix[p + 1..];
+                    let mut out = self.hash(tree, &prefix[..p]).to_vec();
+                    out.push(0);
+                    out.extend_from_slice(&rest[..dedup_middle_len(rest)]);
+                    out
+                }
+            },
             // One text part, ids kept: a whole UUID is its own prefix; a part
             // of one may be a kept id or a hashed key (scan everything).
             KeyShape::Hashed {
@@ -286,10 +308,11 @@ fn strip(stored: Bytes) -> Result<Bytes> {
     Ok(stored.subslice(off, stored.len() - off))
 }
 
-/// A sled tree of an encrypted store whose keys are sealed.
+/// A tree of an encrypted store whose keys are sealed: the backend's own
+/// tree (sled or PostgreSQL, keys as stored) behind the sealing.
 #[derive(Clone)]
 pub(crate) struct SealedTree {
-    pub(super) tree: sled::Tree,
+    pub(super) tree: Box<KvTree>,
     seal: Arc<KeySeal>,
     name: Tree,
 }
@@ -303,9 +326,9 @@ impl std::fmt::Debug for SealedTree {
 impl SealedTree {
     /// `tree` (named `name`) with keys sealed by `seal`; `None` for a tree
     /// whose keys stay plain.
-    pub(crate) fn new(tree: sled::Tree, seal: &Arc<KeySeal>, name: Tree) -> Option<Self> {
+    pub(crate) fn new(tree: KvTree, seal: &Arc<KeySeal>, name: Tree) -> Option<Self> {
         (key_shape(name) != KeyShape::Plain).then(|| SealedTree {
-            tree,
+            tree: Box::new(tree),
             seal: Arc::clone(seal),
             name,
         })
@@ -317,33 +340,32 @@ impl SealedTree {
 
     pub(super) fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
         match self.key(key) {
-            None => self.tree.get(key).dep(),
-            Some(raw) => self.tree.get(raw).dep()?.map(strip).transpose(),
+            None => self.tree.get(key),
+            Some(raw) => self.tree.get(raw)?.map(strip).transpose(),
         }
     }
 
     pub(super) fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
         match self.key(key) {
-            None => self.tree.insert(key, value).dep()?,
+            None => self.tree.insert(key, value),
             Some(raw) => {
                 let v = self.seal.wrap(&raw, key, value)?;
-                self.tree.insert(raw, v).dep()?
+                self.tree.insert(raw, v)
             }
-        };
-        Ok(())
+        }
     }
 
     pub(super) fn remove(&self, key: &[u8]) -> Result<Option<Bytes>> {
         match self.key(key) {
-            None => self.tree.remove(key).dep(),
-            Some(raw) => self.tree.remove(raw).dep()?.map(strip).transpose(),
+            None => self.tree.remove(key),
+            Some(raw) => self.tree.remove(raw)?.map(strip).transpose(),
         }
     }
 
     pub(super) fn contains_key(&self, key: &[u8]) -> Result<bool> {
         match self.key(key) {
-            None => self.tree.contains_key(key).dep(),
-            Some(raw) => self.tree.contains_key(raw).dep(),
+            None => self.tree.contains_key(key),
+            Some(raw) => self.tree.contains_key(raw),
         }
     }
 
@@ -356,23 +378,16 @@ impl SealedTree {
         new: Option<&[u8]>,
     ) -> Result<std::result::Result<(), CasMismatch>> {
         let Some(raw) = self.key(key) else {
-            return Ok(self
-                .tree
-                .compare_and_swap(key, old, new)
-                .dep()?
-                .map_err(|_| CasMismatch));
+            return self.tree.compare_and_swap(key, old, new);
         };
-        let current = self.tree.get(&raw).dep()?;
+        let current = self.tree.get(&raw)?;
         let value = current.clone().map(strip).transpose()?;
         if value.as_deref() != old {
             return Ok(Err(CasMismatch));
         }
         let new = new.map(|n| self.seal.wrap(&raw, key, n)).transpose()?;
-        Ok(self
-            .tree
-            .compare_and_swap(raw, current, new)
-            .dep()?
-            .map_err(|_| CasMismatch))
+        self.tree
+            .compare_and_swap(raw, current.as_deref(), new.as_deref())
     }
 
     /// Whether any key starts with `prefix`. A prefix that ends at a part
@@ -389,13 +404,7 @@ impl SealedTree {
                 .map(|e| e.is_some());
         }
         let stored = self.seal.stored_prefix(self.name, prefix);
-        Ok(self
-            .tree
-            .scan_prefix(stored)
-            .next()
-            .transpose()
-            .dep()?
-            .is_some())
+        Ok(self.tree.scan_prefix(stored).next().transpose()?.is_some())
     }
 
     pub(super) fn scan_prefix(&self, prefix: &[u8]) -> SealedIter {
@@ -419,12 +428,12 @@ impl SealedTree {
         })
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> Result<usize> {
         self.tree.len()
     }
 
     pub(super) fn apply_batch(&self, ops: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<()> {
-        let mut b = sled::Batch::default();
+        let mut b = Batch::default();
         for (k, v) in ops {
             match (self.key(&k), v) {
                 (None, Some(v)) => b.insert(k, v),
@@ -436,22 +445,17 @@ impl SealedTree {
                 (Some(raw), None) => b.remove(raw),
             }
         }
-        self.tree.apply_batch(b).dep()
+        self.tree.apply_batch(b)
     }
 
-    pub(super) fn tx_get(&self, t: &TransactionalTree, key: &[u8]) -> TxResult<Option<Bytes>> {
+    pub(super) fn tx_get(&self, t: &TxTree<'_>, key: &[u8]) -> TxResult<Option<Bytes>> {
         Ok(match self.key(key) {
             None => t.get(key)?,
             Some(raw) => t.get(raw)?.map(strip).transpose()?,
         })
     }
 
-    pub(super) fn tx_insert(
-        &self,
-        t: &TransactionalTree,
-        key: &[u8],
-        value: &[u8],
-    ) -> TxResult<()> {
+    pub(super) fn tx_insert(&self, t: &TxTree<'_>, key: &[u8], value: &[u8]) -> TxResult<()> {
         match self.key(key) {
             None => t.insert(key, value)?,
             Some(raw) => {
@@ -462,7 +466,7 @@ impl SealedTree {
         Ok(())
     }
 
-    pub(super) fn tx_remove(&self, t: &TransactionalTree, key: &[u8]) -> TxResult<Option<Bytes>> {
+    pub(super) fn tx_remove(&self, t: &TxTree<'_>, key: &[u8]) -> TxResult<Option<Bytes>> {
         Ok(match self.key(key) {
             None => t.remove(key)?,
             Some(raw) => t.remove(raw)?.map(strip).transpose()?,
@@ -505,12 +509,10 @@ impl SealedTree {
         let mut items = Vec::new();
         let mut budget = SCAN_VALUE_BUDGET;
         for r in self.tree.scan_prefix(stored) {
-            let entry = r
-                .map_err(Error::from_dep)
-                .and_then(|(raw, v)| Ok((raw.clone(), self.decode(raw, v)?)));
+            let entry = r.and_then(|(raw, v)| Ok((raw.clone(), self.decode(raw, v)?)));
             let (raw, (orig, value)) = match entry {
                 Ok(e) => e,
-                Err(e) => return SealedIter::failed(self.tree.clone(), e),
+                Err(e) => return SealedIter::failed((*self.tree).clone(), e),
             };
             if !keep(&orig) {
                 continue;
@@ -523,7 +525,7 @@ impl SealedTree {
         }
         items.sort_by(|a, b| a.orig.cmp(&b.orig));
         SealedIter {
-            tree: self.tree.clone(),
+            tree: (*self.tree).clone(),
             items: items.into(),
             error: None,
         }
@@ -539,13 +541,13 @@ struct Item {
 
 /// A scan of a [`SealedTree`]: original keys in order.
 pub(crate) struct SealedIter {
-    tree: sled::Tree,
+    tree: KvTree,
     items: VecDeque<Item>,
     error: Option<Error>,
 }
 
 impl SealedIter {
-    fn failed(tree: sled::Tree, e: Error) -> Self {
+    fn failed(tree: KvTree, e: Error) -> Self {
         SealedIter {
             tree,
             items: VecDeque::new(),
@@ -556,7 +558,7 @@ impl SealedIter {
     fn resolve(&self, it: Item) -> Option<Result<(Bytes, Bytes)>> {
         match it.value {
             Some(v) => Some(Ok((it.orig, v))),
-            None => match self.tree.get(&it.raw).dep() {
+            None => match self.tree.get(&it.raw) {
                 Ok(Some(v)) => Some(strip(v).map(|v| (it.orig, v))),
                 // Removed since the scan began.
                 Ok(None) => None,

@@ -1,37 +1,39 @@
 //! Rewriting every entry of a tree into another key form: sealing the
-//! plaintext keys of an encrypted store written before keys were sealed, and
-//! key rotation (`engine::rekey`). Each batch is atomic and entries already
+//! plaintext keys of an encrypted store written before keys were sealed (sled
+//! or PostgreSQL), and key rotation (`engine::rekey`, sled). Each batch is atomic and entries already
 //! in the target form are skipped, so an interrupted run is finished by the
 //! next one.
 
 use std::sync::Arc;
 
-use super::{Bytes, KeySeal, MIGRATE_CHUNK, SealedTree, Tree};
+use super::{Batch, Bytes, KeySeal, KvTree, MIGRATE_CHUNK, SealedTree, Tree};
 use crate::Result;
 use crate::error::DepResult;
+use crate::storage::Store;
 
-/// Seal the keys of an encrypted sled store written before keys were sealed
-/// (format version 2): every entry whose key is not in its stored form is
-/// rewritten, [`MIGRATE_CHUNK`] entries per atomic batch, so an interrupted
-/// run leaves every entry in one form or the other and the next open goes on.
-/// Returns the entries rewritten.
-pub(crate) fn seal_plaintext_keys(db: &sled::Db, seal: &Arc<KeySeal>) -> Result<u64> {
+/// Seal the keys of an encrypted store written before keys were sealed (a
+/// sled store of format version 2, or a PostgreSQL store written before its
+/// keys were sealed): every entry whose key is not in its stored form is
+/// rewritten, [`MIGRATE_CHUNK`] entries per atomic batch (PostgreSQL: one
+/// transaction each), so an interrupted run leaves every entry in one form
+/// or the other and the next open goes on. Returns the entries rewritten.
+pub(crate) fn seal_plaintext_keys(store: &Store, seal: &Arc<KeySeal>) -> Result<u64> {
     let mut moved = 0u64;
     for name in Tree::ALL {
-        let Some(st) = SealedTree::new(db.open_tree(name.name()).dep()?, seal, name) else {
+        let Some(st) = SealedTree::new(store.tree(name)?, seal, name) else {
             continue;
         };
         let mut pending = Vec::new();
         for r in st.tree.iter() {
-            let (k, v) = r.dep()?;
+            let (k, v) = r?;
             if !st.is_stored_form(&k, &v) {
                 pending.push(k);
             }
         }
         for chunk in pending.chunks(MIGRATE_CHUNK) {
-            let mut b = sled::Batch::default();
+            let mut b = Batch::default();
             for k in chunk {
-                let (Some(v), Some(raw)) = (st.tree.get(k).dep()?, st.key(k)) else {
+                let (Some(v), Some(raw)) = (st.tree.get(k)?, st.key(k)) else {
                     continue;
                 };
                 let v = seal.wrap(&raw, k, &v)?;
@@ -39,7 +41,7 @@ pub(crate) fn seal_plaintext_keys(db: &sled::Db, seal: &Arc<KeySeal>) -> Result<
                 b.insert(raw, v);
                 moved += 1;
             }
-            st.tree.apply_batch(b).dep()?;
+            st.tree.apply_batch(b)?;
         }
     }
     Ok(moved)
@@ -60,7 +62,7 @@ pub(crate) fn reseal_tree(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64> {
     let tree = db.open_tree(name.name()).dep()?;
-    let Some(st_new) = SealedTree::new(tree.clone(), new, name) else {
+    let Some(st_new) = SealedTree::new(KvTree::Sled(tree.clone()), new, name) else {
         // Plain keys: only the values change.
         let keys: Vec<Bytes> = tree
             .iter()
@@ -128,35 +130,31 @@ fn reseal_values(
     Ok(moved)
 }
 
-/// Undo [`seal_plaintext_keys`] on the sled store `db` (of every entry, or of
-/// every other one: what a crash in the middle of sealing leaves): the store
-/// as a build before sealed keys wrote it, stamped format version 2. For the
+/// Undo [`seal_plaintext_keys`] on `store` (of every entry, or of every
+/// other one: what a crash in the middle of sealing leaves): the store as a
+/// build before sealed keys wrote it, stamped format version 2. For the
 /// tests of the upgrade (`memstrata::testing`). Returns the entries rewritten.
-pub(crate) fn unseal_keys(db: &sled::Db, seal: &Arc<KeySeal>, every_other: bool) -> Result<usize> {
+pub(crate) fn unseal_keys(store: &Store, seal: &Arc<KeySeal>, every_other: bool) -> Result<usize> {
     let mut undone = 0;
     for name in Tree::ALL {
-        let Some(st) = SealedTree::new(db.open_tree(name.name()).dep()?, seal, name) else {
+        let tree = store.tree(name)?;
+        let Some(st) = SealedTree::new(tree.clone(), seal, name) else {
             continue;
         };
-        let entries: Vec<_> = st
-            .tree
-            .iter()
-            .collect::<std::result::Result<_, _>>()
-            .dep()?;
+        let entries: Vec<_> = tree.iter().collect::<Result<_>>()?;
         for (i, (raw, v)) in entries.into_iter().enumerate() {
             if (every_other && i % 2 == 1) || st.is_plain_entry(&raw) {
                 continue;
             }
             let (orig, off) = seal.unwrap(&raw, &v)?;
-            st.tree.remove(&raw).dep()?;
-            st.tree.insert(orig, &v[off..]).dep()?;
+            tree.remove(&raw)?;
+            tree.insert(orig, &v[off..])?;
             undone += 1;
         }
     }
-    db.open_tree(Tree::Meta.name())
-        .dep()?
-        .insert("format_version", &2u32.to_be_bytes())
-        .dep()?;
-    db.flush().dep()?;
+    store
+        .tree(Tree::Meta)?
+        .insert("format_version", 2u32.to_be_bytes())?;
+    store.flush()?;
     Ok(undone)
 }

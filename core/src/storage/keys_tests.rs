@@ -86,7 +86,8 @@ fn has_prefix_reads_one_entry_at_a_part_boundary_and_scans_otherwise() {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::open(dir.path()).unwrap();
     let seal = Arc::new(seal());
-    let st = SealedTree::new(db.open_tree("short_term").unwrap(), &seal, Tree::ShortTerm).unwrap();
+    let tree = KvTree::Sled(db.open_tree("short_term").unwrap());
+    let st = SealedTree::new(tree, &seal, Tree::ShortTerm).unwrap();
     assert!(!st.has_prefix(b"").unwrap());
     st.insert(b"ctx\0alpha", b"v").unwrap();
     assert!(st.has_prefix(b"").unwrap());
@@ -98,4 +99,59 @@ fn has_prefix_reads_one_entry_at_a_part_boundary_and_scans_otherwise() {
     assert!(st.has_prefix(b"ct").unwrap());
     assert!(!st.has_prefix(b"cu").unwrap());
     assert_eq!(st.get(b"ctx\0alpha").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn dedup_keys_hide_context_and_id_and_keep_the_hash_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sled::open(dir.path()).unwrap();
+    let seal = Arc::new(seal());
+    let tree = KvTree::Sled(db.open_tree("dedup").unwrap());
+    let st = SealedTree::new(tree, &seal, Tree::Dedup).unwrap();
+    let band = |id: &str, h: u8| {
+        let mut k = b"ctxSecret\0kb\x03".to_vec();
+        k.extend_from_slice(&[h; 8]);
+        k.extend_from_slice(id.as_bytes());
+        k
+    };
+    let exact = {
+        let mut k = b"ctxSecret\0kx".to_vec();
+        k.extend_from_slice(&[9; 8]);
+        k.extend_from_slice(b"user:secretKey");
+        k
+    };
+    for k in [
+        band("user:secretKey", 1),
+        band("user:other", 1),
+        band("user:x", 2),
+        exact.clone(),
+    ] {
+        st.insert(&k, b"").unwrap();
+    }
+    for r in db.open_tree("dedup").unwrap().iter().keys() {
+        let k = r.unwrap();
+        for w in [&b"ctxSecret"[..], b"secretKey", b"other"] {
+            assert!(!k.windows(w.len()).any(|x| x == w), "{k:?}");
+        }
+    }
+    let keys = |p: &[u8]| {
+        let mut it = st.scan_prefix(p);
+        let mut out = Vec::new();
+        while let Some(r) = it.next_front() {
+            out.push(r.unwrap().0.to_vec());
+        }
+        out
+    };
+    assert_eq!(
+        keys(&band("", 1)),
+        vec![band("user:other", 1), band("user:secretKey", 1)]
+    );
+    assert_eq!(
+        keys(&exact[..exact.len() - "user:secretKey".len()]),
+        vec![exact.clone()]
+    );
+    assert_eq!(keys(b"ctxSecret\0k").len(), 4);
+    // A prefix scan reads only the entries under the hashed prefix.
+    let stored = seal.stored_prefix(Tree::Dedup, &band("", 1));
+    assert_eq!(stored.len(), 16 + 1 + 11);
 }

@@ -19,10 +19,7 @@ use std::ops::{Bound, RangeBounds};
 #[cfg(feature = "postgres")]
 use std::sync::Arc;
 
-use sled::Transactional;
-use sled::transaction::{
-    ConflictableTransactionError, TransactionalTree, UnabortableTransactionError,
-};
+use sled::transaction::{TransactionalTree, UnabortableTransactionError};
 
 use crate::error::DepResult;
 use crate::error::FromDep;
@@ -31,6 +28,10 @@ use crate::{Error, Result};
 mod serial;
 #[allow(unused_imports)]
 pub(crate) use serial::*;
+
+mod tx;
+#[allow(unused_imports)]
+pub(crate) use tx::*;
 
 pub(crate) mod codec;
 pub(crate) mod docs;
@@ -188,23 +189,17 @@ impl Store {
         })
     }
 
-    /// One tree of an encrypted sled store whose keys are sealed (see [`keys`]);
-    /// a tree whose keys stay plain, or a PostgreSQL tree, as [`Store::tree`].
+    /// One tree of an encrypted store whose keys are sealed (see [`keys`]),
+    /// on either backend; a tree whose keys stay plain as [`Store::tree`].
     pub(crate) fn tree_sealed(
         &self,
         t: Tree,
         seal: &std::sync::Arc<keys::KeySeal>,
     ) -> Result<KvTree> {
-        Ok(match self {
-            Store::Sled(db) => {
-                let tree = db.open_tree(t.name()).dep()?;
-                match keys::SealedTree::new(tree.clone(), seal, t) {
-                    Some(st) => KvTree::Sealed(st),
-                    None => KvTree::Sled(tree),
-                }
-            }
-            #[cfg(feature = "postgres")]
-            Store::Postgres(_) => self.tree(t)?,
+        let tree = self.tree(t)?;
+        Ok(match keys::SealedTree::new(tree.clone(), seal, t) {
+            Some(st) => KvTree::Sealed(st),
+            None => tree,
         })
     }
 
@@ -248,7 +243,9 @@ impl Store {
         match self {
             Store::Sled(_) => sled_transaction(trees, f),
             #[cfg(feature = "postgres")]
-            Store::Postgres(p) => p.transaction(&tree_names(trees)?, f),
+            Store::Postgres(p) => {
+                p.transaction(&tree_names(trees)?, |views| f(&sealed_views(trees, views)))
+            }
         }
     }
 
@@ -312,66 +309,11 @@ impl Store {
     }
 }
 
-#[cfg(feature = "postgres")]
-fn tree_names(trees: &[&KvTree]) -> Result<Vec<Tree>> {
-    trees
-        .iter()
-        .map(|t| match t {
-            KvTree::Postgres(_, n) => Ok(*n),
-            KvTree::Sled(_) | KvTree::Sealed(_) => Err(Error::Storage {
-                message: "a sled tree in a PostgreSQL transaction".into(),
-                source: None,
-            }),
-        })
-        .collect()
-}
-
-fn sled_transaction<R>(trees: &[&KvTree], f: impl Fn(&[TxTree<'_>]) -> TxResult<R>) -> Result<R> {
-    let mut sled_trees: Vec<&sled::Tree> = Vec::with_capacity(trees.len());
-    let mut sealed: Vec<Option<&keys::SealedTree>> = Vec::with_capacity(trees.len());
-    for t in trees {
-        match t {
-            KvTree::Sled(s) => {
-                sled_trees.push(s);
-                sealed.push(None);
-            }
-            KvTree::Sealed(s) => {
-                sled_trees.push(&s.tree);
-                sealed.push(Some(s));
-            }
-            #[cfg(feature = "postgres")]
-            KvTree::Postgres(..) => {
-                return Err(Error::Storage {
-                    message: "a PostgreSQL tree in a sled transaction".into(),
-                    source: None,
-                });
-            }
-        }
-    }
-    sled_trees
-        .as_slice()
-        .transaction(|views| {
-            let tx: Vec<TxTree<'_>> = views
-                .iter()
-                .zip(&sealed)
-                .map(|(v, s)| match s {
-                    Some(s) => TxTree::Sealed(v, s),
-                    None => TxTree::Sled(v),
-                })
-                .collect();
-            f(&tx).map_err(|e| match e {
-                TxError::Conflict => ConflictableTransactionError::Conflict,
-                TxError::Abort(e) => ConflictableTransactionError::Abort(e),
-            })
-        })
-        .dep()
-}
-
 /// One tree of a store.
 #[derive(Clone)]
 pub(crate) enum KvTree {
     Sled(sled::Tree),
-    /// A sled tree of an encrypted store, keys sealed (see [`keys`]).
+    /// A tree of an encrypted store, keys sealed (see [`keys`]).
     Sealed(keys::SealedTree),
     #[cfg(feature = "postgres")]
     Postgres(Arc<pg::PgStore>, Tree),
@@ -528,7 +470,7 @@ impl KvTree {
     pub(crate) fn len(&self) -> Result<usize> {
         match self {
             KvTree::Sled(t) => Ok(t.len()),
-            KvTree::Sealed(t) => Ok(t.len()),
+            KvTree::Sealed(t) => t.len(),
             #[cfg(feature = "postgres")]
             KvTree::Postgres(p, t) => p.len(*t),
         }
@@ -647,7 +589,8 @@ impl Iter {
 /// One tree inside a transaction.
 pub(crate) enum TxTree<'a> {
     Sled(&'a TransactionalTree),
-    Sealed(&'a TransactionalTree, &'a keys::SealedTree),
+    /// A tree whose keys are sealed: the backend's view behind the sealing.
+    Sealed(Box<TxTree<'a>>, &'a keys::SealedTree),
     #[cfg(feature = "postgres")]
     Postgres(&'a pg::TxConn<'a>, Tree),
 }
@@ -659,6 +602,17 @@ impl std::fmt::Debug for TxTree<'_> {
 }
 
 impl TxTree<'_> {
+    /// The same view, borrowed.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn reborrow(&self) -> TxTree<'_> {
+        match self {
+            TxTree::Sled(t) => TxTree::Sled(t),
+            TxTree::Sealed(inner, s) => TxTree::Sealed(Box::new(inner.reborrow()), s),
+            #[cfg(feature = "postgres")]
+            TxTree::Postgres(c, t) => TxTree::Postgres(c, *t),
+        }
+    }
+
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> TxResult<Option<Bytes>> {
         match self {
             TxTree::Sled(t) => Ok(t.get(key)?),

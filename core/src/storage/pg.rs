@@ -59,6 +59,9 @@ mod search;
 #[allow(unused_imports)]
 pub(crate) use search::*;
 
+mod sealed;
+pub(crate) use sealed::SealedSearch;
+
 mod tree_sql;
 #[allow(unused_imports)]
 pub(crate) use tree_sql::*;
@@ -73,10 +76,15 @@ const MAX_ATTEMPTS: u32 = 64;
 const LOCK_CLASS: i32 = 0x6d65_6d73;
 
 /// The schema version the migrations below bring a store to.
-pub(crate) const SCHEMA_VERSION: i32 = 4;
+pub(crate) const SCHEMA_VERSION: i32 = 5;
 
 /// The migration that adds the `dedup` tree's table (duplicate detection keys).
 pub(crate) const DEDUP_MIGRATION: i32 = 4;
+
+/// The migration that takes the plaintext out of `search_docs` (a store
+/// opened with a key; see [`SerialTx::seal_search_docs`]). A plaintext store
+/// never gets it, so it stays at version 4 (or 3).
+pub(crate) const SEALED_SEARCH_MIGRATION: i32 = 5;
 
 /// The migration that adds `<schema>.vectors` (pgvector). Optional: recorded
 /// only once the table exists and holds every stored embedding, so a store
@@ -153,6 +161,8 @@ pub(crate) struct PgStore {
     schema: String,
     sql: HashMap<Tree, TreeSql>,
     search: SearchSql,
+    /// The keys and analyzer of the search rows of a store opened with a key.
+    sealed: Option<Arc<SealedSearch>>,
     next_id_sql: String,
     /// `nextval` plus whether migration 3 is recorded (see [`SerialTx::next_id`]).
     next_id_probe_sql: String,
@@ -173,7 +183,9 @@ impl std::fmt::Debug for PgStore {
 
 impl PgStore {
     /// Connect to `url`, create the schema if missing and run the migrations.
-    pub(crate) fn open(url: &PgUrl) -> Result<PgStore> {
+    /// `sealed`: the store is opened with a key, its search rows hold no
+    /// plaintext (written and searched through it).
+    pub(crate) fn open(url: &PgUrl, sealed: Option<SealedSearch>) -> Result<PgStore> {
         let schema = url.schema().to_owned();
         // Checked by `PgUrl::parse` already; the client's messages name an option, never its value.
         let mut config: postgres::Config = url.connect_str().parse().map_err(|e| {
@@ -192,6 +204,7 @@ impl PgStore {
             .collect();
         let mut store = PgStore {
             search: SearchSql::new(&schema),
+            sealed: sealed.map(Arc::new),
             next_id_sql: format!("SELECT nextval('\"{schema}\".ids')"),
             next_id_probe_sql: format!(
                 "SELECT nextval('\"{schema}\".ids'), EXISTS (SELECT 1 FROM \"{schema}\".schema_migrations WHERE version = {VECTORS_MIGRATION})"
@@ -599,39 +612,6 @@ impl PgStore {
                 }
             }
         }
-    }
-
-    /// Text search over `search_docs` (see docs/internals.md, "Search on
-    /// PostgreSQL"): (index uid, score), best first. Every filter of `q` is a
-    /// condition of the query. A text with lexemes matches rows holding any of
-    /// them, ranked by `ts_rank`, ties newest first, then by uid; a text
-    /// without any (empty, punctuation, stop words only) searches by the
-    /// filters alone, newest first, score 0 (as the tantivy path does for a
-    /// text without words).
-    pub(crate) fn search(&self, q: &IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
-        let sql = &self.search;
-        let rows = self.with(|c| {
-            let has_word = q.text.chars().any(char::is_alphanumeric);
-            if has_word {
-                let (stmt, params) = sql.search(q, Some(q.text));
-                let rows = c.query(&stmt, &param_refs(&params))?;
-                if !rows.is_empty() {
-                    return Ok(rows);
-                }
-                // No hit: was there a lexeme to look for at all?
-                let check = format!("SELECT tsq IS NULL FROM ({}) q", tsquery_select("$1"));
-                let none: bool = c.query(&check, &[&q.text])?[0].get(0);
-                if !none {
-                    return Ok(rows);
-                }
-            }
-            let (stmt, params) = sql.search(q, None);
-            c.query(&stmt, &param_refs(&params))
-        })?;
-        Ok(rows
-            .iter()
-            .map(|r| (index_uid(r.get::<_, &str>(0)), r.get::<_, f32>(1)))
-            .collect())
     }
 
     /// Rows of `search_docs`.

@@ -46,7 +46,9 @@ impl Serial {
         match self {
             Serial::Sled(_) => sled_transaction(trees, f),
             #[cfg(feature = "postgres")]
-            Serial::Postgres(s) => s.transaction(&tree_names(trees)?, f),
+            Serial::Postgres(s) => {
+                s.transaction(&tree_names(trees)?, |views| f(&sealed_views(trees, views)))
+            }
         }
     }
 
@@ -61,6 +63,19 @@ impl Serial {
             }
             #[cfg(feature = "postgres")]
             Serial::Postgres(s) => s.apply_search_ops(ops),
+        }
+    }
+
+    /// Take the plaintext out of the store's search rows if it is opened with
+    /// a key and they still hold it (PostgreSQL migration 5, see
+    /// [`pg::SerialTx::seal_search_docs`]): true when every row was removed,
+    /// to be written again through [`Serial::apply_search_ops`] before the
+    /// commit. sled: false (its index is sealed on its own).
+    pub(crate) fn seal_search_docs(&mut self) -> Result<bool> {
+        match self {
+            Serial::Sled(_) => Ok(false),
+            #[cfg(feature = "postgres")]
+            Serial::Postgres(s) => s.seal_search_docs(),
         }
     }
 

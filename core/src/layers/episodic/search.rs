@@ -79,6 +79,7 @@ pub(crate) fn search_in(
             embedder,
             depth,
             &row_filter,
+            depth == want,
             text_list,
         )?;
         let exhausted = fused.len() < depth;
@@ -111,3 +112,83 @@ pub(crate) fn search_in(
 
 /// The deepest an `as_of` search reads its candidate lists to fill `limit` hits.
 const MAX_AS_OF_DEPTH: usize = 10_000;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use chrono::{TimeZone, Utc};
+
+    use crate::search::index::Kind;
+    use crate::{Durability, ManualClock, Memory, NewEpisode, SearchFilters, VectorQuery};
+
+    /// An `as_of` search that reads its lists again, deeper, counts once in
+    /// the store's fusion evidence.
+    #[test]
+    fn an_as_of_search_read_deeper_counts_once_in_the_evidence() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = Utc.with_ymd_and_hms(2026, 5, 1, 12, 0, 0).unwrap();
+        let clock = Arc::new(ManualClock::new(t0));
+        let mem = Memory::builder()
+            .path(dir.path())
+            .durability(Durability::Manual)
+            .clock(clock.clone())
+            .open()
+            .unwrap();
+        let ep = mem.episodic();
+        ep.record(NewEpisode::new("billing outage, first report").embedding(vec![0.0, 1.0, 0.0]))
+            .unwrap();
+        clock.advance(Duration::from_secs(60));
+        // Recorded after the time asked: the best hit of both lists, so the
+        // first pass (depth 1) finds nothing recorded by then.
+        ep.record(NewEpisode::new("billing outage").embedding(vec![1.0, 0.0, 0.0]))
+            .unwrap();
+        let filters = SearchFilters {
+            as_of: Some(t0 + chrono::Duration::seconds(30)),
+            ..Default::default()
+        };
+        let hits = ep
+            .search_hybrid(
+                "billing outage",
+                &filters,
+                1,
+                &VectorQuery::embedding(vec![1.0, 0.0, 0.0]),
+            )
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].episode.summary, "billing outage, first report");
+        let evidence = mem.scope.engine.fusion_evidence(Kind::Episode);
+        assert_eq!(evidence.counted(), 1);
+    }
+
+    /// What the hybrid searches taught is kept with the store: a process that
+    /// opens it again goes on from the same counts.
+    #[test]
+    fn the_fusion_evidence_survives_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || Memory::builder().path(dir.path()).open().unwrap();
+        let search = |mem: &Memory| {
+            mem.episodic()
+                .search_hybrid(
+                    "billing outage",
+                    &SearchFilters::default(),
+                    5,
+                    &VectorQuery::embedding(vec![1.0, 0.0, 0.0]),
+                )
+                .unwrap()
+        };
+        let counted = |mem: &Memory| mem.scope.engine.fusion_evidence(Kind::Episode).counted();
+        let mem = open();
+        mem.episodic()
+            .record(NewEpisode::new("billing outage").embedding(vec![1.0, 0.0, 0.0]))
+            .unwrap();
+        assert_eq!(search(&mem).len(), 1);
+        assert_eq!(counted(&mem), 1);
+        drop(mem);
+        let mem = open();
+        assert_eq!(counted(&mem), 1);
+        assert_eq!(search(&mem).len(), 1);
+        assert_eq!(counted(&mem), 2);
+    }
+}

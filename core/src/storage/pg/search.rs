@@ -75,11 +75,29 @@ pub(super) fn search_docs_ddl(s: &str) -> String {
     )
 }
 
+/// Migration 5, run by the engine on a store opened with a key (never on a
+/// plaintext one): `tsv` becomes a plain column written from the engine's
+/// hashed lexemes, the text columns may be NULL, and the sealed uid gets its
+/// column. Every row is deleted: the caller writes them all again, sealed, in
+/// the same transaction ([`super::SerialTx::seal_search_docs`]).
+pub(super) fn sealed_search_ddl(s: &str) -> String {
+    format!(
+        "ALTER TABLE \"{s}\".search_docs ALTER COLUMN tsv DROP EXPRESSION;
+         ALTER TABLE \"{s}\".search_docs ALTER COLUMN summary DROP NOT NULL,
+             ALTER COLUMN body DROP NOT NULL, ADD COLUMN IF NOT EXISTS sealed_uid bytea;
+         DELETE FROM \"{s}\".search_docs;
+         INSERT INTO \"{s}\".schema_migrations (version) VALUES ({SEALED_SEARCH_MIGRATION})
+             ON CONFLICT (version) DO NOTHING;"
+    )
+}
+
 /// The SQL of the search table.
 #[derive(Debug)]
 pub(super) struct SearchSql {
     pub(super) table: String,
     pub(super) upsert: String,
+    /// The upsert of a keyed store's row (no text, `tsv` and the sealed uid given).
+    pub(super) upsert_sealed: String,
     pub(super) delete: String,
     pub(super) clear: String,
     pub(super) count: String,
@@ -109,6 +127,14 @@ impl SearchSql {
                  summary = EXCLUDED.summary, body = EXCLUDED.body, participants = EXCLUDED.participants, \
                  tags = EXCLUDED.tags, ts_ms = EXCLUDED.ts_ms, importance = EXCLUDED.importance"
             ),
+            upsert_sealed: format!(
+                "INSERT INTO {table} (uid, kind, ctx, summary, body, participants, tags, ts_ms, importance, tsv, sealed_uid) \
+                 VALUES ($1, $2, $3, NULL, NULL, $4, $5, $6, $7, $8::text::tsvector, $9) \
+                 ON CONFLICT (uid) DO UPDATE SET kind = EXCLUDED.kind, ctx = EXCLUDED.ctx, \
+                 summary = NULL, body = NULL, participants = EXCLUDED.participants, \
+                 tags = EXCLUDED.tags, ts_ms = EXCLUDED.ts_ms, importance = EXCLUDED.importance, \
+                 tsv = EXCLUDED.tsv, sealed_uid = EXCLUDED.sealed_uid"
+            ),
             delete: format!("DELETE FROM {table} WHERE uid = $1"),
             clear: format!("DELETE FROM {table}"),
             count: format!("SELECT count(*) FROM {table}"),
@@ -119,26 +145,41 @@ impl SearchSql {
     /// The search statement for the filters `q` sets, with its parameters: the
     /// SQL depends only on which filters are present, every value is a
     /// parameter. With `text`, rows must match one of its lexemes and are
-    /// ranked; without, they come newest first with score 0.
-    pub(super) fn search(&self, q: &IndexQuery<'_>, text: Option<&str>) -> (String, Vec<SqlParam>) {
+    /// ranked; without, they come newest first with score 0. With `sealed`
+    /// (a keyed store), `text` is the hashed `tsquery` of the search text
+    /// ([`SealedSearch::tsquery`]), the context and filters are hashed, and
+    /// each row's sealed uid comes back as a third column.
+    pub(super) fn search(
+        &self,
+        q: &IndexQuery<'_>,
+        text: Option<&str>,
+        sealed: Option<&SealedSearch>,
+    ) -> (String, Vec<SqlParam>) {
         let mut params: Vec<SqlParam> = Vec::new();
         let mut push = |p: SqlParam| {
             params.push(p);
             format!("${}", params.len())
         };
         let text_param = text.map(|t| push(Box::new(t.to_owned())));
+        let ctx = match sealed {
+            Some(s) => s.filter_value("ctx", q.ctx),
+            None => q.ctx.to_owned(),
+        };
+        let list = |field: &str, items: &[String]| match sealed {
+            Some(s) => s.filter_list(field, items),
+            None => sql_list(items),
+        };
         let mut conds = vec![
             format!("kind = {}", push(Box::new(q.kind.tag().to_owned()))),
-            format!("ctx = {}", push(Box::new(q.ctx.to_owned()))),
+            format!("ctx = {}", push(Box::new(ctx))),
         ];
         if !q.tags_all.is_empty() {
-            conds.push(format!("tags @> {}", push(Box::new(sql_list(q.tags_all)))));
+            let tags = list("tag", q.tags_all);
+            conds.push(format!("tags @> {}", push(Box::new(tags))));
         }
         if !q.participants_any.is_empty() {
-            conds.push(format!(
-                "participants && {}",
-                push(Box::new(sql_list(q.participants_any)))
-            ));
+            let participants = list("participant", q.participants_any);
+            conds.push(format!("participants && {}", push(Box::new(participants))));
         }
         if let Some(v) = q.since_ms {
             conds.push(format!("ts_ms >= {}", push(Box::new(v))));
@@ -154,20 +195,85 @@ impl SearchSql {
         let limit = push(Box::new(limit));
         let table = &self.table;
         let conds = conds.join(" AND ");
+        let extra = if sealed.is_some() { ", sealed_uid" } else { "" };
         let sql = match text_param {
             Some(t) => format!(
                 "WITH q AS ({tsq}) \
-                 SELECT uid, ts_rank('{RANK_WEIGHTS}'::real[], tsv, (SELECT tsq FROM q), {RANK_NORMALIZATION}) AS score \
+                 SELECT uid, ts_rank('{RANK_WEIGHTS}'::real[], tsv, (SELECT tsq FROM q), {RANK_NORMALIZATION}) AS score{extra} \
                  FROM {table} WHERE tsv @@ (SELECT tsq FROM q) AND {conds} \
                  ORDER BY score DESC, ts_ms DESC, uid COLLATE \"C\" LIMIT {limit}",
-                tsq = tsquery_select(&t),
+                tsq = match sealed {
+                    Some(_) => format!("SELECT {t}::text::tsquery AS tsq"),
+                    None => tsquery_select(&t),
+                },
             ),
             None => format!(
-                "SELECT uid, 0::real AS score FROM {table} WHERE {conds} \
+                "SELECT uid, 0::real AS score{extra} FROM {table} WHERE {conds} \
                  ORDER BY ts_ms DESC, uid COLLATE \"C\" LIMIT {limit}"
             ),
         };
         (sql, params)
+    }
+}
+
+impl PgStore {
+    /// Text search over `search_docs` (see docs/internals.md, "Search on
+    /// PostgreSQL"): (index uid, score), best first. Every filter of `q` is a
+    /// condition of the query. A text with lexemes matches rows holding any of
+    /// them, ranked by `ts_rank`, ties newest first, then by uid; a text
+    /// without any (empty, punctuation, stop words only) searches by the
+    /// filters alone, newest first, score 0 (as the tantivy path does for a
+    /// text without words).
+    pub(crate) fn search(&self, q: &IndexQuery<'_>) -> Result<Vec<(String, f32)>> {
+        if let Some(sealed) = &self.sealed {
+            return self.search_sealed(sealed, q);
+        }
+        let sql = &self.search;
+        let rows = self.with(|c| {
+            let has_word = q.text.chars().any(char::is_alphanumeric);
+            if has_word {
+                let (stmt, params) = sql.search(q, Some(q.text), None);
+                let rows = c.query(&stmt, &param_refs(&params))?;
+                if !rows.is_empty() {
+                    return Ok(rows);
+                }
+                // No hit: was there a lexeme to look for at all?
+                let check = format!("SELECT tsq IS NULL FROM ({}) q", tsquery_select("$1"));
+                let none: bool = c.query(&check, &[&q.text])?[0].get(0);
+                if !none {
+                    return Ok(rows);
+                }
+            }
+            let (stmt, params) = sql.search(q, None, None);
+            c.query(&stmt, &param_refs(&params))
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| (index_uid(r.get::<_, &str>(0)), r.get::<_, f32>(1)))
+            .collect())
+    }
+
+    /// [`PgStore::search`] on a keyed store: the terms of the text are found
+    /// and hashed here (none: a search by the filters alone), and each hit's
+    /// uid is opened from its row.
+    fn search_sealed(
+        &self,
+        sealed: &SealedSearch,
+        q: &IndexQuery<'_>,
+    ) -> Result<Vec<(String, f32)>> {
+        let tsq = sealed.tsquery(q.text);
+        let (stmt, params) = self.search.search(q, tsq.as_deref(), Some(sealed));
+        let rows = self.with(|c| c.query(&stmt, &param_refs(&params)))?;
+        rows.iter()
+            .map(|r| {
+                let row: &str = r.get(0);
+                let uid: Option<&[u8]> = r.get(2);
+                let uid = uid.ok_or_else(|| {
+                    Error::corrupted("a search row of an encrypted store has no sealed uid")
+                })?;
+                Ok((sealed.open_uid(row, uid)?, r.get::<_, f32>(1)))
+            })
+            .collect()
     }
 }
 
@@ -212,16 +318,50 @@ pub(super) fn sql_list(items: &[String]) -> Vec<String> {
 pub(super) fn write_search_ops(
     conn: &mut Conn,
     sql: &SearchSql,
+    sealed: Option<&SealedSearch>,
     ops: &[IndexOp],
-) -> std::result::Result<(), postgres::Error> {
+) -> Result<()> {
     for op in ops {
-        match op {
-            IndexOp::Upsert(d) => write_search_doc(conn, sql, d)?,
-            IndexOp::Delete(uid) => {
-                conn.execute(&sql.delete, &[&row_uid(uid)])?;
+        match (op, sealed) {
+            (IndexOp::Upsert(d), None) => write_search_doc(conn, sql, d).dep()?,
+            (IndexOp::Upsert(d), Some(s)) => write_sealed_doc(conn, sql, s, d)?,
+            (IndexOp::Delete(uid), None) => {
+                conn.execute(&sql.delete, &[&row_uid(uid)]).dep()?;
+            }
+            (IndexOp::Delete(uid), Some(s)) => {
+                conn.execute(&sql.delete, &[&s.row_uid(uid)]).dep()?;
             }
         }
     }
+    Ok(())
+}
+
+/// The row of `d` in a keyed store: no text, hashed lexemes, filters and
+/// context, the uid hashed and sealed (see [`SealedSearch`]).
+pub(super) fn write_sealed_doc(
+    conn: &mut Conn,
+    sql: &SearchSql,
+    s: &SealedSearch,
+    d: &IndexDoc,
+) -> Result<()> {
+    let importance = i64::try_from(d.importance).unwrap_or(i64::MAX);
+    let row = s.row_uid(&d.uid);
+    let sealed_uid = s.seal_uid(&row, &d.uid)?;
+    conn.execute(
+        &sql.upsert_sealed,
+        &[
+            &row,
+            &d.kind.tag(),
+            &s.filter_value("ctx", &d.ctx),
+            &s.filter_list("participant", &d.participants),
+            &s.filter_list("tag", &d.tags),
+            &d.ts_ms,
+            &importance,
+            &s.tsvector(d),
+            &sealed_uid,
+        ],
+    )
+    .dep()?;
     Ok(())
 }
 

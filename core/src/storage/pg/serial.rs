@@ -236,8 +236,44 @@ impl SerialTx {
             return Ok(());
         }
         let sql = &self.store.search;
+        let sealed = self.store.sealed.as_deref();
         let mut conn = self.cell()?.borrow_mut();
-        write_search_ops(&mut conn, sql, ops).dep()
+        write_search_ops(&mut conn, sql, sealed, ops)
+    }
+
+    /// On a store opened with a key whose `search_docs` still has its
+    /// plaintext form, run migration 5 in this section's transaction: the
+    /// table loses its text and generated column and every row is deleted;
+    /// returns true, and the caller writes every row again (sealed) before
+    /// committing, so the rows change form all at once or not at all. False
+    /// (nothing done) on a plaintext store or one already migrated (by this
+    /// or another process: checked under the section's lock). The table's
+    /// own form decides (its `sealed_uid` column), not the recorded version: a
+    /// `search_docs` created again by migration 2 is migrated again.
+    pub(crate) fn seal_search_docs(&mut self) -> Result<bool> {
+        if self.store.sealed.is_none() {
+            return Ok(false);
+        }
+        let schema = self.store.schema.clone();
+        let cell = self.cell()?;
+        let done = cell
+            .borrow_mut()
+            .client
+            .query_opt(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 \
+                 AND table_name = 'search_docs' AND column_name = 'sealed_uid'",
+                &[&schema],
+            )
+            .dep()?
+            .is_some();
+        if done {
+            return Ok(false);
+        }
+        cell.borrow_mut()
+            .client
+            .batch_execute(&sealed_search_ddl(&schema))
+            .dep()?;
+        Ok(true)
     }
 
     /// Remove every `search_docs` row (a rebuild writes them again before committing).
