@@ -111,6 +111,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
     texts = [text(i, chars) for i in range(n)]
     gc.collect()
     base = status_kib("VmRSS")
+    base_anon = status_kib("RssAnon")
     d = tempfile.mkdtemp(prefix="memstrata-fp-")
     path = os.path.join(d, "store")
     mem = memstrata.Memory(path, **opts)
@@ -129,13 +130,18 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     end_rss = status_kib("VmRSS")
     end_file = status_kib("RssFile")
+    end_anon = status_kib("RssAnon")
     live_end = None
     if os.environ.get("FP_TRIM_BEFORE_CLOSE"):
         # Diagnosis: how much of the end-of-ingest RSS is freed heap glibc kept.
         trim()
         live_end = mib(status_kib("VmRSS") - base)
+    peak_ingest = status_kib("VmHWM")
+    tc = time.perf_counter()
     mem.close()
+    close_s = time.perf_counter() - tc
     after_close = status_kib("VmRSS")
+    after_close_anon = status_kib("RssAnon")
     del ep, mem
     gc.collect()
     after_gc = status_kib("VmRSS")
@@ -179,6 +185,10 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
         "eps_cpu": n / cpu if cpu > 0 else None,
         "end_file_mib": mib(end_file),
         "end_trimmed_mib": live_end,
+        "close_s": close_s,
+        "peak_ingest_added_mib": mib(peak_ingest - base),
+        "end_anon_added_mib": mib(end_anon - base_anon),
+        "close_anon_added_mib": mib(after_close_anon - base_anon),
         "search_p50_ms": search_p50,
     }
 
@@ -355,6 +365,10 @@ def main() -> None:
             note = (f"chars={chars} n={n}: disk B/episode by part: {parts}; base RSS {r['base_mib']:.0f} MiB; "
                     f"file-backed RSS at end of ingest {r['end_file_mib']:.0f} MiB; "
                     f"end of ingest after malloc_trim {fmt(r['end_trimmed_mib'])} MiB; "
+                    f"anonymous RSS (heap, stacks; no code pages) above baseline at end of ingest "
+                    f"{fmt(r.get('end_anon_added_mib'))} MiB, after close {fmt(r.get('close_anon_added_mib'))} MiB; "
+                    f"close() took {fmt(r.get('close_s'), '.2f')} s; "
+                    f"peak before close {fmt(r.get('peak_ingest_added_mib'))} MiB; "
                     f"episodes per CPU-second (all threads) {r['mode']} {fmt(r['eps_cpu'])}"
                     + ("" if b is None else f", batch {fmt(b['eps_cpu'])}"))
             notes.append(note)

@@ -292,9 +292,25 @@ impl Drop for SearchIndex {
     /// they would go on writing into the index directory after the engine is
     /// gone, racing the next engine that opens it (orphan removal, a rebuild
     /// deleting the directory). Wait for them, so a closed store is at rest.
+    ///
+    /// Then leave the folder as the next open would: the merges that ended
+    /// after the last durable commit are made durable, and the segment files
+    /// the `meta.json` on disk no longer names are removed. Until then both
+    /// the merged segments and the ones they were made of stayed on disk (the
+    /// reader still held the old ones, so tantivy's garbage collection kept
+    /// them): the index of a 100k short-episode ingest measured 77 or 155
+    /// bytes per episode right after close, depending on when a merge ended.
     fn drop(&mut self) {
         if let Some(writer) = self.state.get_mut().writer.take() {
-            let _ = writer.wait_merging_threads();
+            if writer.wait_merging_threads().is_err() {
+                return;
+            }
+            let inner = self.inner.get_mut();
+            if inner.dir.persist_merges().is_ok() {
+                // Best effort: a file that cannot be removed now (mapped,
+                // on Windows) is removed by the next open.
+                let _ = dir::remove_orphans(&self.dir, self.sealer.as_deref());
+            }
         }
     }
 }

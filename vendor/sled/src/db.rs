@@ -447,6 +447,22 @@ impl Db {
         self.context.pagecache.size_on_disk()
     }
 
+    /// MEMSTRATA PATCH (see vendor/sled/PATCHES.md): relocate the pages of
+    /// segments less than `live_pct` % live when the file is more than
+    /// `max_amplification` times its live bytes, then flush. The emptied
+    /// segments are freed, and the file truncated past the last live one,
+    /// by the next open. Only for a `Db` opened without a flusher thread
+    /// (`flush_every_ms(None)`) that nothing else writes to. Returns the
+    /// number of pages moved.
+    #[doc(hidden)]
+    pub fn compact(
+        &self,
+        live_pct: usize,
+        max_amplification: f64,
+    ) -> Result<usize> {
+        self.context.pagecache.compact(live_pct, max_amplification)
+    }
+
     /// Traverses all files and calculates their total physical
     /// size, then traverses all pages and calculates their
     /// total logical size, then divides the physical size

@@ -170,6 +170,26 @@ impl SoftSyncDirectory {
         Ok(())
     }
 
+    /// At close, after the writer's merges ended: when the in-memory
+    /// `meta.json` differs from the one on disk only by merges (the same
+    /// payload, i.e. the same committed sequence), write it durably, so the
+    /// merged segments replace the ones they were made of. Returns whether
+    /// it wrote. A soft commit that added documents stays in memory (the
+    /// next open replays the sled log after the durable one).
+    pub(crate) fn persist_merges(&self) -> io::Result<bool> {
+        let mut files = self.state.inner.lock();
+        let Some(mem) = files.mem_meta.clone() else {
+            return Ok(false);
+        };
+        let disk = read_meta(&self.root, self.sealer.as_deref())?;
+        match (payload(&mem), payload(&disk)) {
+            (Some(a), Some(b)) if a == b => {}
+            _ => return Ok(false),
+        }
+        self.durable_meta_write(&mut files, &mem)?;
+        Ok(true)
+    }
+
     /// `data` as stored in file `path`: sealed in an encrypted store.
     fn seal<'a>(&self, path: &Path, data: &'a [u8]) -> io::Result<std::borrow::Cow<'a, [u8]>> {
         match &self.sealer {
@@ -333,6 +353,13 @@ fn segment_ids(meta: &[u8]) -> Option<HashSet<String>> {
         .iter()
         .map(|s| Some(s.get("segment_id")?.as_str()?.replace('-', "")))
         .collect()
+}
+
+/// The `payload` of a `meta.json` (the committed sequence), `None` if it
+/// does not parse; a meta without one gives `Some(None)`.
+fn payload(meta: &[u8]) -> Option<Option<String>> {
+    let v = serde_json::from_slice::<serde_json::Value>(meta).ok()?;
+    Some(v.get("payload").and_then(|p| p.as_str()).map(str::to_owned))
 }
 
 /// The `meta.json` on disk, unsealed with `sealer` (an encrypted store).

@@ -96,6 +96,9 @@ pub(crate) struct SegmentAccountant {
     segment_cleaner: SegmentCleaner,
     ordering: BTreeMap<Lsn, LogOffset>,
     async_truncations: BTreeMap<LogOffset, OneShot<Result<()>>>,
+    /// MEMSTRATA PATCH: set by `drain_below` (a compaction): the segments
+    /// filled by the relocations are not queued for cleaning again.
+    compacting: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -117,6 +120,12 @@ impl SegmentCleaner {
         };
         inner.remove(&offset);
         None
+    }
+
+    /// MEMSTRATA PATCH (see vendor/sled/PATCHES.md): no segment left to
+    /// clean (`pop` also returns `None` when it drops an emptied segment).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.inner.lock().is_empty()
     }
 
     fn add_pids(&self, offset: LogOffset, pids: BTreeSet<PageId>) {
@@ -485,6 +494,7 @@ impl SegmentAccountant {
             segment_cleaner,
             ordering: BTreeMap::default(),
             async_truncations: BTreeMap::default(),
+            compacting: false,
         };
 
         ret.initialize_from_snapshot(snapshot)?;
@@ -634,6 +644,13 @@ impl SegmentAccountant {
 
         for segment_base in to_free {
             self.free_segment(segment_base)?;
+            // MEMSTRATA PATCH (see vendor/sled/PATCHES.md): a segment the
+            // line above truncated away is not in the file any more;
+            // zeroing it would extend the file again (upstream writes it,
+            // so a truncation at recovery never shrank the file's length).
+            if segment_base >= self.tip {
+                continue;
+            }
             io_fail!(self.config, "zero garbage segment SA");
             pwrite_all(
                 &self.config.file,
@@ -964,7 +981,10 @@ impl SegmentAccountant {
             self.segments.iter().filter(|s| s.is_inactive()).count();
         let free_ratio = (free_segs * 100) / (1 + free_segs + inactive_segs);
 
-        if free_ratio >= SEGMENT_CLEANUP_THRESHOLD && inactive_segs > 5 {
+        if free_ratio >= SEGMENT_CLEANUP_THRESHOLD
+            && inactive_segs > 5
+            && !self.compacting
+        {
             let last_index =
                 self.segments.iter().rposition(Segment::is_inactive).unwrap();
 
@@ -1103,6 +1123,62 @@ impl SegmentAccountant {
         self.config.file.set_len(at).and_then(|_| self.config.file.sync_all())?;
 
         Ok(())
+    }
+
+    /// MEMSTRATA PATCH (see vendor/sled/PATCHES.md): live bytes of every
+    /// segment in use (as the accountant tracks them) and the file length.
+    pub(super) fn live_and_file_bytes(&self) -> (u64, u64) {
+        let live = self
+            .segments
+            .iter()
+            .map(|s| match s {
+                Segment::Active(Active { rss, .. })
+                | Segment::Inactive(Inactive { rss, .. }) => *rss as u64,
+                Segment::Free(_) | Segment::Draining(_) => 0,
+            })
+            .sum();
+        (live, self.tip)
+    }
+
+    /// MEMSTRATA PATCH (see vendor/sled/PATCHES.md): queue for cleaning
+    /// every inactive segment less than `live_pct` % live, as
+    /// `possibly_clean_or_free_segment` does below the fixed threshold, and
+    /// with `tail`, every inactive segment above the first `n` in use ones,
+    /// `n` the number of segments in use (their pages go to the lowest free
+    /// segments, so the end of the file empties). Returns how many.
+    pub(super) fn drain_below(
+        &mut self,
+        live_pct: usize,
+        tail: bool,
+    ) -> Result<usize> {
+        let segment_size = self.config.segment_size;
+        let lsn = self.max_stabilized_lsn;
+        let in_use = self.segments.iter().filter(|s| !s.is_free()).count();
+        let mut drained = 0;
+        // The "boil down the tip" rule of `deactivate_segment` would queue
+        // each segment the relocations fill, and relocate it again, forever.
+        self.compacting = true;
+        for idx in 0..self.segments.len() {
+            let sparse = match &self.segments[idx] {
+                Segment::Inactive(inactive) => {
+                    (inactive.rss * 100 < live_pct * segment_size
+                        || (tail && idx > in_use))
+                        && inactive.lsn <= lsn
+                }
+                _ => false,
+            };
+            if !sparse {
+                continue;
+            }
+            let segment_start = (idx * segment_size) as LogOffset;
+            let to_clean = self.segments[idx].inactive_to_draining(lsn);
+            self.segment_cleaner.add_pids(segment_start, to_clean);
+            drained += 1;
+            if self.segments[idx].can_free() {
+                self.possibly_clean_or_free_segment(idx, lsn)?;
+            }
+        }
+        Ok(drained)
     }
 
     fn segment_id(&mut self, lid: LogOffset) -> SegmentId {
