@@ -58,9 +58,10 @@ pub(crate) fn detects(e: &Engine, ctx: &str, p: OnDuplicate) -> Result<bool> {
     })
 }
 
-fn candidate(e: &Engine, ctx: &str, id: &str) -> Result<Option<Candidate>> {
+/// The stored episode `id` as a candidate (its exact text when `exact`).
+fn candidate(e: &Engine, ctx: &str, id: &str, exact: bool) -> Result<Option<Candidate>> {
     Ok(get_shared(e, ctx, id)?.map(|ep| Candidate {
-        exact: exact_text(&ep.summary, &ep.content),
+        exact: exact.then(|| exact_text(&ep.summary, &ep.content)),
         text: embed_text(&ep.summary, &ep.content),
     }))
 }
@@ -209,7 +210,8 @@ impl<'a> Planner<'a> {
             &exact,
             None,
             cosine,
-            &mut |id| candidate(e, ctx, id),
+            true,
+            &mut |id, exact| candidate(e, ctx, id, exact),
         )?;
         let in_batch = self.find_pending(&fp, &exact);
         // The stored duplicate wins unless the batch's is more similar.

@@ -205,12 +205,16 @@ pub(crate) fn decide(
     } else {
         let fp = fingerprint(seed, value);
         let exact = exact_text(value);
-        let mut load = |k: &str| -> Result<Option<Candidate>> {
+        let mut load = |k: &str, want_exact: bool| -> Result<Option<Candidate>> {
             Ok(current(k)?.and_then(|v| {
-                // Short values are never near-duplicates of anything.
-                (!fingerprint(seed, &v).shingles.is_empty()).then(|| Candidate {
-                    exact: exact_text(&v),
-                    text: value_text(&v),
+                // Short values are never near-duplicates of anything (they
+                // have no fingerprint: `fingerprint`'s test, without the hashing).
+                let text = value_text(&v);
+                (dedup::normalise(&text).chars().count() >= dedup::MIN_NEAR_CHARS).then(|| {
+                    Candidate {
+                        exact: want_exact.then(|| exact_text(&v)),
+                        text,
+                    }
                 })
             }))
         };
@@ -222,6 +226,8 @@ pub(crate) fn decide(
             &exact,
             Some(key),
             cosine,
+            // A batch's earlier value of a key is not the one indexed.
+            overlay.values.is_empty(),
             &mut load,
         )?;
         // The batch's earlier values: exact, else the most similar by shingles.
@@ -237,8 +243,10 @@ pub(crate) fn decide(
                 if cand == key {
                     continue;
                 }
-                let Some(c) = load(cand)? else { continue };
-                let sim = if c.exact == exact {
+                let Some(c) = load(cand, true)? else {
+                    continue;
+                };
+                let sim = if c.exact.as_deref() == Some(exact.as_str()) {
                     1.0
                 } else {
                     dedup::jaccard(
