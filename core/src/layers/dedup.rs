@@ -302,12 +302,21 @@ pub(crate) fn may_detect(
     Ok(effective(e, ctx, explicit)? != OnDuplicate::Keep || is_indexed(e, ctx, kind)?)
 }
 
-/// One stored record offered as a candidate: its exact text (`None` when
-/// [`find`] did not ask for it: the record is known not to be an exact
-/// duplicate) and searchable text.
+/// One stored record offered as a candidate: its exact text and searchable
+/// text, each `None` when [`find`] did not ask for it ([`Want`]; a loader may
+/// give it anyway).
 pub(crate) struct Candidate {
     pub exact: Option<String>,
-    pub text: String,
+    pub text: Option<String>,
+}
+
+/// What [`find`] needs of a candidate it reads back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Want {
+    /// The exact text (`false`: the record is known not to be an exact duplicate).
+    pub exact: bool,
+    /// The searchable text (`false`: its shingle set is known).
+    pub text: bool,
 }
 
 /// A duplicate found by [`find`].
@@ -324,8 +333,8 @@ pub(crate) struct Found {
 /// `exact` in (`ctx`, `kind`): an exact one first, then the most similar
 /// near-duplicate by shingles (Jaccard ≥ `NEAR_JACCARD`), then `cosine` (the
 /// nearest stored embedding and its similarity, if at least `NEAR_COSINE`).
-/// `load` gives a candidate's texts (`None`: gone), the exact text only when
-/// its second argument is true; `exclude` is never returned. `as_indexed`:
+/// `load` gives a candidate's texts (`None`: gone), those [`Want`] asks for;
+/// `exclude` is never returned. `as_indexed`:
 /// `load` gives every record as the dedup index saw it last (the stored one;
 /// not a batch's pending value of a knowledge key), so what the in-memory
 /// index knows of it may stand in for its texts.
@@ -339,7 +348,7 @@ pub(crate) fn find(
     exclude: Option<&str>,
     cosine: Option<(String, f32)>,
     as_indexed: bool,
-    load: &mut dyn FnMut(&str, bool) -> Result<Option<Candidate>>,
+    load: &mut dyn FnMut(&str, Want) -> Result<Option<Candidate>>,
 ) -> Result<Option<Found>> {
     // Candidates by the number of keys they share (more bands, higher
     // similarity; an exact copy shares them all), at most `MAX_CANDIDATES` verified.
@@ -357,6 +366,7 @@ pub(crate) fn find(
         // bound of the set sizes at the threshold. One that can be neither
         // is not read (it would fail both checks).
         let known = c.known.filter(|_| as_indexed);
+        let indexed = known.is_some();
         let want_exact = match &known {
             Some(k) => {
                 let exact_possible = fp.exact.is_some() && k.exact == fp.exact;
@@ -369,8 +379,13 @@ pub(crate) fn find(
             }
             None => true,
         };
+        let set = known.and_then(|k| k.set);
         // Read back even with its set cached: a record gone is never reported.
-        let Some(cand) = load(&c.id, want_exact)? else {
+        let want = Want {
+            exact: want_exact,
+            text: set.is_none(),
+        };
+        let Some(cand) = load(&c.id, want)? else {
             continue;
         };
         // An exact duplicate wins at once.
@@ -380,11 +395,11 @@ pub(crate) fn find(
                 similarity: 1.0,
             }));
         }
-        let indexed = known.is_some();
-        let sim = match known.and_then(|k| k.set) {
+        let sim = match set {
             Some(set) => dedup::jaccard(&fp.shingles, &set),
             None => {
-                let set = dedup::shingles(seed, &dedup::normalise(&cand.text));
+                let text = cand.text.as_deref().unwrap_or_default();
+                let set = dedup::shingles(seed, &dedup::normalise(text));
                 let sim = dedup::jaccard(&fp.shingles, &set);
                 if indexed {
                     computed.push((c.id.clone(), set.into()));
@@ -412,7 +427,14 @@ pub(crate) fn find(
     if let Some((id, cos)) = cosine
         && cos >= dedup::NEAR_COSINE
         && Some(id.as_str()) != exclude
-        && load(&id, false)?.is_some()
+        && load(
+            &id,
+            Want {
+                exact: false,
+                text: false,
+            },
+        )?
+        .is_some()
     {
         return Ok(Some(Found {
             id,

@@ -5,7 +5,7 @@
 #[allow(unused_imports)]
 use super::*;
 
-use crate::layers::dedup::{self as policy, Candidate, OnDuplicate};
+use crate::layers::dedup::{self as policy, Candidate, OnDuplicate, Want};
 use crate::search::dedup::{self, DupKind, Fingerprint};
 
 /// Optional arguments of [`Semantic::store_with`].
@@ -205,15 +205,17 @@ pub(crate) fn decide(
     } else {
         let fp = fingerprint(seed, value);
         let exact = exact_text(value);
-        let mut load = |k: &str, want_exact: bool| -> Result<Option<Candidate>> {
+        // The value's text is given whatever `want` says: the test of short
+        // values needs it.
+        let mut load = |k: &str, want: Want| -> Result<Option<Candidate>> {
             Ok(current(k)?.and_then(|v| {
                 // Short values are never near-duplicates of anything (they
                 // have no fingerprint: `fingerprint`'s test, without the hashing).
                 let text = value_text(&v);
                 (dedup::normalise(&text).chars().count() >= dedup::MIN_NEAR_CHARS).then(|| {
                     Candidate {
-                        exact: want_exact.then(|| exact_text(&v)),
-                        text,
+                        exact: want.exact.then(|| exact_text(&v)),
+                        text: Some(text),
                     }
                 })
             }))
@@ -243,7 +245,11 @@ pub(crate) fn decide(
                 if cand == key {
                     continue;
                 }
-                let Some(c) = load(cand, true)? else {
+                let want = Want {
+                    exact: true,
+                    text: true,
+                };
+                let Some(c) = load(cand, want)? else {
                     continue;
                 };
                 let sim = if c.exact.as_deref() == Some(exact.as_str()) {
@@ -251,7 +257,10 @@ pub(crate) fn decide(
                 } else {
                     dedup::jaccard(
                         &fp.shingles,
-                        &dedup::shingles(seed, &dedup::normalise(&c.text)),
+                        &dedup::shingles(
+                            seed,
+                            &dedup::normalise(c.text.as_deref().unwrap_or_default()),
+                        ),
                     )
                 };
                 if sim >= dedup::NEAR_JACCARD && best.as_ref().is_none_or(|b| sim > b.1) {
