@@ -75,12 +75,22 @@ pub(crate) fn normalise(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut space = false;
     for c in text.chars() {
-        if c.is_alphanumeric() {
+        // ASCII (most text) without the Unicode tables: the same answers.
+        let alnum = if c.is_ascii() {
+            c.is_ascii_alphanumeric()
+        } else {
+            c.is_alphanumeric()
+        };
+        if alnum {
             if space && !out.is_empty() {
                 out.push(' ');
             }
             space = false;
-            out.extend(c.to_lowercase());
+            if c.is_ascii() {
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.extend(c.to_lowercase());
+            }
         } else {
             space = true;
         }
@@ -93,19 +103,29 @@ pub(crate) fn normalise(text: &str) -> String {
 /// an empty one). A sorted vector rather than a hash set: the hashes need no
 /// second hashing, and [`jaccard`] is one merge of two sorted lists.
 pub(crate) fn shingles(seed: u64, norm: &str) -> Vec<u64> {
-    let chars: Vec<usize> = norm.char_indices().map(|(p, _)| p).collect();
-    if chars.is_empty() {
-        return Vec::new();
-    }
-    if chars.len() <= SHINGLE_CHARS {
-        return vec![hash64(seed, norm.as_bytes())];
-    }
-    let mut out: Vec<u64> = (0..=chars.len() - SHINGLE_CHARS)
-        .map(|i| {
-            let end = chars.get(i + SHINGLE_CHARS).copied().unwrap_or(norm.len());
-            hash64(seed, &norm.as_bytes()[chars[i]..end])
-        })
-        .collect();
+    let mut out: Vec<u64> = if norm.is_ascii() {
+        // One byte per character: the windows are the bytes'.
+        let b = norm.as_bytes();
+        if b.len() <= SHINGLE_CHARS {
+            return if b.is_empty() {
+                Vec::new()
+            } else {
+                vec![hash64(seed, b)]
+            };
+        }
+        b.windows(SHINGLE_CHARS).map(|w| hash64(seed, w)).collect()
+    } else {
+        let chars: Vec<usize> = norm.char_indices().map(|(p, _)| p).collect();
+        if chars.len() <= SHINGLE_CHARS {
+            return vec![hash64(seed, norm.as_bytes())];
+        }
+        (0..=chars.len() - SHINGLE_CHARS)
+            .map(|i| {
+                let end = chars.get(i + SHINGLE_CHARS).copied().unwrap_or(norm.len());
+                hash64(seed, &norm.as_bytes()[chars[i]..end])
+            })
+            .collect()
+    };
     out.sort_unstable();
     out.dedup();
     out
@@ -425,23 +445,20 @@ impl MemIndex {
     /// key, the oldest), with how many keys each shares, but those with fewer
     /// than [`MIN_EQUAL_MINIMA`] minima equal to `fp`'s.
     pub(crate) fn candidates(&self, fp: &Fingerprint) -> Vec<MemHit> {
-        // At most 6 keys of 16 slots: a short list beats a hash map.
-        let mut hits: Vec<(u32, usize)> = Vec::new();
+        // At most 6 keys of 16 slots: sorted, each slot's run is its count.
+        let mut all: Vec<u32> = Vec::with_capacity(MINHASH_BANDS * MAX_CANDIDATES);
         for k in mem_keys(fp) {
-            for s in self
-                .buckets
-                .get(&k)
-                .into_iter()
-                .flatten()
-                .take(MAX_CANDIDATES)
-            {
-                match hits.iter_mut().find(|(h, _)| h == s) {
-                    Some((_, n)) => *n += 1,
-                    None => hits.push((*s, 1)),
-                }
-            }
+            all.extend(
+                self.buckets
+                    .get(&k)
+                    .into_iter()
+                    .flatten()
+                    .take(MAX_CANDIDATES),
+            );
         }
-        hits.into_iter()
+        all.sort_unstable();
+        all.chunk_by(|a, b| a == b)
+            .map(|run| (run[0], run.len()))
             .filter_map(|(s, n)| {
                 let slot = self.slots[s as usize].as_ref()?;
                 let equal = fp
@@ -529,6 +546,53 @@ mod tests {
         let b = Fingerprint::of(7, "same text", "same text here", true);
         assert_ne!(a.exact, b.exact);
         assert!(a.bands.iter().zip(&b.bands).all(|(x, y)| x != y));
+    }
+
+    #[test]
+    fn ascii_and_unicode_texts_shingle_by_characters() {
+        // The definition: every window of 5 characters (the ASCII path takes bytes).
+        let by_chars = |norm: &str| {
+            let c: Vec<char> = norm.chars().collect();
+            let mut v: Vec<u64> = if c.len() <= SHINGLE_CHARS {
+                vec![hash64(0, norm.as_bytes())]
+            } else {
+                c.windows(SHINGLE_CHARS)
+                    .map(|w| hash64(0, w.iter().collect::<String>().as_bytes()))
+                    .collect()
+            };
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        for t in [
+            "hello world",
+            "ünïcode ok straße",
+            "abcde",
+            "abcd",
+            "ab ab ab ab ab",
+        ] {
+            let n = normalise(t);
+            assert_eq!(shingles(0, &n), by_chars(&n), "{t:?}");
+        }
+        // ASCII folds as the Unicode rules do.
+        let all: String = (0u8..128).map(char::from).collect();
+        let unicode: String = {
+            let mut out = String::new();
+            let mut space = false;
+            for c in all.chars() {
+                if c.is_alphanumeric() {
+                    if space && !out.is_empty() {
+                        out.push(' ');
+                    }
+                    space = false;
+                    out.extend(c.to_lowercase());
+                } else {
+                    space = true;
+                }
+            }
+            out
+        };
+        assert_eq!(normalise(&all), unicode);
     }
 
     #[test]
