@@ -395,19 +395,24 @@ pub(crate) fn find(
                 similarity: 1.0,
             }));
         }
+        // The similarity when it reaches the threshold (the same value as
+        // `jaccard`; below it, the merge stops early).
+        let near = |set: &[u64]| dedup::jaccard_at_least(&fp.shingles, set, dedup::NEAR_JACCARD);
         let sim = match set {
-            Some(set) => dedup::jaccard(&fp.shingles, &set),
+            Some(set) => near(&set),
             None => {
                 let text = cand.text.as_deref().unwrap_or_default();
                 let set = dedup::shingles(seed, &dedup::normalise(text));
-                let sim = dedup::jaccard(&fp.shingles, &set);
+                let sim = near(&set);
                 if indexed {
                     computed.push((c.id.clone(), set.into()));
                 }
                 sim
             }
         };
-        if sim >= dedup::NEAR_JACCARD && best.as_ref().is_none_or(|b| sim > b.similarity) {
+        if let Some(sim) = sim
+            && best.as_ref().is_none_or(|b| sim > b.similarity)
+        {
             best = Some(Found {
                 id: c.id,
                 similarity: sim,

@@ -153,6 +153,40 @@ pub(crate) fn jaccard(a: &[u64], b: &[u64]) -> f32 {
     inter as f32 / union as f32
 }
 
+/// [`jaccard`] of `a` and `b` when it is at least `t`, else `None`, reading
+/// only as much of the two lists as can still reach `t`: the merge stops once
+/// the intersection so far plus what is left of the shorter list is below the
+/// least intersection that gives `t` (the same `f32` division as [`jaccard`],
+/// so the answer is the same whichever way it is computed). Candidates below
+/// the threshold, most of them, are decided after a fraction of their shingles.
+pub(crate) fn jaccard_at_least(a: &[u64], b: &[u64], t: f32) -> Option<f32> {
+    let n = a.len() + b.len();
+    // `reaches(k)`: an intersection of k gives at least `t` (monotone in k).
+    let reaches = |k: usize| n > k && (k as f32 / (n - k) as f32) >= t;
+    let mut need = ((f64::from(t) * n as f64) / (1.0 + f64::from(t))).floor() as usize;
+    need = need.min(n);
+    while need < n && !reaches(need) {
+        need += 1;
+    }
+    while need > 0 && reaches(need - 1) {
+        need -= 1;
+    }
+    if !reaches(need) || need > a.len().min(b.len()) {
+        return None;
+    }
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        if inter + (a.len() - i).min(b.len() - j) < need {
+            return None;
+        }
+        let (x, y) = (a[i], b[j]);
+        inter += usize::from(x == y);
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    (inter >= need).then(|| inter as f32 / (n - inter) as f32)
+}
+
 /// An upper bound of the Jaccard similarity of two sets of `a` and `b`
 /// elements (the smaller over the larger; 0 when both are empty): a
 /// candidate whose bound is below [`NEAR_JACCARD`] cannot be a near-duplicate,
@@ -610,6 +644,36 @@ mod tests {
         assert_eq!(minima(9, &set), want);
         // A known value, so a change of the hash functions cannot pass unseen.
         assert_eq!(minima(0, &[1])[0], 0xe9fd_6049_d65a_f21e);
+    }
+
+    #[test]
+    fn jaccard_at_least_agrees_with_jaccard() {
+        // Random sorted sets of many sizes and overlaps, at several thresholds.
+        let mut z = 1u64;
+        let mut next = || {
+            z = splitmix(z);
+            z
+        };
+        for _ in 0..3000 {
+            let (la, lb) = ((next() % 120) as usize, (next() % 120) as usize);
+            let shared = (next() % 120) as usize;
+            let pool: Vec<u64> = (0..la + lb + shared).map(|_| next() % 4096).collect();
+            let mut a: Vec<u64> = pool[..la + shared.min(pool.len() - la)].to_vec();
+            let mut b: Vec<u64> = pool[la.min(pool.len())..].to_vec();
+            b.truncate(lb + shared);
+            for v in [&mut a, &mut b] {
+                v.sort_unstable();
+                v.dedup();
+            }
+            for t in [0.0f32, 0.3, NEAR_JACCARD, 0.8, 0.9, 1.0] {
+                let j = jaccard(&a, &b);
+                assert_eq!(
+                    jaccard_at_least(&a, &b, t),
+                    (j >= t && !(a.is_empty() && b.is_empty())).then_some(j),
+                    "{a:?} {b:?} {t}"
+                );
+            }
+        }
     }
 
     #[test]
