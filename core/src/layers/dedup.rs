@@ -129,6 +129,7 @@ pub(crate) fn effective(
 
 /// Contexts whose dedup index this engine knows to exist, and (sled) the
 /// in-memory indexes loaded (registered layer state).
+///
 /// Both maps are keyed by context and hold one entry per kind
 /// ([`kind_slot`]), so a lookup borrows the context's name.
 #[derive(Debug, Default)]
