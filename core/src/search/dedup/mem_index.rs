@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Fingerprint, MAX_CANDIDATES, MIN_EQUAL_MINIMA, MINHASH_BANDS, splitmix};
+use super::{Fingerprint, MAX_CANDIDATES, MIN_EQUAL_MINIMA, MINHASH_BANDS, MINHASH_ROWS, splitmix};
 
 /// The in-memory dedup index of one context and kind (stores without other
 /// writers: sled): band keys to the records holding them, derived from the
@@ -31,7 +31,10 @@ pub(crate) const SHINGLE_CACHE: usize = 1 << 18;
 struct Slot {
     id: Box<str>,
     keys: Box<[u64]>,
-    mins: Box<[u64]>,
+    /// The MinHash signature, in the slot itself (read for every candidate:
+    /// one pointer less to follow); `has_mins` false for a record without one.
+    mins: [u64; MINHASH_BANDS * MINHASH_ROWS],
+    has_mins: bool,
     /// The hash of the exact text, and the number of shingles: what a
     /// candidate can still be, before it is read back (see [`MemHit`]).
     exact: Option<u64>,
@@ -100,7 +103,8 @@ impl MemIndex {
         self.slots[slot as usize] = Some(Slot {
             id: id.into(),
             keys: keys.into_boxed_slice(),
-            mins: fp.mins.clone().into_boxed_slice(),
+            mins: std::array::from_fn(|i| fp.mins.get(i).copied().unwrap_or(0)),
+            has_mins: !fp.mins.is_empty(),
             exact: fp.exact,
             shingles: u32::try_from(fp.shingles.len()).unwrap_or(u32::MAX),
             set: None,
@@ -147,12 +151,15 @@ impl MemIndex {
             .map(|run| (run[0], run.len()))
             .filter_map(|(s, n)| {
                 let slot = self.slots[s as usize].as_ref()?;
-                let equal = fp
-                    .mins
-                    .iter()
-                    .zip(slot.mins.iter())
-                    .filter(|(a, b)| a == b)
-                    .count();
+                let equal = if slot.has_mins {
+                    fp.mins
+                        .iter()
+                        .zip(slot.mins.iter())
+                        .filter(|(a, b)| a == b)
+                        .count()
+                } else {
+                    0
+                };
                 (fp.mins.is_empty() || equal >= MIN_EQUAL_MINIMA).then(|| MemHit {
                     shared: n,
                     id: slot.id.to_string(),
