@@ -996,6 +996,14 @@ export declare class Memory {
   /** Commit the index and fsync everything now. */
   flush(): Promise<undefined>
   /**
+   * Rotate the store's encryption key in place to `newKey` (a 32-byte Buffer or
+   * Uint8Array): every record and index file is sealed again under it, and the old
+   * key is refused from then on (docs/security.md). This must be the only open
+   * handle on the store (namespaces included: `STORE_LOCKED` otherwise, nothing
+   * changed); it stays open, with the new key. An encrypted store directory only.
+   */
+  rekey(newKey: Buffer | Uint8Array): Promise<undefined>
+  /**
    * Flush and release this handle: later calls on it (and on its layer objects)
    * reject with `CLOSED`. The store closes when its last handle (namespaces
    * included) is closed or garbage-collected. Closing twice is fine.

@@ -172,6 +172,27 @@ impl Memory {
         with(env, &self.h, |m| Ok(m.flush()?))
     }
 
+    /// Rotate the store's encryption key in place to `newKey` (a 32-byte Buffer or
+    /// Uint8Array): every record and index file is sealed again under it, and the old
+    /// key is refused from then on (docs/security.md). This must be the only open
+    /// handle on the store (namespaces included: `STORE_LOCKED` otherwise, nothing
+    /// changed); it stays open, with the new key. An encrypted store directory only.
+    #[napi(ts_args_type = "newKey: Buffer | Uint8Array")]
+    pub fn rekey<'env>(
+        &self,
+        env: &'env Env,
+        new_key: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        // Not bytes: the Promise rejects, as for a key of the wrong length.
+        let key = Uint8Array::from_unknown(new_key)
+            .map(|b| b.to_vec())
+            .map_err(|_| {
+                BindingError::invalid("new_key", "must be a Buffer or Uint8Array of 32 bytes")
+            });
+        let h = Arc::clone(&self.h);
+        spawn(env, move || h.rekey(&key?))
+    }
+
     /// Flush and release this handle: later calls on it (and on its layer objects)
     /// reject with `CLOSED`. The store closes when its last handle (namespaces
     /// included) is closed or garbage-collected. Closing twice is fine.

@@ -664,6 +664,11 @@ uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_in(uint64_t ptr, RustBuffer
 uint64_t uniffi_memstrata_ffi_fn_method_memory_punch_out(uint64_t ptr, RustBuffer task_id, RustBuffer summary, int8_t detect_files
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_REKEY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_REKEY
+uint64_t uniffi_memstrata_ffi_fn_method_memory_rekey(uint64_t ptr, RustBuffer new_key
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_RETENTION
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_FN_METHOD_MEMORY_RETENTION
 uint64_t uniffi_memstrata_ffi_fn_method_memory_retention(uint64_t ptr, RustBuffer namespace
@@ -1472,6 +1477,12 @@ uint16_t uniffi_memstrata_ffi_checksum_method_memory_punch_in(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PUNCH_OUT
 #define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_PUNCH_OUT
 uint16_t uniffi_memstrata_ffi_checksum_method_memory_punch_out(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_REKEY
+#define UNIFFI_FFIDEF_UNIFFI_MEMSTRATA_FFI_CHECKSUM_METHOD_MEMORY_REKEY
+uint16_t uniffi_memstrata_ffi_checksum_method_memory_rekey(void
     
 );
 #endif

@@ -477,6 +477,17 @@ impl Memory {
         pool::run(move || files::export_to_path(&mem, &PathBuf::from(path))).await
     }
 
+    /// Rotate the store's encryption key in place to `new_key` (32 bytes):
+    /// every record and index file is sealed again under it, and the old key
+    /// is refused from then on (docs/security.md). This must be the only open
+    /// handle on the store (namespaces included: `StoreLocked` otherwise,
+    /// nothing changed); it stays open, with the new key. An encrypted store
+    /// directory only.
+    pub async fn rekey(&self, new_key: Vec<u8>) -> Result<(), MemstrataError> {
+        let h = Arc::clone(&self.handle);
+        pool::run(move || h.rekey(&new_key)).await
+    }
+
     /// Import an export from the file at `path`; `progress` hears the
     /// `validate` and `apply` stages.
     #[uniffi::method(default(progress = None))]

@@ -7,11 +7,17 @@
 //! precision and recall (`duplicate_of` of `record_detailed` with the `link`
 //! policy, which stores every item and names its duplicate, against the truth).
 //!
-//! `... -- cost N [unique] [ROUNDS]` records N distinct generated episodes into
-//! a fresh store per policy (`keep`: no detection, the context never asked for
-//! it; `skip`, `merge`, `link`: detection on every write), the policies
-//! alternated over ROUNDS rounds (default 3), and prints the mean time per
-//! `record` of each run and each policy's median over `keep`'s.
+//! `... -- cost N [unique] [ROUNDS] [dup]` records N distinct generated
+//! episodes into a fresh store per policy (`keep`: no detection, the context
+//! never asked for it; `skip`, `merge`, `link`: detection on every write),
+//! the policies alternated over ROUNDS rounds (default 3, each round starting
+//! one policy later), and prints the mean time per `record` of each run and
+//! each policy's median over `keep`'s, elapsed and (on Unix) in CPU time of
+//! the writing thread. With `dup`, the N texts are recorded
+//! first (untimed) and the timed writes are N copies of them (case and
+//! punctuation changed): every write finds a duplicate, and `merge` rewrites it.
+
+#![allow(unsafe_code)] // `thread_cpu_us`: one libc call
 
 use std::time::Instant;
 
@@ -297,8 +303,38 @@ fn unique_words(rng: &mut Rng, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// Mean µs per `record` of `texts` into a fresh store under `policy`.
-fn cost_run(texts: &[String], policy: OnDuplicate) -> f64 {
+/// CPU time of the calling thread, in µs (`None` where not measured). A
+/// write's own work (detection included) runs on the calling thread; the
+/// search index and sled's I/O run on their own, so this is the part of a
+/// write that duplicate detection adds to, and other processes' load
+/// changes it far less than elapsed time.
+#[cfg(unix)]
+fn thread_cpu_us() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 * 1e6 + ts.tv_nsec as f64 / 1e3)
+}
+
+#[cfg(not(unix))]
+fn thread_cpu_us() -> Option<f64> {
+    None
+}
+
+/// One measured run: mean µs per `record` (elapsed, and CPU of the writing
+/// thread) and how many of the timed writes found a duplicate.
+struct Run {
+    us: f64,
+    cpu_us: Option<f64>,
+    found: usize,
+}
+
+/// Records `texts` into a fresh store under `policy` (after `warm` and
+/// `prefill`, untimed).
+fn cost_run(warm: &[String], prefill: &[String], texts: &[String], policy: OnDuplicate) -> Run {
     let dir = tempfile::tempdir().expect("tmp");
     let mem = Memory::open(dir.path()).expect("open");
     let ep = |t: String| match policy {
@@ -306,25 +342,46 @@ fn cost_run(texts: &[String], policy: OnDuplicate) -> f64 {
         p => NewEpisode::new(t).on_duplicate(p),
     };
     // Warm-up: the first writes open the index writer (and, for a policy
-    // other than keep, build the context's empty dedup index).
-    for t in texts.iter().take(100) {
-        mem.episodic()
-            .record(ep(format!("warm {t}")))
-            .expect("record");
-    }
-    let started = Instant::now();
-    for t in texts {
+    // other than keep, build the context's empty dedup index). Texts of
+    // their own, so no timed write is a duplicate of one.
+    for t in warm.iter().chain(prefill) {
         mem.episodic().record(ep(t.clone())).expect("record");
     }
-    started.elapsed().as_secs_f64() * 1e6 / texts.len() as f64
+    let mut found = 0;
+    let cpu0 = thread_cpu_us();
+    let started = Instant::now();
+    for t in texts {
+        let r = mem
+            .episodic()
+            .record_detailed(ep(t.clone()))
+            .expect("record");
+        found += usize::from(r.duplicate_of.is_some());
+    }
+    let n = texts.len() as f64;
+    Run {
+        us: started.elapsed().as_secs_f64() * 1e6 / n,
+        cpu_us: cpu0.zip(thread_cpu_us()).map(|(a, b)| (b - a) / n),
+        found,
+    }
 }
 
-fn cost(n: usize, unique: bool, rounds: usize) {
+fn cost(n: usize, unique: bool, rounds: usize, dup: bool) {
     let mut rng = Rng(7);
-    let texts = if unique {
-        unique_words(&mut rng, n)
+    let (texts, warm) = if unique {
+        (unique_words(&mut rng, n), unique_words(&mut rng, 100))
     } else {
-        generated(&mut rng, n)
+        let mut all = generated(&mut rng, n + 100);
+        let warm = all.split_off(n);
+        (all, warm)
+    };
+    // With `dup`: the texts are recorded first (untimed), and the timed
+    // writes are their copies in upper case with a "!" (the same normalised
+    // text, not the same exact text): every timed write finds a duplicate.
+    let (prefill, texts) = if dup {
+        let copies = texts.iter().map(|t| edit(&mut rng, t, 1).0).collect();
+        (texts, copies)
+    } else {
+        (Vec::new(), texts)
     };
     let policies = [
         OnDuplicate::Keep,
@@ -333,11 +390,23 @@ fn cost(n: usize, unique: bool, rounds: usize) {
         OnDuplicate::Link,
     ];
     let mut runs: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
+    let mut cpus: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
     for round in 0..rounds {
-        for (i, p) in policies.iter().enumerate() {
-            let us = cost_run(&texts, *p);
-            println!("round {round}: {p}: {us:.1} µs per record");
-            runs[i].push(us);
+        // Each round starts one policy later: no policy always runs first
+        // (or right after another one's store was dropped).
+        for j in 0..policies.len() {
+            let i = (j + round) % policies.len();
+            let p = &policies[i];
+            let r = cost_run(&warm, &prefill, &texts, *p);
+            let cpu = r
+                .cpu_us
+                .map_or(String::new(), |c| format!(", {c:.1} µs CPU"));
+            println!(
+                "round {round}: {p}: {:.1} µs per record{cpu} ({} found a duplicate)",
+                r.us, r.found
+            );
+            runs[i].push(r.us);
+            cpus[i].extend(r.cpu_us);
         }
     }
     let median = |v: &mut Vec<f64>| {
@@ -345,16 +414,35 @@ fn cost(n: usize, unique: bool, rounds: usize) {
         v[v.len() / 2]
     };
     let meds: Vec<f64> = runs.iter_mut().map(median).collect();
+    let cpu_meds: Option<Vec<f64>> = cpus
+        .iter_mut()
+        .map(|v| (!v.is_empty()).then(|| median(v)))
+        .collect();
     println!(
-        "cost ({}, {n} distinct records, median of {rounds}):",
+        "cost ({}, {n} {}, median of {rounds}):",
         if unique {
             "random words"
         } else {
             "48-word vocabulary"
+        },
+        if dup {
+            "duplicates of as many records"
+        } else {
+            "distinct records"
         }
     );
-    for (p, m) in policies.iter().zip(&meds) {
-        println!("  {p}: {m:.1} µs per record ({:.2}x keep)", m / meds[0]);
+    for (i, (p, m)) in policies.iter().zip(&meds).enumerate() {
+        let cpu = cpu_meds.as_ref().map_or(String::new(), |c| {
+            format!(
+                "; CPU of the writing thread {:.1} µs ({:.2}x keep)",
+                c[i],
+                c[i] / c[0]
+            )
+        });
+        println!(
+            "  {p}: {m:.1} µs per record ({:.2}x keep){cpu}",
+            m / meds[0]
+        );
     }
 }
 
@@ -382,8 +470,9 @@ fn main() {
                 .skip(3)
                 .find_map(|s| s.parse().ok())
                 .unwrap_or(3);
-            cost(n, unique, rounds);
+            let dup = args.iter().skip(3).any(|s| s == "dup");
+            cost(n, unique, rounds, dup);
         }
-        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N] [unique] [ROUNDS]"),
+        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N] [unique] [ROUNDS] [dup]"),
     }
 }

@@ -4,8 +4,9 @@
 //! record about to be written. The fingerprints are `search::dedup`'s; what a
 //! policy does with a duplicate is the writing layer's (episodic, semantic).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -128,10 +129,26 @@ pub(crate) fn effective(
 
 /// Contexts whose dedup index this engine knows to exist, and (sled) the
 /// in-memory indexes loaded (registered layer state).
+///
+/// Both maps are keyed by context and hold one entry per kind
+/// ([`kind_slot`]), so a lookup borrows the context's name.
 #[derive(Debug, Default)]
 pub(crate) struct DedupState {
-    ready: Mutex<HashSet<(u8, String)>>,
-    sets: Mutex<std::collections::HashMap<(u8, String), dedup::MemIndex>>,
+    ready: Mutex<HashMap<String, [bool; 2]>>,
+    sets: Mutex<HashMap<String, [Option<dedup::MemIndex>; 2]>>,
+}
+
+/// Run `f` on the in-memory index of (`ctx`, `kind`), if loaded.
+fn with_mem<R>(
+    e: &Engine,
+    ctx: &str,
+    kind: DupKind,
+    f: impl FnOnce(&mut dedup::MemIndex) -> R,
+) -> Option<R> {
+    let mut sets = e.state::<DedupState>().sets.lock();
+    sets.get_mut(ctx)
+        .and_then(|k| k[kind_slot(kind)].as_mut())
+        .map(f)
 }
 
 /// Whether the dedup index lives in memory (a store no other process writes:
@@ -149,34 +166,17 @@ pub(crate) fn writes_rows(e: &Engine, ctx: &str, kind: DupKind) -> Result<bool> 
 
 /// Add (or replace) record `id` in the in-memory index of (`ctx`, `kind`), if loaded.
 pub(crate) fn mem_insert(e: &Engine, ctx: &str, kind: DupKind, id: &str, fp: &Fingerprint) {
-    if let Some(m) = e
-        .state::<DedupState>()
-        .sets
-        .lock()
-        .get_mut(&(kind_byte(kind), ctx.to_owned()))
-    {
-        m.insert(id, fp);
-    }
+    with_mem(e, ctx, kind, |m| m.insert(id, fp));
 }
 
 /// Whether the in-memory index of (`ctx`, `kind`) is loaded in this process.
 pub(crate) fn mem_loaded(e: &Engine, ctx: &str, kind: DupKind) -> bool {
-    e.state::<DedupState>()
-        .sets
-        .lock()
-        .contains_key(&(kind_byte(kind), ctx.to_owned()))
+    with_mem(e, ctx, kind, |_| ()).is_some()
 }
 
 /// Remove record `id` from the in-memory index of (`ctx`, `kind`), if loaded.
 pub(crate) fn mem_remove(e: &Engine, ctx: &str, kind: DupKind, id: &str) {
-    if let Some(m) = e
-        .state::<DedupState>()
-        .sets
-        .lock()
-        .get_mut(&(kind_byte(kind), ctx.to_owned()))
-    {
-        m.remove(id);
-    }
+    with_mem(e, ctx, kind, |m| m.remove(id));
 }
 
 /// The dedup state of a new engine.
@@ -185,6 +185,14 @@ pub(crate) fn new_state(
     _: bool,
 ) -> Box<dyn std::any::Any + Send + Sync> {
     Box::<DedupState>::default()
+}
+
+/// The entry of `kind` in [`DedupState`]'s per-context arrays.
+fn kind_slot(kind: DupKind) -> usize {
+    match kind {
+        DupKind::Episode => 0,
+        DupKind::Knowledge => 1,
+    }
 }
 
 fn kind_byte(kind: DupKind) -> u8 {
@@ -209,15 +217,23 @@ fn ready_key(ctx: &str, kind: DupKind) -> Vec<u8> {
 /// while the context exists.
 pub(crate) fn is_indexed(e: &Engine, ctx: &str, kind: DupKind) -> Result<bool> {
     let st = e.state::<DedupState>();
-    let mark = (kind_byte(kind), ctx.to_owned());
-    if st.ready.lock().contains(&mark) {
+    if st.ready.lock().get(ctx).is_some_and(|r| r[kind_slot(kind)]) {
         return Ok(true);
     }
     if e.t.meta.get(ready_key(ctx, kind))?.is_some() {
-        st.ready.lock().insert(mark);
+        mark_ready(e, ctx, kind);
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Remember that (`ctx`, `kind`) has a dedup index.
+fn mark_ready(e: &Engine, ctx: &str, kind: DupKind) {
+    e.state::<DedupState>()
+        .ready
+        .lock()
+        .entry(ctx.to_owned())
+        .or_default()[kind_slot(kind)] = true;
 }
 
 /// Whether a write of (`ctx`, `kind`) under policy `p` runs detection,
@@ -238,7 +254,6 @@ pub(crate) fn detects(
     if !indexed && p == OnDuplicate::Keep {
         return Ok(false);
     }
-    let mark = (kind_byte(kind), ctx.to_owned());
     if in_memory(e) {
         if !mem_loaded(e, ctx, kind) {
             let mut m = dedup::MemIndex::default();
@@ -246,7 +261,11 @@ pub(crate) fn detects(
                 m.insert(id, fp);
                 Ok(())
             })?;
-            e.state::<DedupState>().sets.lock().insert(mark.clone(), m);
+            e.state::<DedupState>()
+                .sets
+                .lock()
+                .entry(ctx.to_owned())
+                .or_default()[kind_slot(kind)] = Some(m);
         }
     } else if !indexed {
         let stale: Vec<_> =
@@ -266,7 +285,7 @@ pub(crate) fn detects(
     }
     if !indexed {
         e.t.meta.insert(ready_key(ctx, kind), [1])?;
-        e.state::<DedupState>().ready.lock().insert(mark);
+        mark_ready(e, ctx, kind);
     }
     Ok(true)
 }
@@ -284,10 +303,21 @@ pub(crate) fn may_detect(
     Ok(effective(e, ctx, explicit)? != OnDuplicate::Keep || is_indexed(e, ctx, kind)?)
 }
 
-/// One stored record offered as a candidate: its exact text and searchable text.
+/// One stored record offered as a candidate: its exact text and searchable
+/// text, each `None` when [`find`] did not ask for it ([`Want`]; a loader may
+/// give it anyway).
 pub(crate) struct Candidate {
-    pub exact: String,
-    pub text: String,
+    pub exact: Option<String>,
+    pub text: Option<String>,
+}
+
+/// What [`find`] needs of a candidate it reads back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Want {
+    /// The exact text (`false`: the record is known not to be an exact duplicate).
+    pub exact: bool,
+    /// The searchable text (`false`: its shingle set is known).
+    pub text: bool,
 }
 
 /// A duplicate found by [`find`].
@@ -304,7 +334,11 @@ pub(crate) struct Found {
 /// `exact` in (`ctx`, `kind`): an exact one first, then the most similar
 /// near-duplicate by shingles (Jaccard ≥ `NEAR_JACCARD`), then `cosine` (the
 /// nearest stored embedding and its similarity, if at least `NEAR_COSINE`).
-/// `load` gives a candidate's texts (`None`: gone); `exclude` is never returned.
+/// `load` gives a candidate's texts (`None`: gone), those [`Want`] asks for;
+/// `exclude` is never returned. `as_indexed`:
+/// `load` gives every record as the dedup index saw it last (the stored one;
+/// not a batch's pending value of a knowledge key), so what the in-memory
+/// index knows of it may stand in for its texts.
 #[allow(clippy::too_many_arguments)] // the probe's parts, each used once
 pub(crate) fn find(
     e: &Engine,
@@ -314,34 +348,84 @@ pub(crate) fn find(
     exact: &str,
     exclude: Option<&str>,
     cosine: Option<(String, f32)>,
-    load: &mut dyn FnMut(&str) -> Result<Option<Candidate>>,
+    as_indexed: bool,
+    load: &mut dyn FnMut(&str, Want) -> Result<Option<Candidate>>,
 ) -> Result<Option<Found>> {
     // Candidates by the number of keys they share (more bands, higher
     // similarity; an exact copy shares them all), at most `MAX_CANDIDATES` verified.
     let mut ids = candidates(e, ctx, kind, fp, exclude)?;
-    ids.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    ids.sort_by(|a, b| b.shared.cmp(&a.shared).then_with(|| a.id.cmp(&b.id)));
     ids.truncate(dedup::MAX_CANDIDATES);
     let seed = e.codec.hash_seed();
     let mut best: Option<Found> = None;
-    for (_, id) in ids {
-        let Some(c) = load(&id)? else { continue };
+    // Shingle sets computed here, for the in-memory index to keep.
+    let mut computed: Vec<(String, Arc<[u64]>)> = Vec::new();
+    for c in ids {
+        // What the in-memory index knows of a candidate decides, before its
+        // texts are computed, whether it can be a duplicate: an exact one
+        // only with the same exact hash, a near one only with a Jaccard
+        // bound of the set sizes at the threshold. One that can be neither
+        // is not read (it would fail both checks).
+        let known = c.known.filter(|_| as_indexed);
+        let indexed = known.is_some();
+        let want_exact = match &known {
+            Some(k) => {
+                let exact_possible = fp.exact.is_some() && k.exact == fp.exact;
+                if !exact_possible
+                    && dedup::jaccard_bound(fp.shingles.len(), k.shingles) < dedup::NEAR_JACCARD
+                {
+                    continue;
+                }
+                exact_possible
+            }
+            None => true,
+        };
+        let set = known.and_then(|k| k.set);
+        // Read back even with its set cached: a record gone is never reported.
+        let want = Want {
+            exact: want_exact,
+            text: set.is_none(),
+        };
+        let Some(cand) = load(&c.id, want)? else {
+            continue;
+        };
         // An exact duplicate wins at once.
-        if c.exact == exact {
+        if cand.exact.as_deref() == Some(exact) {
             return Ok(Some(Found {
-                id,
+                id: c.id,
                 similarity: 1.0,
             }));
         }
-        let sim = dedup::jaccard(
-            &fp.shingles,
-            &dedup::shingles(seed, &dedup::normalise(&c.text)),
-        );
-        if sim >= dedup::NEAR_JACCARD && best.as_ref().is_none_or(|b| sim > b.similarity) {
+        // The similarity when it reaches the threshold (the same value as
+        // `jaccard`; below it, the merge stops early).
+        let near = |set: &[u64]| dedup::jaccard_at_least(&fp.shingles, set, dedup::NEAR_JACCARD);
+        let sim = match set {
+            Some(set) => near(&set),
+            None => {
+                let text = cand.text.as_deref().unwrap_or_default();
+                let set = dedup::shingles(seed, &dedup::normalise(text));
+                let sim = near(&set);
+                if indexed {
+                    computed.push((c.id.clone(), set.into()));
+                }
+                sim
+            }
+        };
+        if let Some(sim) = sim
+            && best.as_ref().is_none_or(|b| sim > b.similarity)
+        {
             best = Some(Found {
-                id,
+                id: c.id,
                 similarity: sim,
             });
         }
+    }
+    if !computed.is_empty() {
+        with_mem(e, ctx, kind, |m| {
+            for (id, set) in computed {
+                m.cache_shingles(&id, set);
+            }
+        });
     }
     if best.is_some() {
         return Ok(best);
@@ -349,7 +433,14 @@ pub(crate) fn find(
     if let Some((id, cos)) = cosine
         && cos >= dedup::NEAR_COSINE
         && Some(id.as_str()) != exclude
-        && load(&id)?.is_some()
+        && load(
+            &id,
+            Want {
+                exact: false,
+                text: false,
+            },
+        )?
+        .is_some()
     {
         return Ok(Some(Found {
             id,
@@ -357,6 +448,25 @@ pub(crate) fn find(
         }));
     }
     Ok(None)
+}
+
+/// What the in-memory index holds of a candidate.
+struct Known {
+    /// Its exact-text hash.
+    exact: Option<u64>,
+    /// The size of its shingle set.
+    shingles: usize,
+    /// Its shingle set, if cached.
+    set: Option<Arc<[u64]>>,
+}
+
+/// A record sharing dedup keys with a probe.
+struct Probe {
+    /// Keys shared.
+    shared: usize,
+    id: String,
+    /// What the in-memory index holds of it (`None`: rows).
+    known: Option<Known>,
 }
 
 /// The records sharing a dedup key with `fp` (other than `exclude`), with how
@@ -368,15 +478,22 @@ fn candidates(
     kind: DupKind,
     fp: &Fingerprint,
     exclude: Option<&str>,
-) -> Result<Vec<(usize, String)>> {
+) -> Result<Vec<Probe>> {
     if in_memory(e) {
-        let sets = e.state::<DedupState>().sets.lock();
-        let Some(m) = sets.get(&(kind_byte(kind), ctx.to_owned())) else {
-            return Ok(Vec::new());
-        };
-        let mut c = m.candidates(fp);
-        c.retain(|(_, id)| Some(id.as_str()) != exclude);
-        return Ok(c);
+        let hits = with_mem(e, ctx, kind, |m| m.candidates(fp)).unwrap_or_default();
+        return Ok(hits
+            .into_iter()
+            .filter(|h| Some(h.id.as_str()) != exclude)
+            .map(|h| Probe {
+                shared: h.shared,
+                id: h.id,
+                known: Some(Known {
+                    exact: h.exact,
+                    shingles: h.shingles,
+                    set: h.set,
+                }),
+            })
+            .collect());
     }
     let mut prefixes = Vec::new();
     if let Some(h) = fp.exact
@@ -397,7 +514,14 @@ fn candidates(
             }
         }
     }
-    Ok(hits.into_iter().map(|(id, n)| (n, id)).collect())
+    Ok(hits
+        .into_iter()
+        .map(|(id, shared)| Probe {
+            shared,
+            id,
+            known: None,
+        })
+        .collect())
 }
 
 /// The nearest stored embedding of (`kind`, `ctx`) to `v` other than
@@ -431,11 +555,7 @@ mod tests {
     }
 
     fn held(e: &Engine, kind: DupKind) -> Option<usize> {
-        e.state::<DedupState>()
-            .sets
-            .lock()
-            .get(&(kind_byte(kind), "default".to_owned()))
-            .map(dedup::MemIndex::len)
+        with_mem(e, "default", kind, |m| m.len())
     }
 
     #[test]

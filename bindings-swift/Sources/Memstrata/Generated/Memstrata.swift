@@ -589,6 +589,24 @@ fileprivate struct FfiConverterString: FfiConverter {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterData: FfiConverterRustBuffer {
+    typealias SwiftType = Data
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Data {
+        let len: Int32 = try readInt(&buf)
+        return Data(try readBytes(&buf, count: Int(len)))
+    }
+
+    public static func write(_ value: Data, into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        writeBytes(&buf, value)
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterTimestamp: FfiConverterRustBuffer {
     typealias SwiftType = Date
 
@@ -1786,6 +1804,16 @@ public protocol MemoryProtocol: AnyObject, Sendable {
     func punchOut(taskId: String, summary: String, detectFiles: Bool) async throws  -> PunchOut
     
     /**
+     * Rotate the store's encryption key in place to `new_key` (32 bytes):
+     * every record and index file is sealed again under it, and the old key
+     * is refused from then on (docs/security.md). This must be the only open
+     * handle on the store (namespaces included: `StoreLocked` otherwise,
+     * nothing changed); it stays open, with the new key. An encrypted store
+     * directory only.
+     */
+    func rekey(newKey: Data) async throws 
+    
+    /**
      * The retention policy of `namespace` (else the active context); every limit null when none is set.
      */
     func retention(namespace: String?) async throws  -> Retention
@@ -2347,6 +2375,30 @@ open func punchOut(taskId: String, summary: String, detectFiles: Bool = false)as
             completeFunc: ffi_memstrata_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_memstrata_ffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterTypePunchOut_lift,
+            errorHandler: FfiConverterTypeMemstrataError_lift
+        )
+}
+    
+    /**
+     * Rotate the store's encryption key in place to `new_key` (32 bytes):
+     * every record and index file is sealed again under it, and the old key
+     * is refused from then on (docs/security.md). This must be the only open
+     * handle on the store (namespaces included: `StoreLocked` otherwise,
+     * nothing changed); it stays open, with the new key. An encrypted store
+     * directory only.
+     */
+open func rekey(newKey: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_memstrata_ffi_fn_method_memory_rekey(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(newKey)
+                )
+            },
+            pollFunc: ffi_memstrata_ffi_rust_future_poll_void,
+            completeFunc: ffi_memstrata_ffi_rust_future_complete_void,
+            freeFunc: ffi_memstrata_ffi_rust_future_free_void,
+            liftFunc: { $0 },
             errorHandler: FfiConverterTypeMemstrataError_lift
         )
 }
@@ -5876,6 +5928,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_punch_out() != 8244) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_memstrata_ffi_checksum_method_memory_rekey() != 27966) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_memstrata_ffi_checksum_method_memory_retention() != 58488) {

@@ -4,7 +4,7 @@
 #[allow(unused_imports)]
 use super::*;
 
-use crate::layers::dedup::{self as policy, Candidate, OnDuplicate};
+use crate::layers::dedup::{self as policy, Candidate, OnDuplicate, Want};
 use crate::search::dedup::{self, DupKind, Fingerprint};
 
 /// The result of [`Episodic::record_detailed`].
@@ -58,10 +58,11 @@ pub(crate) fn detects(e: &Engine, ctx: &str, p: OnDuplicate) -> Result<bool> {
     })
 }
 
-fn candidate(e: &Engine, ctx: &str, id: &str) -> Result<Option<Candidate>> {
+/// The stored episode `id` as a candidate (the texts `want` asks for).
+fn candidate(e: &Engine, ctx: &str, id: &str, want: Want) -> Result<Option<Candidate>> {
     Ok(get_shared(e, ctx, id)?.map(|ep| Candidate {
-        exact: exact_text(&ep.summary, &ep.content),
-        text: embed_text(&ep.summary, &ep.content),
+        exact: want.exact.then(|| exact_text(&ep.summary, &ep.content)),
+        text: want.text.then(|| embed_text(&ep.summary, &ep.content)),
     }))
 }
 
@@ -118,6 +119,9 @@ pub(crate) struct Planner<'a> {
     pending: Vec<Pending>,
     /// Exact hash and band keys of the pending episodes, to their index.
     batch_keys: std::collections::HashMap<Vec<u8>, Vec<usize>>,
+    /// Pending episodes whose keys are in `batch_keys` (the first ones:
+    /// registered when a later item looks, so a single write builds none).
+    registered: usize,
     /// Stored episodes merged into, by id, in order of first merge.
     merged: Vec<EpisodeRecord>,
     recorded: Vec<Recorded>,
@@ -131,6 +135,7 @@ impl<'a> Planner<'a> {
             seed: e.codec.hash_seed(),
             pending: Vec::new(),
             batch_keys: std::collections::HashMap::new(),
+            registered: 0,
             merged: Vec::new(),
             recorded: Vec::new(),
         }
@@ -138,7 +143,19 @@ impl<'a> Planner<'a> {
 
     /// A duplicate of `fp` among the batch's pending episodes (exact, then the
     /// most similar by shingles).
-    fn find_pending(&self, fp: &Fingerprint, exact: &str) -> Option<(usize, f32)> {
+    fn find_pending(&mut self, fp: &Fingerprint, exact: &str) -> Option<(usize, f32)> {
+        // The keys of the episodes planned since the last look, in order.
+        for (i, p) in self.pending.iter().enumerate().skip(self.registered) {
+            if let Some(pf) = &p.fp {
+                for k in dedup::keys(self.ctx, DupKind::Episode, "", pf) {
+                    self.batch_keys.entry(k).or_default().push(i);
+                }
+            }
+        }
+        self.registered = self.pending.len();
+        if self.batch_keys.is_empty() {
+            return None;
+        }
         // At most `MAX_CANDIDATES` per key, as in the store.
         let mut cands: Vec<usize> = dedup::keys(self.ctx, DupKind::Episode, "", fp)
             .iter()
@@ -209,7 +226,8 @@ impl<'a> Planner<'a> {
             &exact,
             None,
             cosine,
-            &mut |id| candidate(e, ctx, id),
+            true,
+            &mut |id, want| candidate(e, ctx, id, want),
         )?;
         let in_batch = self.find_pending(&fp, &exact);
         // The stored duplicate wins unless the batch's is more similar.
@@ -239,10 +257,6 @@ impl<'a> Planner<'a> {
                     rec.duplicate_of = Some(id);
                     enc = None;
                 }
-                let i = self.pending.len();
-                for k in dedup::keys(ctx, DupKind::Episode, "", &fp) {
-                    self.batch_keys.entry(k).or_default().push(i);
-                }
                 self.pending.push(Pending {
                     rec,
                     enc,
@@ -256,16 +270,14 @@ impl<'a> Planner<'a> {
     }
 
     /// Fingerprint the pending episodes that have none (planned before the
-    /// context's dedup index existed) and register their keys.
+    /// context's dedup index existed; their keys are registered by the next
+    /// look, [`Planner::find_pending`]).
     fn index_pending(&mut self) {
-        for (i, p) in self.pending.iter_mut().enumerate() {
+        for p in &mut self.pending {
             if p.fp.is_some() {
                 continue;
             }
             let fp = fingerprint(self.seed, &p.rec.summary, &p.rec.content);
-            for k in dedup::keys(self.ctx, DupKind::Episode, "", &fp) {
-                self.batch_keys.entry(k).or_default().push(i);
-            }
             p.exact = exact_text(&p.rec.summary, &p.rec.content);
             p.fp = Some(fp);
         }

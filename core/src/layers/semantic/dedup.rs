@@ -5,7 +5,7 @@
 #[allow(unused_imports)]
 use super::*;
 
-use crate::layers::dedup::{self as policy, Candidate, OnDuplicate};
+use crate::layers::dedup::{self as policy, Candidate, OnDuplicate, Want};
 use crate::search::dedup::{self, DupKind, Fingerprint};
 
 /// Optional arguments of [`Semantic::store_with`].
@@ -205,12 +205,18 @@ pub(crate) fn decide(
     } else {
         let fp = fingerprint(seed, value);
         let exact = exact_text(value);
-        let mut load = |k: &str| -> Result<Option<Candidate>> {
+        // The value's text is given whatever `want` says: the test of short
+        // values needs it.
+        let mut load = |k: &str, want: Want| -> Result<Option<Candidate>> {
             Ok(current(k)?.and_then(|v| {
-                // Short values are never near-duplicates of anything.
-                (!fingerprint(seed, &v).shingles.is_empty()).then(|| Candidate {
-                    exact: exact_text(&v),
-                    text: value_text(&v),
+                // Short values are never near-duplicates of anything (they
+                // have no fingerprint: `fingerprint`'s test, without the hashing).
+                let text = value_text(&v);
+                (dedup::normalise(&text).chars().count() >= dedup::MIN_NEAR_CHARS).then(|| {
+                    Candidate {
+                        exact: want.exact.then(|| exact_text(&v)),
+                        text: Some(text),
+                    }
                 })
             }))
         };
@@ -222,6 +228,8 @@ pub(crate) fn decide(
             &exact,
             Some(key),
             cosine,
+            // A batch's earlier value of a key is not the one indexed.
+            overlay.values.is_empty(),
             &mut load,
         )?;
         // The batch's earlier values: exact, else the most similar by shingles.
@@ -237,13 +245,22 @@ pub(crate) fn decide(
                 if cand == key {
                     continue;
                 }
-                let Some(c) = load(cand)? else { continue };
-                let sim = if c.exact == exact {
+                let want = Want {
+                    exact: true,
+                    text: true,
+                };
+                let Some(c) = load(cand, want)? else {
+                    continue;
+                };
+                let sim = if c.exact.as_deref() == Some(exact.as_str()) {
                     1.0
                 } else {
                     dedup::jaccard(
                         &fp.shingles,
-                        &dedup::shingles(seed, &dedup::normalise(&c.text)),
+                        &dedup::shingles(
+                            seed,
+                            &dedup::normalise(c.text.as_deref().unwrap_or_default()),
+                        ),
                     )
                 };
                 if sim >= dedup::NEAR_JACCARD && best.as_ref().is_none_or(|b| sim > b.1) {

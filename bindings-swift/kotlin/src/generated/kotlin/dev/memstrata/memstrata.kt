@@ -993,6 +993,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_punch_out(
     ): Int
+    external fun uniffi_memstrata_ffi_checksum_method_memory_rekey(
+    ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_retention(
     ): Int
     external fun uniffi_memstrata_ffi_checksum_method_memory_session_create(
@@ -1226,6 +1228,8 @@ internal object UniffiLib {
     external fun uniffi_memstrata_ffi_fn_method_memory_punch_in(`ptr`: Long,`llmName`: RustBuffer.ByValue,`taskDescription`: RustBuffer.ByValue,`context`: RustBuffer.ByValue,`namespace`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_punch_out(`ptr`: Long,`taskId`: RustBuffer.ByValue,`summary`: RustBuffer.ByValue,`detectFiles`: Byte,
+    ): Long
+    external fun uniffi_memstrata_ffi_fn_method_memory_rekey(`ptr`: Long,`newKey`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_memstrata_ffi_fn_method_memory_retention(`ptr`: Long,`namespace`: RustBuffer.ByValue,
     ): Long
@@ -1598,6 +1602,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_punch_out() and 0xFFFF) != 8244) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_memstrata_ffi_checksum_method_memory_rekey() and 0xFFFF) != 27966) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_memstrata_ffi_checksum_method_memory_retention() and 0xFFFF) != 58488) {
@@ -2070,6 +2077,25 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
         val byteBuf = toUtf8(value)
         buf.putInt(byteBuf.limit())
         buf.put(byteBuf)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
+    override fun read(buf: ByteBuffer): ByteArray {
+        val len = buf.getInt()
+        val byteArr = ByteArray(len)
+        buf.get(byteArr)
+        return byteArr
+    }
+    override fun allocationSize(value: ByteArray): ULong {
+        return 4UL + value.size.toULong()
+    }
+    override fun write(value: ByteArray, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        buf.put(value)
     }
 }
 
@@ -3928,6 +3954,16 @@ public interface MemoryInterface {
     suspend fun `punchOut`(`taskId`: kotlin.String, `summary`: kotlin.String, `detectFiles`: kotlin.Boolean = false): PunchOut
     
     /**
+     * Rotate the store's encryption key in place to `new_key` (32 bytes):
+     * every record and index file is sealed again under it, and the old key
+     * is refused from then on (docs/security.md). This must be the only open
+     * handle on the store (namespaces included: `StoreLocked` otherwise,
+     * nothing changed); it stays open, with the new key. An encrypted store
+     * directory only.
+     */
+    suspend fun `rekey`(`newKey`: kotlin.ByteArray)
+    
+    /**
      * The retention policy of `namespace` (else the active context); every limit null when none is set.
      */
     suspend fun `retention`(`namespace`: kotlin.String? = null): Retention
@@ -4651,6 +4687,37 @@ open class Memory: Disposable, AutoCloseable, MemoryInterface
         { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_rust_buffer(future) },
         // lift function
         { FfiConverterTypePunchOut.lift(it) },
+        // Error FFI converter
+        MemstrataException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Rotate the store's encryption key in place to `new_key` (32 bytes):
+     * every record and index file is sealed again under it, and the old key
+     * is refused from then on (docs/security.md). This must be the only open
+     * handle on the store (namespaces included: `StoreLocked` otherwise,
+     * nothing changed); it stays open, with the new key. An encrypted store
+     * directory only.
+     */
+    @Throws(MemstrataException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `rekey`(`newKey`: kotlin.ByteArray) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_memstrata_ffi_fn_method_memory_rekey(
+                uniffiHandle,
+                
+        FfiConverterByteArray.lower(`newKey`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_memstrata_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_memstrata_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
         // Error FFI converter
         MemstrataException.ErrorHandler,
     )

@@ -34,4 +34,41 @@ class EncryptionTest {
         assertEquals("""{"text":"sealed"}""", again.shortTerm.retrieve("secret"))
         again.shutdown()
     }
+
+    @Test
+    fun `rekey rotates the key in place and the old key is refused`(@TempDir dir: Path) = runBlocking<Unit> {
+        val path = dir.resolve("rotated.mem").toString()
+        val old = ByteArray(32) { 1 }
+        val new = ByteArray(32) { 2 }
+        val mem = Memory.open(path, OpenOptions(durability = "immediate", encryptionKey = old))
+        mem.switchContext("proj")
+        mem.shortTerm.store("secret", """{"text":"sealed"}""")
+        mem.episodic.record("rotated keys keep every episode")
+
+        // Another handle on the store: refused, nothing changed, this one keeps working.
+        val ns = mem.namespace("other")
+        assertFailsWith<MemstrataException.StoreLocked> { mem.rekey(new) }
+        ns.shutdown()
+        assertEquals("""{"text":"sealed"}""", mem.shortTerm.retrieve("secret"))
+        val short = assertFailsWith<MemstrataException.InvalidInput> { mem.rekey(ByteArray(16)) }
+        assertTrue(short.message!!.contains("must be exactly 32 bytes, got 16 bytes"), short.message)
+
+        mem.rekey(new)
+        // Still open, in the same context, with the new key.
+        assertEquals("proj", mem.activeContext())
+        assertEquals("""{"text":"sealed"}""", mem.shortTerm.retrieve("secret"))
+        mem.shutdown()
+
+        val refused = assertFailsWith<MemstrataException.InvalidInput> {
+            Memory.open(path, OpenOptions(encryptionKey = old))
+        }
+        assertTrue(refused.message!!.contains("`encryption_key`"), refused.message)
+        assertTrue(refused.message!!.contains("wrong encryption key"), refused.message)
+
+        val again = Memory.open(path, OpenOptions(encryptionKey = new))
+        again.switchContext("proj")
+        assertEquals("""{"text":"sealed"}""", again.shortTerm.retrieve("secret"))
+        assertEquals("rotated keys keep every episode", again.episodic.search("rotated").single().episode.summary)
+        again.shutdown()
+    }
 }
