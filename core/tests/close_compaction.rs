@@ -226,7 +226,9 @@ fn a_kill_during_the_close_time_compaction_loses_nothing() {
         }
     };
     let mut during_close = 0;
-    let delays = [0u64, 2, 5, 10, 20, 40, 70, 110, 160, 230, 320, 450, 650, 900, 1300];
+    let delays = [
+        0u64, 2, 5, 10, 20, 40, 70, 110, 160, 230, 320, 450, 650, 900, 1300,
+    ];
     for delay_ms in delays {
         let dir = tempfile::tempdir().unwrap();
         let mut child = Command::new(std::env::current_exe().unwrap())
