@@ -7,8 +7,10 @@
 //! precision and recall (`duplicate_of` of `record_detailed` with the `link`
 //! policy, which stores every item and names its duplicate, against the truth).
 //!
-//! `... -- cost N [unique] [ROUNDS] [dup]` records N distinct generated
-//! episodes into a fresh store per policy (`keep`: no detection, the context
+//! `... -- cost N [unique|real] [ROUNDS] [dup]` records N distinct generated
+//! episodes (`unique`: sentences of random words; `real`: the first N real
+//! dialogue turns of the `quality` data, N at most their number less 100,
+//! which warm up) into a fresh store per policy (`keep`: no detection, the context
 //! never asked for it; `skip`, `merge`, `link`: detection on every write),
 //! the policies alternated over ROUNDS rounds (default 3, each round starting
 //! one policy later), and prints the mean time per `record` of each run and
@@ -365,10 +367,16 @@ fn cost_run(warm: &[String], prefill: &[String], texts: &[String], policy: OnDup
     }
 }
 
-fn cost(n: usize, unique: bool, rounds: usize, dup: bool) {
+fn cost(n: usize, set: &str, rounds: usize, dup: bool) {
     let mut rng = Rng(7);
+    let unique = set == "unique";
     let (texts, warm) = if unique {
         (unique_words(&mut rng, n), unique_words(&mut rng, 100))
+    } else if set == "real" {
+        let mut all = real_turns("benches/retrieval/data");
+        let warm = all.split_off(all.len().saturating_sub(100));
+        all.truncate(n);
+        (all, warm)
     } else {
         let mut all = generated(&mut rng, n + 100);
         let warm = all.split_off(n);
@@ -419,12 +427,13 @@ fn cost(n: usize, unique: bool, rounds: usize, dup: bool) {
         .map(|v| (!v.is_empty()).then(|| median(v)))
         .collect();
     println!(
-        "cost ({}, {n} {}, median of {rounds}):",
-        if unique {
-            "random words"
-        } else {
-            "48-word vocabulary"
+        "cost ({}, {} {}, median of {rounds}):",
+        match set {
+            "unique" => "random words",
+            "real" => "real dialogue turns",
+            _ => "48-word vocabulary",
         },
+        texts.len(),
         if dup {
             "duplicates of as many records"
         } else {
@@ -464,15 +473,20 @@ fn main() {
         }
         Some("cost") => {
             let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5000);
-            let unique = args.get(3).map(String::as_str) == Some("unique");
+            let set = match args.get(3).map(String::as_str) {
+                Some(s @ ("unique" | "real")) => s,
+                _ => "vocabulary",
+            };
             let rounds = args
                 .iter()
                 .skip(3)
                 .find_map(|s| s.parse().ok())
                 .unwrap_or(3);
             let dup = args.iter().skip(3).any(|s| s == "dup");
-            cost(n, unique, rounds, dup);
+            cost(n, set, rounds, dup);
         }
-        _ => eprintln!("usage: dedup_bench quality [DATA_DIR] | cost [N] [unique] [ROUNDS] [dup]"),
+        _ => eprintln!(
+            "usage: dedup_bench quality [DATA_DIR] | cost [N] [unique|real] [ROUNDS] [dup]"
+        ),
     }
 }
