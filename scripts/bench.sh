@@ -150,6 +150,9 @@ cargo build --release -p memstrata --example dedup_bench
   "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 3000 unique 5
   "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 3000 5
   "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 3000 5 dup
+  "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 3000 real 9
+  "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 20000 unique 3
+  "$CARGO_TARGET_DIR/release/examples/dedup_bench" cost 20000 3
   printf '```\n\n'
 } > "$DEDUP_MD" 2>&1 || printf '## Duplicate detection on write\n\nNot measured in this run: `core/examples/dedup_bench.rs` failed (see the `make bench` log).\n\n' > "$DEDUP_MD"
 # Beside it, the cost of as-of reads (facts with validity): `get` / `query` with

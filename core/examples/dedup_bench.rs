@@ -436,6 +436,8 @@ fn cost(n: usize, set: &str, rounds: usize, dup: bool) {
         texts.len(),
         if dup {
             "duplicates of as many records"
+        } else if set == "real" {
+            "turns in their order, repeats included"
         } else {
             "distinct records"
         }
