@@ -475,10 +475,10 @@ fn main() {
         }
         Some("cost") => {
             let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5000);
-            let set = match args.get(3).map(String::as_str) {
-                Some(s @ ("unique" | "real")) => s,
-                _ => "vocabulary",
-            };
+            let set = ["unique", "real"]
+                .into_iter()
+                .find(|s| args.get(3).is_some_and(|a| a == s))
+                .unwrap_or("vocabulary");
             let rounds = args
                 .iter()
                 .skip(3)
