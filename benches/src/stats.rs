@@ -89,6 +89,22 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// One Markdown row `| name | base p50 | other p50 | ratio p50 | base p95 | other p95 | ratio p95 |`
+/// comparing two latency histograms of the same operation (ratio = other / base).
+pub fn ratio_row(name: &str, base: &Latency, other: &Latency) -> String {
+    let (b50, o50) = (base.p50() as f64, other.p50() as f64);
+    let (b95, o95) = (base.q(0.95) as f64, other.q(0.95) as f64);
+    format!(
+        "| {name} | {} | {} | {:.2}× | {} | {} | {:.2}× |",
+        fmt_ns(b50),
+        fmt_ns(o50),
+        o50 / b50,
+        fmt_ns(b95),
+        fmt_ns(o95),
+        o95 / b95
+    )
+}
+
 /// Human duration from nanoseconds: `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
 pub fn fmt_ns(ns: f64) -> String {
     if !ns.is_finite() {

@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use memstrata::admin::OptimizeLevel;
 use memstrata::{EncryptionKey, Memory, NewEpisode, SearchFilters};
 use memstrata_benches::corpus::{Corpus, EpisodeDoc};
-use memstrata_benches::stats::{Latency, fmt_ns};
+use memstrata_benches::stats::{Latency, ratio_row};
 use memstrata_benches::sys::Hardware;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -222,18 +222,7 @@ fn main() -> Result<()> {
         ("episode record", &plain.record, &sealed.record),
         ("episode search", &plain.search, &sealed.search),
     ] {
-        let (p50, s50) = (p.p50() as f64, s.p50() as f64);
-        let (p95, s95) = (p.q(0.95) as f64, s.q(0.95) as f64);
-        writeln!(
-            md,
-            "| {name} | {} | {} | {:.2}× | {} | {} | {:.2}× |",
-            fmt_ns(p50),
-            fmt_ns(s50),
-            s50 / p50,
-            fmt_ns(p95),
-            fmt_ns(s95),
-            s95 / p95
-        )?;
+        writeln!(md, "{}", ratio_row(name, p, s))?;
     }
     writeln!(
         md,
