@@ -41,16 +41,14 @@ impl Evidence {
     /// estimate is advisory and rebuilt by the next searches.
     pub(crate) fn from_bytes(v: &[u8]) -> Evidence {
         let e = Evidence::default();
-        if let (Some(c), Some(a)) = (v.get(..8), v.get(8..16))
-            && v.len() == 16
-        {
-            let c = u64::from_le_bytes(c.try_into().unwrap_or_default());
-            let a = u64::from_le_bytes(a.try_into().unwrap_or_default());
-            if a <= c {
-                e.confident.store(c, Ordering::Relaxed);
-                e.agreed.store(a, Ordering::Relaxed);
-                e.saved.store(c, Ordering::Relaxed);
-            }
+        let Ok(b) = <[u8; 16]>::try_from(v) else {
+            return e;
+        };
+        let (c, a) = (le_u64(&b, 0), le_u64(&b, 8));
+        if a <= c {
+            e.confident.store(c, Ordering::Relaxed);
+            e.agreed.store(a, Ordering::Relaxed);
+            e.saved.store(c, Ordering::Relaxed);
         }
         e
     }
@@ -72,9 +70,7 @@ impl Evidence {
 
     /// Note that the counts in `bytes` (from [`Evidence::to_save`]) are stored.
     pub(crate) fn mark_saved(&self, bytes: &[u8; 16]) {
-        let mut c = [0u8; 8];
-        c.copy_from_slice(&bytes[..8]);
-        self.saved.store(u64::from_le_bytes(c), Ordering::Relaxed);
+        self.saved.store(le_u64(bytes, 0), Ordering::Relaxed);
     }
 
     /// The estimated share of lexically certain searches in which the vector
@@ -99,6 +95,13 @@ impl Evidence {
             self.agreed.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// The little-endian `u64` at `at` (0 or 8) of a saved record.
+fn le_u64(b: &[u8; 16], at: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(x)
 }
 
 /// Whether `doc` (its summary, body, participants and tags) holds more than
