@@ -36,7 +36,7 @@ pub(crate) struct Evidence {
 }
 
 impl Evidence {
-    /// The counts saved by [`Evidence::to_bytes`]; a record of another length
+    /// The counts saved from [`Evidence::to_save`]; a record of another length
     /// (never written by this version) starts from the prior again, since the
     /// estimate is advisory and rebuilt by the next searches.
     pub(crate) fn from_bytes(v: &[u8]) -> Evidence {
