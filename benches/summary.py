@@ -8,7 +8,7 @@ RESULTS_DIR is what scripts/bench.sh writes (target/bench):
   run.env          RUN_DATE, RUN_ELAPSED, RUN_SIZES, RUN_COMMIT, RUN_LOAD_BEFORE, RUN_LOAD_AFTER,
                    optionally RUN_NOTE (one paragraph, printed as is)
   compare.md       `## Machine` (bullets) and `## Targets` (target | size | measured | goal | status)
-  mcp-load.json    `mcp-load --json` rows (benches/src/bin/mcp_load.rs); else mcp-load.md, its table
+  mcp-load.json    `mcp-load --json` rows (benches/src/bin/mcp_load/); else mcp-load.md, its table
   node.md          the Node binding's tables whose last two columns are goal | status
   footprint.md     scripts/bench-footprint.sh: its targets (target | size | measured | goal | status)
   hybrid.md, encryption.md, python.md, mcp.md, mcp-concurrency.md, retrieval.md: linked, not parsed

@@ -10,7 +10,7 @@
 #      each): as shipped, with a soft commit per search (the behaviour before
 #      the index overlay), and writes only;
 #   3. the MCP bounded loopback load (issue #14), QUICK_SECONDS per row, from
-#      the Rust load client `mcp-load` (benches/src/bin/mcp_load.rs): stdio,
+#      the Rust load client `mcp-load` (benches/src/bin/mcp_load/): stdio,
 #      streamable HTTP with sessions and stateless, WebSocket, /mcp/v1/execute
 #      at 8 clients, plus the 64-client execute and stateless HTTP rows
 #      (QUICK_MCP=0 skips it);

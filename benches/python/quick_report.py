@@ -6,7 +6,7 @@ missed target (exit status 0 whatever the figures).
 
 Reads OUT_DIR/compare.md (the `## Targets` table of `compare`), OUT_DIR/mixed.jsonl
 (`compare mixed-row` figures, one JSON object a line) and OUT_DIR/mcp-load.json
-(`mcp-load --json`, benches/src/bin/mcp_load.rs), prints the table and writes OUT_DIR/report.md.
+(`mcp-load --json`, benches/src/bin/mcp_load/), prints the table and writes OUT_DIR/report.md.
 Standard library only.
 """
 

@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 
 use crate::corpus::{Corpus, Rng};
 use crate::stats::{Latency, fmt_ns};
+use crate::sys::loadavg;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -287,14 +288,6 @@ fn drive(
         row.errors += errors;
     }
     Ok(row)
-}
-
-/// `/proc/loadavg`'s first three fields, or "?".
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "?".into())
 }
 
 /// The section for docs/benchmarks.md.

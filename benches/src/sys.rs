@@ -89,3 +89,11 @@ pub fn disk_usage(path: &Path) -> (u64, u64) {
     }
     (apparent, allocated)
 }
+
+/// `/proc/loadavg`'s first three fields, or "?".
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "?".into())
+}

@@ -58,6 +58,30 @@ pub fn short_term_record_bytes(value: &Value, stored_at_ms: i64) -> Vec<u8> {
     out
 }
 
+/// A short-term record read back from its bytes (what [`short_term_record_bytes`] writes).
+#[derive(Debug, serde::Deserialize)]
+pub struct ShortTermRecord {
+    /// The stored value.
+    pub value: Value,
+    /// When it was stored, ms since the epoch.
+    pub stored_at: i64,
+    /// When it expires, ms since the epoch, if ever.
+    pub expires_at: Option<i64>,
+}
+
+/// Decode short-term record bytes as a hand-written store would have to: the tag
+/// byte, lz4 when it is 1, then MessagePack with named fields.
+pub fn decode_short_term_record(bytes: &[u8]) -> Result<ShortTermRecord> {
+    let raw;
+    let body: &[u8] = if bytes[0] == 1 {
+        raw = lz4_flex::decompress_size_prepended(&bytes[1..])?;
+        &raw
+    } else {
+        &bytes[1..]
+    };
+    Ok(rmp_serde::from_slice(body)?)
+}
+
 /// Short-term layer (`default` context).
 #[derive(Debug)]
 pub struct MemstrataKv {
@@ -183,7 +207,7 @@ pub fn count_segments(index_dir: &Path) -> Option<usize> {
 mod tests {
     use super::*;
 
-    /// The raw sled floor writes exactly the bytes Memstrata writes.
+    /// The raw sled floor writes exactly the bytes Memstrata writes, and reads them back.
     #[test]
     fn record_bytes_match_a_real_store() {
         let dir = tempfile::tempdir().unwrap();
@@ -198,16 +222,9 @@ mod tests {
         let tree = db.open_tree("short_term").unwrap();
         for (k, v) in [("a", &small), ("b", &large)] {
             let stored = tree.get(format!("default\0{k}")).unwrap().unwrap();
-            let raw = if stored[0] == 1 {
-                lz4_flex::decompress_size_prepended(&stored[1..]).unwrap()
-            } else {
-                stored[1..].to_vec()
-            };
-            #[derive(serde::Deserialize)]
-            struct R {
-                stored_at: i64,
-            }
-            let r: R = rmp_serde::from_slice(&raw).unwrap();
+            let r = decode_short_term_record(&stored).unwrap();
+            assert_eq!(&r.value, v, "key {k}");
+            assert_eq!(r.expires_at, None, "key {k}");
             assert_eq!(
                 &*stored,
                 short_term_record_bytes(v, r.stored_at).as_slice(),

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::memstrata_engine::decode_short_term_record;
 use super::{FLUSH_EVERY_MS, KvEngine, KvItem, Result, SLED_CACHE_BYTES};
 
 /// Raw sled `insert` / `get`.
@@ -65,21 +66,7 @@ impl KvEngine for RawSledDecoded {
     fn retrieve(&self, key: &str) -> Result<bool> {
         match self.0.tree.get(ctx_key(key))? {
             Some(v) => {
-                #[derive(serde::Deserialize)]
-                #[allow(dead_code)]
-                struct R {
-                    value: serde_json::Value,
-                    stored_at: i64,
-                    expires_at: Option<i64>,
-                }
-                let raw;
-                let body: &[u8] = if v[0] == 1 {
-                    raw = lz4_flex::decompress_size_prepended(&v[1..])?;
-                    &raw
-                } else {
-                    &v[1..]
-                };
-                let r: R = rmp_serde::from_slice(body)?;
+                let r = decode_short_term_record(&v)?;
                 std::hint::black_box(&r.value);
                 Ok(true)
             }
