@@ -1,7 +1,7 @@
 """Concurrent writers through MCP: what memstrata-mcp and the reference
 `@modelcontextprotocol/server-memory` (npm) each keep, and what they lose.
 
-Run by scripts/bench.sh (after mcp_latency.py, whose raw JSON-RPC client it reuses):
+Run by scripts/bench.sh (after mcp_latency.py, whose raw JSON-RPC client, mcpbench/clients.py, it reuses):
     PYTHONPATH=<pylib> .venv/bin/python mcp_concurrency.py \
         MEMSTRATA_MCP_BIN REFERENCE_INDEX_JS DATA.json OUT.md
 
@@ -45,7 +45,8 @@ from typing import Any, Awaitable, Callable
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_latency import TIMEOUT, LogCount, RawStdio, RpcError, server_command, start_http
+from mcpbench.clients import TIMEOUT, LogCount, RawStdio, RpcError, start_http
+from mcpbench.workload import server_command
 
 WRITERS = 50
 K = 20
