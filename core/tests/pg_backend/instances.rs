@@ -11,16 +11,8 @@ use super::*;
 fn two_instances_writing_concurrently_lose_nothing_and_see_each_other() {
     let dir = pg_dir();
     let url = dir.path();
-    let a = Memory::builder()
-        .path(&url)
-        .separate_engine()
-        .open()
-        .unwrap();
-    let b = Memory::builder()
-        .path(&url)
-        .separate_engine()
-        .open()
-        .unwrap();
+    let a = separate_engine(&url);
+    let b = separate_engine(&url);
     let threads_per_instance = 3;
     let per = 40;
     let barrier = Arc::new(Barrier::new(threads_per_instance * 2));
@@ -111,16 +103,8 @@ fn two_instances_writing_concurrently_lose_nothing_and_see_each_other() {
 fn read_modify_writes_are_serialised_across_instances() {
     let dir = pg_dir();
     let url = dir.path();
-    let a = Memory::builder()
-        .path(&url)
-        .separate_engine()
-        .open()
-        .unwrap();
-    let b = Memory::builder()
-        .path(&url)
-        .separate_engine()
-        .open()
-        .unwrap();
+    let a = separate_engine(&url);
+    let b = separate_engine(&url);
     let sid = a.sessions().create("shared", json!({})).unwrap().session_id;
     let threads_per_instance = 3;
     let saves = 8;
@@ -225,14 +209,7 @@ fn vector_search_follows_another_instances_writes_through_the_index_log() {
     use memstrata::VectorQuery;
     let dir = pg_dir();
     let url = dir.path();
-    let open = || {
-        Memory::builder()
-            .path(&url)
-            .separate_engine()
-            .open()
-            .unwrap()
-    };
-    let (a, b) = (open(), open());
+    let (a, b) = (separate_engine(&url), separate_engine(&url));
     let vector = |mem: &Memory, ns: &str, v: [f32; 3]| -> Vec<String> {
         let hits = mem
             .namespace(ns)

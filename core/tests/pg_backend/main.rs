@@ -18,6 +18,8 @@ mod schema;
 mod search;
 mod urls;
 
+use std::path::Path;
+
 use memstrata::{Error, Memory, NewEpisode, SearchFilters};
 use serde_json::json;
 
@@ -35,6 +37,15 @@ fn pg_dir() -> common::TestDir {
 
 fn client() -> postgres::Client {
     postgres::Client::connect(&base_url(), postgres::NoTls).expect("connect")
+}
+
+/// One more engine (instance) on the store at `url`, as another process would open it.
+fn separate_engine(url: &Path) -> Memory {
+    Memory::builder()
+        .path(url)
+        .separate_engine()
+        .open()
+        .unwrap()
 }
 
 fn ids(hits: &[memstrata::episodic::EpisodeHit]) -> Vec<String> {

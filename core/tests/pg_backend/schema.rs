@@ -39,11 +39,7 @@ fn schema_is_created_with_a_versioned_migration_and_one_table_per_tree() {
         .get(0);
     assert_eq!(tables, 14, "one (key bytea, value bytea) table per tree");
     // No LOCK file anywhere: a second engine on the same URL opens fine.
-    let other = Memory::builder()
-        .path(&url)
-        .separate_engine()
-        .open()
-        .unwrap();
+    let other = separate_engine(&url);
     assert_eq!(other.short_term().retrieve("k").unwrap(), Some(json!("v")));
 }
 

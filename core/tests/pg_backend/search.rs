@@ -23,16 +23,8 @@ fn search_sees_another_instances_write_with_no_local_index_or_catch_up() {
     let dir = pg_dir();
     let url = dir.path();
     let index_dirs_before = memstrata_pgindex_dirs();
-    let a = Memory::builder()
-        .path(&url)
-        .separate_engine()
-        .open()
-        .unwrap();
-    let b = Memory::builder()
-        .path(&url)
-        .separate_engine()
-        .open()
-        .unwrap();
+    let a = separate_engine(&url);
+    let b = separate_engine(&url);
     // No local index directory is made for a PostgreSQL store.
     assert_eq!(memstrata_pgindex_dirs(), index_dirs_before);
     let seq_before = a
