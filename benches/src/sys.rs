@@ -97,3 +97,11 @@ pub fn loadavg() -> String {
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|| "?".into())
 }
+
+/// The environment variable `name` as a number, or `default` when it is unset or not a number.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

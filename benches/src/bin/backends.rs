@@ -23,13 +23,7 @@ use std::time::Instant;
 use memstrata::{Memory, NewEpisode, SearchFilters, VectorQuery};
 use memstrata_benches::corpus::Corpus;
 use memstrata_benches::stats::{Latency, fmt_ns};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use memstrata_benches::sys::env_usize;
 
 struct Figures {
     ops: Vec<(&'static str, Latency)>,

@@ -17,9 +17,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
-use memstrata::{Durability, EncryptionKey, Memory, NewEpisode, SearchFilters};
-use memstrata_benches::corpus::{Corpus, EpisodeDoc};
+use memstrata::{Durability, EncryptionKey, Memory, SearchFilters};
+use memstrata_benches::corpus::Corpus;
+use memstrata_benches::engines::memstrata_engine::to_new_episode;
 use memstrata_benches::stats::{Latency, ratio_row};
 use memstrata_benches::sys::Hardware;
 
@@ -76,19 +76,6 @@ struct Side {
     index_bytes: u64,
 }
 
-fn episode(d: &EpisodeDoc) -> NewEpisode {
-    NewEpisode {
-        summary: d.summary.clone(),
-        content: d.content.clone(),
-        participants: d.participants.clone(),
-        tags: d.tags.clone(),
-        importance: Some(d.importance),
-        timestamp: DateTime::<Utc>::from_timestamp_millis(d.ts_ms),
-        embedding: None,
-        on_duplicate: None,
-    }
-}
-
 fn dir_bytes(p: &std::path::Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(p) else {
         return 0;
@@ -127,7 +114,7 @@ fn run_side(
     let mem = b.clone().open()?;
     let mut ids = Vec::with_capacity(args.episodes);
     for i in 0..args.episodes {
-        let ep = episode(&corpus.episode(i));
+        let ep = to_new_episode(&corpus.episode(i));
         let t = Instant::now();
         ids.push(mem.episodic().record(ep)?);
         side.record.record(t.elapsed());

@@ -16,10 +16,10 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
 use memstrata::admin::OptimizeLevel;
-use memstrata::{EncryptionKey, Memory, NewEpisode, SearchFilters};
-use memstrata_benches::corpus::{Corpus, EpisodeDoc};
+use memstrata::{EncryptionKey, Memory, SearchFilters};
+use memstrata_benches::corpus::Corpus;
+use memstrata_benches::engines::memstrata_engine::to_new_episode;
 use memstrata_benches::stats::{Latency, ratio_row};
 use memstrata_benches::sys::Hardware;
 
@@ -63,19 +63,6 @@ struct Side {
     schema_bytes: u64,
 }
 
-fn episode(d: &EpisodeDoc) -> NewEpisode {
-    NewEpisode {
-        summary: d.summary.clone(),
-        content: d.content.clone(),
-        participants: d.participants.clone(),
-        tags: d.tags.clone(),
-        importance: Some(d.importance),
-        timestamp: DateTime::<Utc>::from_timestamp_millis(d.ts_ms),
-        embedding: None,
-        on_duplicate: None,
-    }
-}
-
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -100,7 +87,7 @@ fn run_side(
     }
     let mem = b.open()?;
     for i in 0..args.episodes {
-        let ep = episode(&corpus.episode(i));
+        let ep = to_new_episode(&corpus.episode(i));
         let t = Instant::now();
         mem.episodic().record(ep)?;
         side.record.record(t.elapsed());

@@ -23,14 +23,7 @@ use std::time::Instant;
 use memstrata::{Durability, Fusion, FusionMethod, Memory, NewEpisode, SearchFilters, VectorQuery};
 use memstrata_benches::corpus::{Corpus, EpisodeDoc, Rng};
 use memstrata_benches::stats::Latency;
-use memstrata_benches::sys::disk_usage;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use memstrata_benches::sys::{disk_usage, env_usize};
 
 fn centres(dim: usize) -> Vec<Vec<f32>> {
     let mut rng = Rng::new(7);

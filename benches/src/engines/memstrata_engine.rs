@@ -150,7 +150,8 @@ impl MemstrataSearch {
     }
 }
 
-fn to_new_episode(d: &EpisodeDoc) -> NewEpisode {
+/// The episode Memstrata records for a corpus document (every field, no embedding).
+pub fn to_new_episode(d: &EpisodeDoc) -> NewEpisode {
     NewEpisode {
         summary: d.summary.clone(),
         content: d.content.clone(),
