@@ -247,6 +247,9 @@ impl Engine {
                         let writes = engine.writes.load(Ordering::Relaxed);
                         if writes != last_release.1 {
                             crate::util::heap::release_free_heap();
+                            if let Some(index) = &engine.index {
+                                index.release_mapped_pages();
+                            }
                         }
                         last_release = (Instant::now(), writes);
                     }
