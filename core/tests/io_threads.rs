@@ -22,7 +22,14 @@ fn write(mem: &Memory, from: usize, n: usize) -> Vec<String> {
 fn check(mem: &Memory, ids: &[String], from: usize) {
     for (k, id) in ids.iter().enumerate() {
         let ep = mem.episodic().get(id).unwrap().unwrap();
-        assert_eq!(ep.summary, format!("episode {} about deploy number {}", from + k, (from + k) * 7));
+        assert_eq!(
+            ep.summary,
+            format!(
+                "episode {} about deploy number {}",
+                from + k,
+                (from + k) * 7
+            )
+        );
     }
 }
 
@@ -36,7 +43,11 @@ fn the_io_threads_end_with_the_last_store_and_start_again_with_the_next() {
     let first = write(&mem, 0, 2_000);
     assert!(sled::io_threads() > 0, "writes run on sled's I/O threads");
     drop(mem);
-    assert_eq!(sled::io_threads(), 0, "the last close ends sled's I/O threads");
+    assert_eq!(
+        sled::io_threads(),
+        0,
+        "the last close ends sled's I/O threads"
+    );
 
     // Two stores: closing one keeps the threads for the other, whose writes
     // go on; closing the second ends them.
@@ -45,7 +56,10 @@ fn the_io_threads_end_with_the_last_store_and_start_again_with_the_next() {
     let b = Memory::open(b_dir.path()).unwrap();
     let more = write(&a, 2_000, 1_000);
     let in_b = write(&b, 0, 1_000);
-    assert!(sled::io_threads() > 0, "the next writes start the threads again");
+    assert!(
+        sled::io_threads() > 0,
+        "the next writes start the threads again"
+    );
     drop(a);
     assert!(sled::io_threads() > 0, "another store is still open");
     let later = write(&b, 1_000, 1_000);
