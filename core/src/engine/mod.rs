@@ -226,6 +226,7 @@ impl Engine {
                     .upgrade()
                     .map_or(Duration::ZERO, |e| e.opts.release_memory_interval);
                 let mut last_release = (Instant::now(), 0u64);
+                let mut last_unmap = 0u64;
                 loop {
                     std::thread::park_timeout(tick);
                     let Some(engine) = weak.upgrade() else { break };
@@ -239,6 +240,16 @@ impl Engine {
                         }
                         if let Ok(true) = due {
                             let _ = engine.prune_index_log();
+                        }
+                    }
+                    // The index pages mapped for reading, every tick while the
+                    // store is written (a merge reads its sources whole within a
+                    // second or two; dropping them costs a few microseconds).
+                    let writes = engine.writes.load(Ordering::Relaxed);
+                    if !release_every.is_zero() && writes != last_unmap {
+                        last_unmap = writes;
+                        if let Some(index) = &engine.index {
+                            index.release_mapped_pages();
                         }
                     }
                     if !release_every.is_zero() && last_release.0.elapsed() >= release_every {

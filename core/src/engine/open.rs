@@ -668,6 +668,7 @@ impl Drop for Registration {
     fn drop(&mut self) {
         // Only a registered engine has an entry; an engine dropped inside
         // `open` (whose caller holds the registry lock) must not take it.
+        let mut last = false;
         if self.registered.load(Ordering::Acquire) {
             let mut reg = registry().lock();
             if reg
@@ -676,9 +677,10 @@ impl Drop for Registration {
             {
                 reg.remove(&self.path);
             }
+            last = reg.values().all(|(w, _)| w.strong_count() == 0);
         }
         // Every other field of the engine (sled, the index writer, the
         // caches, the checkpoint's reopened sled) is gone by now.
-        crate::util::heap::release_free_memory();
+        crate::util::heap::release_free_memory(last);
     }
 }

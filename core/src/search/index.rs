@@ -38,6 +38,7 @@ mod columns;
 mod crypt;
 pub(crate) use crypt::Sealer;
 mod dir;
+mod mapped;
 use dir::SoftSyncDirectory;
 mod overlay;
 use overlay::{Overlay, SearchCommit};
@@ -621,6 +622,14 @@ impl SearchIndex {
     /// segments of the committed reader.
     pub(crate) fn doc_stats(&self) -> (u64, usize) {
         self.overlay.doc_stats()
+    }
+
+    /// Drop the resident pages of the index files mapped for reading (the
+    /// maintenance thread, with the heap release, while the store is written):
+    /// a merge reads its source segments whole, and their pages stayed
+    /// resident until the segments were dropped. Returns how many files are mapped.
+    pub(crate) fn release_mapped_pages(&self) -> usize {
+        self.inner.read().dir.release_mapped_pages()
     }
 
     /// Segments in the last commit on disk (the reader may still show an older view:

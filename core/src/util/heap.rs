@@ -43,10 +43,23 @@ const EPOCH_COLLECT_ROUNDS: usize = 256;
 /// flushing here advances the epoch and collects it; no guard of a closed
 /// store is alive, and other open stores are unaffected (collection only frees
 /// what no pinned thread can still see).
-pub(crate) fn release_free_memory() {
+///
+/// With `last` (no other store of this process is open), sled's I/O threads
+/// are ended first: they outlive every store, and each keeps a thread cache
+/// of freed chunks (glibc's tcache, up to 7 per size class) that pins the
+/// heap pages around them, and an epoch bag of deferred garbage. Ending them
+/// hands both back; the next store's first write starts them again.
+pub(crate) fn release_free_memory(last: bool) {
+    if last {
+        sled::release_io_threads(IO_THREADS_EXIT_WAIT);
+    }
     collect_deferred(EPOCH_COLLECT_ROUNDS);
     trim();
 }
+
+/// How long closing waits for sled's I/O threads to end (they end as soon as
+/// their current task does; with another store still writing they may not).
+const IO_THREADS_EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// During writes (the maintenance thread, every
 /// `Options::release_memory_interval`): collect what sled deferred, a few

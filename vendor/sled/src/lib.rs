@@ -235,6 +235,16 @@ pub mod doc;
 mod threadpool {
     use super::{OneShot, Result};
 
+    /// No I/O threads on this target.
+    pub fn release_idle_threads(_limit: std::time::Duration) -> bool {
+        true
+    }
+
+    /// No I/O threads on this target.
+    pub fn worker_count() -> usize {
+        0
+    }
+
     /// Just execute a task without involving threads.
     pub fn spawn<F, R>(work: F) -> Result<OneShot<R>>
     where
@@ -354,6 +364,13 @@ use {
             Ordering::{Acquire, Release, SeqCst},
         },
     },
+};
+
+/// Memstrata patch: let sled's I/O worker threads exit once idle (they
+/// start again with the next write), and how many are alive.
+#[doc(hidden)]
+pub use threadpool::{
+    release_idle_threads as release_io_threads, worker_count as io_threads,
 };
 
 #[doc(hidden)]

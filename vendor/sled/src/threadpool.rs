@@ -27,6 +27,16 @@ static WAITING_THREAD_COUNT: AtomicUsize = AtomicUsize::new(0);
 static TOTAL_THREAD_COUNT: AtomicUsize = AtomicUsize::new(0);
 static SPAWNS: AtomicUsize = AtomicUsize::new(0);
 static SPAWNING: AtomicBool = AtomicBool::new(false);
+/// Memstrata patch: bumped by [`release_idle_threads`]; a worker started
+/// under an older value exits once the queue is empty.
+static RELEASE_GEN: AtomicUsize = AtomicUsize::new(0);
+/// Memstrata patch: set while the resident workers are being started again
+/// after a release.
+static RESPAWNING: AtomicBool = AtomicBool::new(false);
+/// Memstrata patch: the workers' join handles, with the release generation
+/// each started under (finished ones are dropped at the next spawn).
+static HANDLES: Mutex<Vec<(usize, thread::JoinHandle<()>)>> =
+    parking_lot::const_mutex(Vec::new());
 
 type Work = Box<dyn FnOnce() + Send + 'static>;
 
@@ -36,7 +46,11 @@ struct Queue {
 }
 
 impl Queue {
-    fn recv_timeout(&self, duration: Duration) -> Option<Work> {
+    fn recv_timeout(
+        &self,
+        duration: Duration,
+        generation: usize,
+    ) -> Option<Work> {
         let mut queue = self.mu.lock();
 
         let cutoff = Instant::now() + duration;
@@ -45,7 +59,8 @@ impl Queue {
             WAITING_THREAD_COUNT.fetch_add(1, SeqCst);
             let res = self.cv.wait_until(&mut queue, cutoff);
             WAITING_THREAD_COUNT.fetch_sub(1, SeqCst);
-            if res.timed_out() {
+            // Memstrata patch: a release wakes the waiting workers to exit.
+            if res.timed_out() || RELEASE_GEN.load(Acquire) != generation {
                 break;
             }
         }
@@ -58,11 +73,15 @@ impl Queue {
         queue.pop_front()
     }
 
-    fn send(&self, work: Work) -> usize {
+    /// Queue `work`; returns the queue's length and the number of workers,
+    /// both read under the queue's lock (workers only exit under it, and
+    /// only when the queue is empty: see `exit_if_idle`).
+    fn send(&self, work: Work) -> (usize, usize) {
         let mut queue = self.mu.lock();
         queue.push_back(work);
 
         let len = queue.len();
+        let workers = TOTAL_THREAD_COUNT.load(Acquire);
 
         // having held the mutex makes this linearized
         // with the notify below.
@@ -70,7 +89,21 @@ impl Queue {
 
         self.cv.notify_all();
 
-        len
+        (len, workers)
+    }
+
+    /// Memstrata patch: a worker leaves the pool only here, under the
+    /// queue's lock and only when no task waits, so a task queued by `send`
+    /// either finds a worker that will run it or sees no worker at all (and
+    /// starts them again).
+    fn exit_if_idle(&self) -> bool {
+        let queue = self.mu.lock();
+        if queue.is_empty() {
+            TOTAL_THREAD_COUNT.fetch_sub(1, SeqCst);
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -88,15 +121,24 @@ fn init_queue() -> Queue {
     Queue { cv: Condvar::new(), mu: Mutex::new(VecDeque::new()) }
 }
 
-fn perform_work(is_immortal: bool) {
+/// Runs tasks until this worker leaves the pool (having decremented
+/// `TOTAL_THREAD_COUNT` under the queue's lock); returns whether it left
+/// because of [`release_idle_threads`].
+fn perform_work(is_immortal: bool, generation: usize) -> bool {
     let wait_limit = Duration::from_secs(1);
 
     let mut performed = 0;
     let mut contiguous_overshoots = 0;
 
-    while is_immortal || performed < 5 || contiguous_overshoots < 3 {
+    loop {
+        let released = RELEASE_GEN.load(Acquire) != generation;
+        if (released || !(is_immortal || performed < 5 || contiguous_overshoots < 3))
+            && QUEUE.exit_if_idle()
+        {
+            return released;
+        }
         debug_delay();
-        let task_res = QUEUE.recv_timeout(wait_limit);
+        let task_res = QUEUE.recv_timeout(wait_limit, generation);
 
         if let Some(task) = task_res {
             WAITING_THREAD_COUNT.fetch_sub(1, SeqCst);
@@ -123,6 +165,63 @@ fn perform_work(is_immortal: bool) {
             contiguous_overshoots = 0;
         }
     }
+}
+
+/// Memstrata patch: ask every worker to leave the pool once no task waits,
+/// and wait (up to `limit`) until each of them has ended; returns whether
+/// all did. A thread that ends hands its allocator cache and arena back to
+/// the allocator (glibc keeps up to a few hundred freed chunks per thread in
+/// its thread cache, and they pin the heap pages around them) and its epoch
+/// bag to the global queue, so an embedder that closed its last `Db` can
+/// return that memory. Workers are started again by the next task (see
+/// `spawn`).
+#[doc(hidden)]
+pub fn release_idle_threads(limit: Duration) -> bool {
+    let generation = RELEASE_GEN.fetch_add(1, SeqCst) + 1;
+    if TOTAL_THREAD_COUNT.load(Acquire) > 0 {
+        let _queue = QUEUE.mu.lock();
+        QUEUE.cv.notify_all();
+    }
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut handles = HANDLES.lock();
+        let mut i = 0;
+        while i < handles.len() {
+            if handles[i].1.is_finished() {
+                let (_, h) = handles.swap_remove(i);
+                let _ = h.join();
+            } else {
+                i += 1;
+            }
+        }
+        if handles.iter().all(|(g, _)| *g >= generation) {
+            return true;
+        }
+        drop(handles);
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Memstrata patch: the number of I/O worker threads alive.
+#[doc(hidden)]
+pub fn worker_count() -> usize {
+    TOTAL_THREAD_COUNT.load(Acquire)
+}
+
+/// Start the resident workers again after a release.
+fn respawn_resident_workers() {
+    if RESPAWNING.compare_exchange(false, true, SeqCst, SeqCst).is_err() {
+        return;
+    }
+    for _ in 0..DESIRED_WAITING_THREADS {
+        if let Err(e) = spawn_new_thread(true) {
+            log::error!("failed to restart threadpool: {:?}", e);
+        }
+    }
+    RESPAWNING.store(false, SeqCst);
 }
 
 // Create up to MAX_THREADS dynamic blocking task worker threads.
@@ -159,14 +258,19 @@ fn spawn_new_thread(is_immortal: bool) -> Result<()> {
     let spawn_id = SPAWNS.fetch_add(1, SeqCst);
 
     TOTAL_THREAD_COUNT.fetch_add(1, SeqCst);
+    let generation = RELEASE_GEN.load(Acquire);
     let spawn_res = thread::Builder::new()
         .name(format!("sled-io-{}", spawn_id))
         .spawn(move || {
             SPAWNING.store(false, SeqCst);
             debug_delay();
-            let res = std::panic::catch_unwind(|| perform_work(is_immortal));
-            TOTAL_THREAD_COUNT.fetch_sub(1, SeqCst);
-            if is_immortal || res.is_err() {
+            let res = std::panic::catch_unwind(|| {
+                perform_work(is_immortal, generation)
+            });
+            if res.is_err() {
+                TOTAL_THREAD_COUNT.fetch_sub(1, SeqCst);
+            }
+            if matches!(res, Ok(false)) && is_immortal || res.is_err() {
                 // IO thread panicked, shut down the system
                 log::error!(
                     "IO thread unexpectedly terminated.
@@ -177,8 +281,16 @@ fn spawn_new_thread(is_immortal: bool) -> Result<()> {
             }
         });
 
+    let spawn_res = spawn_res.map(|h| {
+        let mut handles = HANDLES.lock();
+        handles.retain(|(_, h)| !h.is_finished());
+        handles.push((generation, h));
+    });
+
     if let Err(e) = spawn_res {
         static E: AtomicBool = AtomicBool::new(false);
+
+        TOTAL_THREAD_COUNT.fetch_sub(1, SeqCst);
 
         SPAWNING.store(false, SeqCst);
 
@@ -206,9 +318,11 @@ where
         promise_filler.fill(result);
     };
 
-    let depth = QUEUE.send(Box::new(task));
+    let (depth, workers) = QUEUE.send(Box::new(task));
 
-    if depth > DESIRED_WAITING_THREADS {
+    if workers == 0 {
+        respawn_resident_workers();
+    } else if depth > DESIRED_WAITING_THREADS {
         maybe_spawn_new_thread()?;
     }
 

@@ -52,6 +52,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use super::crypt::Sealer;
+use super::mapped::MappedFiles;
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
     AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite,
@@ -90,6 +91,8 @@ pub(crate) struct SoftSyncDirectory {
     state: Arc<State>,
     /// Set in an encrypted store: every file sealed.
     sealer: Option<Arc<Sealer>>,
+    /// The read mappings of the folder's files (see `mapped`).
+    mapped: Arc<MappedFiles>,
 }
 
 impl std::fmt::Debug for SoftSyncDirectory {
@@ -119,6 +122,7 @@ impl SoftSyncDirectory {
             root: root.to_owned(),
             state: Arc::default(),
             sealer,
+            mapped: Arc::default(),
         };
         if let Some(ids) = read_meta(root, dir.sealer.as_deref())
             .ok()
@@ -127,6 +131,12 @@ impl SoftSyncDirectory {
             dir.state.inner.lock().durable_segments = ids;
         }
         Ok(dir)
+    }
+
+    /// Drop the resident pages of the index files mapped for reading (see
+    /// `mapped`); returns how many files are mapped.
+    pub(crate) fn release_mapped_pages(&self) -> usize {
+        self.mapped.release()
     }
 
     /// `meta.json` writes go to disk, durably, until the guard is dropped
@@ -214,7 +224,7 @@ impl SoftSyncDirectory {
 
 impl Directory for SoftSyncDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
-        let handle = self.mmap.get_file_handle(path)?;
+        let handle = self.mapped.open(&self.root.join(path))?;
         match &self.sealer {
             Some(s) => {
                 Ok(Arc::new(s.handle(path, handle).map_err(|e| {
