@@ -3,19 +3,37 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
 use super::{Fingerprint, MAX_CANDIDATES, MIN_EQUAL_MINIMA, MINHASH_BANDS, MINHASH_ROWS, splitmix};
+
+/// Minima of a MinHash signature.
+const MINIMA: usize = MINHASH_BANDS * MINHASH_ROWS;
 
 /// The in-memory dedup index of one context and kind (stores without other
 /// writers: sled): band keys to the records holding them, derived from the
 /// records, so a write adds no stored row. Ids are interned in slots.
+///
+/// Its maps hash with `FxHasher` rather than SipHash: the bucket keys are
+/// already the output of a seeded 64-bit mix (one multiplication is enough to
+/// spread them), and the ids are the store's own (UUIDs).
 #[derive(Debug, Default)]
 pub(crate) struct MemIndex {
     /// Band key (the band's hash mixed with its number; the exact hash for a
-    /// record without bands) to the slots holding it, oldest first.
-    buckets: std::collections::HashMap<u64, Vec<u32>>,
+    /// record without bands) to the slots holding it, oldest first (up to
+    /// four in the entry itself: most buckets hold one or two).
+    buckets: FxHashMap<u64, SmallVec<[u32; 4]>>,
     /// Slot to its record id, keys and MinHash signature (`None`: free).
     slots: Vec<Option<Slot>>,
-    slot_of: std::collections::HashMap<Box<str>, u32>,
+    /// Slot to the low byte of each of its minima (all zero for a free slot
+    /// or one without minima): read for every candidate before its slot, 18
+    /// bytes beside the other slots' rather than 144 in its slot. A minimum
+    /// equal to the probe's has an equal low byte, so fewer than
+    /// [`MIN_EQUAL_MINIMA`] equal bytes mean fewer equal minima.
+    low_bytes: Vec<[u8; MINIMA]>,
+    /// Record id to its slot (the id shared with the slot: one allocation).
+    slot_of: FxHashMap<Arc<str>, u32>,
     free: Vec<u32>,
     /// Shingles held by the slots' cached sets (at most [`SHINGLE_CACHE`]).
     cached: usize,
@@ -26,14 +44,17 @@ pub(crate) struct MemIndex {
 /// a candidate again and again, and its set need not be computed each time.
 pub(crate) const SHINGLE_CACHE: usize = 1 << 18;
 
-/// One record of a [`MemIndex`].
+/// One record of a [`MemIndex`] (one allocation: its id).
 #[derive(Debug)]
 struct Slot {
-    id: Box<str>,
-    keys: Box<[u64]>,
-    /// The MinHash signature, in the slot itself (read for every candidate:
-    /// one pointer less to follow); `has_mins` false for a record without one.
-    mins: [u64; MINHASH_BANDS * MINHASH_ROWS],
+    id: Arc<str>,
+    /// Its bucket keys (`n_keys` of them).
+    keys: [u64; MINHASH_BANDS],
+    n_keys: u8,
+    /// The MinHash signature, in the slot itself (read for every candidate
+    /// whose low bytes pass: one pointer less to follow); `has_mins` false
+    /// for a record without one.
+    mins: [u64; MINIMA],
     has_mins: bool,
     /// The hash of the exact text, and the number of shingles: what a
     /// candidate can still be, before it is read back (see [`MemHit`]).
@@ -50,7 +71,7 @@ pub(crate) struct MemHit {
     /// Keys shared with the probe.
     pub shared: usize,
     /// The record's id.
-    pub id: String,
+    pub id: Arc<str>,
     /// The record's exact-text hash when indexed (a different hash: not an exact duplicate).
     pub exact: Option<u64>,
     /// The size of the record's shingle set when indexed (with the probe's, a
@@ -60,20 +81,33 @@ pub(crate) struct MemHit {
     pub set: Option<Arc<[u64]>>,
 }
 
-/// The in-memory keys of a fingerprint (as [`keys`](super::keys): bands, else the exact hash).
-fn mem_keys(fp: &Fingerprint) -> Vec<u64> {
+/// The in-memory keys of a fingerprint (as [`keys`](super::keys): bands, else
+/// the exact hash), and how many there are.
+fn mem_keys(fp: &Fingerprint) -> ([u64; MINHASH_BANDS], usize) {
+    let mut out = [0; MINHASH_BANDS];
     if fp.bands.is_empty() {
-        return fp
-            .exact
-            .map(|h| splitmix(h ^ 0xE8AC_7000))
-            .into_iter()
-            .collect();
+        return match fp.exact {
+            Some(h) => {
+                out[0] = splitmix(h ^ 0xE8AC_7000);
+                (out, 1)
+            }
+            None => (out, 0),
+        };
     }
-    fp.bands
-        .iter()
-        .enumerate()
-        .map(|(b, h)| splitmix(h ^ (b as u64 + 1)))
-        .collect()
+    for (b, (o, h)) in out.iter_mut().zip(&fp.bands).enumerate() {
+        *o = splitmix(h ^ (b as u64 + 1));
+    }
+    (out, fp.bands.len().min(MINHASH_BANDS))
+}
+
+/// The low byte of each minimum (zero past the signature's end).
+fn low_bytes(mins: &[u64]) -> [u8; MINIMA] {
+    std::array::from_fn(|i| mins.get(i).map_or(0, |m| *m as u8))
+}
+
+/// How many of `a` and `b` are equal, position by position.
+fn equal_count<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    a.iter().zip(b).filter(|(x, y)| x == y).count()
 }
 
 impl MemIndex {
@@ -86,30 +120,34 @@ impl MemIndex {
     /// Index record `id` with fingerprint `fp` (replacing its earlier keys).
     pub(crate) fn insert(&mut self, id: &str, fp: &Fingerprint) {
         self.remove(id);
-        let keys = mem_keys(fp);
-        if keys.is_empty() {
+        let (keys, n_keys) = mem_keys(fp);
+        if n_keys == 0 {
             return;
         }
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
                 self.slots.push(None);
+                self.low_bytes.push([0; MINIMA]);
                 (self.slots.len() - 1) as u32
             }
         };
-        for k in &keys {
+        for k in &keys[..n_keys] {
             self.buckets.entry(*k).or_default().push(slot);
         }
+        let id: Arc<str> = id.into();
+        self.low_bytes[slot as usize] = low_bytes(&fp.mins);
         self.slots[slot as usize] = Some(Slot {
-            id: id.into(),
-            keys: keys.into_boxed_slice(),
+            id: Arc::clone(&id),
+            keys,
+            n_keys: n_keys as u8,
             mins: std::array::from_fn(|i| fp.mins.get(i).copied().unwrap_or(0)),
             has_mins: !fp.mins.is_empty(),
             exact: fp.exact,
             shingles: u32::try_from(fp.shingles.len()).unwrap_or(u32::MAX),
             set: None,
         });
-        self.slot_of.insert(id.into(), slot);
+        self.slot_of.insert(id, slot);
     }
 
     /// Forget record `id`.
@@ -117,9 +155,12 @@ impl MemIndex {
         let Some(slot) = self.slot_of.remove(id) else {
             return;
         };
-        if let Some(Slot { keys, set, .. }) = self.slots[slot as usize].take() {
+        if let Some(Slot {
+            keys, n_keys, set, ..
+        }) = self.slots[slot as usize].take()
+        {
             self.cached -= set.map_or(0, |s| s.len());
-            for k in keys.iter() {
+            for k in &keys[..usize::from(n_keys)] {
                 if let Some(v) = self.buckets.get_mut(k) {
                     v.retain(|s| *s != slot);
                     if v.is_empty() {
@@ -128,6 +169,7 @@ impl MemIndex {
                 }
             }
         }
+        self.low_bytes[slot as usize] = [0; MINIMA];
         self.free.push(slot);
     }
 
@@ -136,33 +178,33 @@ impl MemIndex {
     /// than [`MIN_EQUAL_MINIMA`] minima equal to `fp`'s.
     pub(crate) fn candidates(&self, fp: &Fingerprint) -> Vec<MemHit> {
         // At most 6 keys of 16 slots: sorted, each slot's run is its count.
-        let mut all: Vec<u32> = Vec::with_capacity(MINHASH_BANDS * MAX_CANDIDATES);
-        for k in mem_keys(fp) {
-            all.extend(
-                self.buckets
-                    .get(&k)
-                    .into_iter()
-                    .flatten()
-                    .take(MAX_CANDIDATES),
-            );
+        let mut all: SmallVec<[u32; MINHASH_BANDS * MAX_CANDIDATES]> = SmallVec::new();
+        let (keys, n_keys) = mem_keys(fp);
+        for k in &keys[..n_keys] {
+            if let Some(b) = self.buckets.get(k) {
+                all.extend(b.iter().take(MAX_CANDIDATES).copied());
+            }
         }
         all.sort_unstable();
+        let probe_low = low_bytes(&fp.mins);
         all.chunk_by(|a, b| a == b)
             .map(|run| (run[0], run.len()))
             .filter_map(|(s, n)| {
+                // Too few equal low bytes: too few equal minima (the slot is not read).
+                if !fp.mins.is_empty()
+                    && equal_count(&probe_low, &self.low_bytes[s as usize]) < MIN_EQUAL_MINIMA
+                {
+                    return None;
+                }
                 let slot = self.slots[s as usize].as_ref()?;
                 let equal = if slot.has_mins {
-                    fp.mins
-                        .iter()
-                        .zip(slot.mins.iter())
-                        .filter(|(a, b)| a == b)
-                        .count()
+                    equal_count(&fp.mins, &slot.mins)
                 } else {
                     0
                 };
                 (fp.mins.is_empty() || equal >= MIN_EQUAL_MINIMA).then(|| MemHit {
                     shared: n,
-                    id: slot.id.to_string(),
+                    id: Arc::clone(&slot.id),
                     exact: slot.exact,
                     shingles: slot.shingles as usize,
                     set: slot.set.clone(),
@@ -200,6 +242,79 @@ mod tests {
     use super::*;
 
     #[test]
+    fn candidates_are_the_plain_definition() {
+        // Texts of few words (many shared bands), indexed, removed and
+        // re-indexed at random; after each step every probe's candidates
+        // must be what the definition gives: for each of its keys, the first
+        // `MAX_CANDIDATES` records holding it in the order they were (last)
+        // indexed; each record with the number of keys it shares, kept when
+        // at least `MIN_EQUAL_MINIMA` of its minima equal the probe's.
+        let words = [
+            "deploy", "billing", "staging", "invoice", "review", "dark", "mode",
+        ];
+        let mut z = 11u64;
+        let mut next = |n: usize| {
+            z = splitmix(z);
+            (z % n as u64) as usize
+        };
+        let texts: Vec<String> = (0..160)
+            .map(|i| {
+                let n = 3 + next(6);
+                let mut t: Vec<&str> = (0..n).map(|_| words[next(words.len())]).collect();
+                if i % 9 == 0 {
+                    t = vec!["..."]; // no bands: keyed by the exact hash
+                }
+                t.join(" ")
+            })
+            .collect();
+        let fps: Vec<Fingerprint> = texts
+            .iter()
+            .map(|t| Fingerprint::of(0, &t[..t.len() / 2], t, true))
+            .collect();
+        let mut m = MemIndex::default();
+        // The definition's state: the records in the order they were indexed.
+        let mut order: Vec<usize> = Vec::new();
+        for step in 0..400 {
+            let i = next(texts.len());
+            if step % 5 == 4 {
+                m.remove(&i.to_string());
+                order.retain(|&r| r != i);
+            } else {
+                m.insert(&i.to_string(), &fps[i]);
+                order.retain(|&r| r != i);
+                order.push(i);
+            }
+            let p = &fps[next(texts.len())];
+            let (pk, pn) = mem_keys(p);
+            let mut want: Vec<(String, usize)> = Vec::new();
+            for k in &pk[..pn] {
+                let holders = order.iter().filter(|&&r| {
+                    let (rk, rn) = mem_keys(&fps[r]);
+                    rk[..rn].contains(k)
+                });
+                for &r in holders.take(MAX_CANDIDATES) {
+                    match want.iter_mut().find(|w| w.0 == r.to_string()) {
+                        Some(w) => w.1 += 1,
+                        None => want.push((r.to_string(), 1)),
+                    }
+                }
+            }
+            want.retain(|(r, _)| {
+                let r = &fps[r.parse::<usize>().unwrap()];
+                p.mins.is_empty() || equal_count(&p.mins, &r.mins) >= MIN_EQUAL_MINIMA
+            });
+            want.sort();
+            let mut got: Vec<(String, usize)> = m
+                .candidates(p)
+                .into_iter()
+                .map(|h| (h.id.to_string(), h.shared))
+                .collect();
+            got.sort();
+            assert_eq!(got, want, "step {step}");
+        }
+    }
+
+    #[test]
     fn mem_index_finds_removes_and_reuses_slots() {
         let a = Fingerprint::of(
             0,
@@ -220,10 +335,10 @@ mod tests {
         assert_eq!(m.len(), 2);
         let c = m.candidates(&b);
         assert_eq!(c.len(), 1);
-        assert_eq!(c[0].id, "a");
+        assert_eq!(&*c[0].id, "a");
         assert_eq!(c[0].exact, a.exact);
         assert_eq!(c[0].shingles, a.shingles.len());
-        assert_eq!(m.candidates(&empty)[0].id, "e");
+        assert_eq!(&*m.candidates(&empty)[0].id, "e");
         m.remove("a");
         assert!(m.candidates(&b).is_empty());
         m.insert("b", &b);
@@ -238,6 +353,6 @@ mod tests {
         assert_eq!(m.cached, 0);
         assert_eq!(m.len(), 2);
         let c = m.candidates(&a);
-        assert_eq!((c[0].shared, c[0].id.as_str()), (MINHASH_BANDS, "b"));
+        assert_eq!((c[0].shared, &*c[0].id), (MINHASH_BANDS, "b"));
     }
 }
