@@ -285,20 +285,39 @@ fn row_minima(shingles: &[u64], rows: &[u64], mins: &mut [u64]) {
     }
 }
 
-/// The band hashes of a MinHash signature.
+/// The band hashes of a MinHash signature: [`hash64`] of each band's number
+/// and minima, big-endian. The bands' hashes are computed side by side, a
+/// byte of each in turn (independent multiplications the processor overlaps,
+/// where one hash alone waits on each), to the same integers.
 fn bands_of(seed: u64, mins: &[u64]) -> Vec<u64> {
-    mins.chunks(MINHASH_ROWS)
-        .enumerate()
-        .map(|(b, rows)| {
-            // The band number and its minima, big-endian (on the stack).
-            let mut bytes = [0u8; 8 * (MINHASH_ROWS + 1)];
-            bytes[..8].copy_from_slice(&(b as u64).to_be_bytes());
-            for (chunk, r) in bytes[8..].chunks_exact_mut(8).zip(rows) {
-                chunk.copy_from_slice(&r.to_be_bytes());
-            }
-            hash64(seed, &bytes[..8 * (rows.len() + 1)])
-        })
-        .collect()
+    const BYTES: usize = 8 * (MINHASH_ROWS + 1);
+    if mins.len() != MINHASH_BANDS * MINHASH_ROWS {
+        return mins
+            .chunks(MINHASH_ROWS)
+            .enumerate()
+            .map(|(b, rows)| {
+                let mut bytes = (b as u64).to_be_bytes().to_vec();
+                for r in rows {
+                    bytes.extend_from_slice(&r.to_be_bytes());
+                }
+                hash64(seed, &bytes)
+            })
+            .collect();
+    }
+    let mut bytes = [[0u8; BYTES]; MINHASH_BANDS];
+    for (b, (band, rows)) in bytes.iter_mut().zip(mins.chunks(MINHASH_ROWS)).enumerate() {
+        band[..8].copy_from_slice(&(b as u64).to_be_bytes());
+        for (chunk, r) in band[8..].chunks_exact_mut(8).zip(rows) {
+            chunk.copy_from_slice(&r.to_be_bytes());
+        }
+    }
+    let mut h = [0xcbf2_9ce4_8422_2325 ^ seed; MINHASH_BANDS];
+    for k in 0..BYTES {
+        for (h, band) in h.iter_mut().zip(&bytes) {
+            *h = (*h ^ u64::from(band[k])).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h.iter().map(|h| splitmix(*h)).collect()
 }
 
 /// A candidate of the in-memory index is read back only when at least this

@@ -27,9 +27,11 @@ pub struct Recorded {
 
 /// The exact text of an episode: the trimmed summary and the content's JSON.
 pub(crate) fn exact_text(summary: &str, content: &Value) -> String {
+    use std::fmt::Write;
     let mut s = summary.trim().to_owned();
     s.push('\0');
-    s.push_str(&content.to_string());
+    // `content.to_string()`, written in place.
+    let _ = write!(s, "{content}");
     s
 }
 
