@@ -27,11 +27,11 @@ pub(crate) struct MemIndex {
     /// Slot to its record id, keys and MinHash signature (`None`: free).
     slots: Vec<Option<Slot>>,
     /// Slot to the low byte of each of its minima (all zero for a free slot
-    /// or one without minima): read for every candidate before its slot, 18
-    /// bytes beside the other slots' rather than 144 in its slot. A minimum
-    /// equal to the probe's has an equal low byte, so fewer than
-    /// [`MIN_EQUAL_MINIMA`] equal bytes mean fewer equal minima.
-    low_bytes: Vec<[u8; MINIMA]>,
+    /// or one without minima; see [`LowBytes`]): read for every candidate
+    /// before its slot, 24 bytes beside the other slots' rather than 144 in
+    /// its slot. A minimum equal to the probe's has an equal low byte, so
+    /// fewer than [`MIN_EQUAL_MINIMA`] equal bytes mean fewer equal minima.
+    low_bytes: Vec<LowBytes>,
     /// Record id to its slot (the id shared with the slot: one allocation).
     slot_of: FxHashMap<Arc<str>, u32>,
     free: Vec<u32>,
@@ -100,9 +100,35 @@ fn mem_keys(fp: &Fingerprint) -> ([u64; MINHASH_BANDS], usize) {
     (out, fp.bands.len().min(MINHASH_BANDS))
 }
 
-/// The low byte of each minimum (zero past the signature's end).
-fn low_bytes(mins: &[u64]) -> [u8; MINIMA] {
-    std::array::from_fn(|i| mins.get(i).map_or(0, |m| *m as u8))
+/// The low bytes of a signature's minima, eight to a word (zero past the
+/// signature's end, and in the last word's six spare bytes).
+type LowBytes = [u64; MINIMA.div_ceil(8)];
+
+/// The low byte of each minimum, packed (see [`LowBytes`]).
+fn low_bytes(mins: &[u64]) -> LowBytes {
+    let mut out = [0; MINIMA.div_ceil(8)];
+    for (i, m) in mins.iter().take(MINIMA).enumerate() {
+        out[i / 8] |= u64::from(*m as u8) << (8 * (i % 8));
+    }
+    out
+}
+
+/// How many of the [`MINIMA`] packed low bytes of `a` and `b` are equal:
+/// a word at a time, the bytes of `a ^ b` that are not zero counted with
+/// their high bits (the spare bytes are zero in both, so never counted).
+fn equal_low_bytes(a: &LowBytes, b: &LowBytes) -> usize {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let differ: u32 = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| {
+            let x = a ^ b;
+            // A byte's high bit: set when the byte is not zero.
+            (((x & LOW7) + LOW7) | x) & !LOW7
+        })
+        .map(u64::count_ones)
+        .sum();
+    MINIMA - differ as usize
 }
 
 /// How many of `a` and `b` are equal, position by position.
@@ -128,7 +154,7 @@ impl MemIndex {
             Some(s) => s,
             None => {
                 self.slots.push(None);
-                self.low_bytes.push([0; MINIMA]);
+                self.low_bytes.push(LowBytes::default());
                 (self.slots.len() - 1) as u32
             }
         };
@@ -169,7 +195,7 @@ impl MemIndex {
                 }
             }
         }
-        self.low_bytes[slot as usize] = [0; MINIMA];
+        self.low_bytes[slot as usize] = LowBytes::default();
         self.free.push(slot);
     }
 
@@ -192,7 +218,7 @@ impl MemIndex {
             .filter_map(|(s, n)| {
                 // Too few equal low bytes: too few equal minima (the slot is not read).
                 if !fp.mins.is_empty()
-                    && equal_count(&probe_low, &self.low_bytes[s as usize]) < MIN_EQUAL_MINIMA
+                    && equal_low_bytes(&probe_low, &self.low_bytes[s as usize]) < MIN_EQUAL_MINIMA
                 {
                     return None;
                 }
@@ -240,6 +266,29 @@ impl MemIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_low_bytes_count_as_bytes() {
+        let mut z = 1u64;
+        for _ in 0..2000 {
+            let mut sig = || -> Vec<u64> {
+                (0..MINIMA)
+                    .map(|_| {
+                        z = splitmix(z);
+                        // Equal often (low bytes 0 too), else any byte.
+                        if z & 1 == 0 { (z >> 8) % 3 } else { z >> 1 }
+                    })
+                    .collect()
+            };
+            let (a, b) = (sig(), sig());
+            let plain = equal_count(
+                &a.iter().map(|m| *m as u8).collect::<Vec<_>>(),
+                &b.iter().map(|m| *m as u8).collect::<Vec<_>>(),
+            );
+            assert_eq!(equal_low_bytes(&low_bytes(&a), &low_bytes(&b)), plain);
+            assert!(plain >= equal_count(&a, &b));
+        }
+    }
 
     #[test]
     fn candidates_are_the_plain_definition() {
