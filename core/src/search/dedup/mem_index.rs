@@ -21,9 +21,8 @@ const MINIMA: usize = MINHASH_BANDS * MINHASH_ROWS;
 #[derive(Debug, Default)]
 pub(crate) struct MemIndex {
     /// Band key (the band's hash mixed with its number; the exact hash for a
-    /// record without bands) to the slots holding it, oldest first (up to
-    /// four in the entry itself: most buckets hold one or two).
-    buckets: FxHashMap<u64, SmallVec<[u32; 4]>>,
+    /// record without bands) to the slots holding it, oldest first.
+    buckets: Buckets,
     /// Slot to its record id, keys and MinHash signature (`None`: free).
     slots: Vec<Option<Slot>>,
     /// Slot to the low byte of each of its minima (all zero for a free slot
@@ -37,6 +36,83 @@ pub(crate) struct MemIndex {
     free: Vec<u32>,
     /// Shingles held by the slots' cached sets (at most [`SHINGLE_CACHE`]).
     cached: usize,
+}
+
+/// Bucket keys to the slots holding them, oldest first. Most buckets hold
+/// one slot: it is the map's value itself (16 bytes an entry, where a list
+/// per key took 32 and an allocation); a bucket of more holds
+/// [`Buckets::MANY`] and the place of its list in `lists`.
+#[derive(Debug, Default)]
+struct Buckets {
+    map: FxHashMap<u64, u32>,
+    /// Lists of two slots or more (a free one is empty, its place in `free`).
+    lists: Vec<Vec<u32>>,
+    free: Vec<u32>,
+}
+
+impl Buckets {
+    /// The high bit of a map value: the rest is the place of a list.
+    const MANY: u32 = 1 << 31;
+
+    /// The slots of `key` (none when absent).
+    fn get(&self, key: u64) -> &[u32] {
+        match self.map.get(&key) {
+            None => &[],
+            Some(v) if v & Self::MANY == 0 => std::slice::from_ref(v),
+            Some(v) => &self.lists[(v & !Self::MANY) as usize],
+        }
+    }
+
+    /// Append `slot` to the slots of `key` (a slot below [`Buckets::MANY`]).
+    fn push(&mut self, key: u64, slot: u32) {
+        debug_assert!(slot < Self::MANY);
+        let v = match self.map.entry(key) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(slot);
+                return;
+            }
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        };
+        if *v & Self::MANY != 0 {
+            self.lists[(*v & !Self::MANY) as usize].push(slot);
+            return;
+        }
+        let list = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.lists.push(Vec::new());
+                (self.lists.len() - 1) as u32
+            }
+        };
+        self.lists[list as usize].extend([*v, slot]);
+        *v = Self::MANY | list;
+    }
+
+    /// Take every `slot` out of the slots of `key`.
+    fn remove(&mut self, key: u64, slot: u32) {
+        let Some(v) = self.map.get_mut(&key) else {
+            return;
+        };
+        if *v & Self::MANY == 0 {
+            if *v == slot {
+                self.map.remove(&key);
+            }
+            return;
+        }
+        let i = (*v & !Self::MANY) as usize;
+        let list = &mut self.lists[i];
+        list.retain(|s| *s != slot);
+        match list[..] {
+            [] => {
+                self.map.remove(&key);
+            }
+            [one] => *v = one,
+            _ => return,
+        }
+        // Kept, empty, for the next bucket of two.
+        list.clear();
+        self.free.push(i as u32);
+    }
 }
 
 /// Shingles (8 bytes each) an in-memory index keeps of the candidates it
@@ -159,7 +235,7 @@ impl MemIndex {
             }
         };
         for k in &keys[..n_keys] {
-            self.buckets.entry(*k).or_default().push(slot);
+            self.buckets.push(*k, slot);
         }
         let id: Arc<str> = id.into();
         self.low_bytes[slot as usize] = low_bytes(&fp.mins);
@@ -187,12 +263,7 @@ impl MemIndex {
         {
             self.cached -= set.map_or(0, |s| s.len());
             for k in &keys[..usize::from(n_keys)] {
-                if let Some(v) = self.buckets.get_mut(k) {
-                    v.retain(|s| *s != slot);
-                    if v.is_empty() {
-                        self.buckets.remove(k);
-                    }
-                }
+                self.buckets.remove(*k, slot);
             }
         }
         self.low_bytes[slot as usize] = LowBytes::default();
@@ -207,9 +278,7 @@ impl MemIndex {
         let mut all: SmallVec<[u32; MINHASH_BANDS * MAX_CANDIDATES]> = SmallVec::new();
         let (keys, n_keys) = mem_keys(fp);
         for k in &keys[..n_keys] {
-            if let Some(b) = self.buckets.get(k) {
-                all.extend(b.iter().take(MAX_CANDIDATES).copied());
-            }
+            all.extend(self.buckets.get(*k).iter().take(MAX_CANDIDATES).copied());
         }
         all.sort_unstable();
         let probe_low = low_bytes(&fp.mins);
@@ -266,6 +335,35 @@ impl MemIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buckets_are_lists_per_key() {
+        // Against a map of plain lists, pushes and removes at random (a slot
+        // may be pushed twice to a key: two bands with the same key).
+        let mut b = Buckets::default();
+        let mut plain: std::collections::HashMap<u64, Vec<u32>> = Default::default();
+        let mut z = 7u64;
+        for _ in 0..20_000 {
+            z = splitmix(z);
+            let (key, slot) = (z % 13, ((z >> 8) % 9) as u32);
+            if (z >> 20).is_multiple_of(3) {
+                b.remove(key, slot);
+                if let Some(v) = plain.get_mut(&key) {
+                    v.retain(|s| *s != slot);
+                    if v.is_empty() {
+                        plain.remove(&key);
+                    }
+                }
+            } else {
+                b.push(key, slot);
+                plain.entry(key).or_default().push(slot);
+            }
+            for k in 0..13 {
+                assert_eq!(b.get(k), plain.get(&k).map_or(&[][..], |v| &v[..]));
+            }
+        }
+        assert_eq!(b.map.len(), plain.len());
+    }
 
     #[test]
     fn packed_low_bytes_count_as_bytes() {
