@@ -36,6 +36,8 @@ pub(crate) struct MemIndex {
     free: Vec<u32>,
     /// Shingles held by the slots' cached sets (at most [`SHINGLE_CACHE`]).
     cached: usize,
+    /// The slot the next eviction starts at (see [`MemIndex::evict`]).
+    sweep: u32,
 }
 
 /// Bucket keys to the slots holding them, oldest first. Most buckets hold
@@ -308,10 +310,29 @@ impl MemIndex {
             .collect()
     }
 
+    /// Drop cached sets until `room` more shingles fit in half the cache
+    /// (all of them if need be): the slots' after the last one dropped first,
+    /// a sweep around the slots, so half the cache stays useful rather than
+    /// none of it.
+    fn evict(&mut self, room: usize) {
+        let n = self.slots.len();
+        for _ in 0..n {
+            if self.cached + room <= SHINGLE_CACHE / 2 {
+                return;
+            }
+            let i = self.sweep as usize % n;
+            self.sweep = ((i + 1) % n) as u32;
+            if let Some(old) = self.slots[i].as_mut().and_then(|s| s.set.take()) {
+                self.cached -= old.len();
+            }
+        }
+    }
+
     /// Keep `set`, the shingle set of record `id` as stored now, for its next
     /// verifications (the record's next [`insert`](Self::insert) or
     /// [`remove`](Self::remove) drops it). Over [`SHINGLE_CACHE`] shingles in
-    /// all, every cached set is dropped first.
+    /// all, cached sets are dropped first until it fits in half
+    /// ([`evict`](Self::evict)).
     pub(crate) fn cache_shingles(&mut self, id: &str, set: Arc<[u64]>) {
         if set.len() > SHINGLE_CACHE {
             return;
@@ -320,10 +341,7 @@ impl MemIndex {
             return;
         };
         if self.cached + set.len() > SHINGLE_CACHE {
-            for s in self.slots.iter_mut().flatten() {
-                s.set = None;
-            }
-            self.cached = 0;
+            self.evict(set.len());
         }
         if let Some(s) = self.slots[slot as usize].as_mut() {
             self.cached += set.len();
@@ -335,6 +353,43 @@ impl MemIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shingle_cache_keeps_within_its_bound_and_half_when_full() {
+        let fp = Fingerprint::of(0, "x", "The user prefers dark mode in every editor", true);
+        let mut m = MemIndex::default();
+        let n = 40;
+        for i in 0..n {
+            m.insert(&i.to_string(), &fp);
+        }
+        let held = |m: &MemIndex| -> usize {
+            m.slots
+                .iter()
+                .flatten()
+                .filter_map(|s| s.set.as_ref())
+                .map(|s| s.len())
+                .sum()
+        };
+        let size = SHINGLE_CACHE / 16 + 1;
+        for round in 0..3 {
+            for i in 0..n {
+                let set: Arc<[u64]> = vec![round as u64; size].into();
+                m.cache_shingles(&i.to_string(), set);
+                assert_eq!(m.cached, held(&m));
+                assert!(m.cached <= SHINGLE_CACHE);
+                // The set just given is held.
+                let slot = m.slot_of[&*i.to_string()] as usize;
+                assert!(m.slots[slot].as_ref().unwrap().set.is_some());
+            }
+            // An eviction kept half the cache, not nothing.
+            assert!(m.cached > SHINGLE_CACHE / 2 - size, "{}", m.cached);
+        }
+        // A set larger than half the cache empties it first.
+        m.cache_shingles("0", vec![7; SHINGLE_CACHE].into());
+        assert_eq!((m.cached, held(&m)), (SHINGLE_CACHE, SHINGLE_CACHE));
+        m.remove("0");
+        assert_eq!((m.cached, held(&m)), (0, 0));
+    }
 
     #[test]
     fn buckets_are_lists_per_key() {
