@@ -4,7 +4,7 @@
 //! record about to be written. The fingerprints are `search::dedup`'s; what a
 //! policy does with a duplicate is the writing layer's (episodic, semantic).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -134,8 +134,8 @@ pub(crate) fn effective(
 /// ([`kind_slot`]), so a lookup borrows the context's name.
 #[derive(Debug, Default)]
 pub(crate) struct DedupState {
-    ready: Mutex<HashMap<String, [bool; 2]>>,
-    sets: Mutex<HashMap<String, [Option<dedup::MemIndex>; 2]>>,
+    ready: Mutex<FxHashMap<String, [bool; 2]>>,
+    sets: Mutex<FxHashMap<String, [Option<dedup::MemIndex>; 2]>>,
 }
 
 /// Run `f` on the in-memory index of (`ctx`, `kind`), if loaded.
@@ -357,10 +357,16 @@ pub(crate) fn find(
     ids.sort_by(|a, b| b.shared.cmp(&a.shared).then_with(|| a.id.cmp(&b.id)));
     ids.truncate(dedup::MAX_CANDIDATES);
     let seed = e.codec.hash_seed();
-    let mut best: Option<Found> = None;
+    // The best verified candidate: its place in `ids`, id and similarity.
+    let mut best: Option<(usize, Arc<str>, f32)> = None;
+    // Candidates whose similarity the cached set gave, not read yet (see below).
+    let mut unread: Vec<(usize, Arc<str>, f32)> = Vec::new();
     // Shingle sets computed here, for the in-memory index to keep.
-    let mut computed: Vec<(String, Arc<[u64]>)> = Vec::new();
-    for c in ids {
+    let mut computed: Vec<(Arc<str>, Arc<[u64]>)> = Vec::new();
+    // The similarity when it reaches the threshold (the same value as
+    // `jaccard`; below it, the merge stops early).
+    let near = |set: &[u64]| dedup::jaccard_at_least(&fp.shingles, set, dedup::NEAR_JACCARD);
+    for (place, c) in ids.into_iter().enumerate() {
         // What the in-memory index knows of a candidate decides, before its
         // texts are computed, whether it can be a duplicate: an exact one
         // only with the same exact hash, a near one only with a Jaccard
@@ -381,7 +387,15 @@ pub(crate) fn find(
             None => true,
         };
         let set = known.and_then(|k| k.set);
-        // Read back even with its set cached: a record gone is never reported.
+        // Not an exact duplicate, and its set is cached: its similarity is
+        // known without reading it; it is read back only if it would be
+        // reported (a record gone is never reported).
+        if !want_exact && let Some(set) = &set {
+            if let Some(sim) = near(set) {
+                unread.push((place, c.id, sim));
+            }
+            continue;
+        }
         let want = Want {
             exact: want_exact,
             text: set.is_none(),
@@ -392,13 +406,10 @@ pub(crate) fn find(
         // An exact duplicate wins at once.
         if cand.exact.as_deref() == Some(exact) {
             return Ok(Some(Found {
-                id: c.id,
+                id: c.id.to_string(),
                 similarity: 1.0,
             }));
         }
-        // The similarity when it reaches the threshold (the same value as
-        // `jaccard`; below it, the merge stops early).
-        let near = |set: &[u64]| dedup::jaccard_at_least(&fp.shingles, set, dedup::NEAR_JACCARD);
         let sim = match set {
             Some(set) => near(&set),
             None => {
@@ -412,12 +423,29 @@ pub(crate) fn find(
             }
         };
         if let Some(sim) = sim
-            && best.as_ref().is_none_or(|b| sim > b.similarity)
+            && best.as_ref().is_none_or(|b| sim > b.2)
         {
-            best = Some(Found {
-                id: c.id,
-                similarity: sim,
-            });
+            best = Some((place, c.id, sim));
+        }
+    }
+    // The most similar of all, the first in `ids` among equals (as if every
+    // candidate had been read in turn): an unread one that would beat the
+    // best verified is read back, the next one if it is gone.
+    unread.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    for u in unread {
+        if best
+            .as_ref()
+            .is_some_and(|b| b.2 > u.2 || (b.2 == u.2 && b.0 < u.0))
+        {
+            break;
+        }
+        let none = Want {
+            exact: false,
+            text: false,
+        };
+        if load(&u.1, none)?.is_some() {
+            best = Some(u);
+            break;
         }
     }
     if !computed.is_empty() {
@@ -427,8 +455,11 @@ pub(crate) fn find(
             }
         });
     }
-    if best.is_some() {
-        return Ok(best);
+    if let Some((_, id, similarity)) = best {
+        return Ok(Some(Found {
+            id: id.to_string(),
+            similarity,
+        }));
     }
     if let Some((id, cos)) = cosine
         && cos >= dedup::NEAR_COSINE
@@ -464,7 +495,7 @@ struct Known {
 struct Probe {
     /// Keys shared.
     shared: usize,
-    id: String,
+    id: Arc<str>,
     /// What the in-memory index holds of it (`None`: rows).
     known: Option<Known>,
 }
@@ -483,7 +514,7 @@ fn candidates(
         let hits = with_mem(e, ctx, kind, |m| m.candidates(fp)).unwrap_or_default();
         return Ok(hits
             .into_iter()
-            .filter(|h| Some(h.id.as_str()) != exclude)
+            .filter(|h| Some(&*h.id) != exclude)
             .map(|h| Probe {
                 shared: h.shared,
                 id: h.id,
@@ -518,7 +549,7 @@ fn candidates(
         .into_iter()
         .map(|(id, shared)| Probe {
             shared,
-            id,
+            id: id.into(),
             known: None,
         })
         .collect())
@@ -544,6 +575,9 @@ pub(crate) fn nearest_vector(
             .find(|(k, _)| Some(k.as_str()) != exclude),
     )
 }
+
+#[cfg(test)]
+mod find_tests;
 
 #[cfg(test)]
 mod tests {

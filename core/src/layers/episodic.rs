@@ -26,7 +26,9 @@ pub(crate) use registered::*;
 mod dedup;
 pub use dedup::Recorded;
 #[allow(unused_imports)]
-pub(crate) use dedup::{fingerprint, record_detailed_in, remove_keys as remove_dedup_keys};
+pub(crate) use dedup::{
+    exact_text, fingerprint, record_detailed_in, remove_keys as remove_dedup_keys,
+};
 
 use crate::layers::dedup::OnDuplicate;
 use crate::search::dedup::DupKind;

@@ -61,7 +61,7 @@ pub(crate) fn record_many_in(
     let w = e.indexed_write_prepared(
         &[&e.t.episodes, &e.t.meta, &e.t.dedup],
         || {
-            let mut planner = Planner::new(e, ctx);
+            let mut planner = Planner::new(e, ctx, items.len());
             for (i, item) in items.into_iter().enumerate() {
                 planner.add(item).map_err(|err| err.in_item("items", i))?;
             }

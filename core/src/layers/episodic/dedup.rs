@@ -27,9 +27,11 @@ pub struct Recorded {
 
 /// The exact text of an episode: the trimmed summary and the content's JSON.
 pub(crate) fn exact_text(summary: &str, content: &Value) -> String {
+    use std::fmt::Write;
     let mut s = summary.trim().to_owned();
     s.push('\0');
-    s.push_str(&content.to_string());
+    // `content.to_string()`, written in place.
+    let _ = write!(s, "{content}");
     s
 }
 
@@ -128,16 +130,19 @@ pub(crate) struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    pub(crate) fn new(e: &'a Engine, ctx: &'a str) -> Self {
+    /// A planner for `n` episodes (the capacity of its lists: a pending
+    /// episode is large, and growing a list of them from empty asks the
+    /// allocator for a chunk of four, past its small sizes).
+    pub(crate) fn new(e: &'a Engine, ctx: &'a str, n: usize) -> Self {
         Planner {
             e,
             ctx,
             seed: e.codec.hash_seed(),
-            pending: Vec::new(),
+            pending: Vec::with_capacity(n),
             batch_keys: std::collections::HashMap::new(),
             registered: 0,
             merged: Vec::new(),
-            recorded: Vec::new(),
+            recorded: Vec::with_capacity(n),
         }
     }
 
@@ -217,7 +222,13 @@ impl<'a> Planner<'a> {
         // The context has (now) a dedup index: the batch's earlier items get
         // their keys too (an item before the index was built in this batch has none).
         self.index_pending();
-        let fp = fingerprint(self.seed, &rec.summary, &rec.content);
+        // `fingerprint`, with the exact text computed once.
+        let fp = Fingerprint::of(
+            self.seed,
+            &exact,
+            &embed_text(&rec.summary, &rec.content),
+            true,
+        );
         let stored = policy::find(
             e,
             ctx,
@@ -313,8 +324,11 @@ impl<'a> Planner<'a> {
     /// What to write.
     pub(crate) fn finish(self) -> Result<Writes> {
         let (e, ctx) = (self.e, self.ctx);
+        let n = self.pending.len() + self.merged.len();
         let mut w = Writes {
             recorded: self.recorded,
+            rows: Vec::with_capacity(n),
+            created: Vec::with_capacity(self.pending.len()),
             ..Writes::default()
         };
         let rows = !policy::in_memory(e);
@@ -364,7 +378,7 @@ pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Resul
     let w = e.indexed_write_prepared(
         &[&e.t.episodes, &e.t.meta, &e.t.dedup],
         || {
-            let mut planner = Planner::new(e, ctx);
+            let mut planner = Planner::new(e, ctx, 1);
             planner.add(Item {
                 rec,
                 enc,
