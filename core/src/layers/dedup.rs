@@ -577,9 +577,6 @@ pub(crate) fn nearest_vector(
 }
 
 #[cfg(test)]
-mod find_tests;
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::NewEpisode;

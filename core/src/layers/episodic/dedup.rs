@@ -551,3 +551,6 @@ mod tests {
         assert_eq!(again, bytes);
     }
 }
+
+#[cfg(test)]
+mod find_tests;

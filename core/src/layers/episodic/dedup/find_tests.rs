@@ -1,14 +1,20 @@
-//! `find` with the in-memory index's shortcuts (candidates not read back,
-//! cached shingle sets) against reading every candidate.
+//! `layers::dedup::find` with the in-memory index's shortcuts (candidates not
+//! read back, cached shingle sets) against reading every candidate. It lives
+//! with the episodic layer, which writes the records it searches (the
+//! episodic layer depends on `layers::dedup`, never the other way).
 
-use super::*;
-use crate::NewEpisode;
-use crate::layers::episodic::{embed_text, exact_text, fingerprint};
+use crate::engine::Engine;
+use crate::layers::dedup::{Candidate, OnDuplicate, Want, find};
+use crate::layers::episodic::{embed_text, exact_text, fingerprint, get_in, record_detailed_in};
+use crate::search::dedup::DupKind;
+use crate::{NewEpisode, Result};
 
 #[test]
 fn find_answers_as_if_it_read_every_candidate() {
-    let mem = crate::Memory::temporary().unwrap();
-    let e = &mem.scope.engine;
+    // A temporary engine with every layer (no `Memory`: a layer's tests
+    // stay below the crate root, like its code).
+    let engine = Engine::open(crate::config::Options::default(), &crate::layers::REGISTRY).unwrap();
+    let e: &Engine = &engine;
     let words = [
         "deploy", "billing", "staging", "invoice", "review", "dark", "mode", "Lisbon",
     ];
@@ -33,10 +39,12 @@ fn find_answers_as_if_it_read_every_candidate() {
                 .join(" "),
         };
         // `link` stores every one (duplicates too) and keeps the index.
-        let r = mem
-            .episodic()
-            .record_detailed(NewEpisode::new(text.clone()).on_duplicate(OnDuplicate::Link))
-            .unwrap();
+        let r = record_detailed_in(
+            e,
+            "default",
+            NewEpisode::new(text.clone()).on_duplicate(OnDuplicate::Link),
+        )
+        .unwrap();
         texts.push(text);
         ids.push(r.id);
     }
@@ -62,7 +70,7 @@ fn find_answers_as_if_it_read_every_candidate() {
                     if gone.iter().any(|g| g.as_str() == id) {
                         return Ok(None);
                     }
-                    let ep = mem.episodic().get(id)?.expect("stored");
+                    let ep = get_in(e, "default", id)?.expect("stored");
                     Ok(Some(Candidate {
                         exact: want.exact.then(|| exact_text(&ep.summary, &ep.content)),
                         text: want.text.then(|| embed_text(&ep.summary, &ep.content)),
