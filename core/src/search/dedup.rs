@@ -465,6 +465,25 @@ mod tests {
         assert!(a.bands.iter().zip(&b.bands).all(|(x, y)| x != y));
     }
 
+    /// The normalisation's definition, one character at a time with the
+    /// Unicode rules (the ASCII path works on bytes).
+    fn normalise_by_chars(text: &str) -> String {
+        let mut out = String::new();
+        let mut space = false;
+        for c in text.chars() {
+            if c.is_alphanumeric() {
+                if space && !out.is_empty() {
+                    out.push(' ');
+                }
+                space = false;
+                out.extend(c.to_lowercase());
+            } else {
+                space = true;
+            }
+        }
+        out
+    }
+
     #[test]
     fn ascii_and_unicode_texts_shingle_by_characters() {
         // The definition: every window of 5 characters (the ASCII path takes bytes).
@@ -493,23 +512,7 @@ mod tests {
         }
         // ASCII folds as the Unicode rules do.
         let all: String = (0u8..128).map(char::from).collect();
-        let unicode: String = {
-            let mut out = String::new();
-            let mut space = false;
-            for c in all.chars() {
-                if c.is_alphanumeric() {
-                    if space && !out.is_empty() {
-                        out.push(' ');
-                    }
-                    space = false;
-                    out.extend(c.to_lowercase());
-                } else {
-                    space = true;
-                }
-            }
-            out
-        };
-        assert_eq!(normalise(&all), unicode);
+        assert_eq!(normalise(&all), normalise_by_chars(&all));
     }
 
     #[test]
@@ -517,22 +520,6 @@ mod tests {
         // Random ASCII texts (letters, digits, spaces and punctuation runs):
         // the byte-wise normalisation against the per-character one, and the
         // vectorised window hashes against `hash64` of each window.
-        let by_chars = |text: &str| {
-            let mut out = String::new();
-            let mut space = false;
-            for c in text.chars() {
-                if c.is_alphanumeric() {
-                    if space && !out.is_empty() {
-                        out.push(' ');
-                    }
-                    space = false;
-                    out.extend(c.to_lowercase());
-                } else {
-                    space = true;
-                }
-            }
-            out
-        };
         let alphabet = b"aBcDeZz09 .,!-\t#";
         let mut z = 3u64;
         for n in 0..400 {
@@ -543,7 +530,7 @@ mod tests {
                 })
                 .collect();
             let norm = normalise(&text);
-            assert_eq!(norm, by_chars(&text), "{text:?}");
+            assert_eq!(norm, normalise_by_chars(&text), "{text:?}");
             let seed = z;
             let want: Vec<u64> = if norm.len() <= SHINGLE_CHARS {
                 vec![hash64(seed, norm.as_bytes())]
