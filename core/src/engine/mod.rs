@@ -255,7 +255,6 @@ impl Engine {
                     if !release_every.is_zero() && last_release.0.elapsed() >= release_every {
                         // Only while the store is written: an idle engine has
                         // nothing new to give back.
-                        let writes = engine.writes.load(Ordering::Relaxed);
                         if writes != last_release.1 {
                             crate::util::heap::release_free_heap();
                         }

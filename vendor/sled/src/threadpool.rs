@@ -267,10 +267,15 @@ fn spawn_new_thread(is_immortal: bool) -> Result<()> {
             let res = std::panic::catch_unwind(|| {
                 perform_work(is_immortal, generation)
             });
-            if res.is_err() {
-                TOTAL_THREAD_COUNT.fetch_sub(1, SeqCst);
-            }
-            if matches!(res, Ok(false)) && is_immortal || res.is_err() {
+            // A panic, or an immortal worker that ended without a release.
+            let broken = match res {
+                Err(_) => {
+                    TOTAL_THREAD_COUNT.fetch_sub(1, SeqCst);
+                    true
+                }
+                Ok(released) => is_immortal && !released,
+            };
+            if broken {
                 // IO thread panicked, shut down the system
                 log::error!(
                     "IO thread unexpectedly terminated.
