@@ -279,10 +279,30 @@ def content_gate(bm: list[Pair], vec: list[Pair], content: list[Pair], lo: float
     return zlinear(bm, vec, lo if matched else hi)
 
 
+def keep_places(fused: list[str], bm: list[Pair], vec: list[Pair], w: float, limit: int = 10) -> list[str]:
+    """The engine's guard for the stronger list (weight 1 − w for BM25, w for the vectors):
+    its top `limit − round(limit · weaker share)` stay in the top `limit`, the other places
+    go to the best of the rest by fused order; the top `limit` keep the fused order."""
+    strong = vec if w > 1 - w else bm
+    room = int(np.floor(limit * min(w, 1 - w) + 0.5))
+    kept = {t for t, _ in strong[: limit - room]}
+    others = limit - len(kept)
+    top: list[str] = []
+    for t in fused:
+        if t in kept:
+            top.append(t)
+        elif others > 0:
+            others -= 1
+            top.append(t)
+    chosen = set(top)
+    return top + [t for t in fused if t not in chosen]
+
+
 class Evidence:
     """The engine's default since the third round (core/src/search/evidence.rs,
     FusionMethod::Adaptive): tail-z of each list (no allowance, no ratio), the
-    vector list weighted s² and BM25 1 − s², s = (agreed + 1) / (confident + 2)
+    vector list weighted s² and BM25 1 − s² (the stronger list keeping its places,
+    `keep_places`), s = (agreed + 1) / (confident + 2)
     over the earlier questions of the run whose BM25 best hit held more than
     half of the question's content words (confident), agreed when the vector
     list's best hit was the same memory. Harness-side, words are matched
@@ -301,7 +321,7 @@ class Evidence:
 
     def __call__(self, q: dict[str, Any], bm: list[Pair], vec: list[Pair]) -> list[str]:
         share = (self.agreed + 1) / (self.confident + 2)
-        ranked = zlinear(bm, vec, share * share)
+        ranked = keep_places(zlinear(bm, vec, share * share), bm, vec, share * share)
         asked = self.words(q["text"])
         if bm and vec and asked:
             held = self.words(self.texts[bm[0][0]])

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -153,14 +154,13 @@ def _edu_of(dialogue: dict[str, Any], start: int, text: str) -> int | None:
 
 def molweni_from(mrc: list[dict[str, Any]], distractors: list[list[dict[str, Any]]], name: str,
                  about: str) -> dict[str, Any]:
-    docs: list[dict[str, Any]] = []
+    chats: list[list[dict[str, Any]]] = []
     questions: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
 
     def add(prefix: str, edus: list[dict[str, Any]]) -> None:
-        for k, e in enumerate(edus):
-            docs.append(dict(id=f"{prefix}#{k}", ns="ubuntu", text=e["text"] or "...",
-                             speakers=[e["speaker"]] if e["speaker"].strip() else []))
+        chats.append([dict(id=f"{prefix}#{k}", ns="ubuntu", text=e["text"] or "...",
+                           speakers=[e["speaker"]] if e["speaker"].strip() else []) for k, e in enumerate(edus)])
 
     for di, d in enumerate(mrc):
         seen.add(tuple(e["text"] for e in d["edus"]))
@@ -185,6 +185,13 @@ def molweni_from(mrc: list[dict[str, Any]], distractors: list[list[dict[str, Any
                 continue
             seen.add(key)
             add(f"d{si}.{di}", d["edus"])
+    if distractors:
+        # Record the chats in a seeded random order, not the answer chats first:
+        # BM25 orders equal scores by when the memory was recorded, and with the
+        # answer chats first, every tie at the 10th place went their way (62 of
+        # 96 such questions: +0.007 recall@10 for BM25 alone, by recording order).
+        random.Random(27).shuffle(chats)
+    docs = [doc for chat in chats for doc in chat]
     return dict(name=name, about=about, docs=docs, questions=questions)
 
 

@@ -8,8 +8,8 @@ use parking_lot::RwLock;
 
 use super::Engine;
 use crate::search::embedder::{Embedder, check, embed_one};
-use crate::search::evidence::{Evidence, covers_most};
-use crate::search::fusion::{Fused, depth, fuse, validate_fusion};
+use crate::search::evidence::{Evidence, content_terms, covers_most, holds_any};
+use crate::search::fusion::{Fused, FusionMethod, depth, fuse_matched, validate_fusion};
 use crate::search::index::Kind;
 use crate::search::vector::{RowFilter, VectorQuery, VectorSet};
 use crate::{Error, Result};
@@ -141,8 +141,23 @@ pub(crate) fn fused_hits(
     let mut bm25 = text_list(depth)?;
     bm25.retain(|(_, s)| *s > 0.0);
     let evidence = e.fusion_evidence(kind);
-    let fused = fuse(
+    // The adaptive fusion scores BM25 on the hits that matched a content word
+    // of the question (not only "what did I ..."): read each hit's text.
+    let asked = content_terms(query);
+    let mut docs = Vec::with_capacity(bm25.len());
+    if vq.fusion.method == FusionMethod::Adaptive && !asked.is_empty() {
+        for (key, _) in &bm25 {
+            docs.push(e.index_doc(kind, ctx, key)?);
+        }
+    }
+    let content: Option<Vec<bool>> = (!docs.is_empty()).then(|| {
+        docs.iter()
+            .map(|d| d.as_ref().is_some_and(|d| holds_any(&asked, d)))
+            .collect()
+    });
+    let fused = fuse_matched(
         &bm25,
+        content.as_deref(),
         &vector_list,
         evidence.vector_share(),
         &vq.fusion,
@@ -152,10 +167,17 @@ pub(crate) fn fused_hits(
     // most of the question's content words, did the vector list agree?
     if learn
         && let (Some((bm25_top, _)), Some((vector_top, _))) = (bm25.first(), vector_list.first())
-        && let Some(doc) = e.index_doc(kind, ctx, bm25_top)?
-        && covers_most(query, &doc) == Some(true)
     {
-        evidence.record(bm25_top == vector_top);
+        let top = if docs.is_empty() {
+            e.index_doc(kind, ctx, bm25_top)?
+        } else {
+            docs.swap_remove(0)
+        };
+        if let Some(doc) = top
+            && covers_most(query, &doc) == Some(true)
+        {
+            evidence.record(bm25_top == vector_top);
+        }
     }
     Ok(fused)
 }

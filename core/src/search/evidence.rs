@@ -110,21 +110,33 @@ fn le_u64(b: &[u8; 16], at: usize) -> u64 {
 /// dropped and the rest stemmed, as the index stems them). `None` when the
 /// query has no content word.
 pub(crate) fn covers_most(query: &str, doc: &IndexDoc) -> Option<bool> {
-    let mut analyzer = analyzer();
-    let terms = |analyzer: &mut TextAnalyzer, text: &str, out: &mut Vec<String>| {
-        let mut stream = analyzer.token_stream(text);
-        while stream.advance() {
-            let t = &stream.token().text;
-            if !out.contains(t) {
-                out.push(t.clone());
-            }
-        }
-    };
-    let mut asked = Vec::new();
-    terms(&mut analyzer, query, &mut asked);
+    let asked = content_terms(query);
     if asked.is_empty() {
         return None;
     }
+    let held = doc_terms(doc);
+    let found = asked.iter().filter(|t| held.contains(t)).count();
+    Some(2 * found > asked.len())
+}
+
+/// The distinct content terms of a search text: its terms after the stop
+/// words and question words are dropped, stemmed as the index stems them.
+pub(crate) fn content_terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    terms(&mut analyzer(), text, &mut out);
+    out
+}
+
+/// Whether `doc` (summary, body, participants or tags) holds any of `asked`
+/// (from [`content_terms`]).
+pub(crate) fn holds_any(asked: &[String], doc: &IndexDoc) -> bool {
+    let held = doc_terms(doc);
+    asked.iter().any(|t| held.contains(t))
+}
+
+/// The distinct content terms of a document's text fields.
+fn doc_terms(doc: &IndexDoc) -> Vec<String> {
+    let mut analyzer = analyzer();
     let mut held = Vec::new();
     for text in [&doc.summary, &doc.body]
         .into_iter()
@@ -133,8 +145,18 @@ pub(crate) fn covers_most(query: &str, doc: &IndexDoc) -> Option<bool> {
     {
         terms(&mut analyzer, text, &mut held);
     }
-    let found = asked.iter().filter(|t| held.contains(t)).count();
-    Some(2 * found > asked.len())
+    held
+}
+
+/// Append the distinct terms `analyzer` makes of `text` to `out`.
+fn terms(analyzer: &mut TextAnalyzer, text: &str, out: &mut Vec<String>) {
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let t = &stream.token().text;
+        if !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
 }
 
 /// The content-word analyzer, built once (a clone per call).

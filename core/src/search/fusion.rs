@@ -50,7 +50,10 @@ pub enum FusionMethod {
     /// saved with the store; one half in a new store). A strong embedder agrees with the
     /// lexically certain searches most of the time and gets most of the
     /// weight; a weak one, on text whose questions share words with the
-    /// answers, rarely does and defers to BM25. Nothing is tuned to a data
+    /// answers, rarely does and defers to BM25. The list with the larger weight
+    /// keeps its top `limit − round(limit · w)` among the results, `w` the
+    /// weaker list's share of the weight: the weaker list may take at most
+    /// its share of the stronger one's places. Nothing is tuned to a data
     /// set or an embedder: the store's own searches carry the evidence.
     #[default]
     Adaptive,
@@ -176,6 +179,7 @@ impl TailZ {
 /// entries; `vector_share` is the store's estimate of how often the vector
 /// list finds what the words find (`search::evidence::Evidence`), used by
 /// [`FusionMethod::Adaptive`].
+#[cfg(test)]
 pub(crate) fn fuse(
     bm25: &[(String, f32)],
     vector: &[(String, f32)],
@@ -183,10 +187,41 @@ pub(crate) fn fuse(
     fusion: &Fusion,
     limit: usize,
 ) -> Vec<Fused> {
+    fuse_matched(bm25, None, vector, vector_share, fusion, limit)
+}
+
+/// [`fuse`], with `content[i]` telling whether BM25 hit `i` matched a content
+/// word of the query (not only stop and question words); `None`: every hit
+/// did. [`FusionMethod::Adaptive`] scores the BM25 side on the hits that did
+/// (the others add 0 for BM25, their background is that of the content
+/// matches); the stronger-list guard still keeps BM25's own top places.
+pub(crate) fn fuse_matched(
+    bm25: &[(String, f32)],
+    content: Option<&[bool]>,
+    vector: &[(String, f32)],
+    vector_share: f32,
+    fusion: &Fusion,
+    limit: usize,
+) -> Vec<Fused> {
     let max_bm25 = bm25.iter().map(|(_, s)| *s).fold(0f32, f32::max);
+    let matched: Vec<(String, f32)>;
+    let bm25_scored: &[(String, f32)] = match content {
+        Some(flags) if fusion.method == FusionMethod::Adaptive => {
+            matched = bm25
+                .iter()
+                .zip(flags)
+                .filter(|(_, m)| **m)
+                .map(|(hit, _)| hit.clone())
+                .collect();
+            &matched
+        }
+        _ => bm25,
+    };
+    let scored_keys: Option<std::collections::HashSet<&str>> = (bm25_scored.len() < bm25.len())
+        .then(|| bm25_scored.iter().map(|(k, _)| k.as_str()).collect());
     let (bm25_norm, vector_norm) = match fusion.method {
         FusionMethod::Adaptive => (
-            TailZ::of(bm25, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH),
+            TailZ::of(bm25_scored, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH),
             TailZ::of(vector, ADAPTIVE_TAIL_FROM, ADAPTIVE_PEAK_DEPTH),
         ),
         _ => (TailZ::default(), TailZ::default()),
@@ -228,7 +263,9 @@ pub(crate) fn fuse(
                     fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
                 }
                 FusionMethod::Adaptive => {
-                    let bs = b.map_or(0.0, |(_, s)| bm25_norm.apply(s));
+                    let bs = b
+                        .filter(|_| scored_keys.as_ref().is_none_or(|keys| keys.contains(k)))
+                        .map_or(0.0, |(_, s)| bm25_norm.apply(s));
                     let vs = v.map_or(0.0, |(_, s)| vector_norm.apply(s));
                     fusion.bm25_weight * bm25_scale * bs + fusion.vector_weight * vector_scale * vs
                 }
@@ -258,8 +295,45 @@ pub(crate) fn fuse(
             .then_with(|| best(a).cmp(&best(b)))
             .then_with(|| a.key.cmp(&b.key))
     });
+    if fusion.method == FusionMethod::Adaptive {
+        let bm25_w = fusion.bm25_weight * bm25_scale;
+        let vector_w = fusion.vector_weight * vector_scale;
+        let strong = if vector_w > bm25_w { vector } else { bm25 };
+        let weak_share = if bm25_w + vector_w > 0.0 {
+            bm25_w.min(vector_w) / (bm25_w + vector_w)
+        } else {
+            0.0
+        };
+        keep_places(&mut out, strong, weak_share, limit);
+    }
     out.truncate(limit);
     out
+}
+
+/// Adaptive fusion's guard for the stronger list (the one with the larger
+/// weight): of the `limit` results, the weaker list may take at most its share
+/// of the weight, `round(limit · weak_share)`, of the places the stronger list's
+/// own top `limit` would hold. The stronger list's top `limit − that` stay in
+/// the results; the other places go to the best of the rest by fused score;
+/// the results keep the fused order. `out` is sorted best first.
+fn keep_places(out: &mut Vec<Fused>, strong: &[(String, f32)], weak_share: f32, limit: usize) {
+    let room = (limit as f32 * weak_share.clamp(0.0, 0.5)).round() as usize;
+    let kept: std::collections::HashSet<&str> = strong
+        .iter()
+        .take(limit.saturating_sub(room))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let mut others = limit.saturating_sub(kept.len());
+    out.retain(|f| {
+        if kept.contains(f.key.as_str()) {
+            true
+        } else if others > 0 {
+            others -= 1;
+            true
+        } else {
+            false
+        }
+    });
 }
 
 /// Depth each list is fetched at before fusion.
@@ -301,6 +375,52 @@ mod tests {
             0.0
         );
         assert_eq!(TailZ::of(&[], 10, 50).apply(1.0), 0.0);
+    }
+
+    #[test]
+    fn the_weaker_list_takes_at_most_its_share_of_the_stronger_lists_places() {
+        // Fused order: five memories only the weaker list found, then the
+        // stronger list's ten (a..j), then three more of the weaker list's.
+        let strong: Vec<(String, f32)> = (b'a'..=b'j')
+            .map(|c| (char::from(c).to_string(), 10.0 - f32::from(c - b'a')))
+            .collect();
+        let fused_order: Vec<String> = (1..=5)
+            .map(|i| format!("v{i}"))
+            .chain(strong.iter().map(|(k, _)| k.clone()))
+            .chain((6..=8).map(|i| format!("v{i}")))
+            .collect();
+        let out = |share: f32, limit: usize, strong: &[(String, f32)]| -> Vec<String> {
+            let mut out: Vec<Fused> = fused_order
+                .iter()
+                .enumerate()
+                .map(|(i, k)| Fused {
+                    key: k.clone(),
+                    score: 100.0 - i as f32,
+                    bm25_rank: None,
+                    vector_rank: None,
+                })
+                .collect();
+            keep_places(&mut out, strong, share, limit);
+            out.truncate(limit);
+            out.into_iter().map(|f| f.key).collect()
+        };
+        // Weight share 0.13 of 10 places: one; the stronger list keeps its top 9.
+        assert_eq!(
+            out(0.13, 10, &strong),
+            ["v1", "a", "b", "c", "d", "e", "f", "g", "h", "i"]
+        );
+        // Equal weights: half the places, in fused order.
+        assert_eq!(
+            out(0.5, 10, &strong),
+            ["v1", "v2", "v3", "v4", "v5", "a", "b", "c", "d", "e"]
+        );
+        // No weight: the stronger list's top 10, in fused order.
+        assert_eq!(
+            out(0.0, 10, &strong),
+            ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
+        );
+        // A stronger list shorter than the results: the rest by fused score.
+        assert_eq!(out(0.13, 5, &strong[..2]), ["v1", "v2", "v3", "a", "b"]);
     }
 
     type ScoredList = Vec<(String, f32)>;
@@ -385,6 +505,51 @@ mod tests {
         let top = fuse(&tied, &vector, 0.5, &adaptive, 14);
         let lexical = top.iter().filter(|f| f.bm25_rank.is_some()).count();
         assert_eq!(lexical, 12, "{top:?}");
+    }
+
+    #[test]
+    fn bm25_hits_that_matched_only_stop_words_add_nothing_to_the_fused_score() {
+        // BM25: s0 and s1 matched only "what did I" (scores 2.0, 1.9), c2..c5
+        // matched a content word (1.5 down to 1.2); the vectors favour c4.
+        let bm = list(&[
+            ("s0", 2.0),
+            ("s1", 1.9),
+            ("c2", 1.5),
+            ("c3", 1.4),
+            ("c4", 1.3),
+            ("c5", 1.2),
+        ]);
+        let content = [false, false, true, true, true, true];
+        let vector = list(&[("c4", 0.8), ("x", 0.5), ("c2", 0.45), ("y", 0.4)]);
+        let adaptive = Fusion::default();
+        // The vectors are the stronger list (share 0.9): s0, s1 have no BM25
+        // score and no vector score, so they come last.
+        let strong_vectors = fuse_matched(&bm, Some(&content), &vector, 0.9, &adaptive, 10);
+        let keys: Vec<&str> = strong_vectors.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(keys[0], "c4", "{keys:?}");
+        assert!(keys.iter().position(|k| *k == "s0") > keys.iter().position(|k| *k == "y"));
+        let s0 = strong_vectors.iter().find(|f| f.key == "s0").unwrap();
+        assert_eq!(s0.score, 0.0);
+        assert_eq!(s0.bm25_rank, Some(1));
+        // Without the flags s0 leads BM25's side and scores.
+        let plain = fuse(&bm, &vector, 0.9, &adaptive, 10);
+        assert!(plain.iter().find(|f| f.key == "s0").unwrap().score > 0.0);
+        // BM25 the stronger list (share 0.2: weights 0.96 / 0.04): of 3
+        // places the vectors may take round(3 · 0.04) = 0, so BM25's own top 3
+        // stay, the stop-word matches among them, in fused order.
+        let strong_bm25 = fuse_matched(&bm, Some(&content), &vector, 0.2, &adaptive, 3);
+        let mut keys: Vec<&str> = strong_bm25.iter().map(|f| f.key.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["c2", "s0", "s1"]);
+        // Linear and RRF ignore the flags.
+        let rrf = Fusion {
+            method: FusionMethod::Rrf,
+            ..Fusion::default()
+        };
+        assert_eq!(
+            fuse_matched(&bm, Some(&content), &vector, 0.9, &rrf, 10),
+            fuse(&bm, &vector, 0.9, &rrf, 10)
+        );
     }
 
     #[test]
