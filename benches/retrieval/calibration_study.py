@@ -298,11 +298,16 @@ def keep_places(fused: list[str], bm: list[Pair], vec: list[Pair], w: float, lim
     return top + [t for t in fused if t not in chosen]
 
 
+POWER = 1.5  # core/src/search/fusion.rs ADAPTIVE_SHARE_POWER
+
+
 class Evidence:
     """The engine's default since the third round (core/src/search/evidence.rs,
     FusionMethod::Adaptive): tail-z of each list (no allowance, no ratio), the
-    vector list weighted s² and BM25 1 − s² (the stronger list keeping its places,
-    `keep_places`), s = (agreed + 1) / (confident + 2)
+    vector list weighted s^1.5 and BM25 1 − s^1.5 (`POWER`), BM25's z added only for
+    the hits that matched a content word (`content`, the full list restricted to
+    them; the background stays the whole list's), the stronger list keeping its
+    places (`keep_places`), s = (agreed + 1) / (confident + 2)
     over the earlier questions of the run whose BM25 best hit held more than
     half of the question's content words (confident), agreed when the vector
     list's best hit was the same memory. Harness-side, words are matched
@@ -319,9 +324,20 @@ class Evidence:
 
         return {w for w in re.findall(r"\w+", text.lower()) if w not in STOP}
 
-    def __call__(self, q: dict[str, Any], bm: list[Pair], vec: list[Pair]) -> list[str]:
+    def __call__(self, q: dict[str, Any], bm: list[Pair], vec: list[Pair],
+                 content: list[Pair] | None = None) -> list[str]:
         share = (self.agreed + 1) / (self.confident + 2)
-        ranked = keep_places(zlinear(bm, vec, share * share), bm, vec, share * share)
+        w = share ** POWER
+        s: dict[str, float] = {}
+        matched = None if content is None else {t for t, _ in content}
+        for t, x in tail_z_pad(bm, 10, 50).items():
+            if matched is None or t in matched:
+                s[t] = s.get(t, 0.0) + (1.0 - w) * x
+        for t, x in tail_z_pad(vec, 10, 50).items():
+            s[t] = s.get(t, 0.0) + w * x
+        fused = order(s)
+        fused += [t for t, _ in bm if t not in s]
+        ranked = keep_places(fused, bm, vec, w)
         asked = self.words(q["text"])
         if bm and vec and asked:
             held = self.words(self.texts[bm[0][0]])
@@ -410,7 +426,7 @@ def main() -> None:
                 bo = content_only(b, bc)
                 res["BM25"].append(score([t for t, _ in b], q["gold"])[0])
                 res["vectors"].append(score([t for t, _ in v], q["gold"])[0])
-                res["**default (evidence)**"].append(score(evidence(q, b, v), q["gold"])[0])
+                res["**default (evidence)**"].append(score(evidence(q, b, v, bo), q["gold"])[0])
                 for name, f in cands.items():
                     res[name].append(score(f(b, v, g, bc, bo), q["gold"])[0])
             st.close()
