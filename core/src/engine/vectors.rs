@@ -141,37 +141,52 @@ pub(crate) fn fused_hits(
     let mut bm25 = text_list(depth)?;
     bm25.retain(|(_, s)| *s > 0.0);
     let evidence = e.fusion_evidence(kind);
-    // The adaptive fusion scores BM25 on the hits that matched a content word
-    // of the question (not only "what did I ..."): read each hit's text.
-    let asked = content_terms(query);
-    let mut docs = Vec::with_capacity(bm25.len());
-    if vq.fusion.method == FusionMethod::Adaptive && !asked.is_empty() {
-        for (key, _) in &bm25 {
-            docs.push(e.index_doc(kind, ctx, key)?);
+    // The adaptive fusion adds BM25's z only for hits that matched a content
+    // word of the question (not only "what did I ..."). Finding out reads the
+    // hit's text, so only the hits that reach the results are read: a hit not
+    // read yet counts as a content match, which can only raise its score, so
+    // once every BM25 hit among the results has been read, none left out
+    // would have made it (the result is that of reading every hit).
+    let asked = match vq.fusion.method {
+        FusionMethod::Adaptive => content_terms(query),
+        _ => Vec::new(),
+    };
+    let mut read: Vec<Option<bool>> = vec![None; if asked.is_empty() { 0 } else { bm25.len() }];
+    let mut top_doc = None;
+    let fused = loop {
+        let flags: Vec<bool> = read.iter().map(|r| r.unwrap_or(true)).collect();
+        let fused = fuse_matched(
+            &bm25,
+            (!flags.is_empty()).then_some(flags.as_slice()),
+            &vector_list,
+            evidence.vector_share(),
+            &vq.fusion,
+            limit,
+        );
+        let unread: Vec<usize> = fused
+            .iter()
+            .filter_map(|f| f.bm25_rank.map(|r| r as usize - 1))
+            .filter(|&i| read.get(i).is_some_and(Option::is_none))
+            .collect();
+        if unread.is_empty() {
+            break fused;
         }
-    }
-    let content: Option<Vec<bool>> = (!docs.is_empty()).then(|| {
-        docs.iter()
-            .map(|d| d.as_ref().is_some_and(|d| holds_any(&asked, d)))
-            .collect()
-    });
-    let fused = fuse_matched(
-        &bm25,
-        content.as_deref(),
-        &vector_list,
-        evidence.vector_share(),
-        &vq.fusion,
-        limit,
-    );
+        for i in unread {
+            let doc = e.index_doc(kind, ctx, &bm25[i].0)?;
+            read[i] = Some(doc.as_ref().is_some_and(|d| holds_any(&asked, d)));
+            if i == 0 {
+                top_doc = Some(doc);
+            }
+        }
+    };
     // Learn from this search for the next ones: when the BM25 best hit holds
     // most of the question's content words, did the vector list agree?
     if learn
         && let (Some((bm25_top, _)), Some((vector_top, _))) = (bm25.first(), vector_list.first())
     {
-        let top = if docs.is_empty() {
-            e.index_doc(kind, ctx, bm25_top)?
-        } else {
-            docs.swap_remove(0)
+        let top = match top_doc {
+            Some(doc) => doc,
+            None => e.index_doc(kind, ctx, bm25_top)?,
         };
         if let Some(doc) = top
             && covers_most(query, &doc) == Some(true)

@@ -130,19 +130,31 @@ pub(crate) fn content_terms(text: &str) -> Vec<String> {
 /// Whether `doc` (summary, body, participants or tags) holds any of `asked`
 /// (from [`content_terms`]).
 pub(crate) fn holds_any(asked: &[String], doc: &IndexDoc) -> bool {
-    let held = doc_terms(doc);
-    asked.iter().any(|t| held.contains(t))
+    let mut analyzer = analyzer();
+    text_fields(doc).any(|text| {
+        let mut stream = analyzer.token_stream(text);
+        while stream.advance() {
+            if asked.contains(&stream.token().text) {
+                return true;
+            }
+        }
+        false
+    })
+}
+
+/// A document's text fields: summary, body, participants, tags.
+fn text_fields(doc: &IndexDoc) -> impl Iterator<Item = &String> {
+    [&doc.summary, &doc.body]
+        .into_iter()
+        .chain(doc.participants.iter())
+        .chain(doc.tags.iter())
 }
 
 /// The distinct content terms of a document's text fields.
 fn doc_terms(doc: &IndexDoc) -> Vec<String> {
     let mut analyzer = analyzer();
     let mut held = Vec::new();
-    for text in [&doc.summary, &doc.body]
-        .into_iter()
-        .chain(doc.participants.iter())
-        .chain(doc.tags.iter())
-    {
+    for text in text_fields(doc) {
         terms(&mut analyzer, text, &mut held);
     }
     held
