@@ -174,6 +174,13 @@ pub(crate) fn mem_loaded(e: &Engine, ctx: &str, kind: DupKind) -> bool {
     with_mem(e, ctx, kind, |_| ()).is_some()
 }
 
+/// Drop the shingle sets the in-memory index of (`ctx`, `kind`) keeps (a
+/// test's way to candidates whose sets are computed).
+#[cfg(test)]
+pub(crate) fn mem_drop_cached(e: &Engine, ctx: &str, kind: DupKind) {
+    with_mem(e, ctx, kind, |m| m.drop_cached());
+}
+
 /// Remove record `id` from the in-memory index of (`ctx`, `kind`), if loaded.
 pub(crate) fn mem_remove(e: &Engine, ctx: &str, kind: DupKind, id: &str) {
     with_mem(e, ctx, kind, |m| m.remove(id));
@@ -414,7 +421,7 @@ pub(crate) fn find(
             Some(set) => near(&set),
             None => {
                 let text = cand.text.as_deref().unwrap_or_default();
-                let set = dedup::shingles(seed, &dedup::normalise(text));
+                let set = dedup::shingles(seed, &dedup::normalise(text)).into_list();
                 let sim = near(&set);
                 if indexed {
                     computed.push((c.id.clone(), set.into()));

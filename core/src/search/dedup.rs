@@ -121,26 +121,25 @@ fn normalise_ascii(text: &[u8]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// The hashed character shingles of a normalised text, sorted and without
-/// repeats (one shingle for a text shorter than [`SHINGLE_CHARS`], none for
-/// an empty one). A sorted vector rather than a hash set: the hashes need no
-/// second hashing, and [`jaccard`] is one merge of two sorted lists.
-pub(crate) fn shingles(seed: u64, norm: &str) -> Vec<u64> {
-    let mut out: Vec<u64> = if norm.is_ascii() {
+/// The shingle set of a normalised text (one shingle for a text shorter than
+/// [`SHINGLE_CHARS`], none for an empty one): its hashed character shingles
+/// without repeats, in the order first seen (see [`Shingles`]).
+pub(crate) fn shingles(seed: u64, norm: &str) -> Shingles {
+    let hashes: Vec<u64> = if norm.is_ascii() {
         // One byte per character: the windows are the bytes'.
         let b = norm.as_bytes();
         if b.len() <= SHINGLE_CHARS {
             return if b.is_empty() {
-                Vec::new()
+                Shingles::default()
             } else {
-                vec![hash64(seed, b)]
+                Shingles::of_hashes(vec![hash64(seed, b)])
             };
         }
         window_hashes(seed, b)
     } else {
         let chars: Vec<usize> = norm.char_indices().map(|(p, _)| p).collect();
         if chars.len() <= SHINGLE_CHARS {
-            return vec![hash64(seed, norm.as_bytes())];
+            return Shingles::of_hashes(vec![hash64(seed, norm.as_bytes())]);
         }
         (0..=chars.len() - SHINGLE_CHARS)
             .map(|i| {
@@ -149,9 +148,103 @@ pub(crate) fn shingles(seed: u64, norm: &str) -> Vec<u64> {
             })
             .collect()
     };
-    out.sort_unstable();
-    out.dedup();
-    out
+    Shingles::of_hashes(hashes)
+}
+
+/// A shingle set: the distinct shingle hashes of a text, in the order first
+/// seen, and a hash table of them (open addressing, linear probing, at most
+/// half full). Its size is known without sorting the hashes, and
+/// [`jaccard`] counts the shared shingles by looking the other set's up (the
+/// hashes are already seeded 64-bit mixes: their low bits are the place). A
+/// sorted list (the earlier form) cost a sort of every new text's ~100
+/// hashes, the largest part of its fingerprint; the sets are the same sets.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shingles {
+    /// The distinct hashes, in the order first seen.
+    list: Vec<u64>,
+    /// A power of two of places (empty for an empty set); 0 marks a free one
+    /// (a hash 0, if any, is `zero`).
+    table: Vec<u64>,
+    zero: bool,
+}
+
+impl Shingles {
+    /// The set of `hashes` (repeats dropped, the first of each kept in place).
+    fn of_hashes(mut hashes: Vec<u64>) -> Self {
+        if hashes.is_empty() {
+            return Shingles::default();
+        }
+        let places = (hashes.len() * 2).next_power_of_two().max(8);
+        let mut set = Shingles {
+            list: Vec::new(),
+            table: vec![0; places],
+            zero: false,
+        };
+        let mut kept = 0;
+        for i in 0..hashes.len() {
+            let h = hashes[i];
+            if set.add(h) {
+                hashes[kept] = h;
+                kept += 1;
+            }
+        }
+        hashes.truncate(kept);
+        set.list = hashes;
+        set
+    }
+
+    /// Add `h` to the table (at most half full); whether it was new.
+    fn add(&mut self, h: u64) -> bool {
+        if h == 0 {
+            return !std::mem::replace(&mut self.zero, true);
+        }
+        let mask = self.table.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            match self.table[i] {
+                0 => {
+                    self.table[i] = h;
+                    return true;
+                }
+                t if t == h => return false,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Whether `h` is in the set.
+    #[inline]
+    fn contains(&self, h: u64) -> bool {
+        if h == 0 {
+            return self.zero;
+        }
+        let Some(mask) = self.table.len().checked_sub(1) else {
+            return false;
+        };
+        let mut i = h as usize & mask;
+        loop {
+            match self.table[i] {
+                0 => return false,
+                t if t == h => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// The number of shingles.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// The shingles, in the order first seen.
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        &self.list
+    }
+
+    /// The shingles, in the order first seen (the table dropped).
+    pub(crate) fn into_list(self) -> Vec<u64> {
+        self.list
+    }
 }
 
 /// The [`hash64`] of every window of `bytes` (element `i`: of
@@ -178,35 +271,24 @@ fn window_hashes(seed: u64, bytes: &[u8]) -> Vec<u64> {
     out
 }
 
-/// Jaccard similarity of two shingle sets as [`shingles`] gives them (sorted,
-/// no repeats; 0 when both are empty).
-pub(crate) fn jaccard(a: &[u64], b: &[u64]) -> f32 {
-    if a.is_empty() && b.is_empty() {
+/// Jaccard similarity of the shingle set `a` and the shingles `b` (distinct,
+/// in any order: a set's [`Shingles::as_slice`]); 0 when both are empty.
+pub(crate) fn jaccard(a: &Shingles, b: &[u64]) -> f32 {
+    if a.len() == 0 && b.is_empty() {
         return 0.0;
     }
-    let (mut i, mut j, mut inter) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                inter += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
+    let inter = b.iter().filter(|h| a.contains(**h)).count();
     let union = a.len() + b.len() - inter;
     inter as f32 / union as f32
 }
 
-/// [`jaccard`] of `a` and `b` when it is at least `t`, else `None`, reading
-/// only as much of the two lists as can still reach `t`: the merge stops once
-/// the intersection so far plus what is left of the shorter list is below the
-/// least intersection that gives `t` (the same `f32` division as [`jaccard`],
-/// so the answer is the same whichever way it is computed). Candidates below
-/// the threshold, most of them, are decided after a fraction of their shingles.
-pub(crate) fn jaccard_at_least(a: &[u64], b: &[u64], t: f32) -> Option<f32> {
+/// [`jaccard`] of `a` and `b` when it is at least `t`, else `None`, looking
+/// up only as much of `b` as can still reach `t`: it stops once the
+/// intersection so far plus what is left of `b` is below the least
+/// intersection that gives `t` (the same `f32` division as [`jaccard`], so
+/// the answer is the same whichever way it is computed). Candidates below the
+/// threshold, most of them, are decided after a fraction of their shingles.
+pub(crate) fn jaccard_at_least(a: &Shingles, b: &[u64], t: f32) -> Option<f32> {
     let n = a.len() + b.len();
     // `reaches(k)`: an intersection of k gives at least `t` (monotone in k).
     let reaches = |k: usize| n > k && (k as f32 / (n - k) as f32) >= t;
@@ -221,15 +303,12 @@ pub(crate) fn jaccard_at_least(a: &[u64], b: &[u64], t: f32) -> Option<f32> {
     if !reaches(need) || need > a.len().min(b.len()) {
         return None;
     }
-    let (mut i, mut j, mut inter) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        if inter + (a.len() - i).min(b.len() - j) < need {
+    let mut inter = 0usize;
+    for (i, h) in b.iter().enumerate() {
+        if inter + (b.len() - i) < need {
             return None;
         }
-        let (x, y) = (a[i], b[j]);
-        inter += usize::from(x == y);
-        i += usize::from(x <= y);
-        j += usize::from(y <= x);
+        inter += usize::from(a.contains(*h));
     }
     (inter >= need).then(|| inter as f32 / (n - inter) as f32)
 }
@@ -331,8 +410,8 @@ pub(crate) const MIN_EQUAL_MINIMA: usize = 7;
 pub(crate) struct Fingerprint {
     /// Hash of the exact text (`None`: not checked for exact duplicates).
     pub exact: Option<u64>,
-    /// The shingle set of the normalised text (sorted, no repeats).
-    pub shingles: Vec<u64>,
+    /// The shingle set of the normalised text.
+    pub shingles: Shingles,
     /// MinHash band hashes (empty: not checked for near-duplicates).
     pub bands: Vec<u64>,
     /// The MinHash signature the bands are cut from (empty with the bands).
@@ -345,7 +424,7 @@ impl Fingerprint {
         let norm = normalise(text);
         let shingles = shingles(seed, &norm);
         let mins = if near {
-            minima(seed, &shingles)
+            minima(seed, shingles.as_slice())
         } else {
             Vec::new()
         };
@@ -450,9 +529,9 @@ mod tests {
             "Quarterly revenue grew by eleven percent in Europe",
             true,
         );
-        assert!(jaccard(&a.shingles, &b.shingles) > 0.99);
+        assert!(jaccard(&a.shingles, b.shingles.as_slice()) > 0.99);
         assert!(a.bands.iter().zip(&b.bands).any(|(x, y)| x == y));
-        assert!(jaccard(&a.shingles, &c.shingles) < 0.1);
+        assert!(jaccard(&a.shingles, c.shingles.as_slice()) < 0.1);
         assert!(!a.bands.iter().zip(&c.bands).any(|(x, y)| x == y));
         assert_eq!(a.bands.len(), MINHASH_BANDS);
     }
@@ -463,6 +542,31 @@ mod tests {
         let b = Fingerprint::of(7, "same text", "same text here", true);
         assert_ne!(a.exact, b.exact);
         assert!(a.bands.iter().zip(&b.bands).all(|(x, y)| x != y));
+    }
+
+    /// `v` without repeats, the first of each kept (a set in the order first
+    /// seen, as [`Shingles`] keeps it), the plain way.
+    fn first_seen(v: Vec<u64>) -> Vec<u64> {
+        let mut out: Vec<u64> = Vec::new();
+        for h in v {
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+        out
+    }
+
+    /// Jaccard similarity by its set definition (0 when both are empty).
+    fn jaccard_plain(a: &[u64], b: &[u64]) -> f32 {
+        use std::collections::HashSet;
+        let (ha, hb): (HashSet<u64>, HashSet<u64>) =
+            (a.iter().copied().collect(), b.iter().copied().collect());
+        let union = ha.union(&hb).count();
+        if union == 0 {
+            0.0
+        } else {
+            ha.intersection(&hb).count() as f32 / union as f32
+        }
     }
 
     /// The normalisation's definition, one character at a time with the
@@ -489,16 +593,14 @@ mod tests {
         // The definition: every window of 5 characters (the ASCII path takes bytes).
         let by_chars = |norm: &str| {
             let c: Vec<char> = norm.chars().collect();
-            let mut v: Vec<u64> = if c.len() <= SHINGLE_CHARS {
+            let v: Vec<u64> = if c.len() <= SHINGLE_CHARS {
                 vec![hash64(0, norm.as_bytes())]
             } else {
                 c.windows(SHINGLE_CHARS)
                     .map(|w| hash64(0, w.iter().collect::<String>().as_bytes()))
                     .collect()
             };
-            v.sort_unstable();
-            v.dedup();
-            v
+            first_seen(v)
         };
         for t in [
             "hello world",
@@ -508,7 +610,7 @@ mod tests {
             "ab ab ab ab ab",
         ] {
             let n = normalise(t);
-            assert_eq!(shingles(0, &n), by_chars(&n), "{t:?}");
+            assert_eq!(shingles(0, &n).as_slice(), by_chars(&n), "{t:?}");
         }
         // ASCII folds as the Unicode rules do.
         let all: String = (0u8..128).map(char::from).collect();
@@ -543,13 +645,15 @@ mod tests {
             if norm.len() >= SHINGLE_CHARS {
                 assert_eq!(window_hashes(seed, norm.as_bytes()), want, "{norm:?}");
             }
-            let mut set = want;
-            set.sort_unstable();
-            set.dedup();
+            let mut set = first_seen(want);
             if norm.is_empty() {
                 set.clear();
             }
-            assert_eq!(shingles(seed, &norm), set, "{norm:?}");
+            let got = shingles(seed, &norm);
+            assert_eq!(got.as_slice(), set, "{norm:?}");
+            // The table holds the set and nothing else.
+            assert!(set.iter().all(|h| got.contains(*h)));
+            assert!((0..64).all(|i| set.contains(&splitmix(i)) == got.contains(splitmix(i))));
         }
     }
 
@@ -560,19 +664,20 @@ mod tests {
         let set = shingles(9, &normalise("The user prefers dark mode in every editor"));
         let n = MINHASH_BANDS * MINHASH_ROWS;
         let mut want = vec![u64::MAX; n];
-        for s in &set {
+        for s in set.as_slice() {
             for (i, m) in want.iter_mut().enumerate() {
                 *m = (*m).min(splitmix(s ^ splitmix(9 ^ (i as u64 + 1))));
             }
         }
-        assert_eq!(minima(9, &set), want);
+        assert_eq!(minima(9, set.as_slice()), want);
         // A known value, so a change of the hash functions cannot pass unseen.
         assert_eq!(minima(0, &[1])[0], 0xe9fd_6049_d65a_f21e);
     }
 
     #[test]
     fn jaccard_at_least_agrees_with_jaccard() {
-        // Random sorted sets of many sizes and overlaps, at several thresholds.
+        // Random sets of many sizes and overlaps (0 among the hashes at
+        // times), at several thresholds, against the set definition.
         let mut z = 1u64;
         let mut next = || {
             z = splitmix(z);
@@ -585,14 +690,17 @@ mod tests {
             let mut a: Vec<u64> = pool[..la + shared.min(pool.len() - la)].to_vec();
             let mut b: Vec<u64> = pool[la.min(pool.len())..].to_vec();
             b.truncate(lb + shared);
-            for v in [&mut a, &mut b] {
-                v.sort_unstable();
-                v.dedup();
+            if next() % 3 == 0 {
+                b.sort_unstable();
             }
+            let (sa, b) = (Shingles::of_hashes(a.clone()), first_seen(b));
+            a = first_seen(a);
+            assert_eq!(sa.as_slice(), a);
+            let j = jaccard(&sa, &b);
+            assert_eq!(j, jaccard_plain(&a, &b), "{a:?} {b:?}");
             for t in [0.0f32, 0.3, NEAR_JACCARD, 0.8, 0.9, 1.0] {
-                let j = jaccard(&a, &b);
                 assert_eq!(
-                    jaccard_at_least(&a, &b, t),
+                    jaccard_at_least(&sa, &b, t),
                     (j >= t && !(a.is_empty() && b.is_empty())).then_some(j),
                     "{a:?} {b:?} {t}"
                 );
@@ -602,7 +710,6 @@ mod tests {
 
     #[test]
     fn jaccard_is_the_set_definition_and_the_bound_holds() {
-        use std::collections::HashSet;
         let texts = [
             "",
             "hi",
@@ -616,16 +723,9 @@ mod tests {
         for a in texts {
             for b in texts {
                 let (sa, sb) = (shingles(0, &normalise(a)), shingles(0, &normalise(b)));
-                assert!(sa.windows(2).all(|w| w[0] < w[1]));
-                let (ha, hb): (HashSet<u64>, HashSet<u64>) =
-                    (sa.iter().copied().collect(), sb.iter().copied().collect());
-                let union = ha.union(&hb).count();
-                let want = if union == 0 {
-                    0.0
-                } else {
-                    ha.intersection(&hb).count() as f32 / union as f32
-                };
-                assert_eq!(jaccard(&sa, &sb), want, "{a:?} ~ {b:?}");
+                assert_eq!(sa.as_slice(), first_seen(sa.as_slice().to_vec()));
+                let want = jaccard_plain(sa.as_slice(), sb.as_slice());
+                assert_eq!(jaccard(&sa, sb.as_slice()), want, "{a:?} ~ {b:?}");
                 assert!(jaccard_bound(sa.len(), sb.len()) >= want, "{a:?} ~ {b:?}");
             }
         }
@@ -635,7 +735,7 @@ mod tests {
     fn band_keys_are_the_hashes_of_band_and_minima_bytes() {
         // The definition the stored keys were made with.
         let set = shingles(4, &normalise("Band keys are stored on PostgreSQL"));
-        let mins = minima(4, &set);
+        let mins = minima(4, set.as_slice());
         let want: Vec<u64> = mins
             .chunks(MINHASH_ROWS)
             .enumerate()
@@ -651,12 +751,62 @@ mod tests {
     }
 
     #[test]
+    fn fingerprints_are_the_definition_the_stored_keys_were_made_with() {
+        // The exact hash, minima and band keys of texts, from the windows'
+        // hashes sorted without repeats (the form the keys were first made
+        // from), the plain way: the same integers whatever order the set is kept in.
+        for (seed, text) in [
+            (0, "The user prefers dark mode in every editor they use"),
+            (7, "deploy billing deploy billing deploy billing today #3"),
+            (3, "Ünïcode texts: straße, ÉCOLE, 東京 tower"),
+            (1, "hi"),
+        ] {
+            let fp = Fingerprint::of(seed, text, text, true);
+            let norm = normalise_by_chars(text);
+            let c: Vec<char> = norm.chars().collect();
+            let mut set: Vec<u64> = if c.len() <= SHINGLE_CHARS {
+                vec![hash64(seed, norm.as_bytes())]
+            } else {
+                c.windows(SHINGLE_CHARS)
+                    .map(|w| hash64(seed, w.iter().collect::<String>().as_bytes()))
+                    .collect()
+            };
+            set.sort_unstable();
+            set.dedup();
+            let mut sorted = fp.shingles.as_slice().to_vec();
+            sorted.sort_unstable();
+            assert_eq!(sorted, set, "{text:?}");
+            let mins: Vec<u64> = (0..MINHASH_BANDS * MINHASH_ROWS)
+                .map(|i| {
+                    let row = splitmix(seed ^ (i as u64 + 1));
+                    set.iter().map(|s| splitmix(s ^ row)).min().unwrap()
+                })
+                .collect();
+            assert_eq!(fp.mins, mins, "{text:?}");
+            let bands: Vec<u64> = mins
+                .chunks(MINHASH_ROWS)
+                .enumerate()
+                .map(|(b, rows)| {
+                    let mut bytes = (b as u64).to_be_bytes().to_vec();
+                    for r in rows {
+                        bytes.extend_from_slice(&r.to_be_bytes());
+                    }
+                    hash64(seed, &bytes)
+                })
+                .collect();
+            assert_eq!(fp.bands, bands, "{text:?}");
+            assert_eq!(fp.exact, Some(hash64(seed, text.as_bytes())));
+        }
+    }
+
+    #[test]
     fn short_and_empty_texts() {
         assert_eq!(shingles(0, "hi").len(), 1);
-        assert!(shingles(0, "").is_empty());
+        assert_eq!(shingles(0, "").len(), 0);
         assert!(minima(0, &[]).is_empty());
         assert!(bands_of(0, &[]).is_empty());
-        assert_eq!(jaccard(&[], &[]), 0.0);
+        assert_eq!(jaccard(&Shingles::default(), &[]), 0.0);
+        assert!(!Shingles::default().contains(0) && !Shingles::default().contains(5));
         assert_eq!(jaccard_bound(0, 0), 0.0);
     }
 }

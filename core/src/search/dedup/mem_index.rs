@@ -117,9 +117,12 @@ impl Buckets {
     }
 }
 
-/// Shingles (8 bytes each) an in-memory index keeps of the candidates it
-/// verified (2 MiB per context and kind at most): a text like many others is
-/// a candidate again and again, and its set need not be computed each time.
+/// Shingles (8 bytes each) an in-memory index keeps of its records (2 MiB
+/// per context and kind at most): a text like many others is a candidate
+/// again and again, and its set need not be computed each time. A record's
+/// set is kept when it is indexed, while there is room (its fingerprint holds
+/// it already: a copy, where computing it again from the stored record would
+/// read, normalise and hash it), and when a verification computes it.
 pub(crate) const SHINGLE_CACHE: usize = 1 << 18;
 
 /// One record of a [`MemIndex`] (one allocation: its id).
@@ -138,8 +141,8 @@ struct Slot {
     /// candidate can still be, before it is read back (see [`MemHit`]).
     exact: Option<u64>,
     shingles: u32,
-    /// The record's shingle set, once a verification computed it (see
-    /// [`MemIndex::cache_shingles`]).
+    /// The record's shingle set (its shingles in any order), if kept (see
+    /// [`SHINGLE_CACHE`]).
     set: Option<Arc<[u64]>>,
 }
 
@@ -241,6 +244,13 @@ impl MemIndex {
         }
         let id: Arc<str> = id.into();
         self.low_bytes[slot as usize] = low_bytes(&fp.mins);
+        // Its set, while it fits without dropping others' (the sets of
+        // verified candidates, kept by `cache_shingles`, are the ones asked for).
+        let n = fp.shingles.len();
+        let set = (self.cached + n <= SHINGLE_CACHE).then(|| {
+            self.cached += n;
+            Arc::from(fp.shingles.as_slice())
+        });
         self.slots[slot as usize] = Some(Slot {
             id: Arc::clone(&id),
             keys,
@@ -248,8 +258,8 @@ impl MemIndex {
             mins: std::array::from_fn(|i| fp.mins.get(i).copied().unwrap_or(0)),
             has_mins: !fp.mins.is_empty(),
             exact: fp.exact,
-            shingles: u32::try_from(fp.shingles.len()).unwrap_or(u32::MAX),
-            set: None,
+            shingles: u32::try_from(n).unwrap_or(u32::MAX),
+            set,
         });
         self.slot_of.insert(id, slot);
     }
@@ -308,6 +318,15 @@ impl MemIndex {
                 })
             })
             .collect()
+    }
+
+    /// Drop every cached set (a test's way to a cache that missed).
+    #[cfg(test)]
+    pub(crate) fn drop_cached(&mut self) {
+        for s in self.slots.iter_mut().flatten() {
+            s.set = None;
+        }
+        self.cached = 0;
     }
 
     /// Drop cached sets until `room` more shingles fit in half the cache
@@ -543,17 +562,33 @@ mod tests {
         assert_eq!(&*m.candidates(&empty)[0].id, "e");
         m.remove("a");
         assert!(m.candidates(&b).is_empty());
+        // A record's set is kept when it is indexed.
         m.insert("b", &b);
-        m.cache_shingles("b", b.shingles.clone().into());
-        assert_eq!(m.candidates(&a)[0].set.as_deref(), Some(&b.shingles[..]));
+        assert_eq!(
+            m.candidates(&a)[0].set.as_deref(),
+            Some(b.shingles.as_slice())
+        );
         assert_eq!(m.cached, b.shingles.len());
-        // Re-indexing a record drops its cached set.
+        m.cache_shingles("b", vec![1, 2, 3].into());
+        assert_eq!(m.cached, 3);
+        // Re-indexing a record replaces its cached set with its fingerprint's.
         m.insert("b", &b);
-        assert_eq!(m.cached, 0);
-        assert!(m.candidates(&a)[0].set.is_none());
-        m.cache_shingles("gone", b.shingles.clone().into());
-        assert_eq!(m.cached, 0);
+        assert_eq!(m.cached, b.shingles.len());
+        assert_eq!(
+            m.candidates(&a)[0].set.as_deref(),
+            Some(b.shingles.as_slice())
+        );
+        m.cache_shingles("gone", vec![1, 2, 3].into());
+        assert_eq!(m.cached, b.shingles.len());
         assert_eq!(m.len(), 2);
+        // A full cache keeps no set of a record indexed (it drops none for it).
+        m.drop_cached();
+        m.cache_shingles("e", vec![9; SHINGLE_CACHE].into());
+        m.insert("c", &a);
+        assert_eq!(m.cached, SHINGLE_CACHE);
+        let c = m.candidates(&b);
+        assert!(c.iter().all(|h| h.set.is_none()), "{c:?}");
+        m.remove("c");
         let c = m.candidates(&a);
         assert_eq!((c[0].shared, &*c[0].id), (MINHASH_BANDS, "b"));
     }
