@@ -231,6 +231,12 @@ impl Shingles {
         }
     }
 
+    /// The low 16 bits of each shingle (the form an in-memory index keeps a
+    /// record's set in: see [`may_reach`]).
+    pub(crate) fn low16(&self) -> Vec<u16> {
+        self.list.iter().map(|h| *h as u16).collect()
+    }
+
     /// The number of shingles.
     pub(crate) fn len(&self) -> usize {
         self.list.len()
@@ -239,11 +245,6 @@ impl Shingles {
     /// The shingles, in the order first seen.
     pub(crate) fn as_slice(&self) -> &[u64] {
         &self.list
-    }
-
-    /// The shingles, in the order first seen (the table dropped).
-    pub(crate) fn into_list(self) -> Vec<u64> {
-        self.list
     }
 }
 
@@ -290,6 +291,22 @@ pub(crate) fn jaccard(a: &Shingles, b: &[u64]) -> f32 {
 /// threshold, most of them, are decided after a fraction of their shingles.
 pub(crate) fn jaccard_at_least(a: &Shingles, b: &[u64], t: f32) -> Option<f32> {
     let n = a.len() + b.len();
+    let need = least_intersection(a.len(), b.len(), t)?;
+    let mut inter = 0usize;
+    for (i, h) in b.iter().enumerate() {
+        if inter + (b.len() - i) < need {
+            return None;
+        }
+        inter += usize::from(a.contains(*h));
+    }
+    (inter >= need).then(|| inter as f32 / (n - inter) as f32)
+}
+
+/// The least intersection of two sets of `a` and `b` elements whose Jaccard
+/// similarity (in `f32`, as [`jaccard`] divides) is at least `t`; `None`
+/// when none is (an intersection is at most the smaller set).
+fn least_intersection(a: usize, b: usize, t: f32) -> Option<usize> {
+    let n = a + b;
     // `reaches(k)`: an intersection of k gives at least `t` (monotone in k).
     let reaches = |k: usize| n > k && (k as f32 / (n - k) as f32) >= t;
     let mut need = ((f64::from(t) * n as f64) / (1.0 + f64::from(t))).floor() as usize;
@@ -300,17 +317,59 @@ pub(crate) fn jaccard_at_least(a: &Shingles, b: &[u64], t: f32) -> Option<f32> {
     while need > 0 && reaches(need - 1) {
         need -= 1;
     }
-    if !reaches(need) || need > a.len().min(b.len()) {
-        return None;
-    }
-    let mut inter = 0usize;
-    for (i, h) in b.iter().enumerate() {
-        if inter + (b.len() - i) < need {
-            return None;
+    (reaches(need) && need <= a.min(b)).then_some(need)
+}
+
+/// The low 16 bits of a set's shingles, as a bitmap of 2¹⁶ bits (8 KiB):
+/// what [`may_reach`] looks a candidate's shingles up in.
+pub(crate) struct LowBits(Box<[u64]>);
+
+impl LowBits {
+    /// The bitmap of `set`'s shingles.
+    pub(crate) fn of(set: &Shingles) -> Self {
+        let mut words = vec![0u64; (1 << 16) / 64];
+        for h in &set.list {
+            let low = *h as u16;
+            words[usize::from(low >> 6)] |= 1 << (low & 63);
         }
-        inter += usize::from(a.contains(*h));
+        LowBits(words.into_boxed_slice())
     }
-    (inter >= need).then(|| inter as f32 / (n - inter) as f32)
+
+    #[inline]
+    fn has(&self, low: u16) -> usize {
+        ((self.0[usize::from(low >> 6)] >> (low & 63)) & 1) as usize
+    }
+}
+
+/// Whether the Jaccard similarity of a set of `a_len` shingles, whose low
+/// bits are `a`, and a set of `b.len()` shingles, whose low 16 bits are `b`,
+/// may be at least `t`: `false` only when it is not. The shingles of `b`
+/// whose low bits are those of one of `a`'s are at least the two sets'
+/// intersection (a shingle in both has the same low bits in both), and the
+/// similarity grows with the intersection, so their count is a bound;
+/// different shingles with the same low bits only loosen it (of a
+/// candidate's shingles not in the set, about `a_len` in 65,536 are
+/// counted). An in-memory index keeps its records' sets in this form, a
+/// quarter of the memory of the hashes: a candidate that may reach `t` is
+/// verified from its text, exactly.
+pub(crate) fn may_reach(a_len: usize, a: &LowBits, b: &[u16], t: f32) -> bool {
+    let Some(need) = least_intersection(a_len, b.len(), t) else {
+        return false;
+    };
+    let mut inter = 0usize;
+    let mut left = b.len();
+    // Sixteen at a time, without a branch per shingle.
+    for chunk in b.chunks(16) {
+        if inter >= need {
+            return true;
+        }
+        if inter + left < need {
+            return false;
+        }
+        inter += chunk.iter().map(|l| a.has(*l)).sum::<usize>();
+        left -= chunk.len();
+    }
+    inter >= need
 }
 
 /// An upper bound of the Jaccard similarity of two sets of `a` and `b`
@@ -706,6 +765,63 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_low_bits_bound_never_rules_out_a_set_that_reaches() {
+        // Random sets whose hashes often share their low 16 bits (and are 0
+        // at times): `may_reach` is true whenever the Jaccard similarity
+        // reaches the threshold, and (without such pairs) exactly then.
+        let mut z = 5u64;
+        let mut next = || {
+            z = splitmix(z);
+            z
+        };
+        let (mut loose, mut tight) = (0, 0);
+        for round in 0..3000 {
+            // Half the rounds: low bits from a small pool, high bits apart.
+            let collide = round % 2 == 0;
+            let mut pick = |n: u64| {
+                let r = next();
+                if collide {
+                    ((r % 7) << 16) | (r >> 40) % n
+                } else {
+                    r % (n * 64)
+                }
+            };
+            let (la, lb, shared) = (
+                (pick(100) % 100) as usize,
+                (pick(100) % 100) as usize,
+                (pick(100) % 100) as usize,
+            );
+            let common: Vec<u64> = (0..shared).map(|_| pick(300)).collect();
+            let a: Vec<u64> = (0..la).map(|_| pick(300)).chain(common.clone()).collect();
+            let b: Vec<u64> = common
+                .into_iter()
+                .chain((0..lb).map(|_| pick(300)))
+                .collect();
+            let sa = Shingles::of_hashes(a);
+            let b = first_seen(b);
+            let low: Vec<u16> = b.iter().map(|h| *h as u16).collect();
+            let distinct_low = sa
+                .as_slice()
+                .iter()
+                .all(|x| b.iter().all(|y| x == y || *x as u16 != *y as u16));
+            let bits = LowBits::of(&sa);
+            for t in [0.0f32, 0.3, NEAR_JACCARD, 0.8, 1.0] {
+                let reaches = jaccard_at_least(&sa, &b, t).is_some();
+                let may = may_reach(sa.len(), &bits, &low, t);
+                assert!(may || !reaches, "{t} {:?} {b:?}", sa.as_slice());
+                if distinct_low {
+                    assert_eq!(may, reaches, "{t} {:?} {b:?}", sa.as_slice());
+                    tight += 1;
+                } else if may && !reaches {
+                    loose += 1;
+                }
+            }
+        }
+        // Both kinds of rounds were seen.
+        assert!(tight > 1000 && loose > 0, "{tight} {loose}");
     }
 
     #[test]
