@@ -368,11 +368,9 @@ pub(crate) fn find(
     let mut best: Option<(Arc<str>, f32)> = None;
     // Shingle sets computed here, for the in-memory index to keep.
     let mut computed: Vec<(Arc<str>, Arc<[u16]>)> = Vec::new();
-    // Whether a candidate whose set is kept may reach the threshold (the
-    // bitmap of the new text's shingles' low bits made for the first one).
-    let mut low_bits: Option<dedup::LowBits> = None;
-    let mut may_reach = |set: &[u16]| {
-        let bits = low_bits.get_or_insert_with(|| dedup::LowBits::of(&fp.shingles));
+    // Whether a candidate whose set is kept may reach the threshold.
+    let may_reach = |set: &[u16]| {
+        let bits = fp.shingles.low_bits();
         dedup::may_reach(fp.shingles.len(), bits, set, dedup::NEAR_JACCARD)
     };
     for c in ids {
@@ -388,7 +386,7 @@ pub(crate) fn find(
                 let exact_possible = fp.exact.is_some() && k.exact == fp.exact;
                 let near_possible = dedup::jaccard_bound(fp.shingles.len(), k.shingles)
                     >= dedup::NEAR_JACCARD
-                    && k.set.as_deref().is_none_or(&mut may_reach);
+                    && k.set.as_deref().is_none_or(may_reach);
                 if !exact_possible && !near_possible {
                     continue;
                 }

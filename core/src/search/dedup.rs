@@ -102,22 +102,38 @@ pub(crate) fn normalise(text: &str) -> String {
     out
 }
 
-/// [`normalise`] of an ASCII text (most text), byte by byte.
-fn normalise_ascii(text: &[u8]) -> String {
-    let mut out = Vec::with_capacity(text.len());
-    let mut space = false;
-    for &b in text {
-        if b.is_ascii_alphanumeric() {
-            if space && !out.is_empty() {
-                out.push(b' ');
-            }
-            space = false;
-            out.push(b.to_ascii_lowercase());
-        } else {
-            space = true;
+/// Each ASCII byte's normalised form: a letter in lower case, a digit, or 0
+/// for any other byte (a separator).
+const FOLD: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            t[b] = c.to_ascii_lowercase();
         }
+        b += 1;
     }
-    // Only ASCII bytes were pushed.
+    t
+};
+
+/// [`normalise`] of an ASCII text (most text), byte by byte without a
+/// branch per byte: each letter or digit is written in its folded form, and
+/// a space before it when a run of separators ends there (not at the start).
+fn normalise_ascii(text: &[u8]) -> String {
+    let mut out = vec![0u8; text.len() + 1];
+    let (mut w, mut after_sep) = (0usize, false);
+    for &b in text {
+        let c = FOLD[usize::from(b & 0x7f)];
+        let alnum = c != 0;
+        out[w] = b' ';
+        w += usize::from(alnum & after_sep & (w != 0));
+        out[w] = c;
+        w += usize::from(alnum);
+        after_sep = !alnum;
+    }
+    out.truncate(w);
+    // Only ASCII letters, digits and spaces were kept.
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -152,83 +168,61 @@ pub(crate) fn shingles(seed: u64, norm: &str) -> Shingles {
 }
 
 /// A shingle set: the distinct shingle hashes of a text, in the order first
-/// seen, and a hash table of them (open addressing, linear probing, at most
-/// half full). Its size is known without sorting the hashes, and
-/// [`jaccard`] counts the shared shingles by looking the other set's up (the
-/// hashes are already seeded 64-bit mixes: their low bits are the place). A
-/// sorted list (the earlier form) cost a sort of every new text's ~100
-/// hashes, the largest part of its fingerprint; the sets are the same sets.
+/// seen, with the bitmap of their low bits ([`LowBits`]). Its size is known
+/// without sorting the hashes: a hash whose low bits are new is new, and
+/// only one whose bit is set already (a repeat, or about one in a hundred
+/// others for a sentence) is looked for among those kept. A sorted list (the
+/// earlier form) cost a sort of every new text's ~100 hashes, the largest
+/// part of its fingerprint; the sets are the same sets. Looking a hash up
+/// ([`jaccard`], only for a candidate read back) takes a sorted copy, made
+/// on the first look.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Shingles {
     /// The distinct hashes, in the order first seen.
     list: Vec<u64>,
-    /// A power of two of places (empty for an empty set); 0 marks a free one
-    /// (a hash 0, if any, is `zero`).
-    table: Vec<u64>,
-    zero: bool,
+    /// The low bits of `list`.
+    bits: LowBits,
+    /// `list` sorted, once a look-up asked for it.
+    sorted: std::sync::OnceLock<Box<[u64]>>,
 }
 
 impl Shingles {
     /// The set of `hashes` (repeats dropped, the first of each kept in place).
     fn of_hashes(mut hashes: Vec<u64>) -> Self {
-        if hashes.is_empty() {
-            return Shingles::default();
-        }
-        let places = (hashes.len() * 2).next_power_of_two().max(8);
-        let mut set = Shingles {
-            list: Vec::new(),
-            table: vec![0; places],
-            zero: false,
-        };
+        let mut bits = LowBits::default();
         let mut kept = 0;
         for i in 0..hashes.len() {
             let h = hashes[i];
-            if set.add(h) {
+            if !bits.set(h) || !hashes[..kept].contains(&h) {
                 hashes[kept] = h;
                 kept += 1;
             }
         }
         hashes.truncate(kept);
-        set.list = hashes;
-        set
-    }
-
-    /// Add `h` to the table (at most half full); whether it was new.
-    fn add(&mut self, h: u64) -> bool {
-        if h == 0 {
-            return !std::mem::replace(&mut self.zero, true);
-        }
-        let mask = self.table.len() - 1;
-        let mut i = h as usize & mask;
-        loop {
-            match self.table[i] {
-                0 => {
-                    self.table[i] = h;
-                    return true;
-                }
-                t if t == h => return false,
-                _ => i = (i + 1) & mask,
-            }
+        Shingles {
+            list: hashes,
+            bits,
+            sorted: std::sync::OnceLock::new(),
         }
     }
 
     /// Whether `h` is in the set.
-    #[inline]
     fn contains(&self, h: u64) -> bool {
-        if h == 0 {
-            return self.zero;
-        }
-        let Some(mask) = self.table.len().checked_sub(1) else {
-            return false;
-        };
-        let mut i = h as usize & mask;
-        loop {
-            match self.table[i] {
-                0 => return false,
-                t if t == h => return true,
-                _ => i = (i + 1) & mask,
-            }
-        }
+        self.bits.has(h as u16) == 1
+            && self
+                .sorted
+                .get_or_init(|| {
+                    let mut v = self.list.clone().into_boxed_slice();
+                    v.sort_unstable();
+                    v
+                })
+                .binary_search(&h)
+                .is_ok()
+    }
+
+    /// The bitmap of the shingles' low bits.
+    pub(crate) fn low_bits(&self) -> &LowBits {
+        &self.bits
     }
 
     /// The low 16 bits of each shingle (the form an in-memory index keeps a
@@ -320,24 +314,37 @@ fn least_intersection(a: usize, b: usize, t: f32) -> Option<usize> {
     (reaches(need) && need <= a.min(b)).then_some(need)
 }
 
-/// The low 16 bits of a set's shingles, as a bitmap of 2¹⁶ bits (8 KiB):
-/// what [`may_reach`] looks a candidate's shingles up in.
-pub(crate) struct LowBits(Box<[u64]>);
+/// Bits of a shingle's hash a [`LowBits`] map is indexed by.
+const LOW_BITS: u32 = 13;
+
+/// The low [`LOW_BITS`] bits of a set's shingles, as a bitmap (2¹³ bits, 1
+/// KiB, read from the first-level cache): what [`may_reach`] looks a
+/// candidate's shingles up in, made with the set ([`Shingles`]).
+#[derive(Debug, Clone)]
+pub(crate) struct LowBits(Box<[u64; (1 << LOW_BITS) / 64]>);
+
+impl Default for LowBits {
+    fn default() -> Self {
+        LowBits(Box::new([0; (1 << LOW_BITS) / 64]))
+    }
+}
 
 impl LowBits {
-    /// The bitmap of `set`'s shingles.
-    pub(crate) fn of(set: &Shingles) -> Self {
-        let mut words = vec![0u64; (1 << 16) / 64];
-        for h in &set.list {
-            let low = *h as u16;
-            words[usize::from(low >> 6)] |= 1 << (low & 63);
-        }
-        LowBits(words.into_boxed_slice())
+    /// Set the bit of `h`'s low bits; whether it was set already.
+    #[inline]
+    fn set(&mut self, h: u64) -> bool {
+        let low = h as usize & ((1 << LOW_BITS) - 1);
+        let (word, bit) = (&mut self.0[low >> 6], 1u64 << (low & 63));
+        let was = *word & bit != 0;
+        *word |= bit;
+        was
     }
 
+    /// 1 when a shingle of the set has the low bits of `low`, else 0.
     #[inline]
     fn has(&self, low: u16) -> usize {
-        ((self.0[usize::from(low >> 6)] >> (low & 63)) & 1) as usize
+        let low = usize::from(low) & ((1 << LOW_BITS) - 1);
+        ((self.0[low >> 6] >> (low & 63)) & 1) as usize
     }
 }
 
@@ -348,8 +355,8 @@ impl LowBits {
 /// intersection (a shingle in both has the same low bits in both), and the
 /// similarity grows with the intersection, so their count is a bound;
 /// different shingles with the same low bits only loosen it (of a
-/// candidate's shingles not in the set, about `a_len` in 65,536 are
-/// counted). An in-memory index keeps its records' sets in this form, a
+/// candidate's shingles not in the set, about `a_len` in 8,192 are
+/// counted: one in a hundred for a sentence). An in-memory index keeps its records' sets in this form, a
 /// quarter of the memory of the hashes: a candidate that may reach `t` is
 /// verified from its text, exactly.
 pub(crate) fn may_reach(a_len: usize, a: &LowBits, b: &[u16], t: f32) -> bool {
@@ -803,14 +810,15 @@ mod tests {
             let sa = Shingles::of_hashes(a);
             let b = first_seen(b);
             let low: Vec<u16> = b.iter().map(|h| *h as u16).collect();
+            let mask = (1u64 << LOW_BITS) - 1;
             let distinct_low = sa
                 .as_slice()
                 .iter()
-                .all(|x| b.iter().all(|y| x == y || *x as u16 != *y as u16));
-            let bits = LowBits::of(&sa);
+                .all(|x| b.iter().all(|y| x == y || x & mask != y & mask));
+            let bits = sa.low_bits();
             for t in [0.0f32, 0.3, NEAR_JACCARD, 0.8, 1.0] {
                 let reaches = jaccard_at_least(&sa, &b, t).is_some();
-                let may = may_reach(sa.len(), &bits, &low, t);
+                let may = may_reach(sa.len(), bits, &low, t);
                 assert!(may || !reaches, "{t} {:?} {b:?}", sa.as_slice());
                 if distinct_low {
                     assert_eq!(may, reaches, "{t} {:?} {b:?}", sa.as_slice());
