@@ -791,7 +791,7 @@ mod tests {
             let mut pick = |n: u64| {
                 let r = next();
                 if collide {
-                    ((r % 7) << 16) | (r >> 40) % n
+                    ((r % 7) << 16) | ((r >> 40) % n)
                 } else {
                     r % (n * 64)
                 }

@@ -297,7 +297,8 @@ impl MemIndex {
         let mut all: SmallVec<[u32; MINHASH_BANDS * MAX_CANDIDATES]> = SmallVec::new();
         let (keys, n_keys) = mem_keys(fp);
         for k in &keys[..n_keys] {
-            all.extend(self.buckets.get(*k).iter().take(MAX_CANDIDATES).copied());
+            let slots = self.buckets.get(*k);
+            all.extend_from_slice(&slots[..slots.len().min(MAX_CANDIDATES)]);
         }
         all.sort_unstable();
         let probe_low = low_bytes(&fp.mins);
