@@ -565,4 +565,4 @@ pub(crate) fn keys(ctx: &str, kind: DupKind, id: &str, fp: &Fingerprint) -> Vec<
 }
 
 #[cfg(test)]
-mod tests;
+mod fingerprint_tests;
