@@ -174,6 +174,13 @@ pub(crate) fn mem_loaded(e: &Engine, ctx: &str, kind: DupKind) -> bool {
     with_mem(e, ctx, kind, |_| ()).is_some()
 }
 
+/// Drop the shingle sets the in-memory index of (`ctx`, `kind`) keeps (a
+/// test's way to candidates whose sets are computed).
+#[cfg(test)]
+pub(crate) fn mem_drop_cached(e: &Engine, ctx: &str, kind: DupKind) {
+    with_mem(e, ctx, kind, |m| m.drop_cached());
+}
+
 /// Remove record `id` from the in-memory index of (`ctx`, `kind`), if loaded.
 pub(crate) fn mem_remove(e: &Engine, ctx: &str, kind: DupKind, id: &str) {
     with_mem(e, ctx, kind, |m| m.remove(id));
@@ -357,48 +364,45 @@ pub(crate) fn find(
     ids.sort_by(|a, b| b.shared.cmp(&a.shared).then_with(|| a.id.cmp(&b.id)));
     ids.truncate(dedup::MAX_CANDIDATES);
     let seed = e.codec.hash_seed();
-    // The best verified candidate: its place in `ids`, id and similarity.
-    let mut best: Option<(usize, Arc<str>, f32)> = None;
-    // Candidates whose similarity the cached set gave, not read yet (see below).
-    let mut unread: Vec<(usize, Arc<str>, f32)> = Vec::new();
+    // The best verified candidate: its id and similarity.
+    let mut best: Option<(Arc<str>, f32)> = None;
     // Shingle sets computed here, for the in-memory index to keep.
-    let mut computed: Vec<(Arc<str>, Arc<[u64]>)> = Vec::new();
-    // The similarity when it reaches the threshold (the same value as
-    // `jaccard`; below it, the merge stops early).
-    let near = |set: &[u64]| dedup::jaccard_at_least(&fp.shingles, set, dedup::NEAR_JACCARD);
-    for (place, c) in ids.into_iter().enumerate() {
+    let mut computed: Vec<(Arc<str>, Arc<[u16]>)> = Vec::new();
+    // Whether a candidate whose set is kept may reach the threshold.
+    let may_reach = |set: &[u16]| {
+        let bits = fp.shingles.low_bits();
+        dedup::may_reach(fp.shingles.len(), bits, set, dedup::NEAR_JACCARD)
+    };
+    for c in ids {
         // What the in-memory index knows of a candidate decides, before its
         // texts are computed, whether it can be a duplicate: an exact one
         // only with the same exact hash, a near one only with a Jaccard
-        // bound of the set sizes at the threshold. One that can be neither
-        // is not read (it would fail both checks).
+        // bound of the set sizes at the threshold and, when its set is
+        // kept, a bound from the low bits of its shingles. One that can be
+        // neither is not read (it would fail both checks).
         let known = c.known.filter(|_| as_indexed);
-        let indexed = known.is_some();
-        let want_exact = match &known {
+        let (want, cached) = match &known {
             Some(k) => {
                 let exact_possible = fp.exact.is_some() && k.exact == fp.exact;
-                if !exact_possible
-                    && dedup::jaccard_bound(fp.shingles.len(), k.shingles) < dedup::NEAR_JACCARD
-                {
+                let near_possible = dedup::jaccard_bound(fp.shingles.len(), k.shingles)
+                    >= dedup::NEAR_JACCARD
+                    && k.set.as_deref().is_none_or(may_reach);
+                if !exact_possible && !near_possible {
                     continue;
                 }
-                exact_possible
+                let want = Want {
+                    exact: exact_possible,
+                    text: near_possible,
+                };
+                (want, k.set.is_some())
             }
-            None => true,
-        };
-        let set = known.and_then(|k| k.set);
-        // Not an exact duplicate, and its set is cached: its similarity is
-        // known without reading it; it is read back only if it would be
-        // reported (a record gone is never reported).
-        if !want_exact && let Some(set) = &set {
-            if let Some(sim) = near(set) {
-                unread.push((place, c.id, sim));
-            }
-            continue;
-        }
-        let want = Want {
-            exact: want_exact,
-            text: set.is_none(),
+            None => (
+                Want {
+                    exact: true,
+                    text: true,
+                },
+                false,
+            ),
         };
         let Some(cand) = load(&c.id, want)? else {
             continue;
@@ -410,42 +414,22 @@ pub(crate) fn find(
                 similarity: 1.0,
             }));
         }
-        let sim = match set {
-            Some(set) => near(&set),
-            None => {
-                let text = cand.text.as_deref().unwrap_or_default();
-                let set = dedup::shingles(seed, &dedup::normalise(text));
-                let sim = near(&set);
-                if indexed {
-                    computed.push((c.id.clone(), set.into()));
-                }
-                sim
-            }
-        };
+        if !want.text {
+            continue;
+        }
+        // The similarity when it reaches the threshold (the same value as
+        // `jaccard`; below it, the count stops early).
+        let text = cand.text.as_deref().unwrap_or_default();
+        let set = dedup::shingles(seed, &dedup::normalise(text));
+        let sim = dedup::jaccard_at_least(&fp.shingles, set.as_slice(), dedup::NEAR_JACCARD);
+        if known.is_some() && !cached {
+            computed.push((c.id.clone(), set.low16().into()));
+        }
+        // The most similar, the first in `ids` among equals.
         if let Some(sim) = sim
-            && best.as_ref().is_none_or(|b| sim > b.2)
+            && best.as_ref().is_none_or(|b| sim > b.1)
         {
-            best = Some((place, c.id, sim));
-        }
-    }
-    // The most similar of all, the first in `ids` among equals (as if every
-    // candidate had been read in turn): an unread one that would beat the
-    // best verified is read back, the next one if it is gone.
-    unread.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
-    for u in unread {
-        if best
-            .as_ref()
-            .is_some_and(|b| b.2 > u.2 || (b.2 == u.2 && b.0 < u.0))
-        {
-            break;
-        }
-        let none = Want {
-            exact: false,
-            text: false,
-        };
-        if load(&u.1, none)?.is_some() {
-            best = Some(u);
-            break;
+            best = Some((c.id, sim));
         }
     }
     if !computed.is_empty() {
@@ -455,7 +439,7 @@ pub(crate) fn find(
             }
         });
     }
-    if let Some((_, id, similarity)) = best {
+    if let Some((id, similarity)) = best {
         return Ok(Some(Found {
             id: id.to_string(),
             similarity,
@@ -487,8 +471,8 @@ struct Known {
     exact: Option<u64>,
     /// The size of its shingle set.
     shingles: usize,
-    /// Its shingle set, if cached.
-    set: Option<Arc<[u64]>>,
+    /// The low 16 bits of its shingles, if cached.
+    set: Option<Arc<[u16]>>,
 }
 
 /// A record sharing dedup keys with a probe.

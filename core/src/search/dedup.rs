@@ -102,45 +102,60 @@ pub(crate) fn normalise(text: &str) -> String {
     out
 }
 
-/// [`normalise`] of an ASCII text (most text), byte by byte.
-fn normalise_ascii(text: &[u8]) -> String {
-    let mut out = Vec::with_capacity(text.len());
-    let mut space = false;
-    for &b in text {
-        if b.is_ascii_alphanumeric() {
-            if space && !out.is_empty() {
-                out.push(b' ');
-            }
-            space = false;
-            out.push(b.to_ascii_lowercase());
-        } else {
-            space = true;
+/// Each ASCII byte's normalised form: a letter in lower case, a digit, or 0
+/// for any other byte (a separator).
+const FOLD: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            t[b] = c.to_ascii_lowercase();
         }
+        b += 1;
     }
-    // Only ASCII bytes were pushed.
+    t
+};
+
+/// [`normalise`] of an ASCII text (most text), byte by byte without a
+/// branch per byte: each letter or digit is written in its folded form, and
+/// a space before it when a run of separators ends there (not at the start).
+fn normalise_ascii(text: &[u8]) -> String {
+    let mut out = vec![0u8; text.len() + 1];
+    let (mut w, mut after_sep) = (0usize, false);
+    for &b in text {
+        let c = FOLD[usize::from(b & 0x7f)];
+        let alnum = c != 0;
+        out[w] = b' ';
+        w += usize::from(alnum & after_sep & (w != 0));
+        out[w] = c;
+        w += usize::from(alnum);
+        after_sep = !alnum;
+    }
+    out.truncate(w);
+    // Only ASCII letters, digits and spaces were kept.
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// The hashed character shingles of a normalised text, sorted and without
-/// repeats (one shingle for a text shorter than [`SHINGLE_CHARS`], none for
-/// an empty one). A sorted vector rather than a hash set: the hashes need no
-/// second hashing, and [`jaccard`] is one merge of two sorted lists.
-pub(crate) fn shingles(seed: u64, norm: &str) -> Vec<u64> {
-    let mut out: Vec<u64> = if norm.is_ascii() {
+/// The shingle set of a normalised text (one shingle for a text shorter than
+/// [`SHINGLE_CHARS`], none for an empty one): its hashed character shingles
+/// without repeats, in the order first seen (see [`Shingles`]).
+pub(crate) fn shingles(seed: u64, norm: &str) -> Shingles {
+    let hashes: Vec<u64> = if norm.is_ascii() {
         // One byte per character: the windows are the bytes'.
         let b = norm.as_bytes();
         if b.len() <= SHINGLE_CHARS {
             return if b.is_empty() {
-                Vec::new()
+                Shingles::default()
             } else {
-                vec![hash64(seed, b)]
+                Shingles::of_hashes(vec![hash64(seed, b)])
             };
         }
         window_hashes(seed, b)
     } else {
         let chars: Vec<usize> = norm.char_indices().map(|(p, _)| p).collect();
         if chars.len() <= SHINGLE_CHARS {
-            return vec![hash64(seed, norm.as_bytes())];
+            return Shingles::of_hashes(vec![hash64(seed, norm.as_bytes())]);
         }
         (0..=chars.len() - SHINGLE_CHARS)
             .map(|i| {
@@ -149,9 +164,82 @@ pub(crate) fn shingles(seed: u64, norm: &str) -> Vec<u64> {
             })
             .collect()
     };
-    out.sort_unstable();
-    out.dedup();
-    out
+    Shingles::of_hashes(hashes)
+}
+
+/// A shingle set: the distinct shingle hashes of a text, in the order first
+/// seen, with the bitmap of their low bits ([`LowBits`]). Its size is known
+/// without sorting the hashes: a hash whose low bits are new is new, and
+/// only one whose bit is set already (a repeat, or about one in a hundred
+/// others for a sentence) is looked for among those kept. A sorted list (the
+/// earlier form) cost a sort of every new text's ~100 hashes, the largest
+/// part of its fingerprint; the sets are the same sets. Looking a hash up
+/// ([`jaccard`], only for a candidate read back) takes a sorted copy, made
+/// on the first look.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shingles {
+    /// The distinct hashes, in the order first seen.
+    list: Vec<u64>,
+    /// The low bits of `list`.
+    bits: LowBits,
+    /// `list` sorted, once a look-up asked for it.
+    sorted: std::sync::OnceLock<Box<[u64]>>,
+}
+
+impl Shingles {
+    /// The set of `hashes` (repeats dropped, the first of each kept in place).
+    fn of_hashes(mut hashes: Vec<u64>) -> Self {
+        let mut bits = LowBits::default();
+        let mut kept = 0;
+        for i in 0..hashes.len() {
+            let h = hashes[i];
+            if !bits.set(h) || !hashes[..kept].contains(&h) {
+                hashes[kept] = h;
+                kept += 1;
+            }
+        }
+        hashes.truncate(kept);
+        Shingles {
+            list: hashes,
+            bits,
+            sorted: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether `h` is in the set.
+    fn contains(&self, h: u64) -> bool {
+        self.bits.has(h as u16) == 1
+            && self
+                .sorted
+                .get_or_init(|| {
+                    let mut v = self.list.clone().into_boxed_slice();
+                    v.sort_unstable();
+                    v
+                })
+                .binary_search(&h)
+                .is_ok()
+    }
+
+    /// The bitmap of the shingles' low bits.
+    pub(crate) fn low_bits(&self) -> &LowBits {
+        &self.bits
+    }
+
+    /// The low 16 bits of each shingle (the form an in-memory index keeps a
+    /// record's set in: see [`may_reach`]).
+    pub(crate) fn low16(&self) -> Vec<u16> {
+        self.list.iter().map(|h| *h as u16).collect()
+    }
+
+    /// The number of shingles.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// The shingles, in the order first seen.
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        &self.list
+    }
 }
 
 /// The [`hash64`] of every window of `bytes` (element `i`: of
@@ -178,36 +266,41 @@ fn window_hashes(seed: u64, bytes: &[u8]) -> Vec<u64> {
     out
 }
 
-/// Jaccard similarity of two shingle sets as [`shingles`] gives them (sorted,
-/// no repeats; 0 when both are empty).
-pub(crate) fn jaccard(a: &[u64], b: &[u64]) -> f32 {
-    if a.is_empty() && b.is_empty() {
+/// Jaccard similarity of the shingle set `a` and the shingles `b` (distinct,
+/// in any order: a set's [`Shingles::as_slice`]); 0 when both are empty.
+pub(crate) fn jaccard(a: &Shingles, b: &[u64]) -> f32 {
+    if a.len() == 0 && b.is_empty() {
         return 0.0;
     }
-    let (mut i, mut j, mut inter) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                inter += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
+    let inter = b.iter().filter(|h| a.contains(**h)).count();
     let union = a.len() + b.len() - inter;
     inter as f32 / union as f32
 }
 
-/// [`jaccard`] of `a` and `b` when it is at least `t`, else `None`, reading
-/// only as much of the two lists as can still reach `t`: the merge stops once
-/// the intersection so far plus what is left of the shorter list is below the
-/// least intersection that gives `t` (the same `f32` division as [`jaccard`],
-/// so the answer is the same whichever way it is computed). Candidates below
-/// the threshold, most of them, are decided after a fraction of their shingles.
-pub(crate) fn jaccard_at_least(a: &[u64], b: &[u64], t: f32) -> Option<f32> {
+/// [`jaccard`] of `a` and `b` when it is at least `t`, else `None`, looking
+/// up only as much of `b` as can still reach `t`: it stops once the
+/// intersection so far plus what is left of `b` is below the least
+/// intersection that gives `t` (the same `f32` division as [`jaccard`], so
+/// the answer is the same whichever way it is computed). Candidates below the
+/// threshold, most of them, are decided after a fraction of their shingles.
+pub(crate) fn jaccard_at_least(a: &Shingles, b: &[u64], t: f32) -> Option<f32> {
     let n = a.len() + b.len();
+    let need = least_intersection(a.len(), b.len(), t)?;
+    let mut inter = 0usize;
+    for (i, h) in b.iter().enumerate() {
+        if inter + (b.len() - i) < need {
+            return None;
+        }
+        inter += usize::from(a.contains(*h));
+    }
+    (inter >= need).then(|| inter as f32 / (n - inter) as f32)
+}
+
+/// The least intersection of two sets of `a` and `b` elements whose Jaccard
+/// similarity (in `f32`, as [`jaccard`] divides) is at least `t`; `None`
+/// when none is (an intersection is at most the smaller set).
+fn least_intersection(a: usize, b: usize, t: f32) -> Option<usize> {
+    let n = a + b;
     // `reaches(k)`: an intersection of k gives at least `t` (monotone in k).
     let reaches = |k: usize| n > k && (k as f32 / (n - k) as f32) >= t;
     let mut need = ((f64::from(t) * n as f64) / (1.0 + f64::from(t))).floor() as usize;
@@ -218,20 +311,72 @@ pub(crate) fn jaccard_at_least(a: &[u64], b: &[u64], t: f32) -> Option<f32> {
     while need > 0 && reaches(need - 1) {
         need -= 1;
     }
-    if !reaches(need) || need > a.len().min(b.len()) {
-        return None;
+    (reaches(need) && need <= a.min(b)).then_some(need)
+}
+
+/// Bits of a shingle's hash a [`LowBits`] map is indexed by.
+const LOW_BITS: u32 = 13;
+
+/// The low [`LOW_BITS`] bits of a set's shingles, as a bitmap (2¹³ bits, 1
+/// KiB, read from the first-level cache): what [`may_reach`] looks a
+/// candidate's shingles up in, made with the set ([`Shingles`]).
+#[derive(Debug, Clone)]
+pub(crate) struct LowBits(Box<[u64; (1 << LOW_BITS) / 64]>);
+
+impl Default for LowBits {
+    fn default() -> Self {
+        LowBits(Box::new([0; (1 << LOW_BITS) / 64]))
     }
-    let (mut i, mut j, mut inter) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        if inter + (a.len() - i).min(b.len() - j) < need {
-            return None;
+}
+
+impl LowBits {
+    /// Set the bit of `h`'s low bits; whether it was set already.
+    #[inline]
+    fn set(&mut self, h: u64) -> bool {
+        let low = h as usize & ((1 << LOW_BITS) - 1);
+        let (word, bit) = (&mut self.0[low >> 6], 1u64 << (low & 63));
+        let was = *word & bit != 0;
+        *word |= bit;
+        was
+    }
+
+    /// 1 when a shingle of the set has the low bits of `low`, else 0.
+    #[inline]
+    fn has(&self, low: u16) -> usize {
+        let low = usize::from(low) & ((1 << LOW_BITS) - 1);
+        ((self.0[low >> 6] >> (low & 63)) & 1) as usize
+    }
+}
+
+/// Whether the Jaccard similarity of a set of `a_len` shingles, whose low
+/// bits are `a`, and a set of `b.len()` shingles, whose low 16 bits are `b`,
+/// may be at least `t`: `false` only when it is not. The shingles of `b`
+/// whose low bits are those of one of `a`'s are at least the two sets'
+/// intersection (a shingle in both has the same low bits in both), and the
+/// similarity grows with the intersection, so their count is a bound;
+/// different shingles with the same low bits only loosen it (of a
+/// candidate's shingles not in the set, about `a_len` in 8,192 are
+/// counted: one in a hundred for a sentence). An in-memory index keeps its records' sets in this form, a
+/// quarter of the memory of the hashes: a candidate that may reach `t` is
+/// verified from its text, exactly.
+pub(crate) fn may_reach(a_len: usize, a: &LowBits, b: &[u16], t: f32) -> bool {
+    let Some(need) = least_intersection(a_len, b.len(), t) else {
+        return false;
+    };
+    let mut inter = 0usize;
+    let mut left = b.len();
+    // Sixteen at a time, without a branch per shingle.
+    for chunk in b.chunks(16) {
+        if inter >= need {
+            return true;
         }
-        let (x, y) = (a[i], b[j]);
-        inter += usize::from(x == y);
-        i += usize::from(x <= y);
-        j += usize::from(y <= x);
+        if inter + left < need {
+            return false;
+        }
+        inter += chunk.iter().map(|l| a.has(*l)).sum::<usize>();
+        left -= chunk.len();
     }
-    (inter >= need).then(|| inter as f32 / (n - inter) as f32)
+    inter >= need
 }
 
 /// An upper bound of the Jaccard similarity of two sets of `a` and `b`
@@ -331,8 +476,8 @@ pub(crate) const MIN_EQUAL_MINIMA: usize = 7;
 pub(crate) struct Fingerprint {
     /// Hash of the exact text (`None`: not checked for exact duplicates).
     pub exact: Option<u64>,
-    /// The shingle set of the normalised text (sorted, no repeats).
-    pub shingles: Vec<u64>,
+    /// The shingle set of the normalised text.
+    pub shingles: Shingles,
     /// MinHash band hashes (empty: not checked for near-duplicates).
     pub bands: Vec<u64>,
     /// The MinHash signature the bands are cut from (empty with the bands).
@@ -345,7 +490,7 @@ impl Fingerprint {
         let norm = normalise(text);
         let shingles = shingles(seed, &norm);
         let mins = if near {
-            minima(seed, &shingles)
+            minima(seed, shingles.as_slice())
         } else {
             Vec::new()
         };
@@ -420,243 +565,4 @@ pub(crate) fn keys(ctx: &str, kind: DupKind, id: &str, fp: &Fingerprint) -> Vec<
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn normalise_folds_case_and_punctuation() {
-        assert_eq!(normalise("  Hello,   World!! 42 "), "hello world 42");
-        assert_eq!(normalise("¡Ünïcode—ok?"), "ünïcode ok");
-        assert_eq!(normalise("..."), "");
-    }
-
-    #[test]
-    fn near_texts_share_a_band_and_far_texts_do_not() {
-        let a = Fingerprint::of(
-            0,
-            "a",
-            "The user prefers dark mode in every editor they use",
-            true,
-        );
-        let b = Fingerprint::of(
-            0,
-            "b",
-            "the user prefers dark mode in every editor they use.",
-            true,
-        );
-        let c = Fingerprint::of(
-            0,
-            "c",
-            "Quarterly revenue grew by eleven percent in Europe",
-            true,
-        );
-        assert!(jaccard(&a.shingles, &b.shingles) > 0.99);
-        assert!(a.bands.iter().zip(&b.bands).any(|(x, y)| x == y));
-        assert!(jaccard(&a.shingles, &c.shingles) < 0.1);
-        assert!(!a.bands.iter().zip(&c.bands).any(|(x, y)| x == y));
-        assert_eq!(a.bands.len(), MINHASH_BANDS);
-    }
-
-    #[test]
-    fn seeds_change_every_hash() {
-        let a = Fingerprint::of(0, "same text", "same text here", true);
-        let b = Fingerprint::of(7, "same text", "same text here", true);
-        assert_ne!(a.exact, b.exact);
-        assert!(a.bands.iter().zip(&b.bands).all(|(x, y)| x != y));
-    }
-
-    /// The normalisation's definition, one character at a time with the
-    /// Unicode rules (the ASCII path works on bytes).
-    fn normalise_by_chars(text: &str) -> String {
-        let mut out = String::new();
-        let mut space = false;
-        for c in text.chars() {
-            if c.is_alphanumeric() {
-                if space && !out.is_empty() {
-                    out.push(' ');
-                }
-                space = false;
-                out.extend(c.to_lowercase());
-            } else {
-                space = true;
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn ascii_and_unicode_texts_shingle_by_characters() {
-        // The definition: every window of 5 characters (the ASCII path takes bytes).
-        let by_chars = |norm: &str| {
-            let c: Vec<char> = norm.chars().collect();
-            let mut v: Vec<u64> = if c.len() <= SHINGLE_CHARS {
-                vec![hash64(0, norm.as_bytes())]
-            } else {
-                c.windows(SHINGLE_CHARS)
-                    .map(|w| hash64(0, w.iter().collect::<String>().as_bytes()))
-                    .collect()
-            };
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        for t in [
-            "hello world",
-            "ünïcode ok straße",
-            "abcde",
-            "abcd",
-            "ab ab ab ab ab",
-        ] {
-            let n = normalise(t);
-            assert_eq!(shingles(0, &n), by_chars(&n), "{t:?}");
-        }
-        // ASCII folds as the Unicode rules do.
-        let all: String = (0u8..128).map(char::from).collect();
-        assert_eq!(normalise(&all), normalise_by_chars(&all));
-    }
-
-    #[test]
-    fn the_ascii_paths_agree_with_the_definitions() {
-        // Random ASCII texts (letters, digits, spaces and punctuation runs):
-        // the byte-wise normalisation against the per-character one, and the
-        // vectorised window hashes against `hash64` of each window.
-        let alphabet = b"aBcDeZz09 .,!-\t#";
-        let mut z = 3u64;
-        for n in 0..400 {
-            let text: String = (0..n % 97)
-                .map(|_| {
-                    z = splitmix(z);
-                    char::from(alphabet[(z % alphabet.len() as u64) as usize])
-                })
-                .collect();
-            let norm = normalise(&text);
-            assert_eq!(norm, normalise_by_chars(&text), "{text:?}");
-            let seed = z;
-            let want: Vec<u64> = if norm.len() <= SHINGLE_CHARS {
-                vec![hash64(seed, norm.as_bytes())]
-            } else {
-                norm.as_bytes()
-                    .windows(SHINGLE_CHARS)
-                    .map(|w| hash64(seed, w))
-                    .collect()
-            };
-            if norm.len() >= SHINGLE_CHARS {
-                assert_eq!(window_hashes(seed, norm.as_bytes()), want, "{norm:?}");
-            }
-            let mut set = want;
-            set.sort_unstable();
-            set.dedup();
-            if norm.is_empty() {
-                set.clear();
-            }
-            assert_eq!(shingles(seed, &norm), set, "{norm:?}");
-        }
-    }
-
-    #[test]
-    fn minima_are_the_minimum_of_each_row() {
-        // The definition, written the plain way (every build must agree: the
-        // band keys are stored).
-        let set = shingles(9, &normalise("The user prefers dark mode in every editor"));
-        let n = MINHASH_BANDS * MINHASH_ROWS;
-        let mut want = vec![u64::MAX; n];
-        for s in &set {
-            for (i, m) in want.iter_mut().enumerate() {
-                *m = (*m).min(splitmix(s ^ splitmix(9 ^ (i as u64 + 1))));
-            }
-        }
-        assert_eq!(minima(9, &set), want);
-        // A known value, so a change of the hash functions cannot pass unseen.
-        assert_eq!(minima(0, &[1])[0], 0xe9fd_6049_d65a_f21e);
-    }
-
-    #[test]
-    fn jaccard_at_least_agrees_with_jaccard() {
-        // Random sorted sets of many sizes and overlaps, at several thresholds.
-        let mut z = 1u64;
-        let mut next = || {
-            z = splitmix(z);
-            z
-        };
-        for _ in 0..3000 {
-            let (la, lb) = ((next() % 120) as usize, (next() % 120) as usize);
-            let shared = (next() % 120) as usize;
-            let pool: Vec<u64> = (0..la + lb + shared).map(|_| next() % 4096).collect();
-            let mut a: Vec<u64> = pool[..la + shared.min(pool.len() - la)].to_vec();
-            let mut b: Vec<u64> = pool[la.min(pool.len())..].to_vec();
-            b.truncate(lb + shared);
-            for v in [&mut a, &mut b] {
-                v.sort_unstable();
-                v.dedup();
-            }
-            for t in [0.0f32, 0.3, NEAR_JACCARD, 0.8, 0.9, 1.0] {
-                let j = jaccard(&a, &b);
-                assert_eq!(
-                    jaccard_at_least(&a, &b, t),
-                    (j >= t && !(a.is_empty() && b.is_empty())).then_some(j),
-                    "{a:?} {b:?} {t}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn jaccard_is_the_set_definition_and_the_bound_holds() {
-        use std::collections::HashSet;
-        let texts = [
-            "",
-            "hi",
-            "The user prefers dark mode in every editor they use",
-            "the user prefers dark mode in every editor they use.",
-            "the user prefers dark mode",
-            "Quarterly revenue grew by eleven percent in Europe",
-            "aaaaaaaaaaaaaaaa aaaaaaaa",
-            "deploy billing deploy billing deploy billing today #3",
-        ];
-        for a in texts {
-            for b in texts {
-                let (sa, sb) = (shingles(0, &normalise(a)), shingles(0, &normalise(b)));
-                assert!(sa.windows(2).all(|w| w[0] < w[1]));
-                let (ha, hb): (HashSet<u64>, HashSet<u64>) =
-                    (sa.iter().copied().collect(), sb.iter().copied().collect());
-                let union = ha.union(&hb).count();
-                let want = if union == 0 {
-                    0.0
-                } else {
-                    ha.intersection(&hb).count() as f32 / union as f32
-                };
-                assert_eq!(jaccard(&sa, &sb), want, "{a:?} ~ {b:?}");
-                assert!(jaccard_bound(sa.len(), sb.len()) >= want, "{a:?} ~ {b:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn band_keys_are_the_hashes_of_band_and_minima_bytes() {
-        // The definition the stored keys were made with.
-        let set = shingles(4, &normalise("Band keys are stored on PostgreSQL"));
-        let mins = minima(4, &set);
-        let want: Vec<u64> = mins
-            .chunks(MINHASH_ROWS)
-            .enumerate()
-            .map(|(b, rows)| {
-                let mut bytes = (b as u64).to_be_bytes().to_vec();
-                for r in rows {
-                    bytes.extend_from_slice(&r.to_be_bytes());
-                }
-                hash64(4, &bytes)
-            })
-            .collect();
-        assert_eq!(bands_of(4, &mins), want);
-    }
-
-    #[test]
-    fn short_and_empty_texts() {
-        assert_eq!(shingles(0, "hi").len(), 1);
-        assert!(shingles(0, "").is_empty());
-        assert!(minima(0, &[]).is_empty());
-        assert!(bands_of(0, &[]).is_empty());
-        assert_eq!(jaccard(&[], &[]), 0.0);
-        assert_eq!(jaccard_bound(0, 0), 0.0);
-    }
-}
+mod fingerprint_tests;

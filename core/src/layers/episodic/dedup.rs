@@ -183,7 +183,7 @@ impl<'a> Planner<'a> {
             let Some(pf) = &self.pending[i].fp else {
                 continue;
             };
-            let sim = dedup::jaccard(&fp.shingles, &pf.shingles);
+            let sim = dedup::jaccard(&fp.shingles, pf.shingles.as_slice());
             if sim >= dedup::NEAR_JACCARD && best.is_none_or(|(_, b)| sim > b) {
                 best = Some((i, sim));
             }

@@ -257,10 +257,11 @@ pub(crate) fn decide(
                 } else {
                     dedup::jaccard(
                         &fp.shingles,
-                        &dedup::shingles(
+                        dedup::shingles(
                             seed,
                             &dedup::normalise(c.text.as_deref().unwrap_or_default()),
-                        ),
+                        )
+                        .as_slice(),
                     )
                 };
                 if sim >= dedup::NEAR_JACCARD && best.as_ref().is_none_or(|b| sim > b.1) {

@@ -117,10 +117,15 @@ impl Buckets {
     }
 }
 
-/// Shingles (8 bytes each) an in-memory index keeps of the candidates it
-/// verified (2 MiB per context and kind at most): a text like many others is
-/// a candidate again and again, and its set need not be computed each time.
-pub(crate) const SHINGLE_CACHE: usize = 1 << 18;
+/// Shingles an in-memory index keeps of its records (the low 16 bits of
+/// each, 2 bytes: 2 MiB per context and kind at most), enough to rule out
+/// most candidates without reading them ([`may_reach`](super::may_reach)):
+/// a text like many others is a candidate again and again, and its set need
+/// not be computed each time. A record's set is kept when it is indexed,
+/// while there is room (its fingerprint holds it already, where computing it
+/// again would read, normalise and hash the stored record), and when a
+/// verification computes it.
+pub(crate) const SHINGLE_CACHE: usize = 1 << 20;
 
 /// One record of a [`MemIndex`] (one allocation: its id).
 #[derive(Debug)]
@@ -138,9 +143,11 @@ struct Slot {
     /// candidate can still be, before it is read back (see [`MemHit`]).
     exact: Option<u64>,
     shingles: u32,
-    /// The record's shingle set, once a verification computed it (see
-    /// [`MemIndex::cache_shingles`]).
-    set: Option<Arc<[u64]>>,
+    /// The low 16 bits of the record's shingles (in any order), if kept
+    /// (see [`SHINGLE_CACHE`]).
+    set: Option<Arc<[u16]>>,
+    /// Offered as a candidate since the last eviction's sweep passed it.
+    used: bool,
 }
 
 /// A record of a [`MemIndex`] that shares keys with a probe.
@@ -155,8 +162,8 @@ pub(crate) struct MemHit {
     /// The size of the record's shingle set when indexed (with the probe's, a
     /// bound on their Jaccard similarity: [`jaccard_bound`](super::jaccard_bound)).
     pub shingles: usize,
-    /// The record's shingle set, if cached.
-    pub set: Option<Arc<[u64]>>,
+    /// The low 16 bits of the record's shingles, if cached.
+    pub set: Option<Arc<[u16]>>,
 }
 
 /// The in-memory keys of a fingerprint (as [`keys`](super::keys): bands, else
@@ -241,6 +248,13 @@ impl MemIndex {
         }
         let id: Arc<str> = id.into();
         self.low_bytes[slot as usize] = low_bytes(&fp.mins);
+        // Its set, while it fits without dropping others' (the sets of
+        // verified candidates, kept by `cache_shingles`, are the ones asked for).
+        let n = fp.shingles.len();
+        let set = (self.cached + n <= SHINGLE_CACHE).then(|| {
+            self.cached += n;
+            fp.shingles.as_slice().iter().map(|h| *h as u16).collect()
+        });
         self.slots[slot as usize] = Some(Slot {
             id: Arc::clone(&id),
             keys,
@@ -248,8 +262,9 @@ impl MemIndex {
             mins: std::array::from_fn(|i| fp.mins.get(i).copied().unwrap_or(0)),
             has_mins: !fp.mins.is_empty(),
             exact: fp.exact,
-            shingles: u32::try_from(fp.shingles.len()).unwrap_or(u32::MAX),
-            set: None,
+            shingles: u32::try_from(n).unwrap_or(u32::MAX),
+            set,
+            used: false,
         });
         self.slot_of.insert(id, slot);
     }
@@ -275,65 +290,92 @@ impl MemIndex {
     /// The records sharing a key with `fp` (at most [`MAX_CANDIDATES`] per
     /// key, the oldest), with how many keys each shares, but those with fewer
     /// than [`MIN_EQUAL_MINIMA`] minima equal to `fp`'s.
-    pub(crate) fn candidates(&self, fp: &Fingerprint) -> Vec<MemHit> {
+    /// Each one is marked used (its cached set is kept by the next eviction:
+    /// see [`MemIndex::evict`]).
+    pub(crate) fn candidates(&mut self, fp: &Fingerprint) -> Vec<MemHit> {
         // At most 6 keys of 16 slots: sorted, each slot's run is its count.
         let mut all: SmallVec<[u32; MINHASH_BANDS * MAX_CANDIDATES]> = SmallVec::new();
         let (keys, n_keys) = mem_keys(fp);
         for k in &keys[..n_keys] {
-            all.extend(self.buckets.get(*k).iter().take(MAX_CANDIDATES).copied());
+            let slots = self.buckets.get(*k);
+            all.extend_from_slice(&slots[..slots.len().min(MAX_CANDIDATES)]);
         }
         all.sort_unstable();
         let probe_low = low_bytes(&fp.mins);
-        all.chunk_by(|a, b| a == b)
-            .map(|run| (run[0], run.len()))
-            .filter_map(|(s, n)| {
-                // Too few equal low bytes: too few equal minima (the slot is not read).
-                if !fp.mins.is_empty()
-                    && equal_low_bytes(&probe_low, &self.low_bytes[s as usize]) < MIN_EQUAL_MINIMA
-                {
-                    return None;
-                }
-                let slot = self.slots[s as usize].as_ref()?;
-                let equal = if slot.has_mins {
-                    equal_count(&fp.mins, &slot.mins)
-                } else {
-                    0
-                };
-                (fp.mins.is_empty() || equal >= MIN_EQUAL_MINIMA).then(|| MemHit {
+        let mut out = Vec::new();
+        for run in all.chunk_by(|a, b| a == b) {
+            let (s, n) = (run[0] as usize, run.len());
+            // Too few equal low bytes: too few equal minima (the slot is not read).
+            if !fp.mins.is_empty()
+                && equal_low_bytes(&probe_low, &self.low_bytes[s]) < MIN_EQUAL_MINIMA
+            {
+                continue;
+            }
+            let Some(slot) = self.slots[s].as_mut() else {
+                continue;
+            };
+            let equal = if slot.has_mins {
+                equal_count(&fp.mins, &slot.mins)
+            } else {
+                0
+            };
+            if fp.mins.is_empty() || equal >= MIN_EQUAL_MINIMA {
+                slot.used = true;
+                out.push(MemHit {
                     shared: n,
                     id: Arc::clone(&slot.id),
                     exact: slot.exact,
                     shingles: slot.shingles as usize,
                     set: slot.set.clone(),
-                })
-            })
-            .collect()
+                });
+            }
+        }
+        out
+    }
+
+    /// Drop every cached set (a test's way to a cache that missed).
+    #[cfg(test)]
+    pub(crate) fn drop_cached(&mut self) {
+        for s in self.slots.iter_mut().flatten() {
+            s.set = None;
+        }
+        self.cached = 0;
     }
 
     /// Drop cached sets until `room` more shingles fit in half the cache
-    /// (all of them if need be): the slots' after the last one dropped first,
-    /// a sweep around the slots, so half the cache stays useful rather than
-    /// none of it.
+    /// (all of them if need be), kept by use: a sweep around the slots (from
+    /// the one after the last dropped) that drops the sets of records not
+    /// offered as candidates since it last passed them, and gives the others
+    /// a second chance (their mark cleared), so the half of the cache that
+    /// stays is the sets asked for (a record indexed but never a candidate
+    /// goes first). At most two turns: the second drops what the first marked.
     fn evict(&mut self, room: usize) {
         let n = self.slots.len();
-        for _ in 0..n {
+        for _ in 0..2 * n {
             if self.cached + room <= SHINGLE_CACHE / 2 {
                 return;
             }
             let i = self.sweep as usize % n;
             self.sweep = ((i + 1) % n) as u32;
-            if let Some(old) = self.slots[i].as_mut().and_then(|s| s.set.take()) {
+            let Some(slot) = self.slots[i].as_mut() else {
+                continue;
+            };
+            if std::mem::take(&mut slot.used) {
+                continue;
+            }
+            if let Some(old) = slot.set.take() {
                 self.cached -= old.len();
             }
         }
     }
 
-    /// Keep `set`, the shingle set of record `id` as stored now, for its next
+    /// Keep `set`, the low 16 bits of the shingles of record `id` as stored
+    /// now (marked used: it was a candidate), for its next
     /// verifications (the record's next [`insert`](Self::insert) or
     /// [`remove`](Self::remove) drops it). Over [`SHINGLE_CACHE`] shingles in
     /// all, cached sets are dropped first until it fits in half
     /// ([`evict`](Self::evict)).
-    pub(crate) fn cache_shingles(&mut self, id: &str, set: Arc<[u64]>) {
+    pub(crate) fn cache_shingles(&mut self, id: &str, set: Arc<[u16]>) {
         if set.len() > SHINGLE_CACHE {
             return;
         }
@@ -344,6 +386,7 @@ impl MemIndex {
             self.evict(set.len());
         }
         if let Some(s) = self.slots[slot as usize].as_mut() {
+            s.used = true;
             self.cached += set.len();
             self.cached -= s.set.replace(set).map_or(0, |old| old.len());
         }
@@ -373,7 +416,7 @@ mod tests {
         let size = SHINGLE_CACHE / 16 + 1;
         for round in 0..3 {
             for i in 0..n {
-                let set: Arc<[u64]> = vec![round as u64; size].into();
+                let set: Arc<[u16]> = vec![round as u16; size].into();
                 m.cache_shingles(&i.to_string(), set);
                 assert_eq!(m.cached, held(&m));
                 assert!(m.cached <= SHINGLE_CACHE);
@@ -389,6 +432,44 @@ mod tests {
         assert_eq!((m.cached, held(&m)), (SHINGLE_CACHE, SHINGLE_CACHE));
         m.remove("0");
         assert_eq!((m.cached, held(&m)), (0, 0));
+    }
+
+    #[test]
+    fn an_eviction_keeps_the_sets_of_candidates() {
+        // The sets of 20 `a` records, then of `b` records until the cache is
+        // full (kept when indexed); the `a` ones offered as candidates, then
+        // a set to keep: the eviction drops `b` ones (never asked for), not
+        // the candidates'.
+        let a = Fingerprint::of(0, "a", "The user prefers dark mode in every editor", true);
+        let b = Fingerprint::of(0, "b", "Quarterly revenue grew by eleven percent", true);
+        let mut m = MemIndex::default();
+        for i in 0..20 {
+            m.insert(&format!("a{i}"), &a);
+        }
+        let nb = SHINGLE_CACHE / b.shingles.len() + 10;
+        for i in 0..nb {
+            m.insert(&format!("b{i}"), &b);
+        }
+        assert!(m.cached + b.shingles.len() > SHINGLE_CACHE);
+        // The first `MAX_CANDIDATES` holders of each key: a0 to a15.
+        assert_eq!(m.candidates(&a).len(), MAX_CANDIDATES);
+        m.cache_shingles(&format!("b{}", nb - 1), b.shingles.low16().into());
+        assert!(m.cached <= SHINGLE_CACHE / 2 + b.shingles.len());
+        let kept = |m: &MemIndex, id: &str| {
+            m.slots[m.slot_of[id] as usize]
+                .as_ref()
+                .unwrap()
+                .set
+                .is_some()
+        };
+        for i in 0..MAX_CANDIDATES {
+            assert!(kept(&m, &format!("a{i}")), "a{i}");
+        }
+        // A second eviction, with nothing asked for since: the marks were
+        // cleared, so the candidates' sets may go too.
+        m.cache_shingles("b0", vec![1; SHINGLE_CACHE].into());
+        assert!((0..MAX_CANDIDATES).all(|i| !kept(&m, &format!("a{i}"))));
+        assert_eq!(m.cached, SHINGLE_CACHE);
     }
 
     #[test]
@@ -537,23 +618,40 @@ mod tests {
         assert_eq!(m.len(), 2);
         let c = m.candidates(&b);
         assert_eq!(c.len(), 1);
+        assert_eq!(c[0].set.as_deref(), Some(&a.shingles.low16()[..]));
         assert_eq!(&*c[0].id, "a");
         assert_eq!(c[0].exact, a.exact);
         assert_eq!(c[0].shingles, a.shingles.len());
         assert_eq!(&*m.candidates(&empty)[0].id, "e");
         m.remove("a");
         assert!(m.candidates(&b).is_empty());
+        // A record's set is kept when it is indexed.
         m.insert("b", &b);
-        m.cache_shingles("b", b.shingles.clone().into());
-        assert_eq!(m.candidates(&a)[0].set.as_deref(), Some(&b.shingles[..]));
+        assert_eq!(
+            m.candidates(&a)[0].set.as_deref(),
+            Some(&b.shingles.low16()[..])
+        );
         assert_eq!(m.cached, b.shingles.len());
-        // Re-indexing a record drops its cached set.
+        m.cache_shingles("b", vec![1, 2, 3].into());
+        assert_eq!(m.cached, 3);
+        // Re-indexing a record replaces its cached set with its fingerprint's.
         m.insert("b", &b);
-        assert_eq!(m.cached, 0);
-        assert!(m.candidates(&a)[0].set.is_none());
-        m.cache_shingles("gone", b.shingles.clone().into());
-        assert_eq!(m.cached, 0);
+        assert_eq!(m.cached, b.shingles.len());
+        assert_eq!(
+            m.candidates(&a)[0].set.as_deref(),
+            Some(&b.shingles.low16()[..])
+        );
+        m.cache_shingles("gone", vec![1, 2, 3].into());
+        assert_eq!(m.cached, b.shingles.len());
         assert_eq!(m.len(), 2);
+        // A full cache keeps no set of a record indexed (it drops none for it).
+        m.drop_cached();
+        m.cache_shingles("e", vec![9; SHINGLE_CACHE].into());
+        m.insert("c", &a);
+        assert_eq!(m.cached, SHINGLE_CACHE);
+        let c = m.candidates(&b);
+        assert!(c.iter().all(|h| h.set.is_none()), "{c:?}");
+        m.remove("c");
         let c = m.candidates(&a);
         assert_eq!((c[0].shared, &*c[0].id), (MINHASH_BANDS, "b"));
     }
