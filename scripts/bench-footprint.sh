@@ -12,7 +12,8 @@
 #   `episodic.record_many`. Machine, commit and load are in the output.
 #
 # Usage: scripts/bench-footprint.sh [OUT.md]   (default target/bench/footprint.md)
-# FOOTPRINT_PYLIB=DIR uses an installed release wheel there instead of building one.
+# The wheel is built in the `dist` profile, as shipped wheels are (Cargo.toml).
+# FOOTPRINT_PYLIB=DIR uses an installed wheel there instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -24,7 +25,7 @@ mkdir -p "$OUT"
 bash scripts/venv.sh
 if [ ! -f "$PYLIB/memstrata/__init__.py" ]; then
   rm -rf "$OUT/wheels" "$PYLIB"
-  .venv/bin/maturin build --quiet --release -m bindings-python/Cargo.toml -o "$OUT/wheels" -i .venv/bin/python
+  .venv/bin/maturin build --quiet --profile dist -m bindings-python/Cargo.toml -o "$OUT/wheels" -i .venv/bin/python
   .venv/bin/python -m pip install --quiet --no-deps --target "$PYLIB" "$OUT"/wheels/memstrata-*.whl
 fi
 if [ -n "${BENCH_FOOTPRINT_SIZES:-}" ]; then

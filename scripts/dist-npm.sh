@@ -27,9 +27,10 @@ cd bindings-node
 if [ ! -d node_modules/@napi-rs/cli ]; then
   npm install --no-save --loglevel=error
 fi
-# The release build of the native module, named for this platform, plus binding.js and
-# index.d.ts (bindings-node/scripts/build-dev.mjs: plain cargo, the workspace target dir).
-MEMSTRATA_NODE_PROFILE=release node scripts/build-dev.mjs
+# The native module built in the `dist` profile (release with fat LTO, as every shipped
+# library), named for this platform, plus binding.js and index.d.ts
+# (bindings-node/scripts/build-dev.mjs: plain cargo, the workspace target dir).
+MEMSTRATA_NODE_PROFILE=dist node scripts/build-dev.mjs
 NAPI=$PWD/node_modules/.bin/napi
 
 # The main package: package.json without the build scripts and dev tools, and without

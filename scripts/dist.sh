@@ -9,8 +9,9 @@
 #   memstrata-kotlin-<v>.jar, .pom             the Kotlin/JVM artifact with libmemstrata_ffi inside
 #   SHA256SUMS, manylinux.txt                  checksums; the manylinux policy auditwheel reports
 #
-# Everything is built in the release profile from one `cargo build --release` of the four
-# crates (the workspace's feature union makes the core compile once for all of them), then
+# Everything is built in the `dist` profile (Cargo.toml: `release` with fat LTO and one
+# codegen unit, for smaller libraries) of the four crates (the workspace's feature union
+# makes the core compile once for all of them), then
 # each tool packages what cargo built. DIST_PARTS=python,mcp,npm,jar builds a subset.
 # The iOS XCFramework (bindings-swift/scripts/build-xcframework.sh, macOS only) and the
 # Android libraries (cargo-ndk, docs/bindings.md) are built by their own scripts, unchanged;
@@ -49,13 +50,13 @@ if has python; then
   step "Python wheel (maturin, abi3) and sdist"
   # DIST_MATURIN_ARGS: e.g. `--zig --compatibility manylinux_2_28` in the release workflow.
   # shellcheck disable=SC2086
-  "$MATURIN" build --release -m bindings-python/Cargo.toml -i "$PY" -o "$DIST" ${DIST_MATURIN_ARGS:-}
+  "$MATURIN" build --profile dist -m bindings-python/Cargo.toml -i "$PY" -o "$DIST" ${DIST_MATURIN_ARGS:-}
   "$MATURIN" sdist -m bindings-python/Cargo.toml -o "$DIST"
 fi
 if has mcp; then
   step "memstrata-mcp wheel (maturin bindings = \"bin\")"
   # shellcheck disable=SC2086
-  "$MATURIN" build --release -m mcp-adapter/Cargo.toml -o "$DIST" ${DIST_MATURIN_ARGS:-}
+  "$MATURIN" build --profile dist -m mcp-adapter/Cargo.toml -o "$DIST" ${DIST_MATURIN_ARGS:-}
 fi
 if { has python || has mcp; } && [ "$(uname -s)" = Linux ]; then
   # The policy each wheel meets, as auditwheel reads it from the symbols it links.
@@ -74,7 +75,7 @@ fi
 
 if has jar; then
   step "Kotlin/JVM JAR with the native library inside"
-  cargo build --release -p memstrata-ffi
+  cargo build --profile dist -p memstrata-ffi
   native=$CARGO_TARGET_DIR/dist-native
   rm -rf "$native"
   case "$(uname -s)-$(uname -m)" in
@@ -86,7 +87,7 @@ if has jar; then
     *) echo "dist: no JNA resource prefix known for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
   esac
   mkdir -p "$native/$res"
-  cp "$CARGO_TARGET_DIR/release/$lib" "$native/$res/"
+  cp "$CARGO_TARGET_DIR/dist/$lib" "$native/$res/"
   # Extra native libraries built elsewhere (other platforms, from the release workflow)
   # can be added as DIST_JAR_NATIVE=<dir with linux-x86-64/, darwin-aarch64/, ...>.
   if [ -n "${DIST_JAR_NATIVE:-}" ]; then cp -r "$DIST_JAR_NATIVE"/. "$native/"; fi

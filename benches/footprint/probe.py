@@ -69,6 +69,22 @@ def status_kib(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
+def ext_code_kib() -> int:
+    """Resident KiB of the extension module's own mappings (`_memstrata*.so`: its code pages)."""
+    total, inside = 0, False
+    try:
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split(None, 1)[0]
+                if "-" in head and not head.endswith(":"):
+                    inside = "_memstrata" in line
+                elif inside and line.startswith("Rss:"):
+                    total += int(line.split()[1])
+    except OSError:
+        return 0
+    return total
+
+
 def mib(kib: float) -> float:
     return kib / 1024.0
 
@@ -112,6 +128,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
     gc.collect()
     base = status_kib("VmRSS")
     base_anon = status_kib("RssAnon")
+    base_code = ext_code_kib()
     d = tempfile.mkdtemp(prefix="memstrata-fp-")
     path = os.path.join(d, "store")
     mem = memstrata.Memory(path, **opts)
@@ -131,6 +148,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
     end_rss = status_kib("VmRSS")
     end_file = status_kib("RssFile")
     end_anon = status_kib("RssAnon")
+    end_code = ext_code_kib()
     live_end = None
     if os.environ.get("FP_TRIM_BEFORE_CLOSE"):
         # Diagnosis: how much of the end-of-ingest RSS is freed heap glibc kept.
@@ -142,6 +160,7 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
     close_s = time.perf_counter() - tc
     after_close = status_kib("VmRSS")
     after_close_anon = status_kib("RssAnon")
+    close_code = ext_code_kib()
     del ep, mem
     gc.collect()
     after_gc = status_kib("VmRSS")
@@ -190,6 +209,9 @@ def child_memstrata(n: int, opts: dict, do_trim: bool, chars: int = 100, batch: 
         "end_anon_added_mib": mib(end_anon - base_anon),
         "close_anon_added_mib": mib(after_close_anon - base_anon),
         "search_p50_ms": search_p50,
+        "code_base_mib": mib(base_code),
+        "code_end_mib": mib(end_code),
+        "code_close_mib": mib(close_code),
     }
 
 
@@ -368,6 +390,9 @@ def main() -> None:
                     f"anonymous RSS (heap, stacks; no code pages) above baseline at end of ingest "
                     f"{fmt(r.get('end_anon_added_mib'))} MiB, after close {fmt(r.get('close_anon_added_mib'))} MiB; "
                     f"close() took {fmt(r.get('close_s'), '.2f')} s; "
+                    f"the extension's resident code pages (MiB) at baseline {fmt(r.get('code_base_mib'), '.1f')}, "
+                    f"end of ingest {fmt(r.get('code_end_mib'), '.1f')}, after close {fmt(r.get('code_close_mib'), '.1f')}; "
+                    f"search p50 {fmt(r.get('search_p50_ms'), '.2f')} ms (FP_SEARCHES); "
                     f"peak before close {fmt(r.get('peak_ingest_added_mib'))} MiB; "
                     f"episodes per CPU-second (all threads) {r['mode']} {fmt(r['eps_cpu'])}"
                     + ("" if b is None else f", batch {fmt(b['eps_cpu'])}"))
