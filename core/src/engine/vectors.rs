@@ -12,6 +12,7 @@ use crate::search::evidence::{Evidence, content_terms, covers_most, holds_any};
 use crate::search::fusion::{Fused, FusionMethod, depth, fuse_matched, validate_fusion};
 use crate::search::index::Kind;
 use crate::search::vector::{RowFilter, VectorQuery, VectorSet};
+use crate::storage::Store;
 use crate::{Error, Result};
 
 fn dim_key(ctx: &str) -> Vec<u8> {
@@ -147,8 +148,11 @@ pub(crate) fn fused_hits(
     // read yet counts as a content match, which can only raise its score, so
     // once every BM25 hit among the results has been read, none left out
     // would have made it (the result is that of reading every hit).
+    // On PostgreSQL the text query leaves stop words out: every hit matched a
+    // content word, nothing to read.
+    let stop_words_searched = matches!(e.store(), Store::Sled(_));
     let asked = match vq.fusion.method {
-        FusionMethod::Adaptive => content_terms(query),
+        FusionMethod::Adaptive if stop_words_searched => content_terms(query),
         _ => Vec::new(),
     };
     let mut read: Vec<Option<bool>> = vec![None; if asked.is_empty() { 0 } else { bm25.len() }];

@@ -198,6 +198,20 @@ mod tests {
     }
 
     #[test]
+    fn holds_any_needs_one_content_word_stemmed() {
+        let asked = content_terms("What did I say about the dogs?");
+        assert_eq!(asked, ["say", "dog"]);
+        // Only question words and stop words in common: not a content match.
+        assert!(!holds_any(&asked, &doc("what did I do with it", &[])));
+        // One content word, in another form ("dog" for "dogs"), is enough.
+        assert!(holds_any(&asked, &doc("walked the dog", &[])));
+        // In any text field: here a participant's name.
+        let asked = content_terms("What did Ross say?");
+        assert!(holds_any(&asked, &doc("I was at the museum", &["Ross"])));
+        assert!(content_terms("what did I do").is_empty());
+    }
+
+    #[test]
     fn covers_most_counts_content_words_only_stemmed() {
         // Content words of the question: ross, ask, rachel (3).
         let q = "What did Ross ask Rachel?";
