@@ -284,6 +284,8 @@ def keep_places(fused: list[str], bm: list[Pair], vec: list[Pair], w: float, lim
     its top `limit − round(limit · weaker share)` stay in the top `limit`, the other places
     go to the best of the rest by fused order; the top `limit` keep the fused order."""
     strong = vec if w > 1 - w else bm
+    z = tail_z_pad(strong, 10, 50)
+    strong = [(t, x) for t, x in strong if z.get(t, 0.0) > 0]  # only hits above its background
     room = int(np.floor(limit * min(w, 1 - w) + 0.5))
     kept = {t for t, _ in strong[: limit - room]}
     others = limit - len(kept)

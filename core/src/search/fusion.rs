@@ -61,10 +61,11 @@ pub enum FusionMethod {
     /// hits that matched a content word of the question (a hit that shares
     /// only stop and question words with it adds 0 for BM25; the background
     /// is still the whole list's). The list with the larger weight
-    /// keeps its top `limit − round(limit · w)` among the results, `w` the
-    /// weaker list's share of the weight: the weaker list may take at most
-    /// its share of the stronger one's places. Nothing is tuned to a data
-    /// set or an embedder: the store's own searches carry the evidence.
+    /// keeps its top `limit − round(limit · w)` among the results (those of
+    /// them with z > 0), `w` the weaker list's share of the weight: the
+    /// weaker list may take at most its share of the stronger one's places.
+    /// Nothing is tuned to a data set or an embedder: the store's own searches
+    /// carry the evidence.
     #[default]
     Adaptive,
     /// `bm25_weight * bm25 / max_bm25 + vector_weight * max(cosine, 0)`; a hit
@@ -303,7 +304,18 @@ pub(crate) fn fuse_matched(
     if fusion.method == FusionMethod::Adaptive {
         let bm25_w = fusion.bm25_weight * bm25_scale;
         let vector_w = fusion.vector_weight * vector_scale;
-        let strong = if vector_w > bm25_w { vector } else { bm25 };
+        let (strong, norm) = if vector_w > bm25_w {
+            (vector, &vector_norm)
+        } else {
+            (bm25, &bm25_norm)
+        };
+        // Only the hits the stronger list puts above its own near misses hold
+        // places (z > 0: a prefix of the list); a flat list, all ties, holds none.
+        let standing = strong
+            .iter()
+            .position(|(_, s)| norm.apply(*s) <= 0.0)
+            .unwrap_or(strong.len());
+        let strong = &strong[..standing];
         let weak_share = if bm25_w + vector_w > 0.0 {
             bm25_w.min(vector_w) / (bm25_w + vector_w)
         } else {
@@ -316,9 +328,10 @@ pub(crate) fn fuse_matched(
 }
 
 /// Adaptive fusion's guard for the stronger list (the one with the larger
-/// weight): of the `limit` results, the weaker list may take at most its share
-/// of the weight, `round(limit · weak_share)`, of the places the stronger list's
-/// own top `limit` would hold. The stronger list's top `limit − that` stay in
+/// weight; the caller passes the hits of it that stand above its background):
+/// of the `limit` results, the weaker list may take at most its share of the
+/// weight, `round(limit · weak_share)`, of the places the stronger list's own
+/// top `limit` would hold. The stronger list's top `limit − that` stay in
 /// the results; the other places go to the best of the rest by fused score;
 /// the results keep the fused order. `out` is sorted best first.
 fn keep_places(out: &mut Vec<Fused>, strong: &[(String, f32)], weak_share: f32, limit: usize) {
