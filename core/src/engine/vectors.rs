@@ -151,9 +151,10 @@ pub(crate) fn fused_hits(
     // On PostgreSQL the text query leaves stop words out: every hit matched a
     // content word, nothing to read.
     let stop_words_searched = matches!(e.store(), Store::Sled(_));
-    let asked = match vq.fusion.method {
-        FusionMethod::Adaptive if stop_words_searched => content_terms(query),
-        _ => Vec::new(),
+    let query_terms = content_terms(query);
+    let asked: &[String] = match vq.fusion.method {
+        FusionMethod::Adaptive if stop_words_searched => &query_terms,
+        _ => &[],
     };
     let mut read: Vec<Option<bool>> = vec![None; if asked.is_empty() { 0 } else { bm25.len() }];
     let mut top_doc = None;
@@ -177,7 +178,7 @@ pub(crate) fn fused_hits(
         }
         for i in unread {
             let doc = e.index_doc(kind, ctx, &bm25[i].0)?;
-            read[i] = Some(doc.as_ref().is_some_and(|d| holds_any(&asked, d)));
+            read[i] = Some(doc.as_ref().is_some_and(|d| holds_any(asked, d)));
             if i == 0 {
                 top_doc = Some(doc);
             }
@@ -193,7 +194,7 @@ pub(crate) fn fused_hits(
             None => e.index_doc(kind, ctx, bm25_top)?,
         };
         if let Some(doc) = top
-            && covers_most(query, &doc) == Some(true)
+            && covers_most(&query_terms, &doc) == Some(true)
         {
             evidence.record(bm25_top == vector_top);
         }

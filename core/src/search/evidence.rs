@@ -105,12 +105,11 @@ fn le_u64(b: &[u8; 16], at: usize) -> u64 {
 }
 
 /// Whether `doc` (its summary, body, participants and tags) holds more than
-/// half of the distinct content words of `query` (its terms after the stop
-/// words and question words of [`super::index::query::QUERY_STOP_WORDS`] are
-/// dropped and the rest stemmed, as the index stems them). `None` when the
-/// query has no content word.
-pub(crate) fn covers_most(query: &str, doc: &IndexDoc) -> Option<bool> {
-    let asked = content_terms(query);
+/// half of `asked`, a query's distinct content words from [`content_terms`]
+/// (its terms after the stop words and question words of
+/// [`super::index::query::QUERY_STOP_WORDS`] are dropped and the rest
+/// stemmed, as the index stems them). `None` when there are none.
+pub(crate) fn covers_most(asked: &[String], doc: &IndexDoc) -> Option<bool> {
     if asked.is_empty() {
         return None;
     }
@@ -216,19 +215,28 @@ mod tests {
         // Content words of the question: ross, ask, rachel (3).
         let q = "What did Ross ask Rachel?";
         assert_eq!(
-            covers_most(q, &doc("Rachel, he asked you out", &["Ross"])),
+            covers_most(
+                &content_terms(q),
+                &doc("Rachel, he asked you out", &["Ross"])
+            ),
             Some(true)
         );
         assert_eq!(
-            covers_most(q, &doc("Rachel, come here", &["Monica"])),
+            covers_most(&content_terms(q), &doc("Rachel, come here", &["Monica"])),
             Some(false)
         );
         // Exactly half is not most: ross and ask, two of the four content
         // words ross, ask, rachel, out.
         let q4 = "Where did Ross ask Rachel out?";
-        assert_eq!(covers_most(q4, &doc("asking", &["Ross"])), Some(false));
+        assert_eq!(
+            covers_most(&content_terms(q4), &doc("asking", &["Ross"])),
+            Some(false)
+        );
         // Only question words: no content word to cover.
-        assert_eq!(covers_most("what did I do?", &doc("anything", &[])), None);
+        assert_eq!(
+            covers_most(&content_terms("what did I do?"), &doc("anything", &[])),
+            None
+        );
     }
 
     #[test]
