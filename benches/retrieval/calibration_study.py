@@ -282,31 +282,40 @@ def content_gate(bm: list[Pair], vec: list[Pair], content: list[Pair], lo: float
 def keep_places(fused: list[str], bm: list[Pair], vec: list[Pair], w: float, limit: int = 10) -> list[str]:
     """The engine's guard for the stronger list (weight 1 − w for BM25, w for the vectors):
     its top `limit − round(limit · weaker share)` stay in the top `limit`, the other places
-    go to the best of the rest by fused order; the top `limit` keep the fused order."""
-    strong = vec if w > 1 - w else bm
-    z = tail_z_pad(strong, 10, 50)
-    strong = [(t, x) for t, x in strong if z.get(t, 0.0) > 0]  # only hits above its background
+    go to the best of the rest by fused order (a memory the weaker list found with the same
+    score as one already placed there, and the same score or absence in the stronger list,
+    is a copy and takes no place); the top `limit` keep the fused order."""
+    strong_full, weak_full = (vec, bm) if w > 1 - w else (bm, vec)
+    z = tail_z_pad(strong_full, 10, 50)
+    strong = [(t, x) for t, x in strong_full if z.get(t, 0.0) > 0]  # only hits above its background
     room = int(np.floor(limit * min(w, 1 - w) + 0.5))
     kept = {t for t, _ in strong[: limit - room]}
+    s_score, w_score = dict(strong_full), dict(weak_full)
+    placed: set[tuple[float, float | None]] = set()
     others = limit - len(kept)
     top: list[str] = []
     for t in fused:
         if t in kept:
             top.append(t)
         elif others > 0:
+            if t in w_score:
+                sig = (w_score[t], s_score.get(t))
+                if sig in placed:
+                    continue
+                placed.add(sig)
             others -= 1
             top.append(t)
     chosen = set(top)
     return top + [t for t in fused if t not in chosen]
 
 
-POWER = 1.5  # core/src/search/fusion.rs ADAPTIVE_SHARE_POWER
+POWER = 2.0  # core/src/search/fusion.rs ADAPTIVE_SHARE_POWER
 
 
 class Evidence:
     """The engine's default since the third round (core/src/search/evidence.rs,
     FusionMethod::Adaptive): tail-z of each list (no allowance, no ratio), the
-    vector list weighted s^1.5 and BM25 1 − s^1.5 (`POWER`), BM25's z added only for
+    vector list weighted s^POWER and BM25 1 − s^POWER, BM25's z added only for
     the hits that matched a content word (`content`, the full list restricted to
     them; the background stays the whole list's), the stronger list keeping its
     places (`keep_places`), s = (agreed + 1) / (confident + 2)

@@ -22,9 +22,9 @@ pub const ADAPTIVE_TAIL_FROM: usize = 10;
 
 /// Adaptive fusion: the vector list's weight is the store's estimate `s` (see
 /// [`FusionMethod::Adaptive`]) to this power, BM25's the rest. Chosen once
-/// across every evaluation set and both embedders (1.5, 2 and 2.5 measured:
-/// docs/benchmarks-retrieval.md).
-pub const ADAPTIVE_SHARE_POWER: f32 = 1.5;
+/// across every evaluation set and both embedders (1.5, 1.75, 2 and 2.5
+/// measured: docs/benchmarks-retrieval.md).
+pub const ADAPTIVE_SHARE_POWER: f32 = 2.0;
 
 /// Default weight of the BM25 list in fusion.
 pub const DEFAULT_BM25_WEIGHT: f32 = 0.5;
@@ -304,10 +304,10 @@ pub(crate) fn fuse_matched(
     if fusion.method == FusionMethod::Adaptive {
         let bm25_w = fusion.bm25_weight * bm25_scale;
         let vector_w = fusion.vector_weight * vector_scale;
-        let (strong, norm) = if vector_w > bm25_w {
-            (vector, &vector_norm)
+        let (strong, norm, weak) = if vector_w > bm25_w {
+            (vector, &vector_norm, bm25)
         } else {
-            (bm25, &bm25_norm)
+            (bm25, &bm25_norm, vector)
         };
         // Only the hits the stronger list puts above its own near misses hold
         // places (z > 0: a prefix of the list); a flat list, all ties, holds none.
@@ -315,42 +315,71 @@ pub(crate) fn fuse_matched(
             .iter()
             .position(|(_, s)| norm.apply(*s) <= 0.0)
             .unwrap_or(strong.len());
-        let strong = &strong[..standing];
         let weak_share = if bm25_w + vector_w > 0.0 {
             bm25_w.min(vector_w) / (bm25_w + vector_w)
         } else {
             0.0
         };
-        keep_places(&mut out, strong, weak_share, limit);
+        let lists = Places {
+            standing: &strong[..standing],
+            strong,
+            weak,
+        };
+        keep_places(&mut out, &lists, weak_share, limit);
     }
     out.truncate(limit);
     out
 }
 
+/// The lists [`keep_places`] reads: the stronger list's hits that stand above
+/// its background (`standing`, a prefix of `strong`), and both whole lists.
+struct Places<'a> {
+    standing: &'a [(String, f32)],
+    strong: &'a [(String, f32)],
+    weak: &'a [(String, f32)],
+}
+
 /// Adaptive fusion's guard for the stronger list (the one with the larger
-/// weight; the caller passes the hits of it that stand above its background):
-/// of the `limit` results, the weaker list may take at most its share of the
-/// weight, `round(limit · weak_share)`, of the places the stronger list's own
-/// top `limit` would hold. The stronger list's top `limit − that` stay in
-/// the results; the other places go to the best of the rest by fused score;
-/// the results keep the fused order. `out` is sorted best first.
-fn keep_places(out: &mut Vec<Fused>, strong: &[(String, f32)], weak_share: f32, limit: usize) {
+/// weight): of the `limit` results, the weaker list may take at most its
+/// share of the weight, `round(limit · weak_share)`, of the places the
+/// stronger list's own top `limit` would hold. The stronger list's top
+/// `limit − that` standing hits stay in the results; the other places go to
+/// the best of the rest by fused score; the results keep the fused order.
+/// Memories the weaker list found with the very same score as one already
+/// given such a place, and the same score (or absence) in the stronger list,
+/// are copies of one text as far as both lists can tell: they take no second
+/// place (they would spend the weaker list's share on one piece of
+/// evidence). `out` is sorted best first.
+fn keep_places(out: &mut Vec<Fused>, lists: &Places<'_>, weak_share: f32, limit: usize) {
+    use std::collections::{HashMap, HashSet};
     let room = (limit as f32 * weak_share.clamp(0.0, 0.5)).round() as usize;
-    let kept: std::collections::HashSet<&str> = strong
+    let kept: HashSet<&str> = lists
+        .standing
         .iter()
         .take(limit.saturating_sub(room))
         .map(|(k, _)| k.as_str())
         .collect();
+    fn score_of(list: &[(String, f32)]) -> HashMap<&str, u32> {
+        list.iter().map(|(k, s)| (k.as_str(), s.to_bits())).collect()
+    }
+    let (strong, weak) = (score_of(lists.strong), score_of(lists.weak));
+    let mut placed: HashSet<(u32, Option<u32>)> = HashSet::new();
     let mut others = limit.saturating_sub(kept.len());
     out.retain(|f| {
-        if kept.contains(f.key.as_str()) {
-            true
-        } else if others > 0 {
-            others -= 1;
-            true
-        } else {
-            false
+        let key = f.key.as_str();
+        if kept.contains(key) {
+            return true;
         }
+        if others == 0 {
+            return false;
+        }
+        if let Some(&w) = weak.get(key) {
+            if !placed.insert((w, strong.get(key).copied())) {
+                return false;
+            }
+        }
+        others -= 1;
+        true
     });
 }
 
@@ -418,7 +447,12 @@ mod tests {
                     vector_rank: None,
                 })
                 .collect();
-            keep_places(&mut out, strong, share, limit);
+            let lists = Places {
+                standing: strong,
+                strong,
+                weak: &[],
+            };
+            keep_places(&mut out, &lists, share, limit);
             out.truncate(limit);
             out.into_iter().map(|f| f.key).collect()
         };
@@ -439,6 +473,61 @@ mod tests {
         );
         // A stronger list shorter than the results: the rest by fused score.
         assert_eq!(out(0.13, 5, &strong[..2]), ["v1", "v2", "v3", "a", "b"]);
+    }
+
+    #[test]
+    fn copies_in_the_weaker_list_take_one_of_its_places() {
+        // The weaker list found d1, d2 and d3 with the very same score (one
+        // text recorded three times) and x with another; the stronger list
+        // holds a..j. Fused order: d1 d2 d3 x, then a..j.
+        let strong: Vec<(String, f32)> = (b'a'..=b'j')
+            .map(|c| (char::from(c).to_string(), 10.0 - f32::from(c - b'a')))
+            .collect();
+        let weak: Vec<(String, f32)> = ["d1", "d2", "d3"]
+            .iter()
+            .map(|k| ((*k).to_owned(), 0.9))
+            .chain([("x".to_owned(), 0.8)])
+            .collect();
+        let fused_order: Vec<String> = weak
+            .iter()
+            .chain(strong.iter())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let run = |strong_list: &[(String, f32)]| -> Vec<String> {
+            let mut out: Vec<Fused> = fused_order
+                .iter()
+                .enumerate()
+                .map(|(i, k)| Fused {
+                    key: k.clone(),
+                    score: 100.0 - i as f32,
+                    bm25_rank: None,
+                    vector_rank: None,
+                })
+                .collect();
+            let lists = Places {
+                standing: &strong,
+                strong: strong_list,
+                weak: &weak,
+            };
+            // Share 0.3 of 10 places: three for the weaker list.
+            keep_places(&mut out, &lists, 0.3, 10);
+            out.truncate(10);
+            out.into_iter().map(|f| f.key).collect()
+        };
+        // d2 and d3 are copies of d1: the weaker list's three places go to d1,
+        // x and the best of the rest (h, the stronger list's 8th).
+        assert_eq!(
+            run(&strong),
+            ["d1", "x", "a", "b", "c", "d", "e", "f", "g", "h"]
+        );
+        // The stronger list tells d2 apart from d1 (a different score there):
+        // not a copy, it keeps its place.
+        let mut told_apart = strong.clone();
+        told_apart.push(("d2".to_owned(), 0.5));
+        assert_eq!(
+            run(&told_apart),
+            ["d1", "d2", "x", "a", "b", "c", "d", "e", "f", "g"]
+        );
     }
 
     type ScoredList = Vec<(String, f32)>;
