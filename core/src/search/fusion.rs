@@ -360,7 +360,9 @@ fn keep_places(out: &mut Vec<Fused>, lists: &Places<'_>, weak_share: f32, limit:
         .map(|(k, _)| k.as_str())
         .collect();
     fn score_of(list: &[(String, f32)]) -> HashMap<&str, u32> {
-        list.iter().map(|(k, s)| (k.as_str(), s.to_bits())).collect()
+        list.iter()
+            .map(|(k, s)| (k.as_str(), s.to_bits()))
+            .collect()
     }
     let (strong, weak) = (score_of(lists.strong), score_of(lists.weak));
     let mut placed: HashSet<(u32, Option<u32>)> = HashSet::new();
