@@ -375,10 +375,10 @@ fn keep_places(out: &mut Vec<Fused>, lists: &Places<'_>, weak_share: f32, limit:
         if others == 0 {
             return false;
         }
-        if let Some(&w) = weak.get(key) {
-            if !placed.insert((w, strong.get(key).copied())) {
-                return false;
-            }
+        if let Some(&w) = weak.get(key)
+            && !placed.insert((w, strong.get(key).copied()))
+        {
+            return false;
         }
         others -= 1;
         true
