@@ -347,6 +347,33 @@ impl Engine {
         prepare: impl FnOnce() -> Result<P>,
         f: impl Fn(&[TxTree<'_>], &P) -> TxResult<(R, Vec<IndexOp>)>,
     ) -> Result<R> {
+        let (r, _) = self.indexed_write_core(trees, || Ok((prepare()?, Vec::new())), f)?;
+        Ok(r)
+    }
+
+    /// Like [`Engine::indexed_write_prepared`], for a write whose index ops
+    /// `prepare` knows (returned next to its plan, not by the transaction):
+    /// the transaction logs their uids, and the ops are applied after it
+    /// as they are. `f` may run more than once, and returning the ops from
+    /// it meant a copy of every document per write (a batch of 1,000
+    /// episodes: 1,000 copies of each text, made and freed on the calling
+    /// thread). Returns the plan too, for what the caller reports.
+    pub(crate) fn indexed_write_planned<R, P>(
+        &self,
+        trees: &[&KvTree],
+        prepare: impl FnOnce() -> Result<(P, Vec<IndexOp>)>,
+        f: impl Fn(&[TxTree<'_>], &P) -> TxResult<R>,
+    ) -> Result<(R, P)> {
+        self.indexed_write_core(trees, prepare, |t, p| Ok((f(t, p)?, Vec::new())))
+    }
+
+    /// The indexed write: the ops are the planned ones, then those `f` returns.
+    fn indexed_write_core<R, P>(
+        &self,
+        trees: &[&KvTree],
+        prepare: impl FnOnce() -> Result<(P, Vec<IndexOp>)>,
+        f: impl Fn(&[TxTree<'_>], &P) -> TxResult<(R, Vec<IndexOp>)>,
+    ) -> Result<(R, P)> {
         let mut all: Vec<&KvTree> = trees.to_vec();
         all.push(&self.t.index_log);
         let mut st = self.index_lock();
@@ -355,18 +382,23 @@ impl Engine {
             // Writes of other instances first, so that sequences stay in order.
             self.catch_up_locked(&mut st)?;
         }
-        let prepared = prepare()?;
+        let (prepared, mut ops) = prepare()?;
         let seq = serial.generate_id()?;
-        let (r, ops) = serial.transaction(&all, |views| {
+        let (r, more) = serial.transaction(&all, |views| {
             let (data, log) = views.split_at(views.len() - 1);
-            let (r, ops) = f(data, &prepared)?;
-            if !ops.is_empty() {
-                let uids: Vec<&str> = ops.iter().map(IndexOp::uid).collect();
+            let (r, more) = f(data, &prepared)?;
+            if !ops.is_empty() || !more.is_empty() {
+                let uids: Vec<&str> = ops.iter().chain(&more).map(IndexOp::uid).collect();
                 let enc = self.codec.encode(&uids)?;
                 log[0].insert(seq.to_be_bytes(), enc)?;
             }
-            Ok((r, ops))
+            Ok((r, more))
         })?;
+        if ops.is_empty() {
+            ops = more;
+        } else {
+            ops.extend(more);
+        }
         // The store's own search rows (PostgreSQL), in the same transaction;
         // with pgvector, the vector rows too.
         serial.apply_search_ops(&ops)?;
@@ -389,7 +421,7 @@ impl Engine {
         // of every lock: see `WRITE_COLLECT_OPS`.
         crate::util::heap::collect_deferred(1 + ops.len() / WRITE_COLLECT_OPS);
         self.after_write()?;
-        Ok(r)
+        Ok((r, prepared))
     }
 
     /// Shared store: apply the index-log entries other instances committed

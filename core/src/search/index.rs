@@ -42,6 +42,7 @@ mod mapped;
 use dir::SoftSyncDirectory;
 mod overlay;
 use overlay::{Overlay, SearchCommit};
+mod stem;
 
 pub(crate) mod query;
 #[allow(unused_imports)]
@@ -424,6 +425,7 @@ impl SearchIndex {
         dir::remove_orphans(dir, sealer.as_deref())?;
         let sdir = SoftSyncDirectory::open(dir, sealer).dep()?;
         let index = Index::open(sdir.clone()).dep()?;
+        stem::register(&index);
         if index.schema() != *schema {
             return Err(Error::index("schema changed"));
         }
@@ -459,6 +461,7 @@ impl SearchIndex {
             let _durable = sdir.durable();
             Index::create(sdir.clone(), schema, tantivy::IndexSettings::default()).dep()?
         };
+        stem::register(&index);
         let writer: IndexWriter = index
             .writer_with_num_threads(1, writer_bytes.max(15_000_000))
             .map_err(|e| {

@@ -624,10 +624,9 @@ impl TxTree<'_> {
 
     pub(crate) fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> TxResult<()> {
         match self {
-            TxTree::Sled(t) => {
-                t.insert(key.as_ref(), value.as_ref())?;
-                Ok(())
-            }
+            // The old value is not wanted: `insert_blind` skips the tree
+            // lookup (and the copy of the value) `insert` makes to return it.
+            TxTree::Sled(t) => Ok(t.insert_blind(key.as_ref(), value.as_ref())?),
             TxTree::Sealed(t, s) => s.tx_insert(t, key.as_ref(), value.as_ref()),
             #[cfg(feature = "postgres")]
             TxTree::Postgres(c, t) => c.insert(*t, key.as_ref(), value.as_ref()),

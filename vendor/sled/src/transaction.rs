@@ -273,6 +273,25 @@ impl TransactionalTree {
         Ok(old)
     }
 
+    /// Set a key to a new value without reading the value it had (a
+    /// Memstrata patch, see `PATCHES.md`): [`TransactionalTree::insert`]
+    /// looks every key up in the tree to return its old value, and keeps a
+    /// copy of that value for the rest of the transaction. The write itself
+    /// is the same: staged here, applied at commit.
+    pub fn insert_blind<K, V>(
+        &self,
+        key: K,
+        value: V,
+    ) -> UnabortableTransactionResult<()>
+    where
+        K: AsRef<[u8]> + Into<IVec>,
+        V: Into<IVec>,
+    {
+        let mut writes = self.writes.borrow_mut();
+        let _last_write = writes.insert(key.into(), Some(value.into()));
+        Ok(())
+    }
+
     /// Remove a key
     pub fn remove<K>(
         &self,

@@ -4,7 +4,7 @@
 #[allow(unused_imports)]
 use super::*;
 
-use super::dedup::{Item, Planner, Recorded, new_record, write};
+use super::dedup::{Item, Planner, Recorded, Writes, new_record, write};
 
 /// Record `eps` in `ctx` in one transaction (used by [`Episodic::record_many`]
 /// and [`Episodic::record_many_detailed`]).
@@ -58,25 +58,30 @@ pub(crate) fn record_many_in(
         });
     }
     e.touch_context(ctx)?;
-    let w = e.indexed_write_prepared(
+    let ((), (w, _)) = e.indexed_write_planned(
         &[&e.t.episodes, &e.t.meta, &e.t.dedup],
         || {
             let mut planner = Planner::new(e, ctx, items.len());
             for (i, item) in items.into_iter().enumerate() {
                 planner.add(item).map_err(|err| err.in_item("items", i))?;
             }
-            let w = planner.finish()?;
+            // The new records are not cached (below): their texts move into
+            // the index documents.
+            let (w, ops) = planner.finish(false)?;
+            let created = w.recorded.iter().any(|r| r.created);
             let claim = match dim {
-                Some((i, d)) if !w.created.is_empty() => {
+                Some((i, d)) if created => {
                     vectors::claim_dim(e, &format!("items[{i}].embedding"), ctx, d)?.map(|k| (k, d))
                 }
                 _ => None,
             };
-            Ok((w, claim))
+            Ok(((w, claim), ops))
         },
-        |t, (w, claim)| write(t, w, claim.as_ref(), false),
+        |t, (w, claim)| write(t, w, claim.as_ref()),
     )?;
-    let (recorded, _, merged) = w;
+    let Writes {
+        recorded, merged, ..
+    } = w;
     let created = recorded.iter().filter(|r| r.created).count() as u64;
     super::retention::after_write(e, ctx, created, total as u64, oldest);
     // The new ids need no invalidation, and the cache is not filled: a bulk

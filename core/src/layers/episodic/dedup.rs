@@ -92,11 +92,12 @@ pub(crate) struct Item {
 /// policy, against the stored episodes and the batch's earlier items.
 #[derive(Default)]
 pub(crate) struct Writes {
-    /// Episodes to write (new ones and merged ones): key, bytes, index document.
-    pub rows: Vec<(Vec<u8>, Vec<u8>, IndexDoc)>,
+    /// Episodes to write (new ones and merged ones): key and bytes (their
+    /// index documents are the ops [`Planner::finish`] returns beside).
+    pub rows: Vec<(Vec<u8>, Vec<u8>)>,
     /// Dedup keys to add.
     pub dkeys: Vec<Vec<u8>>,
-    /// New episodes (for the write-through cache).
+    /// New episodes (for the write-through cache; kept only when asked).
     pub created: Vec<(Vec<u8>, EpisodeRecord)>,
     /// Existing episodes rewritten by `merge` (cache keys to invalidate).
     pub merged: Vec<Vec<u8>>,
@@ -127,6 +128,13 @@ pub(crate) struct Planner<'a> {
     /// Stored episodes merged into, by id, in order of first merge.
     merged: Vec<EpisodeRecord>,
     recorded: Vec<Recorded>,
+    /// The context's default policy, read once per write: under the writer
+    /// lock, and a batch is one write (it was read per item, a sled lookup each).
+    ctx_policy: Option<OnDuplicate>,
+    /// The context is known to have no dedup index (a `keep` item found none,
+    /// and no item with another policy ran detection since, which may build
+    /// it): `keep` items need not look again (a sled lookup each).
+    unindexed: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -143,7 +151,31 @@ impl<'a> Planner<'a> {
             registered: 0,
             merged: Vec::new(),
             recorded: Vec::with_capacity(n),
+            ctx_policy: None,
+            unindexed: false,
         }
+    }
+
+    /// `policy::effective` of an item, the context's default read once.
+    fn effective(&mut self, explicit: Option<OnDuplicate>) -> Result<OnDuplicate> {
+        Ok(match (explicit, self.ctx_policy) {
+            (Some(p), _) | (None, Some(p)) => p,
+            (None, None) => {
+                let p = policy::context_policy(self.e, self.ctx)?;
+                self.ctx_policy = Some(p);
+                p
+            }
+        })
+    }
+
+    /// [`detects`] of an item under policy `p` (see `unindexed`).
+    fn detects(&mut self, p: OnDuplicate) -> Result<bool> {
+        if p == OnDuplicate::Keep && self.unindexed {
+            return Ok(false);
+        }
+        let on = detects(self.e, self.ctx, p)?;
+        self.unindexed = p == OnDuplicate::Keep && !on;
+        Ok(on)
     }
 
     /// A duplicate of `fp` among the batch's pending episodes (exact, then the
@@ -200,7 +232,7 @@ impl<'a> Planner<'a> {
             explicit,
             cosine,
         } = item;
-        let on_duplicate = policy::effective(e, ctx, explicit)?;
+        let on_duplicate = self.effective(explicit)?;
         let mut recorded = Recorded {
             id: rec.id.clone(),
             duplicate_of: None,
@@ -208,7 +240,7 @@ impl<'a> Planner<'a> {
             created: true,
             on_duplicate,
         };
-        if !detects(e, ctx, on_duplicate)? {
+        if !self.detects(on_duplicate)? {
             self.pending.push(Pending {
                 rec,
                 enc: Some(enc),
@@ -321,16 +353,20 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    /// What to write.
-    pub(crate) fn finish(self) -> Result<Writes> {
+    /// What to write, and its index ops. The new episodes' records are kept
+    /// in [`Writes::created`] only when `keep_created` (the write-through
+    /// cache of a single write); else their texts move into the index
+    /// documents instead of being copied.
+    pub(crate) fn finish(self, keep_created: bool) -> Result<(Writes, Vec<IndexOp>)> {
         let (e, ctx) = (self.e, self.ctx);
         let n = self.pending.len() + self.merged.len();
         let mut w = Writes {
             recorded: self.recorded,
             rows: Vec::with_capacity(n),
-            created: Vec::with_capacity(self.pending.len()),
+            created: Vec::with_capacity(if keep_created { self.pending.len() } else { 0 }),
             ..Writes::default()
         };
+        let mut ops = Vec::with_capacity(n);
         let rows = !policy::in_memory(e);
         for p in self.pending {
             let key = codec::ctx_key(ctx, &p.rec.id);
@@ -350,16 +386,22 @@ impl<'a> Planner<'a> {
                 Some(fp) => policy::mem_insert(e, ctx, DupKind::Episode, &p.rec.id, fp),
                 None => {}
             }
-            w.rows.push((key.clone(), enc, index_doc(ctx, &p.rec)));
-            w.created.push((key, p.rec));
+            if keep_created {
+                ops.push(IndexOp::Upsert(index_doc(ctx, &p.rec)));
+                w.rows.push((key.clone(), enc));
+                w.created.push((key, p.rec));
+            } else {
+                ops.push(IndexOp::Upsert(index_doc_of(ctx, p.rec)));
+                w.rows.push((key, enc));
+            }
         }
         for cur in self.merged {
             let key = codec::ctx_key(ctx, &cur.id);
-            w.rows
-                .push((key.clone(), cur.encode(&e.codec)?, index_doc(ctx, &cur)));
+            ops.push(IndexOp::Upsert(index_doc(ctx, &cur)));
+            w.rows.push((key.clone(), cur.encode(&e.codec)?));
             w.merged.push(key);
         }
-        Ok(w)
+        Ok((w, ops))
     }
 }
 
@@ -375,7 +417,7 @@ pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Resul
     e.touch_context(ctx)?;
     // Taken before the write: a fill racing an invalidation of this key is refused.
     let generation = e.state::<EpisodeCache>().generation();
-    let w = e.indexed_write_prepared(
+    let ((), (w, _)) = e.indexed_write_planned(
         &[&e.t.episodes, &e.t.meta, &e.t.dedup],
         || {
             let mut planner = Planner::new(e, ctx, 1);
@@ -385,17 +427,22 @@ pub(crate) fn record_detailed_in(e: &Engine, ctx: &str, ep: NewEpisode) -> Resul
                 explicit,
                 cosine,
             })?;
-            let w = planner.finish()?;
+            let (w, ops) = planner.finish(true)?;
             let claim = match (w.created.is_empty(), dim) {
                 (false, Some(d)) => vectors::claim_dim(e, "embedding", ctx, d)?,
                 _ => None,
             };
-            Ok((w, claim.map(|k| (k, dim.unwrap_or(0)))))
+            Ok(((w, claim.map(|k| (k, dim.unwrap_or(0)))), ops))
         },
-        |t, (w, claim)| write(t, w, claim.as_ref(), true),
+        |t, (w, claim)| write(t, w, claim.as_ref()),
     )?;
-    let (recorded, created, merged) = w;
-    cache_after(e, &created, &merged, generation);
+    let Writes {
+        recorded,
+        created,
+        merged,
+        ..
+    } = w;
+    cache_after(e, created, &merged, generation);
     let r = recorded
         .into_iter()
         .next()
@@ -430,21 +477,15 @@ pub(crate) fn new_record(
     }
 }
 
-/// What a planned write reports once committed: the items' results, the new
-/// episodes (when `cache_new`, for the write-through cache) and the merged keys.
-pub(crate) type Outcome = (Vec<Recorded>, Vec<(Vec<u8>, EpisodeRecord)>, Vec<Vec<u8>>);
-
-/// The transaction of a planned write (trees: episodes, meta, dedup).
+/// The transaction of a planned write (trees: episodes, meta, dedup; its
+/// index ops are the plan's, see [`Planner::finish`]).
 pub(crate) fn write(
     t: &[crate::storage::TxTree<'_>],
     w: &Writes,
     claim: Option<&(Vec<u8>, usize)>,
-    cache_new: bool,
-) -> crate::storage::TxResult<(Outcome, Vec<IndexOp>)> {
-    let mut ops = Vec::with_capacity(w.rows.len());
-    for (key, enc, doc) in &w.rows {
+) -> crate::storage::TxResult<()> {
+    for (key, enc) in &w.rows {
         t[0].insert(key.as_slice(), enc.as_slice())?;
-        ops.push(IndexOp::Upsert(doc.clone()));
     }
     if let Some((k, d)) = claim {
         t[1].insert(k.as_slice(), vectors::dim_value(*d))?;
@@ -452,26 +493,21 @@ pub(crate) fn write(
     for k in &w.dkeys {
         t[2].insert(k.as_slice(), &[][..])?;
     }
-    let created = if cache_new {
-        w.created.clone()
-    } else {
-        Vec::new()
-    };
-    Ok(((w.recorded.clone(), created, w.merged.clone()), ops))
+    Ok(())
 }
 
 /// After a single write: the new episode into the cache (write-through: the
 /// likeliest to be searched next), merged ones out.
 fn cache_after(
     e: &Engine,
-    created: &[(Vec<u8>, EpisodeRecord)],
+    created: Vec<(Vec<u8>, EpisodeRecord)>,
     merged: &[Vec<u8>],
     generation: u64,
 ) {
     let cache = e.state::<EpisodeCache>();
     for (key, rec) in created {
         // `Episode::from` of the record is exactly what decoding the stored bytes gives.
-        cache.insert(key, Arc::new(Episode::from(rec.clone())), generation);
+        cache.insert(&key, Arc::new(Episode::from(rec)), generation);
     }
     for key in merged {
         cache.invalidate(key);

@@ -3,6 +3,24 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// [`index_doc`] of a record no longer needed: its texts move into the document.
+pub(crate) fn index_doc_of(ctx: &str, r: EpisodeRecord) -> IndexDoc {
+    let mut body = String::new();
+    input::json_text(&r.content, &mut body);
+    IndexDoc {
+        uid: index::uid(Kind::Episode, ctx, &r.id),
+        kind: Kind::Episode,
+        ctx: ctx.to_owned(),
+        embedding: vector::stored_to_index(r.embedding.as_ref()),
+        summary: r.summary,
+        body,
+        participants: r.participants,
+        tags: r.tags,
+        ts_ms: r.timestamp,
+        importance: u64::from(r.importance),
+    }
+}
+
 pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
     let mut body = String::new();
     input::json_text(&r.content, &mut body);
