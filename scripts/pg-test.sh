@@ -171,5 +171,11 @@ status=$?
 set -e
 if [ "$status" -ne 0 ]; then
   echo "pg-test: '$*' failed with status $status" >&2
+  # The server's own account of the run (a backend that crashed, a shutdown,
+  # connections refused) goes with the temporary directory: keep what matters.
+  if [ -f "$LOG" ]; then
+    echo "pg-test: the server's log, its warnings and errors ($VERSION on port $PORT):" >&2
+    grep -E 'PANIC|FATAL|ERROR|WARNING|terminated|crash|shut|signal|restart' "$LOG" | tail -n 60 >&2 || true
+  fi
 fi
 exit "$status"
