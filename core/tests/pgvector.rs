@@ -277,10 +277,10 @@ fn sql_search_matches_the_in_process_scan_with_every_filter_before_ranking() {
             "{name}: fused vector rank"
         );
     }
-    assert!(
-        on_pg.contains(&("episode 0".to_owned(), Some(1))),
-        "{on_pg:?}"
-    );
+    // The vector list took part (the best vector hit itself need not: where
+    // the text list is the stronger one, the vectors' few places go to the
+    // hits with the best fused evidence, docs/api.md).
+    assert!(on_pg.iter().any(|(_, rank)| rank.is_some()), "{on_pg:?}");
 
     // Contexts are apart: another context's rows never show up.
     let other = pg.namespace("other").unwrap();
