@@ -131,15 +131,19 @@ pub(crate) fn fused_hits(
     if !e.vectors_in_sql() {
         e.sync_shared()?;
     }
-    let vector_list = match prepare_query(e, ctx, vq, qv)? {
-        Some(_) => e.vector_search(kind, ctx, qv, filter, depth)?,
-        None => Vec::new(),
-    };
+    let has_vectors = prepare_query(e, ctx, vq, qv)?.is_some();
     if !has_text {
+        let vector_list = match has_vectors {
+            true => e.vector_search(kind, ctx, qv, filter, depth)?,
+            false => Vec::new(),
+        };
         return Ok(ranked(vector_list, false));
     }
+    let (vector_list, mut bm25) = match has_vectors {
+        true => e.vector_search_beside(kind, ctx, qv, filter, depth, || text_list(depth))?,
+        false => (Vec::new(), text_list(depth)?),
+    };
     // Hits with no matching word (score 0, by recency) are not a text match.
-    let mut bm25 = text_list(depth)?;
     bm25.retain(|(_, s)| *s > 0.0);
     let evidence = e.fusion_evidence(kind);
     // The adaptive fusion adds BM25's z only for hits that matched a content
@@ -201,6 +205,11 @@ pub(crate) fn fused_hits(
     }
     Ok(fused)
 }
+
+/// Bytes of int8 codes from which [`Engine::vector_search_beside`] scans on a
+/// thread of its own (about 2,700 rows of 384 dimensions: a millisecond-scale
+/// scan, against tens of microseconds to start the thread).
+const BESIDE_MIN_BYTES: usize = 1 << 20;
 
 /// The `meta` record of the fusion evidence of a kind (`e` episodes, `k` knowledge).
 fn evidence_key(kind: Kind) -> &'static [u8] {
@@ -267,5 +276,54 @@ impl Engine {
         let set = self.vector_set(kind, ctx)?;
         let set = set.read();
         Ok(set.search(q, filter, depth))
+    }
+
+    /// [`Engine::vector_search`] and `other` (the BM25 list of the same
+    /// search), both results; the error of the vector search first if both fail.
+    ///
+    /// When the context's in-process matrix is large, the scan runs on a
+    /// thread of its own (scoped, started for this search) while this thread
+    /// runs `other`: a hybrid search then costs about the longer of the two
+    /// lists, not their sum. The set is built first, on this thread, and no
+    /// lock of the vector index is held while `other` runs (it may take the
+    /// index writer lock, which the writers hold while they wait for the
+    /// set). Small sets, PostgreSQL's pgvector, and a thread that cannot be
+    /// started: one after the other, as [`Engine::vector_search`].
+    pub(crate) fn vector_search_beside<T>(
+        &self,
+        kind: Kind,
+        ctx: &str,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+        other: impl FnOnce() -> Result<T>,
+    ) -> Result<(Vec<(String, f32)>, T)> {
+        let large = !self.vectors_in_sql()
+            && self.vector_set(kind, ctx)?.read().code_bytes() >= BESIDE_MIN_BYTES;
+        let other = if large {
+            let run = std::thread::scope(|s| {
+                match std::thread::Builder::new()
+                    .name("memstrata-vectors".into())
+                    .spawn_scoped(s, || self.vector_search(kind, ctx, q, filter, depth))
+                {
+                    Ok(scan) => {
+                        let theirs = other();
+                        match scan.join() {
+                            Ok(ours) => Ok((ours, theirs)),
+                            Err(payload) => std::panic::resume_unwind(payload),
+                        }
+                    }
+                    Err(_) => Err(other),
+                }
+            });
+            match run {
+                Ok((ours, theirs)) => return Ok((ours?, theirs?)),
+                Err(other) => other,
+            }
+        } else {
+            other
+        };
+        let ours = self.vector_search(kind, ctx, q, filter, depth)?;
+        Ok((ours, other()?))
     }
 }

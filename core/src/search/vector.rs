@@ -13,7 +13,7 @@
 //! sled. Search is exact (a scan of the matrix), which makes filters trivial
 //! and is fast at agent-memory sizes; see `docs/internals.md`.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -23,6 +23,11 @@ use super::fusion::Fusion;
 use crate::search::index::{self, IndexDoc, IndexOp, Kind};
 pub(crate) use crate::storage::docs::RowFilter;
 use crate::{Error, Result};
+
+mod scan;
+
+#[cfg(test)]
+use scan::{SCAN_BLOCK, dot_i8};
 
 /// Largest accepted embedding dimension.
 pub const MAX_EMBEDDING_DIM: usize = 4096;
@@ -237,80 +242,6 @@ fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
     (codes, scale as f32)
 }
 
-#[inline(always)]
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    // Codes are in -127..=127, so each product fits an i16: 16-bit multiplies
-    // (pmullw, baseline SSE2) widened into 16 i32 lanes vectorise well, where
-    // 32-bit multiplies would need SSE4.1.
-    let mut acc = [0i32; 16];
-    let mut ca = a.chunks_exact(16);
-    let mut cb = b.chunks_exact(16);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        for i in 0..16 {
-            acc[i] += i32::from(i16::from(x[i]) * i16::from(y[i]));
-        }
-    }
-    let mut s: i32 = acc.iter().sum();
-    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
-        s += i32::from(i16::from(*x) * i16::from(*y));
-    }
-    s
-}
-
-/// The same dot product written as a plain widening sum: built with AVX-512BW
-/// it compiles to sign-extending loads and `vpmaddwd` on 512-bit registers
-/// (pairs of 16-bit products summed into 32-bit lanes), 1.6× the throughput
-/// of [`dot_i8`]'s AVX2 build on the benchmark VM; on SSE2 this form is
-/// slower than [`dot_i8`], on AVX2 and SSE4.1 the two are even, so only the
-/// AVX-512 build uses it. Integer arithmetic: both give the same sum.
-#[inline(always)]
-fn dot_i8_wide(a: &[i8], b: &[i8]) -> i32 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum()
-}
-
-/// Rows scored per [`dot_rows`] call (its output stays in L1/L2).
-const SCAN_BLOCK: usize = 1024;
-
-/// `out[j] = q · row j` for each `dim`-long row of `codes` (`out` is cleared first).
-///
-/// Compiled for x86-64 with AVX-512BW, with AVX2 and with SSE4.1 (and AArch64
-/// NEON) besides the baseline, the version picked at run time by
-/// `multiversion`: the x86-64 baseline (SSE2) has no sign-extending byte
-/// loads, which made this loop 3–5× slower than the AVX2 build of the same
-/// code on the benchmark VM, and the AVX-512BW build of [`dot_i8_wide`] is
-/// 1.6× faster again than the AVX2 build of [`dot_i8`] there.
-#[multiversion::multiversion(targets(
-    "x86_64+avx512f+avx512bw",
-    "x86_64+avx2",
-    "x86_64+sse4.1",
-    "aarch64+neon"
-))]
-fn dot_rows(q: &[i8], codes: &[i8], dim: usize, out: &mut Vec<i32>) {
-    out.clear();
-    multiversion::target::match_target! {
-        "x86_64+avx512bw" => out.extend(codes.chunks_exact(dim).map(|row| dot_i8_wide(q, row))),
-        _ => out.extend(codes.chunks_exact(dim).map(|row| dot_i8(q, row))),
-    }
-}
-
-#[derive(Debug, PartialEq)]
-struct Scored(f32, usize);
-impl Eq for Scored {}
-impl PartialOrd for Scored {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Scored {
-    // Reversed: the heap's top is the worst kept hit.
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        o.0.total_cmp(&self.0).then_with(|| self.1.cmp(&o.1))
-    }
-}
-
 impl VectorSet {
     pub(crate) fn upsert(&mut self, key: &str, v: &[f32], meta: RowMeta) {
         self.remove(key);
@@ -345,6 +276,11 @@ impl VectorSet {
         self.meta.swap_remove(i);
     }
 
+    /// Bytes of int8 codes held (what a scan reads).
+    pub(crate) fn code_bytes(&self) -> usize {
+        self.codes.len()
+    }
+
     /// The `depth` best rows by cosine among those `filter` accepts, best first.
     pub(crate) fn search(
         &self,
@@ -357,28 +293,10 @@ impl VectorSet {
         }
         let (qc, qs) = quantize(q);
         let unfiltered = filter.is_empty();
-        let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(depth + 1);
-        let mut dots = Vec::with_capacity(SCAN_BLOCK);
-        for (b, block) in self.codes.chunks(SCAN_BLOCK * self.dim).enumerate() {
-            dot_rows(&qc, block, self.dim, &mut dots);
-            for (j, d) in dots.iter().enumerate() {
-                let i = b * SCAN_BLOCK + j;
-                if !unfiltered && !filter.accepts(&self.meta[i]) {
-                    continue;
-                }
-                let s = *d as f32 * qs * self.scales[i];
-                if heap.len() < depth {
-                    heap.push(Scored(s, i));
-                } else if heap.peek().is_some_and(|w| s > w.0) {
-                    heap.pop();
-                    heap.push(Scored(s, i));
-                }
-            }
-        }
-        let mut v = heap.into_vec();
-        v.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        v.into_iter()
-            .map(|Scored(s, i)| (self.keys[i].clone(), s.clamp(-1.0, 1.0)))
+        let accept = |i: usize| unfiltered || filter.accepts(&self.meta[i]);
+        scan::top_rows(&self.codes, &self.scales, self.dim, &qc, qs, depth, &accept)
+            .into_iter()
+            .map(|(i, s)| (self.keys[i].clone(), s.clamp(-1.0, 1.0)))
             .collect()
     }
 }
@@ -498,45 +416,6 @@ mod tests {
         let (cb, sb) = quantize(&b);
         let approx = dot_i8(&ca, &cb) as f32 * sa * sb;
         assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
-    }
-
-    #[test]
-    fn every_build_of_the_scan_gives_the_plain_integer_dot_product() {
-        // The run-time pick of `dot_rows` (AVX-512BW, AVX2, SSE4.1 or baseline
-        // here) against a scalar sum, codes at both ends of the range, for
-        // dimensions with and without a remainder past the 16/32/64-byte chunks.
-        let mut state = 0x2545_f491_u32;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            ((state % 255) as i32 - 127) as i8
-        };
-        for dim in [1, 15, 16, 17, 31, 33, 63, 64, 65, 384, 385] {
-            let rows = 40;
-            let mut codes: Vec<i8> = (0..rows * dim).map(|_| next()).collect();
-            let mut q: Vec<i8> = (0..dim).map(|_| next()).collect();
-            // Extremes: a row and the query at ±127.
-            codes[..dim].fill(127);
-            codes[dim..2 * dim].fill(-127);
-            q[0] = -127;
-            let mut out = Vec::new();
-            dot_rows(&q, &codes, dim, &mut out);
-            let want: Vec<i32> = codes
-                .chunks_exact(dim)
-                .map(|r| {
-                    r.iter()
-                        .zip(&q)
-                        .map(|(a, b)| i32::from(*a) * i32::from(*b))
-                        .sum()
-                })
-                .collect();
-            assert_eq!(out, want, "dim {dim}");
-            for (row, w) in codes.chunks_exact(dim).zip(&want) {
-                assert_eq!(dot_i8(&q, row), *w, "dim {dim}");
-                assert_eq!(dot_i8_wide(&q, row), *w, "dim {dim}");
-            }
-        }
     }
 
     #[test]
