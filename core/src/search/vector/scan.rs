@@ -157,7 +157,7 @@ pub(super) fn top_rows(
                 .filter_map(|_| {
                     std::thread::Builder::new()
                         .name("memstrata-scan".into())
-                        .spawn_scoped(s, &part)
+                        .spawn_scoped(s, part)
                         .ok()
                 })
                 .collect();
@@ -234,7 +234,7 @@ mod tests {
             scan_threads(codes.len()) > 1
                 || std::thread::available_parallelism().map_or(1, |n| n.get()) == 1
         );
-        let accept = |i: usize| i % 11 != 0;
+        let accept = |i: usize| !i.is_multiple_of(11);
         let got = top_rows(&codes, &scales, dim, &q, 0.5, 100, &accept);
         let mut want: Vec<(usize, f32)> = codes
             .chunks_exact(dim)
