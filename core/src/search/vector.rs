@@ -292,9 +292,9 @@ impl VectorSet {
             return Vec::new();
         }
         let (qc, qs) = quantize(q);
-        let unfiltered = filter.is_empty();
-        let accept = |i: usize| unfiltered || filter.accepts(&self.meta[i]);
-        scan::top_rows(&self.codes, &self.scales, self.dim, &qc, qs, depth, &accept)
+        let accept = |i: usize| filter.accepts(&self.meta[i]);
+        let accept = (!filter.is_empty()).then_some(&accept as &(dyn Fn(usize) -> bool + Sync));
+        scan::top_rows(&self.codes, &self.scales, self.dim, &qc, qs, depth, accept)
             .into_iter()
             .map(|(i, s)| (self.keys[i].clone(), s.clamp(-1.0, 1.0)))
             .collect()

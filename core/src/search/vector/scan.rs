@@ -99,7 +99,7 @@ fn scan_threads(bytes: usize) -> usize {
 }
 
 /// The `depth` best rows of `codes` (`dim` codes per row) for the quantised
-/// query `qc` (scale `qs`), among the rows `accept` keeps: `(row, score)` with
+/// query `qc` (scale `qs`), among the rows `accept` keeps (all without one): `(row, score)` with
 /// `score = (qc · row) * qs * scales[row]`, best first.
 ///
 /// Large matrices are scanned by several threads at once (scoped threads
@@ -115,7 +115,7 @@ pub(super) fn top_rows(
     qc: &[i8],
     qs: f32,
     depth: usize,
-    accept: &(dyn Fn(usize) -> bool + Sync),
+    accept: Option<&(dyn Fn(usize) -> bool + Sync)>,
 ) -> Vec<(usize, f32)> {
     if dim == 0 || depth == 0 {
         return Vec::new();
@@ -135,7 +135,7 @@ pub(super) fn top_rows(
             dot_rows(qc, block, dim, &mut dots);
             for (j, d) in dots.iter().enumerate() {
                 let i = b * SCAN_BLOCK + j;
-                if !accept(i) {
+                if accept.is_some_and(|a| !a(i)) {
                     continue;
                 }
                 let s = *d as f32 * qs * scales[i];
@@ -235,7 +235,7 @@ mod tests {
                 || std::thread::available_parallelism().map_or(1, |n| n.get()) == 1
         );
         let accept = |i: usize| !i.is_multiple_of(11);
-        let got = top_rows(&codes, &scales, dim, &q, 0.5, 100, &accept);
+        let got = top_rows(&codes, &scales, dim, &q, 0.5, 100, Some(&accept));
         let mut want: Vec<(usize, f32)> = codes
             .chunks_exact(dim)
             .enumerate()
@@ -260,7 +260,7 @@ mod tests {
             &q,
             0.5,
             100,
-            &accept,
+            Some(&accept),
         );
         assert_eq!(few.len(), 9);
     }
