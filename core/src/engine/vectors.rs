@@ -11,7 +11,7 @@ use crate::search::embedder::{Embedder, check, embed_one};
 use crate::search::evidence::{Evidence, content_terms, covers_most, holds_any};
 use crate::search::fusion::{Fused, FusionMethod, depth, fuse_matched, validate_fusion};
 use crate::search::index::Kind;
-use crate::search::vector::{RowFilter, VectorQuery, VectorSet};
+use crate::search::vector::{RowFilter, ScanShare, VectorQuery, VectorSet, merge_shared};
 use crate::storage::Store;
 use crate::{Error, Result};
 
@@ -281,14 +281,18 @@ impl Engine {
     /// [`Engine::vector_search`] and `other` (the BM25 list of the same
     /// search), both results; the error of the vector search first if both fail.
     ///
-    /// When the context's in-process matrix is large, the scan runs on a
-    /// thread of its own (scoped, started for this search) while this thread
-    /// runs `other`: a hybrid search then costs about the longer of the two
-    /// lists, not their sum. The set is built first, on this thread, and no
-    /// lock of the vector index is held while `other` runs (it may take the
-    /// index writer lock, which the writers hold while they wait for the
-    /// set). Small sets, PostgreSQL's pgvector, and a thread that cannot be
-    /// started: one after the other, as [`Engine::vector_search`].
+    /// When the context's in-process matrix is large, the scan starts on a
+    /// thread of its own (scoped, started for this search; with more than 2
+    /// CPUs it shares the scan with more) while this thread runs `other`, and
+    /// once `other` is done this thread takes the blocks the scan has not
+    /// reached yet: on 2 cores the scan and the BM25 list each have a core,
+    /// then the scan has both. The set is built first, on this thread, and
+    /// no lock of the vector index is held while `other` runs (it may take
+    /// the index writer lock, which the writers hold while they wait for the
+    /// set); this thread joins the scan only under a read guard of the very
+    /// rows the scan started on ([`VectorSet::join_search`]). Small sets,
+    /// PostgreSQL's pgvector, and a thread that cannot be started: one after
+    /// the other, as [`Engine::vector_search`].
     pub(crate) fn vector_search_beside<T>(
         &self,
         kind: Kind,
@@ -298,30 +302,41 @@ impl Engine {
         depth: usize,
         other: impl FnOnce() -> Result<T>,
     ) -> Result<(Vec<(String, f32)>, T)> {
-        let large = !self.vectors_in_sql()
-            && self.vector_set(kind, ctx)?.read().code_bytes() >= BESIDE_MIN_BYTES;
-        let other = if large {
-            let run = std::thread::scope(|s| {
-                match std::thread::Builder::new()
-                    .name("memstrata-vectors".into())
-                    .spawn_scoped(s, || self.vector_search(kind, ctx, q, filter, depth))
-                {
-                    Ok(scan) => {
-                        let theirs = other();
-                        match scan.join() {
-                            Ok(ours) => Ok((ours, theirs)),
-                            Err(payload) => std::panic::resume_unwind(payload),
+        let set = match self.vectors_in_sql() {
+            false => Some(self.vector_set(kind, ctx)?),
+            true => None,
+        };
+        let other = match set {
+            Some(set) if set.read().code_bytes() >= BESIDE_MIN_BYTES => {
+                let share = ScanShare::default();
+                let run = std::thread::scope(|s| {
+                    match std::thread::Builder::new()
+                        .name("memstrata-vectors".into())
+                        .spawn_scoped(s, || set.read().lead_search(q, filter, depth, &share))
+                    {
+                        Ok(lead) => {
+                            let theirs = other();
+                            // Done with the BM25 list: take the scan's remaining
+                            // blocks here, if it still runs on the rows it
+                            // started on (a read guard while the lead holds one:
+                            // `recursive` does not queue behind a waiting writer).
+                            let joined = set
+                                .try_read_recursive()
+                                .and_then(|g| g.join_search(q, filter, depth, &share));
+                            match lead.join() {
+                                Ok(lead) => Ok((merge_shared(lead, joined, depth), theirs)),
+                                Err(payload) => std::panic::resume_unwind(payload),
+                            }
                         }
+                        Err(_) => Err(other),
                     }
-                    Err(_) => Err(other),
+                });
+                match run {
+                    Ok((ours, theirs)) => return Ok((ours, theirs?)),
+                    Err(other) => other,
                 }
-            });
-            match run {
-                Ok((ours, theirs)) => return Ok((ours?, theirs?)),
-                Err(other) => other,
             }
-        } else {
-            other
+            _ => other,
         };
         let ours = self.vector_search(kind, ctx, q, filter, depth)?;
         Ok((ours, other()?))

@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -219,6 +220,9 @@ pub(crate) struct VectorSet {
     scales: Vec<f32>,
     meta: Vec<RowMeta>,
     pos: HashMap<String, usize>,
+    /// Changes on every upsert and removal: two read guards that see the same
+    /// generation see the same rows in the same places.
+    generation: u64,
 }
 
 /// Normalise `v` and quantise it to int8; returns the codes and the scale
@@ -245,6 +249,7 @@ fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
 impl VectorSet {
     pub(crate) fn upsert(&mut self, key: &str, v: &[f32], meta: RowMeta) {
         self.remove(key);
+        self.generation += 1;
         if self.keys.is_empty() {
             self.dim = v.len();
         }
@@ -264,6 +269,7 @@ impl VectorSet {
         let Some(i) = self.pos.remove(key) else {
             return;
         };
+        self.generation += 1;
         let last = self.keys.len() - 1;
         let d = self.dim;
         if i != last {
@@ -293,12 +299,117 @@ impl VectorSet {
         }
         let (qc, qs) = quantize(q);
         let accept = |i: usize| filter.accepts(&self.meta[i]);
-        let accept = (!filter.is_empty()).then_some(&accept as &(dyn Fn(usize) -> bool + Sync));
-        scan::top_rows(&self.codes, &self.scales, self.dim, &qc, qs, depth, accept)
-            .into_iter()
+        let m = self.matrix(&qc, qs, filter, &accept);
+        self.keyed(m.top(depth))
+    }
+
+    fn matrix<'a>(
+        &'a self,
+        qc: &'a [i8],
+        qs: f32,
+        filter: &RowFilter<'_>,
+        accept: &'a (dyn Fn(usize) -> bool + Sync),
+    ) -> scan::Matrix<'a> {
+        scan::Matrix {
+            codes: &self.codes,
+            scales: &self.scales,
+            dim: self.dim,
+            qc,
+            qs,
+            accept: (!filter.is_empty()).then_some(accept),
+        }
+    }
+
+    fn keyed(&self, top: Vec<(usize, f32)>) -> Vec<(String, f32)> {
+        top.into_iter()
             .map(|(i, s)| (self.keys[i].clone(), s.clamp(-1.0, 1.0)))
             .collect()
     }
+
+    fn row_hits(&self, top: Vec<(usize, f32)>) -> Vec<RowHit> {
+        top.into_iter()
+            .map(|(i, s)| RowHit(i, s, self.keys[i].clone()))
+            .collect()
+    }
+
+    /// [`VectorSet::search`] as the lead of a scan that a second thread can
+    /// join with [`VectorSet::join_search`] while this one runs: the rows
+    /// this call scored best, for [`merge_shared`]. Uses one thread fewer
+    /// than a scan alone would (the joining thread is the one left).
+    pub(crate) fn lead_search(
+        &self,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+        share: &ScanShare,
+    ) -> Vec<RowHit> {
+        if self.keys.is_empty() || q.len() != self.dim || depth == 0 {
+            return Vec::new();
+        }
+        let (qc, qs) = quantize(q);
+        let accept = |i: usize| filter.accepts(&self.meta[i]);
+        let m = self.matrix(&qc, qs, filter, &accept);
+        share.generation.store(self.generation, Ordering::Release);
+        self.row_hits(m.top_from(depth, &share.next, m.threads().saturating_sub(1).max(1)))
+    }
+
+    /// Take part in the scan [`VectorSet::lead_search`] runs on another
+    /// thread with the same arguments, if it runs on these very rows (the
+    /// same generation; the caller holds a read guard, so they stay): the
+    /// blocks it has not taken yet, scored here. `None` when the lead has not
+    /// started or the set changed since.
+    pub(crate) fn join_search(
+        &self,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+        share: &ScanShare,
+    ) -> Option<Vec<RowHit>> {
+        if share.generation.load(Ordering::Acquire) != self.generation
+            || self.keys.is_empty()
+            || q.len() != self.dim
+            || depth == 0
+        {
+            return None;
+        }
+        let (qc, qs) = quantize(q);
+        let accept = |i: usize| filter.accepts(&self.meta[i]);
+        let m = self.matrix(&qc, qs, filter, &accept);
+        Some(self.row_hits(m.top_from(depth, &share.next, 1)))
+    }
+}
+
+/// A row a shared scan kept: its place in the matrix, its score and its key
+/// (read under the scanning thread's guard).
+#[derive(Debug)]
+pub(crate) struct RowHit(usize, f32, String);
+
+/// The result of a shared scan: the `depth` best of the lead's rows and the
+/// joiner's, best first (ties: the lower row, as one thread's scan). Both
+/// scanned the same generation of the set, so their rows are comparable.
+pub(crate) fn merge_shared(
+    lead: Vec<RowHit>,
+    joined: Option<Vec<RowHit>>,
+    depth: usize,
+) -> Vec<(String, f32)> {
+    let mut all: Vec<RowHit> = lead
+        .into_iter()
+        .chain(joined.into_iter().flatten())
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    all.truncate(depth);
+    all.into_iter()
+        .map(|RowHit(_, s, key)| (key, s.clamp(-1.0, 1.0)))
+        .collect()
+}
+
+/// What the threads of one shared scan have in common: the next block to
+/// take, and the generation of the rows the lead scans (0 until it starts;
+/// a set's generation is never 0 once it holds a row).
+#[derive(Debug, Default)]
+pub(crate) struct ScanShare {
+    next: AtomicUsize,
+    generation: AtomicU64,
 }
 
 /// The derived vector index: loaded (layer, context) sets, keyed by the uid scope `kind\0ctx`.
@@ -478,6 +589,43 @@ mod tests {
             hits.iter()
                 .all(|(k, _)| k[1..].parse::<usize>().unwrap() >= SCAN_BLOCK + 10)
         );
+    }
+
+    #[test]
+    fn a_joined_scan_runs_on_the_rows_the_lead_started_on_only() {
+        let meta = || RowMeta {
+            ts_ms: 0,
+            importance: 5,
+            tags: Box::new([]),
+            participants: Box::new([]),
+        };
+        let mut s = VectorSet::default();
+        let dim = 8;
+        let n = SCAN_BLOCK * 3 + 5;
+        for i in 0..n {
+            let v: Vec<f32> = (0..dim)
+                .map(|j| ((i * 31 + j * 7) % 13) as f32 - 6.0)
+                .collect();
+            s.upsert(&format!("r{i}"), &v, meta());
+        }
+        let q: Vec<f32> = (0..dim).map(|j| j as f32 - 3.5).collect();
+        let alone = s.search(&q, &RowFilter::NONE, 40);
+        // Not started: nothing to join.
+        let share = ScanShare::default();
+        assert!(s.join_search(&q, &RowFilter::NONE, 40, &share).is_none());
+        // A joiner that comes first takes every block, the lead none: together
+        // they give the result of one scan.
+        share.generation.store(s.generation, Ordering::Release);
+        let joined = s.join_search(&q, &RowFilter::NONE, 40, &share);
+        let share2 = ScanShare::default();
+        let lead = s.lead_search(&q, &RowFilter::NONE, 40, &share);
+        assert!(lead.is_empty(), "the joiner took every block");
+        assert_eq!(merge_shared(lead, joined, 40), alone);
+        let lead = s.lead_search(&q, &RowFilter::NONE, 40, &share2);
+        assert_eq!(merge_shared(lead, None, 40), alone);
+        // After a change the rows may have moved: the joiner stays out.
+        s.remove("r0");
+        assert!(s.join_search(&q, &RowFilter::NONE, 40, &share2).is_none());
     }
 
     #[test]

@@ -98,47 +98,99 @@ fn scan_threads(bytes: usize) -> usize {
         .max(1)
 }
 
-/// The `depth` best rows of `codes` (`dim` codes per row) for the quantised
-/// query `qc` (scale `qs`), among the rows `accept` keeps (all without one): `(row, score)` with
-/// `score = (qc · row) * qs * scales[row]`, best first.
-///
-/// Large matrices are scanned by several threads at once (scoped threads
-/// started for this scan, none kept: nothing to go stale across `fork()`).
-/// Each thread takes the next block of [`SCAN_BLOCK`] rows until none is left,
-/// so a thread the OS runs late does less. Ties in score go to the lower row,
-/// so the result is the same however the blocks were shared out. A thread
-/// that cannot be started leaves its blocks to the others.
-pub(super) fn top_rows(
-    codes: &[i8],
-    scales: &[f32],
-    dim: usize,
-    qc: &[i8],
-    qs: f32,
-    depth: usize,
-    accept: Option<&(dyn Fn(usize) -> bool + Sync)>,
-) -> Vec<(usize, f32)> {
-    if dim == 0 || depth == 0 {
-        return Vec::new();
+/// The rows of one matrix scored for one quantised query.
+pub(super) struct Matrix<'a> {
+    /// `dim` codes per row.
+    pub codes: &'a [i8],
+    /// One scale per row.
+    pub scales: &'a [f32],
+    pub dim: usize,
+    /// The quantised query and its scale.
+    pub qc: &'a [i8],
+    pub qs: f32,
+    /// Which rows may be returned (all without one).
+    pub accept: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
+}
+
+impl Matrix<'_> {
+    /// Threads worth using on this matrix: one per [`BYTES_PER_THREAD`] of
+    /// codes, at most one per CPU and [`MAX_SCAN_THREADS`].
+    pub(super) fn threads(&self) -> usize {
+        scan_threads(self.codes.len())
     }
-    let block_len = SCAN_BLOCK * dim;
-    let blocks = codes.len().div_ceil(block_len);
-    let next = AtomicUsize::new(0);
-    let part = || {
+
+    /// The `depth` best rows, `(row, score)` with `score = (qc · row) * qs *
+    /// scales[row]`, best first; see [`Matrix::top_from`].
+    pub(super) fn top(&self, depth: usize) -> Vec<(usize, f32)> {
+        self.top_from(depth, &AtomicUsize::new(0), self.threads())
+    }
+
+    /// The `depth` best rows of the blocks this call takes from `next`, on
+    /// the calling thread and `threads - 1` scoped threads started for it
+    /// (none kept: nothing to go stale across `fork()`), best first.
+    ///
+    /// Each thread takes the next block of [`SCAN_BLOCK`] rows until none is
+    /// left, so a thread the OS runs late does less, and other callers
+    /// sharing `next` (on the same matrix and query) take part in the same
+    /// scan: their tops and this one together are the top of the whole
+    /// matrix ([`merge_tops`]). Ties in score go to the lower row, so the
+    /// result is the same however the blocks were shared out. A thread that
+    /// cannot be started leaves its blocks to the others.
+    pub(super) fn top_from(
+        &self,
+        depth: usize,
+        next: &AtomicUsize,
+        threads: usize,
+    ) -> Vec<(usize, f32)> {
+        if self.dim == 0 || depth == 0 {
+            return Vec::new();
+        }
+        let part = || self.part(depth, next);
+        let kept: Vec<Scored> = if threads <= 1 {
+            part().into_vec()
+        } else {
+            std::thread::scope(|s| {
+                let helpers: Vec<_> = (1..threads)
+                    .filter_map(|_| {
+                        std::thread::Builder::new()
+                            .name("memstrata-scan".into())
+                            .spawn_scoped(s, part)
+                            .ok()
+                    })
+                    .collect();
+                let mut kept = part().into_vec();
+                for h in helpers {
+                    match h.join() {
+                        Ok(heap) => kept.extend(heap.into_vec()),
+                        Err(payload) => std::panic::resume_unwind(payload),
+                    }
+                }
+                kept
+            })
+        };
+        best_first(kept, depth)
+    }
+
+    /// One thread's share: blocks taken from `next` until none is left.
+    fn part(&self, depth: usize, next: &AtomicUsize) -> BinaryHeap<Scored> {
+        let dim = self.dim;
+        let block_len = SCAN_BLOCK * dim;
+        let blocks = self.codes.len().div_ceil(block_len);
         let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(depth + 1);
         let mut dots = Vec::with_capacity(SCAN_BLOCK);
         loop {
             let b = next.fetch_add(1, Ordering::Relaxed);
             if b >= blocks {
-                break heap;
+                return heap;
             }
-            let block = &codes[b * block_len..((b + 1) * block_len).min(codes.len())];
-            dot_rows(qc, block, dim, &mut dots);
+            let block = &self.codes[b * block_len..((b + 1) * block_len).min(self.codes.len())];
+            dot_rows(self.qc, block, dim, &mut dots);
             for (j, d) in dots.iter().enumerate() {
                 let i = b * SCAN_BLOCK + j;
-                if accept.is_some_and(|a| !a(i)) {
+                if self.accept.is_some_and(|a| !a(i)) {
                     continue;
                 }
-                let s = *d as f32 * qs * scales[i];
+                let s = *d as f32 * self.qs * self.scales[i];
                 if heap.len() < depth {
                     heap.push(Scored(s, i));
                 } else if heap.peek().is_some_and(|w| s > w.0) {
@@ -147,30 +199,11 @@ pub(super) fn top_rows(
                 }
             }
         }
-    };
-    let threads = scan_threads(codes.len());
-    let mut kept: Vec<Scored> = if threads <= 1 {
-        part().into_vec()
-    } else {
-        std::thread::scope(|s| {
-            let helpers: Vec<_> = (1..threads)
-                .filter_map(|_| {
-                    std::thread::Builder::new()
-                        .name("memstrata-scan".into())
-                        .spawn_scoped(s, part)
-                        .ok()
-                })
-                .collect();
-            let mut kept = part().into_vec();
-            for h in helpers {
-                match h.join() {
-                    Ok(heap) => kept.extend(heap.into_vec()),
-                    Err(payload) => std::panic::resume_unwind(payload),
-                }
-            }
-            kept
-        })
-    };
+    }
+}
+
+/// The `depth` best of `kept`, best first (ties: the lower row).
+fn best_first(mut kept: Vec<Scored>, depth: usize) -> Vec<(usize, f32)> {
     kept.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     kept.truncate(depth);
     kept.into_iter().map(|Scored(s, i)| (i, s)).collect()
@@ -220,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn a_scan_shared_among_threads_gives_the_one_thread_result() {
+    fn a_scan_shared_among_threads_and_callers_gives_the_one_thread_result() {
         // Enough rows for several threads and blocks; many equal scores (few
         // distinct codes), so the tie rule decides which rows are kept.
         let dim = 64;
@@ -235,7 +268,15 @@ mod tests {
                 || std::thread::available_parallelism().map_or(1, |n| n.get()) == 1
         );
         let accept = |i: usize| !i.is_multiple_of(11);
-        let got = top_rows(&codes, &scales, dim, &q, 0.5, 100, Some(&accept));
+        let m = Matrix {
+            codes: &codes,
+            scales: &scales,
+            dim,
+            qc: &q,
+            qs: 0.5,
+            accept: Some(&accept),
+        };
+        let got = m.top(100);
         let mut want: Vec<(usize, f32)> = codes
             .chunks_exact(dim)
             .enumerate()
@@ -252,16 +293,24 @@ mod tests {
         want.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         want.truncate(100);
         assert_eq!(got, want);
+        // Two callers sharing one block counter (a leading scan and one that
+        // joins it): their merged tops are the whole matrix's.
+        let next = AtomicUsize::new(0);
+        let (a, b) = std::thread::scope(|s| {
+            let other = s.spawn(|| m.top_from(100, &next, 1));
+            let mine = m.top_from(100, &next, 1);
+            (other.join().unwrap(), mine)
+        });
+        let merged: Vec<Scored> = a.into_iter().chain(b).map(|(i, s)| Scored(s, i)).collect();
+        assert_eq!(best_first(merged, 100), want);
+        // A caller that comes when every block is taken gets none.
+        assert!(m.top_from(100, &next, 2).is_empty());
         // Fewer rows than asked for: every accepted row, best first.
-        let few = top_rows(
-            &codes[..10 * dim],
-            &scales[..10],
-            dim,
-            &q,
-            0.5,
-            100,
-            Some(&accept),
-        );
-        assert_eq!(few.len(), 9);
+        let few = Matrix {
+            codes: &codes[..10 * dim],
+            scales: &scales[..10],
+            ..m
+        };
+        assert_eq!(few.top(100).len(), 9);
     }
 }
