@@ -384,3 +384,66 @@ fn a_batch_survives_reopen() {
     assert_eq!(hits.len(), 20);
     assert_eq!(mem.semantic().query("durable", 5).unwrap().len(), 1);
 }
+
+#[test]
+fn new_episodes_indexed_without_a_delete_are_replaced_and_removed_like_any() {
+    // New episodes enter the text index without the delete-by-id an update
+    // needs (their ids are new); a later change to one replaces it, and
+    // forgetting one removes it, in the index as in the store, before and
+    // after a reopen.
+    let dir = common::tempdir();
+    let path = dir.join("s");
+    let any = SearchFilters::default();
+    let ids = {
+        let mem = Memory::open(&path).unwrap();
+        let mut ids = mem.episodic().record_many(episodes("fresh", 30)).unwrap();
+        ids.push(
+            mem.episodic()
+                .record(NewEpisode::new("fresh turn30 about batching"))
+                .unwrap(),
+        );
+        // The same text again, merged into the stored episode: one document.
+        let merged = mem
+            .episodic()
+            .record_detailed(
+                NewEpisode::new("fresh turn17 about batching")
+                    .content(json!({"i": 17}))
+                    .tags(["batch", "again"])
+                    .on_duplicate(memstrata::episodic::OnDuplicate::Merge),
+            )
+            .unwrap();
+        assert_eq!(merged.id, ids[17]);
+        assert!(!merged.created);
+        assert!(mem.episodic().forget(&ids[3]).unwrap());
+        for (word, want) in [
+            ("turn17", vec![&ids[17]]),
+            ("turn3", vec![]),
+            ("turn30", vec![&ids[30]]),
+        ] {
+            let got: Vec<String> = mem
+                .episodic()
+                .search(word, &any, 10)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.episode.id)
+                .collect();
+            assert_eq!(got.iter().collect::<Vec<_>>(), want, "{word}");
+        }
+        ids
+    };
+    let mem = Memory::open(&path).unwrap();
+    let hits = mem.episodic().search("batching", &any, 100).unwrap();
+    assert_eq!(hits.len(), 30);
+    let mut found: Vec<&String> = hits.iter().map(|h| &h.episode.id).collect();
+    found.sort();
+    found.dedup();
+    assert_eq!(found.len(), 30);
+    assert!(!found.contains(&&ids[3]));
+    let tagged = SearchFilters {
+        tags: vec!["again".into()],
+        ..Default::default()
+    };
+    let again = mem.episodic().search("", &tagged, 10).unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].episode.id, ids[17]);
+}

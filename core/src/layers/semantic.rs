@@ -150,6 +150,7 @@ pub(crate) fn index_doc(ctx: &str, key: &str, r: &KnowledgeRecord) -> IndexDoc {
         ts_ms: r.updated_at,
         importance: 0,
         embedding: vector::stored_to_index(r.embedding.as_ref()),
+        fresh: false,
     }
 }
 

@@ -193,6 +193,7 @@ mod tests {
             ts_ms: 0,
             importance: 0,
             embedding: None,
+            fresh: false,
         }
     }
 

@@ -175,12 +175,17 @@ impl WriterState {
         let fields = self.fields;
         let w = self.writer()?;
         for op in ops {
-            // `delete_term` would queue a ~1.1 KiB weight per write (see `delete`).
-            w.delete_query(Box::new(DeleteTerm(Term::from_field_text(
-                uid_field,
-                op.uid(),
-            ))))
-            .dep()?;
+            // A fresh uid was never indexed: deleting it would only cost a
+            // term lookup in every segment at the next commit.
+            let fresh = matches!(op, IndexOp::Upsert(d) if d.fresh);
+            if !fresh {
+                // `delete_term` would queue a ~1.1 KiB weight per write (see `delete`).
+                w.delete_query(Box::new(DeleteTerm(Term::from_field_text(
+                    uid_field,
+                    op.uid(),
+                ))))
+                .dep()?;
+            }
             if let IndexOp::Upsert(d) = op {
                 w.add_document(to_doc(&fields, d)).dep()?;
             }

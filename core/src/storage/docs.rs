@@ -59,6 +59,19 @@ pub(crate) struct IndexDoc {
     pub importance: u64,
     /// The record's embedding, for the vector index (the text index ignores it).
     pub embedding: Option<std::sync::Arc<[f32]>>,
+    /// The uid was made for this write (a new record under an id the engine
+    /// generated), so no document can hold it yet: the text index adds it
+    /// without deleting the uid first. Ops rebuilt from the index log
+    /// (replay, catch-up, recovery) are never fresh.
+    pub fresh: bool,
+}
+
+impl IndexDoc {
+    /// This document, marked [fresh](IndexDoc::fresh).
+    pub(crate) fn fresh(mut self) -> Self {
+        self.fresh = true;
+        self
+    }
 }
 
 /// One change to apply to the index.

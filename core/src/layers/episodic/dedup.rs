@@ -387,11 +387,12 @@ impl<'a> Planner<'a> {
                 None => {}
             }
             if keep_created {
-                ops.push(IndexOp::Upsert(index_doc(ctx, &p.rec)));
+                // A new episode under a new id: nothing to delete from the index first.
+                ops.push(IndexOp::Upsert(index_doc(ctx, &p.rec).fresh()));
                 w.rows.push((key.clone(), enc));
                 w.created.push((key, p.rec));
             } else {
-                ops.push(IndexOp::Upsert(index_doc_of(ctx, p.rec)));
+                ops.push(IndexOp::Upsert(index_doc_of(ctx, p.rec).fresh()));
                 w.rows.push((key, enc));
             }
         }

@@ -3,38 +3,48 @@
 #[allow(unused_imports)]
 use super::*;
 
-/// [`index_doc`] of a record no longer needed: its texts move into the document.
-pub(crate) fn index_doc_of(ctx: &str, r: EpisodeRecord) -> IndexDoc {
-    let mut body = String::new();
-    input::json_text(&r.content, &mut body);
-    IndexDoc {
-        uid: index::uid(Kind::Episode, ctx, &r.id),
-        kind: Kind::Episode,
-        ctx: ctx.to_owned(),
-        embedding: vector::stored_to_index(r.embedding.as_ref()),
-        summary: r.summary,
-        body,
-        participants: r.participants,
-        tags: r.tags,
-        ts_ms: r.timestamp,
-        importance: u64::from(r.importance),
-    }
+/// The index document of an episode no longer needed: its texts move into the document.
+pub(crate) fn index_doc_of(ctx: &str, mut r: EpisodeRecord) -> IndexDoc {
+    let text = TextFields {
+        summary: std::mem::take(&mut r.summary),
+        participants: std::mem::take(&mut r.participants),
+        tags: std::mem::take(&mut r.tags),
+    };
+    build_doc(ctx, &r, text)
 }
 
+/// The index document of an episode, its text fields copied.
 pub(crate) fn index_doc(ctx: &str, r: &EpisodeRecord) -> IndexDoc {
+    let text = TextFields {
+        summary: r.summary.clone(),
+        participants: r.participants.clone(),
+        tags: r.tags.clone(),
+    };
+    build_doc(ctx, r, text)
+}
+
+/// The fields an index document owns (moved out of the record, or copied).
+struct TextFields {
+    summary: String,
+    participants: Vec<String>,
+    tags: Vec<String>,
+}
+
+fn build_doc(ctx: &str, r: &EpisodeRecord, text: TextFields) -> IndexDoc {
     let mut body = String::new();
     input::json_text(&r.content, &mut body);
     IndexDoc {
         uid: index::uid(Kind::Episode, ctx, &r.id),
         kind: Kind::Episode,
         ctx: ctx.to_owned(),
-        summary: r.summary.clone(),
+        summary: text.summary,
         body,
-        participants: r.participants.clone(),
-        tags: r.tags.clone(),
+        participants: text.participants,
+        tags: text.tags,
         ts_ms: r.timestamp,
         importance: u64::from(r.importance),
         embedding: vector::stored_to_index(r.embedding.as_ref()),
+        fresh: false,
     }
 }
 

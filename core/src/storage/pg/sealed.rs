@@ -284,6 +284,7 @@ mod tests {
             ts_ms: 0,
             importance: 0,
             embedding: None,
+            fresh: false,
         };
         let tsv = s.tsvector(&d);
         // summary: cat 2, sat 3 (max 3); tags: pet 1+3; body: cat 1+4; participants: ann 1+5.
