@@ -426,6 +426,19 @@ mod tests {
         assert_eq!(TailZ::of(&[], 10, 50).apply(1.0), 0.0);
     }
 
+    /// A fused list of `keys` in this order (scores 100, 99, ...; no ranks).
+    fn fused_in_order(keys: &[String]) -> Vec<Fused> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| Fused {
+                key: k.clone(),
+                score: 100.0 - i as f32,
+                bm25_rank: None,
+                vector_rank: None,
+            })
+            .collect()
+    }
+
     #[test]
     fn the_weaker_list_takes_at_most_its_share_of_the_stronger_lists_places() {
         // Fused order: five memories only the weaker list found, then the
@@ -439,16 +452,7 @@ mod tests {
             .chain((6..=8).map(|i| format!("v{i}")))
             .collect();
         let out = |share: f32, limit: usize, strong: &[(String, f32)]| -> Vec<String> {
-            let mut out: Vec<Fused> = fused_order
-                .iter()
-                .enumerate()
-                .map(|(i, k)| Fused {
-                    key: k.clone(),
-                    score: 100.0 - i as f32,
-                    bm25_rank: None,
-                    vector_rank: None,
-                })
-                .collect();
+            let mut out = fused_in_order(&fused_order);
             let lists = Places {
                 standing: strong,
                 strong,
@@ -496,16 +500,7 @@ mod tests {
             .map(|(k, _)| k.clone())
             .collect();
         let run = |strong_list: &[(String, f32)]| -> Vec<String> {
-            let mut out: Vec<Fused> = fused_order
-                .iter()
-                .enumerate()
-                .map(|(i, k)| Fused {
-                    key: k.clone(),
-                    score: 100.0 - i as f32,
-                    bm25_rank: None,
-                    vector_rank: None,
-                })
-                .collect();
+            let mut out = fused_in_order(&fused_order);
             let lists = Places {
                 standing: &strong,
                 strong: strong_list,
