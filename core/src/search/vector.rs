@@ -294,30 +294,33 @@ impl VectorSet {
         filter: &RowFilter<'_>,
         depth: usize,
     ) -> Vec<(String, f32)> {
+        self.scan_with(q, filter, depth, |m| self.keyed(m.top(depth)))
+            .unwrap_or_default()
+    }
+
+    /// `f` over this set's matrix scored for `q` under `filter`; `None` when
+    /// there is nothing to scan (no rows, another dimension, depth 0).
+    fn scan_with<T>(
+        &self,
+        q: &[f32],
+        filter: &RowFilter<'_>,
+        depth: usize,
+        f: impl FnOnce(&scan::Matrix<'_>) -> T,
+    ) -> Option<T> {
         if self.keys.is_empty() || q.len() != self.dim || depth == 0 {
-            return Vec::new();
+            return None;
         }
         let (qc, qs) = quantize(q);
         let accept = |i: usize| filter.accepts(&self.meta[i]);
-        let m = self.matrix(&qc, qs, filter, &accept);
-        self.keyed(m.top(depth))
-    }
-
-    fn matrix<'a>(
-        &'a self,
-        qc: &'a [i8],
-        qs: f32,
-        filter: &RowFilter<'_>,
-        accept: &'a (dyn Fn(usize) -> bool + Sync),
-    ) -> scan::Matrix<'a> {
-        scan::Matrix {
+        let m = scan::Matrix {
             codes: &self.codes,
             scales: &self.scales,
             dim: self.dim,
-            qc,
+            qc: &qc,
             qs,
-            accept: (!filter.is_empty()).then_some(accept),
-        }
+            accept: (!filter.is_empty()).then_some(&accept as &(dyn Fn(usize) -> bool + Sync)),
+        };
+        Some(f(&m))
     }
 
     fn keyed(&self, top: Vec<(usize, f32)>) -> Vec<(String, f32)> {
@@ -343,14 +346,11 @@ impl VectorSet {
         depth: usize,
         share: &ScanShare,
     ) -> Vec<RowHit> {
-        if self.keys.is_empty() || q.len() != self.dim || depth == 0 {
-            return Vec::new();
-        }
-        let (qc, qs) = quantize(q);
-        let accept = |i: usize| filter.accepts(&self.meta[i]);
-        let m = self.matrix(&qc, qs, filter, &accept);
-        share.generation.store(self.generation, Ordering::Release);
-        self.row_hits(m.top_from(depth, &share.next, m.threads().saturating_sub(1).max(1)))
+        self.scan_with(q, filter, depth, |m| {
+            share.generation.store(self.generation, Ordering::Release);
+            self.row_hits(m.top_from(depth, &share.next, m.threads().saturating_sub(1).max(1)))
+        })
+        .unwrap_or_default()
     }
 
     /// Take part in the scan [`VectorSet::lead_search`] runs on another
@@ -365,17 +365,12 @@ impl VectorSet {
         depth: usize,
         share: &ScanShare,
     ) -> Option<Vec<RowHit>> {
-        if share.generation.load(Ordering::Acquire) != self.generation
-            || self.keys.is_empty()
-            || q.len() != self.dim
-            || depth == 0
-        {
+        if share.generation.load(Ordering::Acquire) != self.generation {
             return None;
         }
-        let (qc, qs) = quantize(q);
-        let accept = |i: usize| filter.accepts(&self.meta[i]);
-        let m = self.matrix(&qc, qs, filter, &accept);
-        Some(self.row_hits(m.top_from(depth, &share.next, 1)))
+        self.scan_with(q, filter, depth, |m| {
+            self.row_hits(m.top_from(depth, &share.next, 1))
+        })
     }
 }
 
