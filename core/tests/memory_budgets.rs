@@ -64,6 +64,9 @@ fn low_memory_preset_sets_every_budget_and_works() {
     assert!(o.index_writer_bytes <= d.index_writer_bytes);
     assert!(!o.release_memory_interval.is_zero());
     assert!(o.release_memory_interval < d.release_memory_interval);
+    // The preset caps glibc's malloc arenas; the default leaves glibc's limit.
+    assert_eq!(o.malloc_arena_max, 2);
+    assert_eq!(d.malloc_arena_max, 0);
 
     let dir = tempfile::tempdir().unwrap();
     let mem = Memory::builder()
@@ -131,6 +134,38 @@ fn a_cache_budget_over_the_limit_is_refused_naming_the_field() {
         .open()
         .unwrap();
     mem.episodic().record(NewEpisode::new("fits")).unwrap();
+}
+
+#[test]
+fn a_malloc_arena_cap_over_the_limit_is_refused_and_one_arena_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    match Memory::builder()
+        .path(&store)
+        .malloc_arena_max(Options::MAX_MALLOC_ARENAS + 1)
+        .open()
+    {
+        Err(Error::InvalidInput { field, reason }) => {
+            assert_eq!(field, "malloc_arena_max");
+            assert!(reason.contains("1024"), "{reason}");
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+    assert!(!store.exists(), "store directory was created");
+    // The tightest cap there is: every path still works, the data reopens.
+    let mem = Memory::builder()
+        .path(&store)
+        .malloc_arena_max(1)
+        .open()
+        .unwrap();
+    exercise(&mem);
+    drop(mem);
+    let mem = Memory::open(&store).unwrap();
+    let hits = mem
+        .episodic()
+        .search("deploy", &SearchFilters::default(), 500)
+        .unwrap();
+    assert_eq!(hits.len(), 200);
 }
 
 #[test]

@@ -239,6 +239,19 @@ pub struct Options {
     /// [`Options::MAX_DECODED_CACHE_BYTES`]). Without a key the index is
     /// memory-mapped and this budget is unused.
     pub index_cache_bytes: usize,
+    /// Most malloc arenas glibc may create in this process (default 0: glibc's
+    /// own limit, eight per CPU; [`Options::low_memory`] sets 2; at most
+    /// [`Options::MAX_MALLOC_ARENAS`]). glibc gives each thread that allocates
+    /// an arena of its own up to that limit, and every arena keeps its own
+    /// free and fragmented pages: capped at 2, a 100k short-episode ingest
+    /// with the `low_memory` budgets peaked at +41–42 MiB instead of +47–58
+    /// (see `docs/benchmarks/footprint.md`, tenth pass), and batched writes
+    /// ran about a fifth slower, the engine's threads sharing one arena.
+    /// Process-wide, like glibc's own `MALLOC_ARENA_MAX`: applied when a store
+    /// opens with it set (the smallest cap any store asked for stays), unless
+    /// the application tuned malloc through its environment. Only on Linux
+    /// with glibc; a no-op elsewhere.
+    pub malloc_arena_max: usize,
 }
 
 impl Default for Options {
@@ -259,6 +272,7 @@ impl Default for Options {
             workspace_roots: Vec::new(),
             encryption_key: None,
             index_cache_bytes: 16 * 1024 * 1024,
+            malloc_arena_max: 0,
         }
     }
 }
@@ -268,10 +282,14 @@ impl Options {
     /// `short_term_cache_bytes`): 1 GiB.
     pub const MAX_DECODED_CACHE_BYTES: usize = 1 << 30;
 
+    /// Largest [`Options::malloc_arena_max`]: 1,024.
+    pub const MAX_MALLOC_ARENAS: usize = 1024;
+
     /// The memory budgets of [`MemoryBuilder::low_memory`]: sled cache 1 MiB,
     /// index writer 15 MB (tantivy's floor), episode cache 1 MiB, short-term
     /// cache 2 MiB, decrypted-index cache 4 MiB, free heap given back every
-    /// 250 ms while writing. Everything else as in [`Options::default`].
+    /// 250 ms while writing, at most 2 malloc arenas in the process
+    /// ([`Options::malloc_arena_max`]). Everything else as in [`Options::default`].
     pub fn low_memory() -> Self {
         let mut o = Options::default();
         o.apply_low_memory();
@@ -285,6 +303,7 @@ impl Options {
         self.short_term_cache_bytes = 2 * 1024 * 1024;
         self.release_memory_interval = Duration::from_millis(250);
         self.index_cache_bytes = 4 * 1024 * 1024;
+        self.malloc_arena_max = 2;
     }
 
     /// Check the memory budgets: `InvalidInput` naming the field and the limit.
@@ -303,6 +322,16 @@ impl Options {
                     ),
                 ));
             }
+        }
+        if self.malloc_arena_max > Self::MAX_MALLOC_ARENAS {
+            return Err(crate::Error::invalid(
+                "malloc_arena_max",
+                format!(
+                    "must be at most {}, got {}",
+                    Self::MAX_MALLOC_ARENAS,
+                    self.malloc_arena_max
+                ),
+            ));
         }
         Ok(())
     }
@@ -363,6 +392,12 @@ impl MemoryBuilder {
     /// bytes (0 decrypts every read; at most 1 GiB).
     pub fn index_cache_bytes(mut self, bytes: usize) -> Self {
         self.opts.index_cache_bytes = bytes;
+        self
+    }
+    /// Most malloc arenas glibc may create in this process (0 leaves glibc's
+    /// limit; see [`Options::malloc_arena_max`]).
+    pub fn malloc_arena_max(mut self, arenas: usize) -> Self {
+        self.opts.malloc_arena_max = arenas;
         self
     }
     /// The mobile preset: every memory budget at its low setting (see

@@ -182,6 +182,9 @@ impl Engine {
         if !opts.release_memory_interval.is_zero() {
             crate::util::heap::fix_malloc_thresholds();
         }
+        if opts.malloc_arena_max > 0 {
+            crate::util::heap::cap_malloc_arenas(opts.malloc_arena_max);
+        }
         let codec = codec::Codec::new(opts.encryption_key.as_ref());
         let opened = if storage::url::is_postgres_path(&path) {
             open_postgres(&opts, &path)?

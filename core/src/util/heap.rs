@@ -138,6 +138,37 @@ pub(crate) fn fix_malloc_thresholds() {
     });
 }
 
+/// Cap the malloc arenas glibc may create in this process at `arenas`
+/// (`mallopt(M_ARENA_MAX)`; see `Options::malloc_arena_max`), or at the
+/// smallest cap an earlier store asked for, unless the application set the
+/// limit itself (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in
+/// `GLIBC_TUNABLES`).
+///
+/// glibc gives each allocating thread an arena of its own, up to eight per
+/// CPU: the caller's, the maintenance thread, tantivy's indexing thread (a new
+/// one per segment) and merge threads, sled's flusher and I/O threads. Each
+/// arena keeps its own free and fragmented pages between trims, so with few
+/// arenas the same ingest holds less. Arenas that exist already stay; threads
+/// created later share the capped set. Process-wide; a no-op without glibc.
+pub(crate) fn cap_malloc_arenas(arenas: usize) {
+    static CAP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
+    let before = CAP.fetch_min(arenas, std::sync::atomic::Ordering::AcqRel);
+    let set_by_env = std::env::var_os("MALLOC_ARENA_MAX").is_some()
+        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.arena_max"));
+    if arenas >= before || set_by_env {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` sets an allocator parameter under glibc's own lock;
+    // M_ARENA_MAX only limits the creation of later arenas.
+    unsafe {
+        libc::mallopt(
+            libc::M_ARENA_MAX,
+            libc::c_int::try_from(arenas).unwrap_or(libc::c_int::MAX),
+        );
+    }
+}
+
 /// Advance the epoch and free what sled deferred, `rounds` times (each round
 /// pins this thread, moves its own deferred objects to the global queue and
 /// frees up to 8 bags of 64 objects whose epoch has passed).
