@@ -244,13 +244,13 @@ pub struct Options {
     /// [`Options::MAX_MALLOC_ARENAS`]). glibc gives each thread that allocates
     /// an arena of its own up to that limit, and every arena keeps its own
     /// free and fragmented pages: capped at 2, a 100k short-episode ingest
-    /// with the `low_memory` budgets peaked at +41–42 MiB instead of +47–58
+    /// with the `low_memory` budgets peaked at +38–42 MiB instead of +47–58
     /// (see `docs/benchmarks/footprint.md`, tenth pass), and batched writes
-    /// ran about a fifth slower, the engine's threads sharing one arena.
+    /// ran 6–20 % slower, the engine's threads sharing one arena.
     /// Process-wide, like glibc's own `MALLOC_ARENA_MAX`: applied when a store
     /// opens with it set (the smallest cap any store asked for stays), unless
-    /// the application tuned malloc through its environment. Only on Linux
-    /// with glibc; a no-op elsewhere.
+    /// the application set `MALLOC_ARENA_MAX` (or `glibc.malloc.arena_max`)
+    /// itself. Only on Linux with glibc; a no-op elsewhere.
     pub malloc_arena_max: usize,
 }
 
