@@ -53,6 +53,17 @@ fn exercise(mem: &Memory) {
     assert_eq!(st.retrieve("k").unwrap(), Some(json!("replaced")));
 }
 
+/// Reopen `store` with the default budgets: the 200 episodes of [`exercise`]
+/// are all there.
+fn reopens_whole(store: &std::path::Path, what: &str) {
+    let mem = Memory::open(store).unwrap();
+    let hits = mem
+        .episodic()
+        .search("deploy", &SearchFilters::default(), 500)
+        .unwrap();
+    assert_eq!(hits.len(), 200, "{what}");
+}
+
 #[test]
 fn low_memory_preset_sets_every_budget_and_works() {
     let o = Options::low_memory();
@@ -76,13 +87,7 @@ fn low_memory_preset_sets_every_budget_and_works() {
         .unwrap();
     exercise(&mem);
     drop(mem);
-    // Reopened with the default budgets, the data is all there.
-    let mem = Memory::open(dir.path().join("store")).unwrap();
-    let hits = mem
-        .episodic()
-        .search("deploy", &SearchFilters::default(), 500)
-        .unwrap();
-    assert_eq!(hits.len(), 200);
+    reopens_whole(&dir.path().join("store"), "low_memory");
 }
 
 #[test]
@@ -160,12 +165,7 @@ fn a_malloc_arena_cap_over_the_limit_is_refused_and_one_arena_works() {
         .unwrap();
     exercise(&mem);
     drop(mem);
-    let mem = Memory::open(&store).unwrap();
-    let hits = mem
-        .episodic()
-        .search("deploy", &SearchFilters::default(), 500)
-        .unwrap();
-    assert_eq!(hits.len(), 200);
+    reopens_whole(&store, "one malloc arena");
 }
 
 #[test]
@@ -181,12 +181,7 @@ fn freeing_heap_while_writing_keeps_every_write_and_can_be_turned_off() {
             .unwrap();
         exercise(&mem);
         drop(mem);
-        let mem = Memory::open(&store).unwrap();
-        let hits = mem
-            .episodic()
-            .search("deploy", &SearchFilters::default(), 500)
-            .unwrap();
-        assert_eq!(hits.len(), 200, "interval {interval:?}");
+        reopens_whole(&store, &format!("interval {interval:?}"));
     }
 }
 
