@@ -99,8 +99,13 @@ const MALLOC_ENV: [&str; 3] = [
 
 /// Whether the application tuned glibc's malloc through its environment.
 fn malloc_tuned_by_env() -> bool {
-    MALLOC_ENV.iter().any(|k| std::env::var_os(k).is_some())
-        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc."))
+    malloc_env_sets(&MALLOC_ENV, "glibc.malloc.")
+}
+
+/// Whether one of `vars` is set, or `GLIBC_TUNABLES` names `tunable`.
+fn malloc_env_sets(vars: &[&str], tunable: &str) -> bool {
+    vars.iter().any(|k| std::env::var_os(k).is_some())
+        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains(tunable))
 }
 
 /// glibc's default trim and mmap thresholds (128 KiB).
@@ -153,9 +158,7 @@ pub(crate) fn fix_malloc_thresholds() {
 pub(crate) fn cap_malloc_arenas(arenas: usize) {
     static CAP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
     let before = CAP.fetch_min(arenas, std::sync::atomic::Ordering::AcqRel);
-    let set_by_env = std::env::var_os("MALLOC_ARENA_MAX").is_some()
-        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.arena_max"));
-    if arenas >= before || set_by_env {
+    if arenas >= before || malloc_env_sets(&["MALLOC_ARENA_MAX"], "glibc.malloc.arena_max") {
         return;
     }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
