@@ -596,17 +596,20 @@ impl Node {
         }
     }
 
-    pub(crate) fn should_split(&self) -> bool {
-        let threshold = if cfg!(any(test, feature = "lock_free_delays")) {
+    /// The number of items above which this node splits.
+    pub(crate) fn split_threshold(&self) -> usize {
+        if cfg!(any(test, feature = "lock_free_delays")) {
             2
         } else if self.data.is_index() {
             256
         } else {
             // Memstrata: 64 (upstream 16). See PATCHES.md.
             64
-        };
+        }
+    }
 
-        let size_checks = self.data.len() > threshold;
+    pub(crate) fn should_split(&self) -> bool {
+        let size_checks = self.data.len() > self.split_threshold();
         let safety_checks = self.merging_child.is_none() && !self.merging;
 
         size_checks && safety_checks

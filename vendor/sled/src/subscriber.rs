@@ -252,6 +252,11 @@ impl Subscribers {
         Subscriber { id, rx, existing: None, home: arc_senders.clone() }
     }
 
+    /// Whether anything ever subscribed to this tree.
+    pub(crate) fn ever_used(&self) -> bool {
+        self.ever_used.load(Relaxed)
+    }
+
     pub(crate) fn reserve<R: AsRef<[u8]>>(
         &self,
         key: R,

@@ -378,9 +378,14 @@ impl TransactionalTree {
     fn commit(&self) -> Result<()> {
         let writes = self.writes.borrow();
         let mut guard = pin();
-        for (k, v_opt) in &*writes {
-            while self.tree.insert_inner(k, v_opt.clone(), &mut guard)?.is_err()
-            {
+        // Memstrata: in key order, each run of keys that fall into one leaf
+        // applied with one copy of the leaf (`Tree::insert_run`). See PATCHES.md.
+        let mut sorted: Vec<(&IVec, &Option<IVec>)> = writes.iter().collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut at = 0;
+        while at < sorted.len() {
+            if let Ok(n) = self.tree.insert_run(&sorted[at..], &mut guard)? {
+                at += n;
             }
         }
         Ok(())

@@ -229,6 +229,88 @@ impl Tree {
         }
     }
 
+    /// Memstrata: apply the leading writes of `writes` (sorted by key, keys
+    /// unique) that fall into the leaf holding the first key, with one copy
+    /// of that leaf instead of one per key, and return how many were applied.
+    ///
+    /// The run stops at the leaf's upper bound and once the leaf holds more
+    /// items than its split threshold (the next traversal splits it, as after
+    /// a single insert). A run of enough keys (at least a quarter of the
+    /// leaf's items) is logged as one image of the new leaf (`replace`,
+    /// which is also how `link` consolidates a page); a shorter one, or a
+    /// tree with subscribers, goes through `insert_inner` one key at a time,
+    /// which logs each key on its own. Either way the log records are those
+    /// sled already writes, so recovery is unchanged. See PATCHES.md.
+    pub(crate) fn insert_run(
+        &self,
+        writes: &[(&IVec, &Option<IVec>)],
+        guard: &mut Guard,
+    ) -> Result<Conflictable<usize>> {
+        let (first_key, first_value) = writes[0];
+        if writes.len() == 1 || self.subscribers.ever_used() {
+            return Ok(self
+                .insert_inner(first_key, first_value.clone(), guard)?
+                .map(|_| 1));
+        }
+
+        let View { node_view, pid, .. } =
+            self.view_for_key(first_key.as_ref(), guard)?;
+
+        let limit = node_view.split_threshold();
+        let mut items = node_view.data.len();
+        let mut links = Vec::new();
+        let mut taken = 0;
+        for (key, value) in writes {
+            if !node_view.hi.is_empty() && key.as_ref() >= node_view.hi.as_ref()
+            {
+                break;
+            }
+            taken += 1;
+            let (encoded_key, last_value) = node_view.node_kv_pair(key);
+            if **value == last_value {
+                continue;
+            }
+            match value {
+                Some(value) => {
+                    if last_value.is_none() {
+                        items += 1;
+                    }
+                    links.push(Link::Set(encoded_key, value.clone()));
+                }
+                None => {
+                    items -= 1;
+                    links.push(Link::Del(encoded_key));
+                }
+            }
+            if items > limit {
+                break;
+            }
+        }
+
+        if links.is_empty() {
+            return Ok(Ok(taken));
+        }
+        if links.len() * 4 < items.max(1) {
+            return Ok(self
+                .insert_inner(first_key, first_value.clone(), guard)?
+                .map(|_| 1));
+        }
+
+        let mut node: Node = node_view.0.as_node().clone();
+        for link in &links {
+            node.apply(link);
+        }
+        let replaced =
+            self.context.pagecache.replace(pid, node_view.0, node, guard)?;
+        if replaced.is_ok() {
+            guard.writeset.push(pid);
+            Ok(Ok(taken))
+        } else {
+            M.tree_looped();
+            Ok(Err(Conflict))
+        }
+    }
+
     /// Perform a multi-key serializable transaction.
     ///
     /// # Examples
