@@ -291,9 +291,16 @@ impl Tree {
             return Ok(Ok(taken));
         }
         if links.len() * 4 < items.max(1) {
-            return Ok(self
-                .insert_inner(first_key, first_value.clone(), guard)?
-                .map(|_| 1));
+            // A short run: upstream's path for each of its keys, which logs
+            // the key alone instead of the whole leaf.
+            let mut applied = 0;
+            for (key, value) in &writes[..taken] {
+                if self.insert_inner(key, (*value).clone(), guard)?.is_err() {
+                    break;
+                }
+                applied += 1;
+            }
+            return Ok(if applied == 0 { Err(Conflict) } else { Ok(applied) });
         }
 
         let mut node: Node = node_view.0.as_node().clone();
