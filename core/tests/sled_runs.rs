@@ -33,14 +33,21 @@ impl Rng {
 type Writes = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 /// The writes of transaction `round`: appends in key order (as time-ordered
-/// ids are written), writes to random keys, overwrites and deletes of keys
-/// already stored, and writes that change nothing.
+/// ids are written; short values, or document-sized ones in every fourth),
+/// writes to random keys, overwrites and deletes of keys already stored,
+/// and writes that change nothing.
 fn plan(rng: &mut Rng, model: &Model, next_seq: &mut u64, round: u64) -> Writes {
     let mut w: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     let appends = rng.below(300);
     for _ in 0..appends {
         *next_seq += 1;
-        let len = 20 + rng.below(300) as usize;
+        // Every fourth transaction writes document-sized values, whose
+        // leaves are too large for one image (the one-key path).
+        let len = if round % 4 == 3 {
+            1_500 + rng.below(1_500) as usize
+        } else {
+            20 + rng.below(300) as usize
+        };
         w.insert(
             format!("seq\0{:012}", *next_seq).into_bytes(),
             Some(vec![(round % 251) as u8; len]),

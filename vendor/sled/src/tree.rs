@@ -229,6 +229,10 @@ impl Tree {
         }
     }
 
+    /// Memstrata: the largest leaf (in key and value bytes) that
+    /// `insert_run` writes as one image; larger ones take the one-key path.
+    const MAX_RUN_LEAF_BYTES: u64 = 64 * 1024;
+
     /// Memstrata: apply the leading writes of `writes` (sorted by key, keys
     /// unique) that fall into the leaf holding the first key, with one copy
     /// of that leaf instead of one per key, and return how many were applied.
@@ -237,8 +241,9 @@ impl Tree {
     /// items than its split threshold (the next traversal splits it, as after
     /// a single insert). A run of enough keys (at least a quarter of the
     /// leaf's items) is logged as one image of the new leaf (`replace`,
-    /// which is also how `link` consolidates a page); a shorter one, or a
-    /// tree with subscribers, goes through `insert_inner` one key at a time,
+    /// which is also how `link` consolidates a page); a shorter one, one
+    /// whose leaf would hold more than `MAX_RUN_LEAF_BYTES`, or a tree with
+    /// subscribers, goes through `insert_inner` one key at a time,
     /// which logs each key on its own. Either way the log records are those
     /// sled already writes, so recovery is unchanged. See PATCHES.md.
     pub(crate) fn insert_run(
@@ -258,6 +263,8 @@ impl Tree {
 
         let limit = node_view.split_threshold();
         let mut items = node_view.data.len();
+        // An upper bound of the new leaf's bytes (deletes not subtracted).
+        let mut bytes = node_view.rss();
         let mut links = Vec::new();
         let mut taken = 0;
         for (key, value) in writes {
@@ -275,6 +282,7 @@ impl Tree {
                     if last_value.is_none() {
                         items += 1;
                     }
+                    bytes += (encoded_key.len() + value.len()) as u64;
                     links.push(Link::Set(encoded_key, value.clone()));
                 }
                 None => {
@@ -290,9 +298,11 @@ impl Tree {
         if links.is_empty() {
             return Ok(Ok(taken));
         }
-        if links.len() * 4 < items.max(1) {
-            // A short run: upstream's path for each of its keys, which logs
-            // the key alone instead of the whole leaf.
+        if links.len() * 4 < items.max(1) || bytes > Self::MAX_RUN_LEAF_BYTES {
+            // A short run, or a leaf of large values: upstream's path for
+            // each of its keys, which logs the key alone instead of the
+            // whole leaf (leaf images of 2,000-byte values raised the peak
+            // memory of a batched ingest by 17 MiB; PATCHES.md).
             let mut applied = 0;
             for (key, value) in &writes[..taken] {
                 if self.insert_inner(key, (*value).clone(), guard)?.is_err() {
