@@ -14,19 +14,13 @@ use sled::transaction::ConflictableTransactionError;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// xorshift64*: a fixed sequence, so a failure repeats.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+use common::Rng;
+
+/// A number below `n` from `rng` (a fixed sequence, so a failure repeats).
+fn below(rng: &mut Rng, n: u64) -> u64 {
+    rng.next() % n
 }
 
 /// One transaction's writes to one tree: `None` deletes.
@@ -38,30 +32,30 @@ type Writes = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 /// and writes that change nothing.
 fn plan(rng: &mut Rng, model: &Model, next_seq: &mut u64, round: u64) -> Writes {
     let mut w: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
-    let appends = rng.below(300);
+    let appends = below(rng, 300);
     for _ in 0..appends {
         *next_seq += 1;
         // Every fourth transaction writes document-sized values, whose
         // leaves are too large for one image (the one-key path).
         let len = if round % 4 == 3 {
-            1_500 + rng.below(1_500) as usize
+            1_500 + below(rng, 1_500) as usize
         } else {
-            20 + rng.below(300) as usize
+            20 + below(rng, 300) as usize
         };
         w.insert(
             format!("seq\0{:012}", *next_seq).into_bytes(),
             Some(vec![(round % 251) as u8; len]),
         );
     }
-    for _ in 0..rng.below(40) {
-        let k = format!("rnd\0{:08}", rng.below(5_000)).into_bytes();
+    for _ in 0..below(rng, 40) {
+        let k = format!("rnd\0{:08}", below(rng, 5_000)).into_bytes();
         w.insert(k, Some(round.to_be_bytes().to_vec()));
     }
     if !model.is_empty() {
         let keys: Vec<&Vec<u8>> = model.keys().collect();
-        for _ in 0..rng.below(60) {
-            let k = keys[rng.below(keys.len() as u64) as usize].clone();
-            let v = match rng.below(3) {
+        for _ in 0..below(rng, 60) {
+            let k = keys[below(rng, keys.len() as u64) as usize].clone();
+            let v = match below(rng, 3) {
                 0 => None,
                 1 => Some(model[&k].clone()), // the same value: a no-op
                 _ => Some(format!("over {round}").into_bytes()),
