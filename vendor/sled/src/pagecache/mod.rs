@@ -575,6 +575,16 @@ impl Drop for PageCache {
     }
 }
 
+/// MEMSTRATA PATCH: the most passes of [`PageCache::compact`].
+const MAX_COMPACT_PASSES: usize = 16;
+
+/// MEMSTRATA PATCH: [`PageCache::compact`] stops after this many passes in a
+/// row that did not bring the end of the file down. Relocated pages free
+/// their old segment only once the segment they moved to is stable (one
+/// segment behind the write head), so the end can stay put for two passes
+/// and still come down in the third.
+const STALLED_COMPACT_PASSES: usize = 3;
+
 impl PageCache {
     /// Instantiate a new `PageCache`.
     pub(crate) fn start(config: RunningConfig) -> Result<Self> {
@@ -858,20 +868,46 @@ impl PageCache {
         if (file as f64) <= (live as f64) * max_amplification {
             return Ok(0);
         }
-        // Segments recovered at open stay active until the log is
-        // stabilized past them; deactivate them now.
-        let stable = self.log.iobufs.stable();
-        self.log.iobufs.with_sa(|sa| sa.stabilize(stable))?;
         let mut moved = 0;
         // A first pass empties the sparse segments; the next ones move what
         // sits near the end of the file down into the freed segments, so
-        // that the next open can truncate it.
-        for pass in 0..4 {
+        // that the next open can truncate it. How many passes that takes
+        // depends on when the I/O threads finish: a drained segment is only
+        // reused once the segment its pages moved to is on disk, and until
+        // then the relocations extend the log at its end. So passes go on
+        // while they find work and the end of the file still comes down
+        // (within `STALLED_COMPACT_PASSES`), up to `MAX_COMPACT_PASSES`.
+        let mut lowest_tip = u64::MAX;
+        let mut stalled = 0;
+        for pass in 0..MAX_COMPACT_PASSES {
+            // Everything written so far is on disk: every segment but the
+            // one being written to can be deactivated (and so drained).
+            // The segment ops deferred until their writes were stable are
+            // applied first, as the write path does.
+            self.flush()?;
+            let stable = self.log.iobufs.stable();
+            {
+                let guard = pin();
+                self.log.iobufs.sa_stabilize(stable, &guard)?;
+            }
+            let tip = self.log.iobufs.with_sa(|sa| sa.live_and_file_bytes().1);
+            if tip < lowest_tip {
+                lowest_tip = tip;
+                stalled = 0;
+            } else {
+                stalled += 1;
+                if stalled == STALLED_COMPACT_PASSES {
+                    break;
+                }
+            }
             let drained = self
                 .log
                 .iobufs
                 .with_sa(|sa| sa.drain_below(live_pct, pass > 0))?;
-            if drained == 0 {
+            // Segments queued before this call (by `deactivate_segment`'s
+            // own rules, e.g. when the recovered segments were deactivated
+            // above) are in the cleaner's queue too, and are cleaned here.
+            if drained == 0 && self.log.iobufs.segment_cleaner.is_empty() {
                 break;
             }
             loop {
@@ -904,8 +940,8 @@ impl PageCache {
                     self.flush()?;
                 }
             }
-            self.flush()?;
         }
+        self.flush()?;
         Ok(moved)
     }
 
