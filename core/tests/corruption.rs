@@ -110,7 +110,7 @@ fn damaged_index_run(keyed: bool) {
     let dir = tempfile::tempdir().unwrap();
     let ids = populate(dir.path(), keyed);
     let mut damaged = 0;
-    for damage in 0..2 {
+    for damage in 0..3 {
         // Re-list every round: a rebuild renames the segment files.
         for i in 0.. {
             let files = files_under(&dir.path().join("index"));
@@ -121,10 +121,16 @@ fn damaged_index_run(keyed: bool) {
             let mut bytes = original.clone();
             if damage == 0 {
                 bytes.truncate(bytes.len() / 2);
-            } else if !bytes.is_empty() {
+            } else if damage == 1 && !bytes.is_empty() {
                 let mid = bytes.len() / 2;
                 let end = (mid + 64).min(bytes.len());
                 bytes[mid..end].iter_mut().for_each(|b| *b = !*b);
+            } else if !bytes.is_empty() {
+                // One bit, a third of the way in: the kind of damage a
+                // decoder takes for other data (another term, another
+                // document) rather than failing on.
+                let at = bytes.len() / 3;
+                bytes[at] ^= 0x04;
             }
             std::fs::write(&f, &bytes).unwrap();
             damaged += 1;
@@ -145,7 +151,7 @@ fn damaged_index_run(keyed: bool) {
         }
     }
     assert!(
-        damaged >= 10,
+        damaged >= 15,
         "expected to damage every index file, did {damaged}"
     );
 }

@@ -33,6 +33,7 @@ use crate::{Error, Result};
 
 mod delete;
 use delete::DeleteTerm;
+mod checksum;
 mod chunk_cache;
 mod columns;
 mod crypt;
@@ -428,6 +429,7 @@ impl SearchIndex {
         // Segment files no durable commit names (written after the last one
         // by soft commits and merges of a process that crashed).
         dir::remove_orphans(dir, sealer.as_deref())?;
+        let plain = sealer.is_none();
         let sdir = SoftSyncDirectory::open(dir, sealer).dep()?;
         let index = Index::open(sdir.clone()).dep()?;
         stem::register(&index);
@@ -435,6 +437,9 @@ impl SearchIndex {
             return Err(Error::index("schema changed"));
         }
         let metas = index.load_metas().dep()?;
+        if plain {
+            checksum::check_segment_files(dir, &metas)?;
+        }
         let seq = metas
             .payload
             .as_deref()
