@@ -32,7 +32,7 @@ pub(crate) use crate::storage::docs::{IndexDoc, IndexOp, IndexQuery, Kind, parse
 use crate::{Error, Result};
 
 mod delete;
-use delete::DeleteTerm;
+use delete::DeleteUid;
 mod checksum;
 mod chunk_cache;
 mod columns;
@@ -51,7 +51,8 @@ use query::*;
 
 /// Bumped whenever the schema or the document mapping changes; a mismatch rebuilds the index.
 /// 3: `uid` is a fast (columnar) field instead of a stored one.
-pub(crate) const INDEX_SCHEMA_VERSION: u32 = 3;
+/// 4: `uid` is no longer an indexed term; `uid_bucket` finds it (see `delete`).
+pub(crate) const INDEX_SCHEMA_VERSION: u32 = 4;
 
 /// A steady write stream is committed at least every `20 × index_commit_interval`.
 const COMMIT_MAX_DELAY_FACTOR: u32 = 20;
@@ -72,6 +73,9 @@ struct Fields {
     /// FNV-1a of `kind\0ctx`: lets an unfiltered search run as a pure
     /// disjunction (block-WAND pruning) and drop out-of-scope hits afterwards.
     scope: tantivy::schema::Field,
+    /// One of `delete::UID_BUCKETS` terms per document (a hash of its uid):
+    /// with the `uid` column, how a document is found by its uid.
+    uid_bucket: tantivy::schema::Field,
 }
 
 /// Stable 64-bit FNV-1a hash of a document's kind and context.
@@ -99,7 +103,9 @@ fn schema() -> (Schema, Fields) {
     let fields = Fields {
         // A search reads each hit's uid from this column (a dictionary lookup);
         // the document store is not used (nothing is stored), see `uids_of`.
-        uid: b.add_text_field("uid", STRING | FAST),
+        // Not indexed: a term per document is what indexing a short episode
+        // cost most; `uid_bucket` and this column find a uid (`delete`).
+        uid: b.add_text_field("uid", TextOptions::from(FAST)),
         kind: b.add_text_field("kind", STRING),
         ctx: b.add_text_field("ctx", STRING),
         summary: b.add_text_field("summary", text.clone()),
@@ -111,6 +117,7 @@ fn schema() -> (Schema, Fields) {
         ts: b.add_i64_field("ts", INDEXED | FAST),
         importance: b.add_u64_field("importance", INDEXED | FAST),
         scope: b.add_u64_field("scope", FAST),
+        uid_bucket: b.add_u64_field("uid_bucket", INDEXED),
     };
     (b.build(), fields)
 }
@@ -172,19 +179,17 @@ impl WriterState {
     }
 
     pub(crate) fn apply(&mut self, seq: u64, ops: &[IndexOp]) -> Result<()> {
-        let uid_field = self.fields.uid;
         let fields = self.fields;
         let w = self.writer()?;
         for op in ops {
             // A fresh uid was never indexed: deleting it would only cost a
-            // term lookup in every segment at the next commit.
+            // lookup in every segment at the next commit.
             let fresh = matches!(op, IndexOp::Upsert(d) if d.fresh);
             if !fresh {
-                // `delete_term` would queue a ~1.1 KiB weight per write (see `delete`).
-                w.delete_query(Box::new(DeleteTerm(Term::from_field_text(
-                    uid_field,
-                    op.uid(),
-                ))))
+                w.delete_query(Box::new(DeleteUid {
+                    bucket_field: fields.uid_bucket,
+                    uid: op.uid().to_owned(),
+                }))
                 .dep()?;
             }
             if let IndexOp::Upsert(d) = op {
@@ -239,6 +244,7 @@ fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
         f.ts => d.ts_ms,
         f.importance => d.importance,
         f.scope => scope_hash(d.kind, &d.ctx),
+        f.uid_bucket => delete::uid_bucket(&d.uid),
     );
     for p in &d.participants {
         doc.add_text(f.participants, p);
@@ -360,7 +366,7 @@ impl SearchIndex {
         let search_commit = SearchCommit::from_env();
         let overlay = Arc::new(Overlay::new(
             search_commit == SearchCommit::Overlay,
-            fields.uid,
+            fields.uid_bucket,
             [
                 fields.summary,
                 fields.body,

@@ -123,7 +123,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         // Longer than the buffer, so the body is read in several parts.
-        let body: Vec<u8> = (0..BUF_BYTES * 2 + 77).map(|i| (i * 31 % 251) as u8).collect();
+        let body: Vec<u8> = (0..BUF_BYTES * 2 + 77)
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
         let good = with_footer(&body);
         let mut buf = vec![0u8; BUF_BYTES];
         std::fs::write(&path, &good).unwrap();

@@ -1,46 +1,137 @@
-//! The delete-by-uid the writer queues before every upsert, in ~100 bytes.
+//! Finding a document by its uid, for the delete the writer queues before
+//! every upsert of a known id, and for the overlay's masks.
 //!
-//! `IndexWriter::delete_term` wraps the term in a `TermQuery` and queues its
-//! weight until the next commit; that weight carries a BM25 cache of 256
-//! scores (about 1.1 KiB with its boxes) even though a delete never scores.
-//! Every indexed write queues one, so between two commits of a steady ingest
-//! (up to `20 × index_commit_interval`, tens of thousands of short episodes)
-//! they were the largest part of the engine's heap: the footprint probe
-//! (docs/benchmarks/footprint.md) measured 28 MiB of them live at once at
-//! 100k short episodes. This weight holds the term alone and matches the
-//! same documents: the postings of the uid's term, deleted ones included
-//! (tantivy's delete pass filters by opstamp itself).
+//! The uid is not an indexed term. A term per document was the largest part
+//! of indexing a short episode: every segment's term dictionary (an FST) and
+//! posting lists got one more entry per document, at every flush and every
+//! merge (the uid is also the `uid` fast column, which resolves hits). So
+//! each document carries instead one of [`UID_BUCKETS`] bucket terms (a hash
+//! of its uid, field `uid_bucket`), and a lookup reads that bucket's postings
+//! and keeps the documents whose `uid` column holds this uid: exact, at the
+//! cost of a posting list of about one document in 4,096 of the segment.
+//!
+//! [`DeleteUid`] is the query queued with `IndexWriter::delete_query`; it
+//! holds the uid and its bucket alone. (`delete_term` wraps its term in a
+//! `TermQuery`, whose weight carries a BM25 cache of 256 scores, ~1.1 KiB,
+//! until the next commit: the footprint probe measured 28 MiB of them live at
+//! once at 100k short episodes.)
 
-use tantivy::query::{ConstScorer, EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::schema::IndexRecordOption;
-use tantivy::{DocId, Score, SegmentReader, TantivyError, Term};
+use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Term};
 
-/// Matches the documents holding one exact term (the uid); never scores.
+/// How many bucket terms the uids are spread over. Few enough that a flushed
+/// segment (tens of thousands of documents) holds each bucket term many
+/// times, so indexing adds no term per document; enough that a lookup reads
+/// ~250 postings per million documents.
+pub(super) const UID_BUCKETS: u64 = 4096;
+
+/// The bucket of `uid` (FNV-1a; part of the index format: changing it
+/// requires a new index schema version).
+pub(super) fn uid_bucket(uid: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in uid.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h % UID_BUCKETS
+}
+
+/// The documents of `reader` whose uid is `uid`, deleted ones included
+/// (ascending).
+pub(super) fn docs_with_uid(
+    reader: &SegmentReader,
+    bucket_field: Field,
+    uid: &str,
+) -> tantivy::Result<Vec<DocId>> {
+    let term = Term::from_field_u64(bucket_field, uid_bucket(uid));
+    let Some(mut postings) = reader
+        .inverted_index(bucket_field)?
+        .read_postings(&term, IndexRecordOption::Basic)?
+    else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    if postings.doc() == TERMINATED {
+        return Ok(out);
+    }
+    let Some(column) = reader.fast_fields().str("uid")? else {
+        return Ok(out);
+    };
+    let Some(ord) = column.dictionary().term_ord(uid)? else {
+        return Ok(out);
+    };
+    let ords = column.ords();
+    let mut doc = postings.doc();
+    while doc != TERMINATED {
+        if ords.first(doc) == Some(ord) {
+            out.push(doc);
+        }
+        doc = postings.advance();
+    }
+    Ok(out)
+}
+
+/// Matches the documents with one uid; never scores.
 #[derive(Debug, Clone)]
-pub(super) struct DeleteTerm(pub Term);
+pub(super) struct DeleteUid {
+    pub bucket_field: Field,
+    pub uid: String,
+}
 
-impl Query for DeleteTerm {
+impl Query for DeleteUid {
     fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(DeleteTermWeight(self.0.clone())))
+        Ok(Box::new(self.clone()))
     }
 }
 
-struct DeleteTermWeight(Term);
-
-impl Weight for DeleteTermWeight {
-    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
-        let postings = reader
-            .inverted_index(self.0.field())?
-            .read_postings(&self.0, IndexRecordOption::Basic)?;
-        Ok(match postings {
-            Some(p) => Box::new(ConstScorer::new(p, boost)),
-            None => Box::new(EmptyScorer),
-        })
+impl Weight for DeleteUid {
+    fn scorer(&self, reader: &SegmentReader, _boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        Ok(Box::new(Docs::new(docs_with_uid(
+            reader,
+            self.bucket_field,
+            &self.uid,
+        )?)))
     }
 
     fn explain(&self, _reader: &SegmentReader, _doc: DocId) -> tantivy::Result<Explanation> {
         Err(TantivyError::InvalidArgument(
             "a delete-by-uid does not score".to_owned(),
         ))
+    }
+}
+
+/// A scorer over a sorted list of documents.
+struct Docs {
+    docs: Vec<DocId>,
+    at: usize,
+}
+
+impl Docs {
+    fn new(docs: Vec<DocId>) -> Self {
+        Docs { docs, at: 0 }
+    }
+}
+
+impl DocSet for Docs {
+    fn advance(&mut self) -> DocId {
+        if self.at < self.docs.len() {
+            self.at += 1;
+        }
+        self.doc()
+    }
+
+    fn doc(&self) -> DocId {
+        self.docs.get(self.at).copied().unwrap_or(TERMINATED)
+    }
+
+    fn size_hint(&self) -> u32 {
+        (self.docs.len() - self.at.min(self.docs.len())) as u32
+    }
+}
+
+impl Scorer for Docs {
+    fn score(&mut self) -> Score {
+        1.0
     }
 }

@@ -44,9 +44,9 @@ use std::collections::{HashMap, HashSet};
 use parking_lot::{Mutex, RwLock};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
-use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::schema::Field;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
-use tantivy::{DocAddress, DocSet, Searcher, TERMINATED, Term};
+use tantivy::{DocAddress, Searcher, Term};
 
 use super::{IndexDoc, IndexOp, IndexQuery};
 
@@ -112,7 +112,8 @@ impl View {
 /// The overlay and the committed searcher it sits beside.
 pub(super) struct Overlay {
     enabled: bool,
-    uid_field: Field,
+    /// The `uid_bucket` field (see `delete`).
+    bucket_field: Field,
     /// summary, body, participants, tags: the fields a text query searches.
     text_fields: [Field; 4],
     /// Their analyzers (used under the index writer lock only).
@@ -176,14 +177,14 @@ impl Snapshot {
 impl Overlay {
     pub(super) fn new(
         enabled: bool,
-        uid_field: Field,
+        bucket_field: Field,
         text_fields: [Field; 4],
         analyzers: Vec<TextAnalyzer>,
         searcher: Searcher,
     ) -> Self {
         Overlay {
             enabled,
-            uid_field,
+            bucket_field,
             text_fields,
             analyzers: Mutex::new(analyzers),
             view: RwLock::new(View::fresh(searcher, true)),
@@ -215,12 +216,15 @@ impl Overlay {
         if !self.enabled || ops.is_empty() || self.view.read().changes.is_none() {
             return;
         }
-        let entries: Vec<(String, Option<Entry>)> = {
+        // With whether the uid is fresh (never indexed: nothing to mask).
+        let entries: Vec<(String, Option<Entry>, bool)> = {
             let mut analyzers = self.analyzers.lock();
             ops.iter()
                 .map(|op| match op {
-                    IndexOp::Upsert(d) => (d.uid.clone(), Some(tokenize(&mut analyzers, d))),
-                    IndexOp::Delete(uid) => (uid.clone(), None),
+                    IndexOp::Upsert(d) => {
+                        (d.uid.clone(), Some(tokenize(&mut analyzers, d)), d.fresh)
+                    }
+                    IndexOp::Delete(uid) => (uid.clone(), None, false),
                 })
                 .collect()
         };
@@ -235,9 +239,9 @@ impl Overlay {
         let Some(map) = changes.as_mut() else {
             return;
         };
-        for (uid, entry) in entries {
-            if !map.contains_key(&uid) {
-                match live_docs(searcher, self.uid_field, &uid) {
+        for (uid, entry, fresh) in entries {
+            if !fresh && !map.contains_key(&uid) {
+                match live_docs(searcher, self.bucket_field, &uid) {
                     Ok(addrs) => masked.extend(addrs),
                     Err(_) => {
                         // Cannot tell what it masks: commit at the next search instead.
@@ -348,22 +352,17 @@ impl Overlay {
 }
 
 /// Live documents of `searcher` with this uid.
-fn live_docs(searcher: &Searcher, uid_field: Field, uid: &str) -> tantivy::Result<Vec<DocAddress>> {
-    let term = Term::from_field_text(uid_field, uid);
+fn live_docs(
+    searcher: &Searcher,
+    bucket_field: Field,
+    uid: &str,
+) -> tantivy::Result<Vec<DocAddress>> {
     let mut out = Vec::new();
     for (ord, seg) in searcher.segment_readers().iter().enumerate() {
-        let Some(mut postings) = seg
-            .inverted_index(uid_field)?
-            .read_postings(&term, IndexRecordOption::Basic)?
-        else {
-            continue;
-        };
-        let mut doc = postings.doc();
-        while doc != TERMINATED {
+        for doc in super::delete::docs_with_uid(seg, bucket_field, uid)? {
             if !seg.is_deleted(doc) {
                 out.push(DocAddress::new(ord as u32, doc));
             }
-            doc = postings.advance();
         }
     }
     Ok(out)
