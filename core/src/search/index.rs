@@ -148,6 +148,8 @@ pub(crate) struct WriterState {
     seqs: Arc<Seqs>,
     /// Changes applied since the reader's commit, searched without a commit.
     overlay: Arc<Overlay>,
+    /// The opened `uid` columns, shared with the queued deletes.
+    columns: Arc<columns::SegmentColumns>,
     /// Highest sequence applied to the writer.
     pub applied_seq: u64,
     /// Highest sequence in a durable commit.
@@ -180,6 +182,7 @@ impl WriterState {
 
     pub(crate) fn apply(&mut self, seq: u64, ops: &[IndexOp]) -> Result<()> {
         let fields = self.fields;
+        let columns = self.columns.clone();
         let w = self.writer()?;
         for op in ops {
             // A fresh uid was never indexed: deleting it would only cost a
@@ -188,6 +191,7 @@ impl WriterState {
             if !fresh {
                 w.delete_query(Box::new(DeleteUid {
                     bucket_field: fields.uid_bucket,
+                    columns: columns.clone(),
                     uid: op.uid().to_owned(),
                 }))
                 .dep()?;
@@ -228,6 +232,7 @@ impl WriterState {
         }
         inner.reader.reload().dep()?;
         self.overlay.reset(inner.reader.searcher());
+        self.columns.retain_live(&inner.reader.searcher());
         // Only now may a search skip its commit: the reader shows `changed`.
         self.seqs.visible.fetch_max(changed, Ordering::AcqRel);
         Ok(())
@@ -275,7 +280,7 @@ pub(crate) struct SearchIndex {
     /// Cloned per search (a clone shares the stop-word set).
     query_analyzer: TextAnalyzer,
     /// The `uid` and `scope` columns of each segment, opened once.
-    columns: columns::SegmentColumns,
+    columns: Arc<columns::SegmentColumns>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -364,9 +369,11 @@ impl SearchIndex {
         };
         let seqs = Arc::new(Seqs::default());
         let search_commit = SearchCommit::from_env();
+        let columns = Arc::new(columns::SegmentColumns::default());
         let overlay = Arc::new(Overlay::new(
             search_commit == SearchCommit::Overlay,
             fields.uid_bucket,
+            columns.clone(),
             [
                 fields.summary,
                 fields.body,
@@ -390,6 +397,7 @@ impl SearchIndex {
             fields,
             seqs: seqs.clone(),
             overlay: overlay.clone(),
+            columns: columns.clone(),
             applied_seq: committed,
             committed_seq: committed,
             pending: 0,
@@ -412,7 +420,7 @@ impl SearchIndex {
                 fields,
                 state: Mutex::new(state),
                 query_analyzer: query_analyzer(),
-                columns: columns::SegmentColumns::default(),
+                columns,
             },
             opened,
         ))

@@ -66,19 +66,33 @@ impl SegmentColumns {
         Ok(col)
     }
 
+    /// The `uid` column of `reader`'s segment, for a lookup by uid outside
+    /// a search (a queued delete, applied to segments of tantivy's own
+    /// readers). Entries of segments merged away are dropped by the next
+    /// search that misses, and by [`Self::retain_live`] after each commit.
+    pub(super) fn uid_of(&self, reader: &tantivy::SegmentReader) -> Result<StrColumn> {
+        let id = reader.segment_id();
+        if let Some(c) = self.open.lock().get(&id).and_then(|c| c.uid.clone()) {
+            return Ok(c);
+        }
+        let col = open_uid(reader)?;
+        self.open.lock().entry(id).or_default().uid = Some(col.clone());
+        Ok(col)
+    }
+
+    /// Drop the columns of segments `searcher` no longer has.
+    pub(super) fn retain_live(&self, searcher: &Searcher) {
+        let live: Vec<SegmentId> = searcher
+            .segment_readers()
+            .iter()
+            .map(|r| r.segment_id())
+            .collect();
+        self.open.lock().retain(|k, _| live.contains(k));
+    }
+
     /// The `uid` column of segment `ord`.
     pub(super) fn uid(&self, searcher: &Searcher, ord: u32) -> Result<StrColumn> {
-        self.get(
-            searcher,
-            ord,
-            |c| &mut c.uid,
-            |r| {
-                r.fast_fields()
-                    .str("uid")
-                    .dep()?
-                    .ok_or_else(|| Error::index("index segment without its uid column"))
-            },
-        )
+        self.get(searcher, ord, |c| &mut c.uid, open_uid)
     }
 
     /// The `scope` column of segment `ord`.
@@ -90,4 +104,12 @@ impl SegmentColumns {
             |r| r.fast_fields().u64("scope").dep(),
         )
     }
+}
+
+fn open_uid(reader: &tantivy::SegmentReader) -> Result<StrColumn> {
+    reader
+        .fast_fields()
+        .str("uid")
+        .dep()?
+        .ok_or_else(|| Error::index("index segment without its uid column"))
 }

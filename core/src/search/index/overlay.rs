@@ -40,6 +40,7 @@
 //! unchanged, since the overlay only mirrors what the sled index log holds.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use tantivy::fieldnorm::FieldNormReader;
@@ -48,6 +49,7 @@ use tantivy::schema::Field;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{DocAddress, Searcher, Term};
 
+use super::columns::SegmentColumns;
 use super::{IndexDoc, IndexOp, IndexQuery};
 
 /// Changes (distinct uids) the overlay holds before a search commits instead.
@@ -112,8 +114,9 @@ impl View {
 /// The overlay and the committed searcher it sits beside.
 pub(super) struct Overlay {
     enabled: bool,
-    /// The `uid_bucket` field (see `delete`).
+    /// The `uid_bucket` field and the opened `uid` columns (see `delete`).
     bucket_field: Field,
+    columns: Arc<SegmentColumns>,
     /// summary, body, participants, tags: the fields a text query searches.
     text_fields: [Field; 4],
     /// Their analyzers (used under the index writer lock only).
@@ -178,6 +181,7 @@ impl Overlay {
     pub(super) fn new(
         enabled: bool,
         bucket_field: Field,
+        columns: Arc<SegmentColumns>,
         text_fields: [Field; 4],
         analyzers: Vec<TextAnalyzer>,
         searcher: Searcher,
@@ -185,6 +189,7 @@ impl Overlay {
         Overlay {
             enabled,
             bucket_field,
+            columns,
             text_fields,
             analyzers: Mutex::new(analyzers),
             view: RwLock::new(View::fresh(searcher, true)),
@@ -241,7 +246,7 @@ impl Overlay {
         };
         for (uid, entry, fresh) in entries {
             if !fresh && !map.contains_key(&uid) {
-                match live_docs(searcher, self.bucket_field, &uid) {
+                match live_docs(searcher, self.bucket_field, &self.columns, &uid) {
                     Ok(addrs) => masked.extend(addrs),
                     Err(_) => {
                         // Cannot tell what it masks: commit at the next search instead.
@@ -355,11 +360,12 @@ impl Overlay {
 fn live_docs(
     searcher: &Searcher,
     bucket_field: Field,
+    columns: &SegmentColumns,
     uid: &str,
 ) -> tantivy::Result<Vec<DocAddress>> {
     let mut out = Vec::new();
     for (ord, seg) in searcher.segment_readers().iter().enumerate() {
-        for doc in super::delete::docs_with_uid(seg, bucket_field, uid)? {
+        for doc in super::delete::docs_with_uid(seg, bucket_field, columns, uid)? {
             if !seg.is_deleted(doc) {
                 out.push(DocAddress::new(ord as u32, doc));
             }
