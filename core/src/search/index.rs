@@ -80,13 +80,19 @@ struct Fields {
 
 /// Stable 64-bit FNV-1a hash of a document's kind and context.
 fn scope_hash(kind: Kind, ctx: &str) -> u64 {
+    fnv1a(
+        kind.tag()
+            .bytes()
+            .chain(std::iter::once(0u8))
+            .chain(ctx.bytes()),
+    )
+}
+
+/// 64-bit FNV-1a: the hashes stored in the index (`scope`, `uid_bucket`) are
+/// part of its format.
+fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in kind
-        .tag()
-        .bytes()
-        .chain(std::iter::once(0u8))
-        .chain(ctx.bytes())
-    {
+    for b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }

@@ -34,12 +34,7 @@ pub(super) const UID_BUCKETS: u64 = 4096;
 /// The bucket of `uid` (FNV-1a; part of the index format: changing it
 /// requires a new index schema version).
 pub(super) fn uid_bucket(uid: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in uid.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h % UID_BUCKETS
+    super::fnv1a(uid.bytes()) % UID_BUCKETS
 }
 
 /// The documents of `reader` whose uid is `uid`, deleted ones included
@@ -148,5 +143,20 @@ impl DocSet for Docs {
 impl Scorer for Docs {
     fn score(&mut self) -> Score {
         1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bucket is stored in every index document: it must not change
+    /// between builds (the FNV-1a reference values, then one bucket).
+    #[test]
+    fn the_bucket_hash_is_fnv1a() {
+        assert_eq!(super::super::fnv1a(*b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(super::super::fnv1a(*b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(uid_bucket("a"), 0xaf63_dc4c_8601_ec8c % UID_BUCKETS);
+        assert!((0..10_000).all(|i| uid_bucket(&format!("e\0default\0{i}")) < UID_BUCKETS));
     }
 }
