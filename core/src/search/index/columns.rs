@@ -49,19 +49,27 @@ impl SegmentColumns {
         pick: impl Fn(&mut Columns) -> &mut Option<T>,
         open: impl FnOnce(&tantivy::SegmentReader) -> Result<T>,
     ) -> Result<T> {
-        let reader = searcher.segment_reader(ord);
+        self.cached(searcher.segment_reader(ord), pick, open, Some(searcher))
+    }
+
+    /// The column kept for `reader`'s segment, opened with `open` on a miss;
+    /// with `prune`, a miss also keeps only that searcher's segments.
+    fn cached<T: Clone>(
+        &self,
+        reader: &tantivy::SegmentReader,
+        pick: impl Fn(&mut Columns) -> &mut Option<T>,
+        open: impl FnOnce(&tantivy::SegmentReader) -> Result<T>,
+        prune: Option<&Searcher>,
+    ) -> Result<T> {
         let id = reader.segment_id();
         if let Some(c) = self.open.lock().get_mut(&id).and_then(|c| pick(c).clone()) {
             return Ok(c);
         }
         let col = open(reader)?;
         let mut map = self.open.lock();
-        let live: Vec<SegmentId> = searcher
-            .segment_readers()
-            .iter()
-            .map(|r| r.segment_id())
-            .collect();
-        map.retain(|k, _| live.contains(k));
+        if let Some(searcher) = prune {
+            retain_segments_of(&mut map, searcher);
+        }
         *pick(map.entry(id).or_default()) = Some(col.clone());
         Ok(col)
     }
@@ -71,23 +79,12 @@ impl SegmentColumns {
     /// readers). Entries of segments merged away are dropped by the next
     /// search that misses, and by [`Self::retain_live`] after each commit.
     pub(super) fn uid_of(&self, reader: &tantivy::SegmentReader) -> Result<StrColumn> {
-        let id = reader.segment_id();
-        if let Some(c) = self.open.lock().get(&id).and_then(|c| c.uid.clone()) {
-            return Ok(c);
-        }
-        let col = open_uid(reader)?;
-        self.open.lock().entry(id).or_default().uid = Some(col.clone());
-        Ok(col)
+        self.cached(reader, |c| &mut c.uid, open_uid, None)
     }
 
     /// Drop the columns of segments `searcher` no longer has.
     pub(super) fn retain_live(&self, searcher: &Searcher) {
-        let live: Vec<SegmentId> = searcher
-            .segment_readers()
-            .iter()
-            .map(|r| r.segment_id())
-            .collect();
-        self.open.lock().retain(|k, _| live.contains(k));
+        retain_segments_of(&mut self.open.lock(), searcher);
     }
 
     /// The `uid` column of segment `ord`.
@@ -112,4 +109,14 @@ fn open_uid(reader: &tantivy::SegmentReader) -> Result<StrColumn> {
         .str("uid")
         .dep()?
         .ok_or_else(|| Error::index("index segment without its uid column"))
+}
+
+/// Keep only the entries of `searcher`'s segments.
+fn retain_segments_of(map: &mut HashMap<SegmentId, Columns>, searcher: &Searcher) {
+    let live: Vec<SegmentId> = searcher
+        .segment_readers()
+        .iter()
+        .map(|r| r.segment_id())
+        .collect();
+    map.retain(|k, _| live.contains(k));
 }

@@ -111,7 +111,8 @@ impl Weight for DeleteUid {
     }
 }
 
-/// A scorer over a sorted list of documents.
+/// A scorer over a sorted list of documents (tantivy's `VecDocSet` is
+/// compiled for its own tests only).
 struct Docs {
     docs: Vec<DocId>,
     at: usize,
