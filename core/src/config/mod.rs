@@ -215,8 +215,10 @@ pub struct Options {
     /// `docs/benchmarks/footprint.md`). Only on Linux with glibc
     /// (`malloc_trim`); a no-op elsewhere. While it is on, the maintenance
     /// thread also releases the resident pages of the search index files
-    /// mapped for reading at every tick while the store is written (on Unix;
-    /// they are read again from the page cache when next needed).
+    /// mapped for reading at every tick while the store is written, and the
+    /// index does so itself after every 2 MiB it writes, which bounds what a
+    /// merge keeps mapped (on Unix; they are read again from the page cache
+    /// when next needed).
     pub release_memory_interval: Duration,
     /// Longest time an indexed write waits before a background commit (default 250 ms).
     /// Searches never wait: they force a commit when documents are pending.

@@ -283,6 +283,10 @@ impl Engine {
                     .as_ref()
                     .map(|k| Arc::new(index::Sealer::new(k, opts.index_cache_bytes)));
                 let (s, o) = SearchIndex::open(dir, opts.index_writer_bytes, schema_ok, sealer)?;
+                if !opts.release_memory_interval.is_zero() {
+                    // Merges read their sources faster than the maintenance tick.
+                    s.release_mapped_pages_while_writing();
+                }
                 (Some(s), Some(o))
             }
             None => (None, None),

@@ -18,14 +18,13 @@ use parking_lot::{Mutex, MutexGuard};
 use tantivy::collector::TopDocs;
 use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
-    FAST, INDEXED, IndexRecordOption, STRING, Schema, TantivyDocument, TextFieldIndexing,
-    TextOptions,
+    FAST, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
     TokenStream,
 };
-use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, Term, doc};
+use tantivy::{Index, IndexReader, Order, ReloadPolicy, Term};
 
 use crate::error::DepResult;
 pub(crate) use crate::storage::docs::{IndexDoc, IndexOp, IndexQuery, Kind, parse_uid, uid};
@@ -43,6 +42,8 @@ mod mapped;
 use dir::SoftSyncDirectory;
 mod overlay;
 use overlay::{Overlay, SearchCommit};
+mod queued;
+use queued::{QueuedDoc, Writer};
 mod stem;
 
 pub(crate) mod query;
@@ -149,7 +150,7 @@ enum CommitKind {
 /// Writer state guarded by one mutex: holding it orders sequence numbers.
 pub(crate) struct WriterState {
     /// `None` only transiently while a failed writer is being replaced.
-    writer: Option<IndexWriter>,
+    writer: Option<Writer>,
     fields: Fields,
     seqs: Arc<Seqs>,
     /// Changes applied since the reader's commit, searched without a commit.
@@ -180,7 +181,7 @@ impl std::fmt::Debug for WriterState {
 
 impl WriterState {
     /// Apply one sequence's changes (caller holds the lock, in sequence order).
-    fn writer(&mut self) -> Result<&mut IndexWriter> {
+    fn writer(&mut self) -> Result<&mut Writer> {
         self.writer.as_mut().ok_or_else(|| {
             Error::index("index writer unavailable (a previous failure could not be repaired)")
         })
@@ -203,7 +204,7 @@ impl WriterState {
                 .dep()?;
             }
             if let IndexOp::Upsert(d) = op {
-                w.add_document(to_doc(&fields, d)).dep()?;
+                w.add_document(QueuedDoc::new(&fields, d)).dep()?;
             }
         }
         self.overlay.record(ops);
@@ -243,29 +244,6 @@ impl WriterState {
         self.seqs.visible.fetch_max(changed, Ordering::AcqRel);
         Ok(())
     }
-}
-
-fn to_doc(f: &Fields, d: &IndexDoc) -> TantivyDocument {
-    let mut doc = doc!(
-        f.uid => d.uid.as_str(),
-        f.kind => d.kind.tag(),
-        f.ctx => d.ctx.as_str(),
-        f.summary => d.summary.as_str(),
-        f.body => d.body.as_str(),
-        f.ts => d.ts_ms,
-        f.importance => d.importance,
-        f.scope => scope_hash(d.kind, &d.ctx),
-        f.uid_bucket => delete::uid_bucket(&d.uid),
-    );
-    for p in &d.participants {
-        doc.add_text(f.participants, p);
-        doc.add_text(f.participant_raw, p);
-    }
-    for t in &d.tags {
-        doc.add_text(f.tags, t);
-        doc.add_text(f.tag_raw, t);
-    }
-    doc
 }
 
 /// The index handle owned by the engine.
@@ -439,7 +417,7 @@ impl SearchIndex {
         schema: &Schema,
         writer_bytes: usize,
         sealer: Option<Arc<Sealer>>,
-    ) -> Result<((Index, IndexWriter, IndexReader, SoftSyncDirectory), u64)> {
+    ) -> Result<((Index, Writer, IndexReader, SoftSyncDirectory), u64)> {
         if dir::meta_is_sealed(dir) != Some(sealer.is_some()) {
             // A plaintext index in an encrypted store (or the reverse): rebuild it.
             return Err(Error::index(
@@ -470,7 +448,7 @@ impl SearchIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .dep()?;
-        let writer: IndexWriter = index
+        let writer: Writer = index
             .writer_with_num_threads(1, writer_bytes.max(15_000_000))
             .dep()?;
         Ok(((index, writer, reader, sdir), seq))
@@ -481,7 +459,7 @@ impl SearchIndex {
         schema: Schema,
         writer_bytes: usize,
         sealer: Option<Arc<Sealer>>,
-    ) -> Result<(Index, IndexWriter, IndexReader, SoftSyncDirectory)> {
+    ) -> Result<(Index, Writer, IndexReader, SoftSyncDirectory)> {
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
         }
@@ -492,7 +470,7 @@ impl SearchIndex {
             Index::create(sdir.clone(), schema, tantivy::IndexSettings::default()).dep()?
         };
         stem::register(&index);
-        let writer: IndexWriter = index
+        let writer: Writer = index
             .writer_with_num_threads(1, writer_bytes.max(15_000_000))
             .map_err(|e| {
                 Error::index_by(
@@ -657,12 +635,20 @@ impl SearchIndex {
         self.overlay.doc_stats()
     }
 
-    /// Drop the resident pages of the index files mapped for reading (the
-    /// maintenance thread, with the heap release, while the store is written):
-    /// a merge reads its source segments whole, and their pages stayed
-    /// resident until the segments were dropped. Returns how many files are mapped.
+    /// Drop the resident pages of the index files mapped for reading (see
+    /// `mapped`: the maintenance thread, while the store is written). Returns
+    /// how many files are mapped.
     pub(crate) fn release_mapped_pages(&self) -> usize {
         self.inner.read().dir.release_mapped_pages()
+    }
+
+    /// Also release them once every `mapped::RELEASE_EVERY_WRITTEN` bytes the index writes.
+    pub(crate) fn release_mapped_pages_while_writing(&self) {
+        let every = mapped::RELEASE_EVERY_WRITTEN;
+        self.inner
+            .read()
+            .dir
+            .release_mapped_pages_every_written(every);
     }
 
     /// Segments in the last commit on disk (the reader may still show an older view:

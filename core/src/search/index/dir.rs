@@ -139,6 +139,12 @@ impl SoftSyncDirectory {
         self.mapped.release()
     }
 
+    /// Also release them once every `bytes` written to new index files
+    /// (0: only through [`Self::release_mapped_pages`]); see `mapped`.
+    pub(crate) fn release_mapped_pages_every_written(&self, bytes: u64) {
+        self.mapped.release_every_written(bytes);
+    }
+
     /// `meta.json` writes go to disk, durably, until the guard is dropped
     /// (the caller serialises durable commits: the index writer lock).
     pub(crate) fn durable(&self) -> DurableGuard<'_> {
@@ -267,14 +273,18 @@ impl Directory for SoftSyncDirectory {
                 }
             })?;
         self.state.inner.lock().unsynced.insert(path.to_owned());
+        let file = UnsyncedFile {
+            file,
+            mapped: self.mapped.clone(),
+        };
         match &self.sealer {
             Some(s) => {
                 let w = s
-                    .writer(path, UnsyncedFile(file))
+                    .writer(path, file)
                     .map_err(|e| OpenWriteError::wrap_io_error(e, path.to_owned()))?;
                 Ok(BufWriter::new(Box::new(w)))
             }
-            None => Ok(BufWriter::new(Box::new(UnsyncedFile(file)))),
+            None => Ok(BufWriter::new(Box::new(file))),
         }
     }
 
@@ -325,21 +335,27 @@ impl Directory for SoftSyncDirectory {
     }
 }
 
-/// A segment file: flushed on `terminate`, fsynced only by the next durable `meta.json`.
-struct UnsyncedFile(File);
+/// A segment file: flushed on `terminate`, fsynced only by the next durable
+/// `meta.json`; what it writes counts towards releasing the mapped pages.
+struct UnsyncedFile {
+    file: File,
+    mapped: Arc<MappedFiles>,
+}
 
 impl Write for UnsyncedFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
+        let n = self.file.write(buf)?;
+        self.mapped.note_written(n);
+        Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
+        self.file.flush()
     }
 }
 
 impl TerminatingWrite for UnsyncedFile {
     fn terminate_ref(&mut self, _: AntiCallToken) -> io::Result<()> {
-        self.0.flush()
+        self.file.flush()
     }
 }
 
