@@ -496,6 +496,7 @@ impl SearchIndex {
             Self::create_fresh(&self.dir, schema, self.writer_bytes, self.sealer.clone())?;
         // Searches wait (on the writer lock) until the rebuild is committed.
         self.overlay.invalidate(Some(reader.searcher()));
+        dir.release_mapped_pages_like(&inner.dir);
         *inner = Inner { index, reader, dir };
         self.seqs.visible.store(0, Ordering::Release);
         st.writer = Some(writer);

@@ -145,6 +145,13 @@ impl SoftSyncDirectory {
         self.mapped.release_every_written(bytes);
     }
 
+    /// Take over `old`'s `release_mapped_pages_every_written` setting (an
+    /// index recreated in place).
+    pub(crate) fn release_mapped_pages_like(&self, old: &SoftSyncDirectory) {
+        self.mapped
+            .release_every_written(old.mapped.release_every());
+    }
+
     /// `meta.json` writes go to disk, durably, until the guard is dropped
     /// (the caller serialises durable commits: the index writer lock).
     pub(crate) fn durable(&self) -> DurableGuard<'_> {

@@ -113,6 +113,11 @@ impl MappedFiles {
         self.release_every.store(bytes, Ordering::Relaxed);
     }
 
+    /// The `release_every_written` setting.
+    pub(super) fn release_every(&self) -> u64 {
+        self.release_every.load(Ordering::Relaxed)
+    }
+
     /// `n` more bytes were written to a new index file (a segment the
     /// indexing thread or a merge writes): release the mapped pages when
     /// that crosses a multiple of the `release_every_written` setting.
