@@ -63,7 +63,7 @@ impl QueuedDoc {
             doc.add_text(f.tags, t);
             doc.add_text(f.tag_raw, t);
         }
-        QueuedDoc(Box::new(doc))
+        doc.into()
     }
 }
 
