@@ -73,6 +73,9 @@ fn low_memory_preset_sets_every_budget_and_works() {
     assert!(o.short_term_cache_bytes < d.short_term_cache_bytes);
     assert!(o.index_cache_bytes < d.index_cache_bytes);
     assert!(o.index_writer_bytes <= d.index_writer_bytes);
+    // The preset bounds index merges; the default leaves tantivy's policy.
+    assert!(o.index_merge_max_docs > 0);
+    assert_eq!(d.index_merge_max_docs, 0);
     assert!(!o.release_memory_interval.is_zero());
     assert!(o.release_memory_interval < d.release_memory_interval);
     // The preset caps glibc's malloc arenas; the default leaves glibc's limit.

@@ -200,6 +200,15 @@ pub struct Options {
     pub cache_bytes: u64,
     /// tantivy writer memory budget in bytes (default 16 MB, tantivy's floor is 15 MB).
     pub index_writer_bytes: usize,
+    /// Most documents one merge of search-index segments may write (default
+    /// 0: unbounded, tantivy's log merge policy; [`Options::low_memory`]
+    /// sets 200,000). A merge's memory grows with the segment it writes, and
+    /// unbounded the last merge of a 1M short-episode store wrote ~580k
+    /// documents, +10 MiB on the `low_memory` peak while it ran. Bounded, a
+    /// segment of more than half the bound is never merged again, so a store
+    /// of `n` episodes keeps about `2n / bound` large segments (a search
+    /// visits each: ~10 at 1M with 200,000).
+    pub index_merge_max_docs: u32,
     /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it
     /// off; at most [`Options::MAX_DECODED_CACHE_BYTES`]). Off on a shared store.
     pub episode_cache_bytes: usize,
@@ -263,6 +272,7 @@ impl Default for Options {
             durability: Durability::default(),
             cache_bytes: 4 * 1024 * 1024,
             index_writer_bytes: 16_000_000,
+            index_merge_max_docs: 0,
             episode_cache_bytes: 8 * 1024 * 1024,
             short_term_cache_bytes: 16 * 1024 * 1024,
             release_memory_interval: Duration::from_secs(1),
@@ -288,7 +298,8 @@ impl Options {
     pub const MAX_MALLOC_ARENAS: usize = 1024;
 
     /// The memory budgets of [`MemoryBuilder::low_memory`]: sled cache 1 MiB,
-    /// index writer 15 MB (tantivy's floor), episode cache 1 MiB, short-term
+    /// index writer 15 MB (tantivy's floor), merges of at most 200,000
+    /// documents, episode cache 1 MiB, short-term
     /// cache 2 MiB, decrypted-index cache 4 MiB, free heap given back every
     /// 250 ms while writing, at most 2 malloc arenas in the process
     /// ([`Options::malloc_arena_max`]). Everything else as in [`Options::default`].
@@ -301,6 +312,7 @@ impl Options {
     fn apply_low_memory(&mut self) {
         self.cache_bytes = 1024 * 1024;
         self.index_writer_bytes = 15_000_000;
+        self.index_merge_max_docs = 200_000;
         self.episode_cache_bytes = 1024 * 1024;
         self.short_term_cache_bytes = 2 * 1024 * 1024;
         self.release_memory_interval = Duration::from_millis(250);
@@ -362,6 +374,12 @@ impl MemoryBuilder {
     /// Durability mode.
     pub fn durability(mut self, d: Durability) -> Self {
         self.opts.durability = d;
+        self
+    }
+    /// Most documents one index merge may write (0: unbounded); see
+    /// [`Options::index_merge_max_docs`].
+    pub fn index_merge_max_docs(mut self, docs: u32) -> Self {
+        self.opts.index_merge_max_docs = docs;
         self
     }
     /// sled cache size in bytes.

@@ -3,6 +3,7 @@
 #[allow(unused_imports)]
 use super::*;
 use crate::error::FromDep;
+use crate::search::index::WriterBudget;
 use crate::util::fork::ReleasedInChild;
 
 /// The error for a key that does not fit the store (`stored`: the store is
@@ -282,7 +283,15 @@ impl Engine {
                     .encryption_key
                     .as_ref()
                     .map(|k| Arc::new(index::Sealer::new(k, opts.index_cache_bytes)));
-                let (s, o) = SearchIndex::open(dir, opts.index_writer_bytes, schema_ok, sealer)?;
+                let (s, o) = SearchIndex::open(
+                    dir,
+                    WriterBudget {
+                        bytes: opts.index_writer_bytes,
+                        merge_max_docs: opts.index_merge_max_docs,
+                    },
+                    schema_ok,
+                    sealer,
+                )?;
                 if !opts.release_memory_interval.is_zero() {
                     // Merges read their sources faster than the maintenance tick.
                     s.release_mapped_pages_while_writing();

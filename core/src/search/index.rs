@@ -43,7 +43,9 @@ use dir::SoftSyncDirectory;
 mod overlay;
 use overlay::{Overlay, SearchCommit};
 mod queued;
+mod writer;
 use queued::{QueuedDoc, Writer};
+pub(crate) use writer::WriterBudget;
 mod stem;
 
 pub(crate) mod query;
@@ -249,7 +251,7 @@ impl WriterState {
 /// The index handle owned by the engine.
 pub(crate) struct SearchIndex {
     dir: PathBuf,
-    writer_bytes: usize,
+    writer_budget: WriterBudget,
     /// Keys and chunk cache of a sealed index (an encrypted store); kept across rebuilds.
     sealer: Option<Arc<Sealer>>,
     /// The overlay (default), or the behaviours before it, kept behind
@@ -325,7 +327,7 @@ impl SearchIndex {
     /// was encrypted), or a file that fails authentication, is rebuilt sealed.
     pub(crate) fn open(
         dir: &Path,
-        writer_bytes: usize,
+        writer_budget: WriterBudget,
         schema_version_ok: bool,
         sealer: Option<Arc<Sealer>>,
     ) -> Result<(Self, Opened)> {
@@ -333,7 +335,7 @@ impl SearchIndex {
         let existing = if schema_version_ok && dir.join("meta.json").exists() {
             // tantivy may panic (not just fail) on some damaged files: either way, rebuild.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                Self::open_existing(dir, &schema, writer_bytes, sealer.clone())
+                Self::open_existing(dir, &schema, writer_budget, sealer.clone())
             }))
             .ok()
             .and_then(|r| r.ok())
@@ -343,7 +345,7 @@ impl SearchIndex {
         let ((index, writer, reader, sdir), opened) = match existing {
             Some((parts, seq)) => (parts, Opened::Existing(seq)),
             None => (
-                Self::create_fresh(dir, schema, writer_bytes, sealer.clone())?,
+                Self::create_fresh(dir, schema, writer_budget, sealer.clone())?,
                 Opened::Fresh,
             ),
         };
@@ -391,7 +393,7 @@ impl SearchIndex {
         Ok((
             SearchIndex {
                 dir: dir.to_owned(),
-                writer_bytes,
+                writer_budget,
                 sealer,
                 search_commit,
                 seqs,
@@ -415,7 +417,7 @@ impl SearchIndex {
     fn open_existing(
         dir: &Path,
         schema: &Schema,
-        writer_bytes: usize,
+        writer_budget: WriterBudget,
         sealer: Option<Arc<Sealer>>,
     ) -> Result<((Index, Writer, IndexReader, SoftSyncDirectory), u64)> {
         if dir::meta_is_sealed(dir) != Some(sealer.is_some()) {
@@ -448,16 +450,14 @@ impl SearchIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .dep()?;
-        let writer: Writer = index
-            .writer_with_num_threads(1, writer_bytes.max(15_000_000))
-            .dep()?;
+        let writer = writer::open_writer(&index, writer_budget).dep()?;
         Ok(((index, writer, reader, sdir), seq))
     }
 
     fn create_fresh(
         dir: &Path,
         schema: Schema,
-        writer_bytes: usize,
+        writer_budget: WriterBudget,
         sealer: Option<Arc<Sealer>>,
     ) -> Result<(Index, Writer, IndexReader, SoftSyncDirectory)> {
         if dir.exists() {
@@ -470,14 +470,12 @@ impl SearchIndex {
             Index::create(sdir.clone(), schema, tantivy::IndexSettings::default()).dep()?
         };
         stem::register(&index);
-        let writer: Writer = index
-            .writer_with_num_threads(1, writer_bytes.max(15_000_000))
-            .map_err(|e| {
-                Error::index_by(
-                    format!("cannot open index writer in {}: {e}", dir.display()),
-                    e,
-                )
-            })?;
+        let writer = writer::open_writer(&index, writer_budget).map_err(|e| {
+            Error::index_by(
+                format!("cannot open index writer in {}: {e}", dir.display()),
+                e,
+            )
+        })?;
         let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -493,7 +491,7 @@ impl SearchIndex {
         let (schema, _) = schema();
         let mut inner = self.inner.write();
         let (index, writer, reader, dir) =
-            Self::create_fresh(&self.dir, schema, self.writer_bytes, self.sealer.clone())?;
+            Self::create_fresh(&self.dir, schema, self.writer_budget, self.sealer.clone())?;
         // Searches wait (on the writer lock) until the rebuild is committed.
         self.overlay.invalidate(Some(reader.searcher()));
         dir.release_mapped_pages_like(&inner.dir);
@@ -514,17 +512,12 @@ impl SearchIndex {
             // Rolls back uncommitted work, waits for merge threads and releases the directory lock.
             drop(old);
         }
-        let w = self
-            .inner
-            .read()
-            .index
-            .writer_with_num_threads(1, self.writer_bytes.max(15_000_000))
-            .map_err(|e| {
-                Error::index_by(
-                    format!("cannot reopen index writer in {}: {e}", self.dir.display()),
-                    e,
-                )
-            })?;
+        let w = writer::open_writer(&self.inner.read().index, self.writer_budget).map_err(|e| {
+            Error::index_by(
+                format!("cannot reopen index writer in {}: {e}", self.dir.display()),
+                e,
+            )
+        })?;
         st.writer = Some(w);
         // The changes since the last commit are replayed; searches commit until then.
         self.overlay.invalidate(None);
