@@ -416,10 +416,25 @@ pub mod testing {
         let store = if crate::storage::url::is_postgres_path(path) {
             postgres_store(path)?
         } else {
-            crate::storage::Store::Sled(sled::open(path.join("db")).dep()?)
+            crate::storage::Store::Sled(open_raw_sled(path).dep()?)
         };
         let seal = std::sync::Arc::new(crate::storage::keys::KeySeal::new(key));
-        crate::storage::keys::unseal_keys(&store, &seal, every_other)
+        let undone = crate::storage::keys::unseal_keys(&store, &seal, every_other);
+        drop(store);
+        // As an engine's close does: the store can be opened at once after.
+        crate::engine::wait_until_sled_unlocked(
+            &path.join("db").join("db"),
+            std::time::Duration::from_secs(10),
+        );
+        undone
+    }
+
+    /// Open the sled database of the closed store at `path` directly,
+    /// waiting (up to 10 s) while sled's file lock is still held by the
+    /// background I/O threads of a handle just dropped, as the engine's own
+    /// open does. Drop it before opening the store again.
+    pub fn open_raw_sled(path: &std::path::Path) -> sled::Result<sled::Db> {
+        crate::engine::open_sled(&sled::Config::new().path(path.join("db")))
     }
 
     #[cfg(feature = "postgres")]

@@ -73,7 +73,7 @@ fn words_in_files(dir: &Path) -> BTreeMap<String, Vec<PathBuf>> {
 }
 
 fn format_version(path: &Path) -> u32 {
-    let db = sled::open(path.join("db")).unwrap();
+    let db = memstrata::testing::open_raw_sled(path).unwrap();
     let v = db
         .open_tree("meta")
         .unwrap()
@@ -136,7 +136,7 @@ fn a_plaintext_store_keeps_its_keys_byte_for_byte() {
     mem.short_term().store(SHORT_KEY, json!(1), None).unwrap();
     mem.semantic().store("k", json!(2)).unwrap();
     drop(mem);
-    let db = sled::open(path.join("db")).unwrap();
+    let db = memstrata::testing::open_raw_sled(&path).unwrap();
     let st = db.open_tree("short_term").unwrap();
     let want = format!("{CONTEXT}\0{SHORT_KEY}");
     assert!(st.get(want.as_bytes()).unwrap().is_some());
@@ -180,7 +180,7 @@ fn export_and_import_carry_sealed_keys_across_stores() {
 
 /// Every raw key of every tree of the sled store at `path`.
 fn raw_keys(path: &Path) -> Vec<Vec<u8>> {
-    let db = sled::open(path.join("db")).unwrap();
+    let db = memstrata::testing::open_raw_sled(path).unwrap();
     let mut out = Vec::new();
     for name in db.tree_names() {
         for k in db.open_tree(name).unwrap().iter().keys() {

@@ -630,7 +630,7 @@ impl Drop for LogCheckpoint {
 /// process or another, by Memstrata or by a tool that opens sled directly.
 /// Runs in the process that opened the store only (a `fork()` child never
 /// drops an inherited engine). Returns at the deadline anyway.
-fn wait_until_sled_unlocked(data_file: &Path, limit: Duration) {
+pub(crate) fn wait_until_sled_unlocked(data_file: &Path, limit: Duration) {
     let Ok(file) = File::open(data_file) else {
         return;
     };
@@ -655,7 +655,7 @@ fn wait_until_sled_unlocked(data_file: &Path, limit: Duration) {
 /// engine of this process that was just closed (sled reports that as
 /// `ErrorKind::Other`, "could not acquire lock"). After the deadline the
 /// lock error is returned.
-pub(super) fn open_sled(cfg: &sled::Config) -> std::result::Result<sled::Db, sled::Error> {
+pub(crate) fn open_sled(cfg: &sled::Config) -> std::result::Result<sled::Db, sled::Error> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match cfg.open() {
