@@ -423,7 +423,7 @@ pub mod testing {
         drop(store);
         // As an engine's close does: the store can be opened at once after.
         crate::engine::wait_until_sled_unlocked(
-            &path.join("db").join("db"),
+            &crate::engine::sled_data_file(path),
             std::time::Duration::from_secs(10),
         );
         undone
@@ -434,7 +434,7 @@ pub mod testing {
     /// background I/O threads of a handle just dropped, as the engine's own
     /// open does. Drop it before opening the store again.
     pub fn open_raw_sled(path: &std::path::Path) -> sled::Result<sled::Db> {
-        crate::engine::open_sled(&sled::Config::new().path(path.join("db")))
+        crate::engine::open_sled_dir(path)
     }
 
     #[cfg(feature = "postgres")]

@@ -8,7 +8,7 @@ pub(crate) mod metrics;
 mod scope;
 pub(crate) mod vectors;
 
-pub(crate) use open::{open_sled, wait_until_sled_unlocked};
+pub(crate) use open::{open_sled_dir, sled_data_file, wait_until_sled_unlocked};
 pub use scope::DEFAULT_CONTEXT;
 pub(crate) use scope::Scope;
 

@@ -462,7 +462,7 @@ pub(super) fn open_sled_store(
             .clone()
             .flush_every_ms(None)
             .cache_capacity(CHECKPOINT_CACHE_BYTES),
-        data_file: path.join("db").join("db"),
+        data_file: sled_data_file(path),
         size_at_open: db.size_on_disk().unwrap_or(0),
         armed: AtomicBool::new(false),
     };
@@ -655,7 +655,7 @@ pub(crate) fn wait_until_sled_unlocked(data_file: &Path, limit: Duration) {
 /// engine of this process that was just closed (sled reports that as
 /// `ErrorKind::Other`, "could not acquire lock"). After the deadline the
 /// lock error is returned.
-pub(crate) fn open_sled(cfg: &sled::Config) -> std::result::Result<sled::Db, sled::Error> {
+pub(super) fn open_sled(cfg: &sled::Config) -> std::result::Result<sled::Db, sled::Error> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match cfg.open() {
@@ -665,6 +665,18 @@ pub(crate) fn open_sled(cfg: &sled::Config) -> std::result::Result<sled::Db, sle
             done => return done,
         }
     }
+}
+
+/// The sled database of the store at `path`, opened directly with sled's
+/// default settings (rekeying, test support), waiting while its lock is
+/// busy as [`open_sled`] does.
+pub(crate) fn open_sled_dir(path: &Path) -> std::result::Result<sled::Db, sled::Error> {
+    open_sled(&sled::Config::new().path(path.join("db")))
+}
+
+/// sled's data file in the store at `path`: the file its lock is on.
+pub(crate) fn sled_data_file(path: &Path) -> PathBuf {
+    path.join("db").join("db")
 }
 
 /// sled's "store file is locked" error (`WouldBlock`, or `Other` with sled's message).

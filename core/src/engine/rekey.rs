@@ -121,7 +121,7 @@ pub(crate) fn rekey_store(
         Err(e) => return Err(Error::Io(e)),
     }
 
-    let db = open_sled(&sled::Config::new().path(path.join("db"))).map_err(Error::from_dep)?;
+    let db = open_sled_dir(path).map_err(Error::from_dep)?;
     let meta = db.open_tree(Tree::Meta.name()).map_err(Error::from_dep)?;
     match meta.get(META_KEY_CHECK).map_err(Error::from_dep)? {
         Some(c) if sealed_with(&old_codec, &c) || (marked && sealed_with(&new_codec, &c)) => {}
