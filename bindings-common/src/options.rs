@@ -65,8 +65,8 @@ options! {
         pub encryption_key: Option<KeyBytes>,
         /// The low-memory preset (phones): sled cache 1 MiB, index writer 15 MB, episode
         /// cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back
-        /// every 250 ms, at most 2 malloc arenas in the process (glibc). Budgets given beside
-        /// it override it.
+        /// every 250 ms, at most 2 malloc arenas in the process (glibc), index merges of at
+        /// most 200,000 documents. Budgets given beside it override it.
         pub low_memory: Option<bool>,
         /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
         pub episode_cache_bytes: Option<i64>,

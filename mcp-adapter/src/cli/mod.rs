@@ -112,8 +112,8 @@ struct Cli {
     embeddings_model: Option<String>,
     /// Memory budgets for small devices: sled cache 1 MiB, index writer 15 MB, episode
     /// cache 1 MiB, short-term cache 2 MiB, index cache 4 MiB, free heap given back every
-    /// 250 ms, at most 2 malloc arenas in the process (glibc); the budget flags below
-    /// override it.
+    /// 250 ms, at most 2 malloc arenas in the process (glibc), index merges of at most
+    /// 200,000 documents; the budget flags below override it.
     #[arg(long, global = true)]
     low_memory: bool,
     /// Budget of the decoded-episode cache in bytes (default 8 MiB; 0 turns it off; at most 1 GiB).
