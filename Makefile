@@ -4,7 +4,7 @@ export CARGO_PROFILE_DEV_DEBUG ?= 0
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test test-serial print-pg-suites lint actionlint dist test-dist xcframework android-libs test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv test-stress soak fuzz
+.PHONY: test test-serial print-pg-suites lint actionlint dist test-dist xcframework android-libs test-rust test-pg test-rust-pg test-pgvector test-rust-pgvector test-mcp-pg test-node-pg test-python test-mcp test-node test-kotlin swift-bindings quickstart venv bench bench-quick bench-retrieval clean-venv test-stress soak fuzz layout
 
 ## Run every suite: lint, Rust (core + MCP adapter), PostgreSQL backend, Python binding, MCP
 ## interop, Node binding, Kotlin binding; i.e. the targets of `test-serial`, arranged for wall
@@ -162,6 +162,11 @@ test-stress:
 ## throwaway PostgreSQL; checks acknowledged writes, RSS and fd counts. See docs/reliability.md.
 soak: venv
 	bash scripts/soak.sh
+
+## Not in CI. Regenerate layout/memstrata.order, the functions an ingest runs that `make dist`
+## places together in each library (layout/README.md); needs valgrind, uses perf if allowed.
+layout:
+	bash layout/generate.sh
 
 ## Not in CI. Every cargo-fuzz target in fuzz/ for FUZZ_SECONDS each (default 60; FUZZ_TARGETS
 ## to pick some); installs cargo-fuzz if missing; stable toolchain with RUSTC_BOOTSTRAP=1.

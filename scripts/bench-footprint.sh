@@ -12,7 +12,7 @@
 #   `episodic.record_many`. Machine, commit and load are in the output.
 #
 # Usage: scripts/bench-footprint.sh [OUT.md]   (default target/bench/footprint.md)
-# The wheel is built in the `dist` profile, as shipped wheels are (Cargo.toml).
+# The wheel is built in the `dist` profile with the code layout, as scripts/dist.sh builds it.
 # FOOTPRINT_PYLIB=DIR uses an installed wheel there instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,11 @@ MD=${1:-$OUT/footprint.md}
 PYLIB=${FOOTPRINT_PYLIB:-$OUT/pylib}
 mkdir -p "$OUT"
 bash scripts/venv.sh
+# Built as scripts/dist.sh builds it, code layout included (layout/README.md).
+# shellcheck source=layout/flags.sh
+source layout/flags.sh
+LAYOUT_FLAGS=$(layout_rustflags)
+if [ -n "$LAYOUT_FLAGS" ]; then export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$LAYOUT_FLAGS"; fi
 if [ ! -f "$PYLIB/memstrata/__init__.py" ]; then
   rm -rf "$OUT/wheels" "$PYLIB"
   .venv/bin/maturin build --quiet --profile dist -m bindings-python/Cargo.toml -o "$OUT/wheels" -i .venv/bin/python

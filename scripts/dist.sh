@@ -8,6 +8,7 @@
 #   memstrata-linux-x64-gnu-<v>.tgz            its platform package (the .node for this platform)
 #   memstrata-kotlin-<v>.jar, .pom             the Kotlin/JVM artifact with libmemstrata_ffi inside
 #   SHA256SUMS, manylinux.txt                  checksums; the manylinux policy auditwheel reports
+#   layout.txt                                 how the code layout lies in each library (layout/)
 #
 # Everything is built in the `dist` profile (Cargo.toml: `release` with fat LTO and one
 # codegen unit, for smaller libraries) of the four crates (the workspace's feature union
@@ -35,6 +36,19 @@ bin=bin
 PY=$REPO/.venv/$bin/python
 MATURIN=$REPO/.venv/$bin/maturin
 
+# The code layout (layout/README.md): where rustc links with its own lld, the functions an
+# ingest runs are placed together, so that fewer 64 KiB blocks of each library become
+# resident. RUSTFLAGS reaches every crate of every tool below; it does not change symbol
+# names (cargo leaves it out of -C metadata).
+# shellcheck source=layout/flags.sh
+source layout/flags.sh
+LAYOUT_FLAGS=$(layout_rustflags)
+if [ -n "$LAYOUT_FLAGS" ]; then
+  export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$LAYOUT_FLAGS"
+else
+  step "code layout not applied (layout/flags.sh: not rustc's lld on x86_64 Linux, or turned off)"
+fi
+
 if [[ " ${DIST_MATURIN_ARGS:-} " == *" --zig "* ]]; then
   "$PY" -m pip install --quiet "ziglang>=0.13"   # maturin links with zig (older glibc)
 fi
@@ -52,11 +66,18 @@ if has python; then
   # shellcheck disable=SC2086
   "$MATURIN" build --profile dist -m bindings-python/Cargo.toml -i "$PY" -o "$DIST" ${DIST_MATURIN_ARGS:-}
   "$MATURIN" sdist -m bindings-python/Cargo.toml -o "$DIST"
+  if [ -n "$LAYOUT_FLAGS" ]; then
+    ext=$(mktemp -d)
+    unzip -q -d "$ext" "$DIST"/memstrata-*-abi3-*.whl 'memstrata/_memstrata*.so'
+    layout_check "Python extension" "$ext"/memstrata/_memstrata*.so
+    rm -rf "$ext"
+  fi
 fi
 if has mcp; then
   step "memstrata-mcp wheel (maturin bindings = \"bin\")"
   # shellcheck disable=SC2086
   "$MATURIN" build --profile dist -m mcp-adapter/Cargo.toml -o "$DIST" ${DIST_MATURIN_ARGS:-}
+  if [ -n "$LAYOUT_FLAGS" ]; then layout_check "MCP server" "$CARGO_TARGET_DIR/dist/memstrata-mcp"; fi
 fi
 if { has python || has mcp; } && [ "$(uname -s)" = Linux ]; then
   # The policy each wheel meets, as auditwheel reads it from the symbols it links.
@@ -71,6 +92,7 @@ fi
 if has npm; then
   step "npm packages (napi-rs layout: memstrata + memstrata-<platform>)"
   bash scripts/dist-npm.sh "$DIST"
+  if [ -n "$LAYOUT_FLAGS" ]; then layout_check "Node module" bindings-node/*.node; fi
 fi
 
 if has jar; then
@@ -88,6 +110,10 @@ if has jar; then
   esac
   mkdir -p "$native/$res"
   cp "$CARGO_TARGET_DIR/dist/$lib" "$native/$res/"
+  # uniffi turns on dependency features the other libraries do not, which changes the
+  # crate hashes in this library's symbol names: the order file (made from the Python
+  # extension) matches only std's functions here, so this check only reports.
+  if [ -n "$LAYOUT_FLAGS" ]; then layout_check "Kotlin/JVM library" "$CARGO_TARGET_DIR/dist/$lib" --min-found 0; fi
   # Extra native libraries built elsewhere (other platforms, from the release workflow)
   # can be added as DIST_JAR_NATIVE=<dir with linux-x86-64/, darwin-aarch64/, ...>.
   if [ -n "${DIST_JAR_NATIVE:-}" ]; then cp -r "$DIST_JAR_NATIVE"/. "$native/"; fi

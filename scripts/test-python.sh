@@ -23,6 +23,8 @@ export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:---profile dev}"
 echo "test-python: the .pyi stubs and docs/reference/api.md are what bindings-common/api.toml generates"
 python scripts/api.py pyi --check
 python scripts/api.py reference --check
+echo "test-python: layout/order.py (the code-layout tool, layout/README.md)"
+python -m pytest -q -p no:cacheprovider layout/test_order.py
 if [ "${MEMSTRATA_PREBUILT:-0}" = 1 ]; then
   # scripts/test-all.sh (make test) installed it, as below, before the suites started.
   echo "test-python: ./bindings-python as installed into .venv by scripts/test-all.sh"
