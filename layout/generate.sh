@@ -6,8 +6,8 @@
 #   2. natively under perf, when it is installed and allowed: the same phase, clock
 #      samples and the code pages faulted in (what callgrind's CPU does not take);
 #   3. under callgrind: the `tour` phase (the rest of the API, placed after the ingest).
-# Needs valgrind (Debian: apt-get install valgrind); perf is optional. A few minutes;
-# not in CI. Usage: layout/generate.sh [N]   (N one-call and N batched records per option
+# Needs valgrind (Debian: apt-get install valgrind); perf is optional. About five minutes
+# after a `make dist`, whose build it reuses; not in CI. Usage: layout/generate.sh [N]   (N one-call and N batched records per option
 # set under callgrind, default 40000: enough for tantivy's merges to run there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,12 @@ WORK=$CARGO_TARGET_DIR/layout-profile
 rm -rf "$WORK"
 mkdir -p "$WORK"
 bash scripts/venv.sh
-# Symbol names do not depend on the order file or the link flags: any dist build will do.
+# Symbol names do not depend on the order file or the link flags, so any dist build will
+# do; with make dist's flags, what make dist compiled is reused.
+# shellcheck source=layout/flags.sh
+source layout/flags.sh
+LAYOUT_FLAGS=$(layout_rustflags)
+if [ -n "$LAYOUT_FLAGS" ]; then export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$LAYOUT_FLAGS"; fi
 .venv/bin/maturin build --quiet --profile dist -m bindings-python/Cargo.toml -o "$WORK/wheels" -i .venv/bin/python
 .venv/bin/python -m pip install --quiet --no-deps --target "$WORK/pylib" "$WORK"/wheels/memstrata-*.whl
 export PYTHONPATH=$WORK/pylib

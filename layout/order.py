@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The code-layout order file: made from callgrind profiles, checked against a built library.
+"""The code-layout order file: made from callgrind and perf profiles, checked against a built library.
 
     python3 layout/order.py make OUT OBJECT PROFILE...
         The functions of OBJECT (a file name such as _memstrata.abi3.so) that ran in
