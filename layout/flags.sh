@@ -26,6 +26,14 @@ layout_rustflags() {
     "$target/memstrata-$sum.order"
 }
 
+# layout_use: sets LAYOUT_FLAGS to layout_rustflags' output and, if there is any, appends it
+# to the exported RUSTFLAGS (what scripts/dist.sh, scripts/bench-footprint.sh and
+# layout/generate.sh do before they build).
+layout_use() {
+  LAYOUT_FLAGS=$(layout_rustflags)
+  if [ -n "$LAYOUT_FLAGS" ]; then export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$LAYOUT_FLAGS"; fi
+}
+
 # layout_check NAME FILE: layout/order.py's check of one built library (FILE), its line
 # appended to $DIST/layout.txt when DIST is set; fails when the order was not applied.
 layout_check() {

@@ -23,8 +23,7 @@ bash scripts/venv.sh
 # do; with make dist's flags, what make dist compiled is reused.
 # shellcheck source=layout/flags.sh
 source layout/flags.sh
-LAYOUT_FLAGS=$(layout_rustflags)
-if [ -n "$LAYOUT_FLAGS" ]; then export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$LAYOUT_FLAGS"; fi
+layout_use
 .venv/bin/maturin build --quiet --profile dist -m bindings-python/Cargo.toml -o "$WORK/wheels" -i .venv/bin/python
 .venv/bin/python -m pip install --quiet --no-deps --target "$WORK/pylib" "$WORK"/wheels/memstrata-*.whl
 export PYTHONPATH=$WORK/pylib

@@ -26,8 +26,7 @@ bash scripts/venv.sh
 # Built as scripts/dist.sh builds it, code layout included (layout/README.md).
 # shellcheck source=layout/flags.sh
 source layout/flags.sh
-LAYOUT_FLAGS=$(layout_rustflags)
-if [ -n "$LAYOUT_FLAGS" ]; then export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$LAYOUT_FLAGS"; fi
+layout_use
 if [ ! -f "$PYLIB/memstrata/__init__.py" ]; then
   rm -rf "$OUT/wheels" "$PYLIB"
   .venv/bin/maturin build --quiet --profile dist -m bindings-python/Cargo.toml -o "$OUT/wheels" -i .venv/bin/python

@@ -42,10 +42,8 @@ MATURIN=$REPO/.venv/$bin/maturin
 # names (cargo leaves it out of -C metadata).
 # shellcheck source=layout/flags.sh
 source layout/flags.sh
-LAYOUT_FLAGS=$(layout_rustflags)
-if [ -n "$LAYOUT_FLAGS" ]; then
-  export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$LAYOUT_FLAGS"
-else
+layout_use
+if [ -z "$LAYOUT_FLAGS" ]; then
   step "code layout not applied (layout/flags.sh: not rustc's lld on x86_64 Linux, or turned off)"
 fi
 
