@@ -1,4 +1,4 @@
-# Sourced by scripts/dist.sh and scripts/bench-footprint.sh: the code-layout flags
+# Sourced by scripts/dist.sh, scripts/bench-footprint.sh and layout/generate.sh: the code-layout flags
 # (layout/README.md). `layout_rustflags` prints the rustc flags that make the linker place
 # the functions of layout/memstrata.order first and together, or nothing where they do not
 # apply: only rustc's own lld (the default linker of x86_64-unknown-linux-gnu since Rust
@@ -6,14 +6,16 @@
 # link.exe do not. MEMSTRATA_CODE_LAYOUT=0 turns it off.
 # shellcheck shell=bash
 
+LAYOUT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
 layout_rustflags() {
-  local repo host minor
-  repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  local repo=$LAYOUT_REPO version host minor
   [ "${MEMSTRATA_CODE_LAYOUT:-1}" != 0 ] || return 0
   [[ " ${DIST_MATURIN_ARGS:-} " != *" --zig "* ]] || return 0
   [ -z "${CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER:-}" ] || return 0
-  host=$(rustc -vV | sed -n 's/^host: //p')
-  minor=$(rustc -vV | sed -n 's/^release: 1\.\([0-9]*\)\..*/\1/p')
+  version=$(rustc -vV)
+  host=$(sed -n 's/^host: //p' <<< "$version")
+  minor=$(sed -n 's/^release: 1\.\([0-9]*\)\..*/\1/p' <<< "$version")
   [ "$host" = x86_64-unknown-linux-gnu ] && [ "${minor:-0}" -ge 90 ] || return 0
   # cargo does not watch the file a link argument names: a copy named by its content makes
   # a changed order file a changed flag, so the libraries are linked again.
@@ -37,9 +39,8 @@ layout_use() {
 # layout_check NAME FILE: layout/order.py's check of one built library (FILE), its line
 # appended to $DIST/layout.txt when DIST is set; fails when the order was not applied.
 layout_check() {
-  local repo line rc=0
-  repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-  line=$(python3 "$repo/layout/order.py" check "$2" "$repo/layout/memstrata.order" "${@:3}") || rc=$?
+  local line rc=0
+  line=$(python3 "$LAYOUT_REPO/layout/order.py" check "$2" "$LAYOUT_REPO/layout/memstrata.order" "${@:3}") || rc=$?
   echo "$1: $line"
   if [ -n "${DIST:-}" ]; then echo "$1: $line" >> "$DIST/layout.txt"; fi
   return $rc

@@ -7,8 +7,10 @@
 #      samples and the code pages faulted in (what callgrind's CPU does not take);
 #   3. under callgrind: the `tour` phase (the rest of the API, placed after the ingest).
 # Needs valgrind (Debian: apt-get install valgrind); perf is optional. About five minutes
-# after a `make dist`, whose build it reuses; not in CI. Usage: layout/generate.sh [N]   (N one-call and N batched records per option
-# set under callgrind, default 40000: enough for tantivy's merges to run there)
+# after a `make dist`, whose build it reuses; not in CI.
+#
+# Usage: layout/generate.sh [N]   (N one-call and N batched records per option set under
+#                                  callgrind, default 40000: enough for tantivy's merges)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)

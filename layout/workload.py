@@ -18,18 +18,13 @@ import os
 import random
 import sys
 import tempfile
+from pathlib import Path
 
 import memstrata
 
-WORDS = (
-    "alpha beta gamma delta river stone cloud paper lamp green orange coffee travel "
-    "meeting budget project deploy review invoice holiday garden music letter"
-).split()
-
-
-def text(i: int) -> str:
-    rng = random.Random(i)
-    return (f"#{i} " + " ".join(rng.choice(WORDS) for _ in range(20)))[:100]
+# The footprint benchmark's episodes: the texts profiled are the texts it measures.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches" / "footprint"))
+from probe import WORDS, text  # noqa: E402
 
 
 def searches(mem: memstrata.Memory, n: int) -> None:
