@@ -252,6 +252,10 @@ async fn run(
 ) {
     let mut backoff = Duration::from_millis(100);
     loop {
+        // The `Bridge` (the only sender) is gone: nobody is left to serve.
+        if out.is_closed() {
+            return;
+        }
         let session = tokio::select! {
             () = shutdown.cancelled() => return,
             s = session(&connect, &channel, &instance, &hub, &mut out, &ready, &shutdown) => s,

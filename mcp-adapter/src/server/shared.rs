@@ -98,19 +98,20 @@ impl Shared {
     /// Deliver resource changes across instances over one PostgreSQL store: this
     /// instance's changes are NOTIFYed on `url`'s channel and the other instances'
     /// re-published to local subscribers (see `backend::pgnotify`). Runs until
-    /// `shutdown`. Returns `false` if a bridge was already started.
+    /// `shutdown`. Returns `false` if a bridge was already started; then nothing is
+    /// started (a second bridge would LISTEN under another instance id and re-publish
+    /// every notification on this hub a second time).
     pub fn bridge_postgres(
         &self,
         url: &crate::backend::store::PgUrl,
         shutdown: CancellationToken,
     ) -> bool {
-        self.bridge
-            .set(crate::backend::pgnotify::Bridge::start(
-                url,
-                self.hub.clone(),
-                shutdown,
-            ))
-            .is_ok()
+        let mut started = false;
+        self.bridge.get_or_init(|| {
+            started = true;
+            crate::backend::pgnotify::Bridge::start(url, self.hub.clone(), shutdown)
+        });
+        started
     }
 
     /// The running LISTEN/NOTIFY bridge, if any.
@@ -135,5 +136,40 @@ impl Shared {
             // No receivers is fine: nobody is listening.
             let _ = self.hub.send(c);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A second `bridge_postgres` starts nothing: before, it spawned a second bridge
+    /// task and then dropped its handle, and that task went on listening (and
+    /// re-publishing every other instance's change here) or reconnecting forever.
+    #[test]
+    fn a_second_bridge_starts_no_task() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let shared =
+                Shared::new(Memory::temporary().unwrap(), Auth::disabled(), false).unwrap();
+            // Nothing listens on port 1: the bridge task retries until `stop`.
+            let url = crate::backend::store::PgUrl::parse("postgres://u@127.0.0.1:1/db?schema=s")
+                .unwrap();
+            let stop = CancellationToken::new();
+            let alive = || {
+                tokio::runtime::Handle::current()
+                    .metrics()
+                    .num_alive_tasks()
+            };
+            let before = alive();
+            assert!(shared.bridge_postgres(&url, stop.clone()));
+            assert_eq!(alive(), before + 1, "the bridge task");
+            assert!(!shared.bridge_postgres(&url, stop.clone()));
+            assert_eq!(alive(), before + 1, "no second bridge task");
+            stop.cancel();
+        });
     }
 }
