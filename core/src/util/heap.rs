@@ -54,6 +54,7 @@ pub(crate) fn release_free_memory(last: bool) {
         sled::release_io_threads(IO_THREADS_EXIT_WAIT);
     }
     collect_deferred(EPOCH_COLLECT_ROUNDS);
+    refill_thread_cache();
     trim();
 }
 
@@ -84,6 +85,56 @@ fn trim() {
     // thread-safe (it takes each arena's lock in turn).
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// glibc's thread cache (tcache): 64 bins, for chunks of 32 to 1,040 bytes
+/// (requests of up to 1,032), each holding up to 7 freed chunks by default.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TCACHE_BINS: usize = 64;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TCACHE_COUNT: usize = 7;
+
+/// Swap the calling thread's cache of freed chunks for fresh ones, so that
+/// [`trim`] can release the pages the old ones sat on.
+///
+/// glibc keeps each thread's last freed small chunks (up to 7 per size
+/// class) in a cache of its own; to the arena they are in use, so
+/// `malloc_trim` cannot release the pages they lie on. The thread that
+/// closes a store is usually the one that wrote to it, and its last frees
+/// lie scattered over the heap the ingest used: after 100k short episodes
+/// written in batches, ~300 pages (1.2 MiB) of the main heap held nothing
+/// but such chunks after `close()`. This takes every cached chunk out
+/// (7 allocations per class), allocates 7 more per class, which glibc
+/// mostly carves next to one another, frees those first (they fill the
+/// cache again) and then the old ones, which the cache no longer takes: they
+/// go back to the arena, where [`trim`] releases their pages. Measured after
+/// a batched 100k ingest: ~300 → ~135 newly resident pages of the main heap
+/// after `close()`. 896 allocations and frees, tens of microseconds; if the
+/// application changed the cache's size (`glibc.malloc.tcache_count`), less
+/// is swapped, never anything lost. A no-op without glibc.
+fn refill_thread_cache() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const N: usize = TCACHE_BINS * TCACHE_COUNT;
+        let size = |k: usize| 24 + 16 * (k / TCACHE_COUNT);
+        let mut old = [std::ptr::null_mut::<libc::c_void>(); N];
+        let mut fresh = [std::ptr::null_mut::<libc::c_void>(); N];
+        // SAFETY: plain `malloc`/`free` pairs: every pointer is freed exactly
+        // once, by this function, and never dereferenced; `free` of a null
+        // pointer (a failed allocation) does nothing. `black_box` keeps the
+        // compiler from removing the pairs as unused allocations.
+        unsafe {
+            for (k, p) in old.iter_mut().enumerate() {
+                *p = std::hint::black_box(libc::malloc(size(k)));
+            }
+            for (k, p) in fresh.iter_mut().enumerate() {
+                *p = std::hint::black_box(libc::malloc(size(k)));
+            }
+            for p in fresh.into_iter().chain(old) {
+                libc::free(p);
+            }
+        }
     }
 }
 
@@ -126,6 +177,12 @@ const MALLOC_DEFAULT_THRESHOLD: libc::c_int = 128 * 1024;
 /// closes. Fixing the thresholds is what `mallopt(M_TRIM_THRESHOLD, …)`
 /// does; the values are glibc's own defaults, so blocks over 128 KiB are
 /// mapped and unmapped as glibc does before its first adjustment.
+///
+/// It also sets `M_TOP_PAD` to 0 (glibc's default pads every heap extension
+/// and keeps that much at each arena's top by 128 KiB): the tops of the ended
+/// engine threads' arenas, which `malloc_trim` does not trim, then keep only
+/// what is in use. Measured after a 100k short-episode ingest, one record per
+/// call: those tops 1.9–2.5 → 0.5–0.8 MiB, CPU per episode unchanged.
 /// Process-wide, like `malloc_trim`; a no-op without glibc.
 pub(crate) fn fix_malloc_thresholds() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -135,10 +192,11 @@ pub(crate) fn fix_malloc_thresholds() {
         }
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         // SAFETY: `mallopt` sets allocator parameters under glibc's own lock;
-        // these two take effect for later allocations and frees only.
+        // these three take effect for later allocations and frees only.
         unsafe {
             libc::mallopt(libc::M_MMAP_THRESHOLD, MALLOC_DEFAULT_THRESHOLD);
             libc::mallopt(libc::M_TRIM_THRESHOLD, MALLOC_DEFAULT_THRESHOLD);
+            libc::mallopt(libc::M_TOP_PAD, 0);
         }
     });
 }
@@ -183,5 +241,30 @@ pub(crate) fn collect_deferred(rounds: usize) {
     for _ in 0..rounds {
         let guard = sled::crossbeam_pin();
         guard.flush();
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    /// A chunk this thread freed last is handed out again by its next
+    /// allocation of that size (glibc's cache is last in, first out), unless
+    /// `refill_thread_cache` ran in between: then the cache holds fresh
+    /// chunks, and the old one went back to the arena, where a trim can
+    /// release its page.
+    #[test]
+    fn refill_hands_the_cached_chunks_back_to_the_arena() {
+        // SAFETY: malloc/free pairs; the pointers are only compared.
+        unsafe {
+            let x = std::hint::black_box(libc::malloc(100));
+            libc::free(x);
+            let again = std::hint::black_box(libc::malloc(100));
+            assert_eq!(again, x, "glibc reuses the chunk freed last");
+            libc::free(again);
+
+            super::refill_thread_cache();
+            let after = std::hint::black_box(libc::malloc(100));
+            assert_ne!(after, x, "the cached chunk left the thread cache");
+            libc::free(after);
+        }
     }
 }
