@@ -109,8 +109,8 @@ const TCACHE_COUNT: usize = 7;
 /// mostly carves next to one another, frees those first (they fill the
 /// cache again) and then the old ones, which the cache no longer takes: they
 /// go back to the arena, where [`trim`] releases their pages. Measured after
-/// a batched 100k ingest: ~300 → ~135 newly resident pages of the main heap
-/// after `close()`. 896 allocations and frees, tens of microseconds; if the
+/// a batched 100k ingest: 295–348 → 132–148 pages of the main heap newly
+/// resident after `close()` (docs/benchmarks/footprint.md, sixteenth pass). 896 allocations and frees, tens of microseconds; if the
 /// application changed the cache's size (`glibc.malloc.tcache_count`), less
 /// is swapped, never anything lost. A no-op without glibc.
 fn refill_thread_cache() {
