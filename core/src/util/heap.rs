@@ -110,32 +110,64 @@ const TCACHE_COUNT: usize = 7;
 /// cache again) and then the old ones, which the cache no longer takes: they
 /// go back to the arena, where [`trim`] releases their pages. Measured after
 /// a batched 100k ingest: 295–348 → 132–148 pages of the main heap newly
-/// resident after `close()` (docs/benchmarks/footprint.md, sixteenth pass). 896 allocations and frees, tens of microseconds; if the
+/// resident after `close()` (docs/benchmarks/footprint.md, sixteenth pass).
+///
+/// glibc may serve a request from a chunk of the next class up (when the
+/// rest of a free chunk would be too small to split off); freed, such a
+/// chunk lands in that class's cache, not the one it was asked for, and
+/// would leave a slot for an old chunk. So a fresh chunk counts only when
+/// its usable size is its class's own; the others (at most 7 per class) are
+/// freed last, after the old ones, when every cache is full again.
+/// Around 900–1,300 allocations and frees, tens of microseconds; if the
 /// application changed the cache's size (`glibc.malloc.tcache_count`), less
 /// is swapped, never anything lost. A no-op without glibc.
 fn refill_thread_cache() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         const N: usize = TCACHE_BINS * TCACHE_COUNT;
-        let size = |k: usize| 24 + 16 * (k / TCACHE_COUNT);
         let mut old = [std::ptr::null_mut::<libc::c_void>(); N];
         let mut fresh = [std::ptr::null_mut::<libc::c_void>(); N];
+        let mut larger = [std::ptr::null_mut::<libc::c_void>(); N];
         // SAFETY: plain `malloc`/`free` pairs: every pointer is freed exactly
-        // once, by this function, and never dereferenced; `free` of a null
-        // pointer (a failed allocation) does nothing. `black_box` keeps the
-        // compiler from removing the pairs as unused allocations.
+        // once, by this function, and only passed to `malloc_usable_size`
+        // while allocated, never dereferenced; `free` of a null pointer (a
+        // failed allocation, or a slot left empty) does nothing. `black_box`
+        // keeps the compiler from removing the pairs as unused allocations.
         unsafe {
             for (k, p) in old.iter_mut().enumerate() {
-                *p = std::hint::black_box(libc::malloc(size(k)));
+                *p = std::hint::black_box(libc::malloc(tcache_request(k / TCACHE_COUNT)));
             }
-            for (k, p) in fresh.iter_mut().enumerate() {
-                *p = std::hint::black_box(libc::malloc(size(k)));
+            for class in 0..TCACHE_BINS {
+                let size = tcache_request(class);
+                let slots = class * TCACHE_COUNT..(class + 1) * TCACHE_COUNT;
+                let (mut exact, mut other) = (slots.start, slots.start);
+                while exact < slots.end && other < slots.end {
+                    let p = std::hint::black_box(libc::malloc(size));
+                    if p.is_null() {
+                        break;
+                    }
+                    if libc::malloc_usable_size(p) == size {
+                        fresh[exact] = p;
+                        exact += 1;
+                    } else {
+                        larger[other] = p;
+                        other += 1;
+                    }
+                }
             }
-            for p in fresh.into_iter().chain(old) {
+            for p in fresh.into_iter().chain(old).chain(larger) {
                 libc::free(p);
             }
         }
     }
+}
+
+/// The largest request glibc serves from a chunk of tcache class `class`
+/// (chunks of 32 + 16 × `class` bytes, 8 of them header): also that chunk's
+/// usable size (`malloc_usable_size`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const fn tcache_request(class: usize) -> usize {
+    24 + 16 * class
 }
 
 /// The environment variables through which an application sets glibc's
@@ -246,25 +278,63 @@ pub(crate) fn collect_deferred(rounds: usize) {
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
-    /// A chunk this thread freed last is handed out again by its next
-    /// allocation of that size (glibc's cache is last in, first out), unless
+    use super::{TCACHE_COUNT, tcache_request};
+
+    /// A chunk of its class's own size, freed by this thread while that
+    /// class's cache has room, is handed out again by the next allocation of
+    /// that size (glibc's cache is last in, first out), unless
     /// `refill_thread_cache` ran in between: then the cache holds fresh
     /// chunks, and the old one went back to the arena, where a trim can
     /// release its page.
+    ///
+    /// What this thread freed before the test is unknown, so the test first
+    /// fills the class's cache with chunks of its own size (freeing 7 fills
+    /// it whatever it held) and takes them all out again (7 allocations, each
+    /// served by the cache): it is then empty. Every step after is the
+    /// cache's own behaviour, which no other thread touches.
     #[test]
     fn refill_hands_the_cached_chunks_back_to_the_arena() {
-        // SAFETY: malloc/free pairs; the pointers are only compared.
+        let size = tcache_request(5);
+        // SAFETY: malloc/free pairs, each pointer freed once; the pointers
+        // are only compared and passed to `malloc_usable_size` while
+        // allocated.
         unsafe {
-            let x = std::hint::black_box(libc::malloc(100));
+            let chunks: Vec<_> = (0..64)
+                .map(|_| std::hint::black_box(libc::malloc(size)))
+                .collect();
+            // glibc may serve a request from a chunk of the next class up;
+            // such a chunk would be cached in that class when freed.
+            let (exact, larger): (Vec<_>, Vec<_>) = chunks
+                .into_iter()
+                .partition(|&p| libc::malloc_usable_size(p) == size);
+            assert!(
+                exact.len() > TCACHE_COUNT,
+                "{} of 64 chunks of the class's own size",
+                exact.len()
+            );
+            let (x, fill) = (exact[0], &exact[1..=TCACHE_COUNT]);
+            for &p in exact[TCACHE_COUNT + 1..].iter().chain(&larger) {
+                libc::free(p);
+            }
+            for &p in fill {
+                libc::free(p);
+            }
+            let emptied: Vec<_> = (0..TCACHE_COUNT)
+                .map(|_| std::hint::black_box(libc::malloc(size)))
+                .collect();
+
             libc::free(x);
-            let again = std::hint::black_box(libc::malloc(100));
+            let again = std::hint::black_box(libc::malloc(size));
             assert_eq!(again, x, "glibc reuses the chunk freed last");
             libc::free(again);
 
             super::refill_thread_cache();
-            let after = std::hint::black_box(libc::malloc(100));
+            let after = std::hint::black_box(libc::malloc(size));
             assert_ne!(after, x, "the cached chunk left the thread cache");
             libc::free(after);
+            for p in emptied {
+                libc::free(p);
+            }
         }
     }
 }
