@@ -55,6 +55,8 @@ mod vectors;
 #[allow(unused_imports)]
 pub(crate) use vectors::*;
 
+mod off_runtime;
+
 mod search;
 #[allow(unused_imports)]
 pub(crate) use search::*;
@@ -171,6 +173,14 @@ pub(crate) struct PgStore {
     /// Set once this store's `vectors` table is in use (migration 3 recorded).
     vectors: OnceLock<VectorSql>,
     idle: Mutex<Vec<Conn>>,
+}
+
+impl Drop for PgStore {
+    /// Closes the idle connections, off any async runtime (see [`off_runtime`]).
+    fn drop(&mut self) {
+        let idle = std::mem::take(self.idle.get_mut());
+        off_runtime::off_async_runtime(idle, drop);
+    }
 }
 
 impl std::fmt::Debug for PgStore {

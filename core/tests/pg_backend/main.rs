@@ -12,6 +12,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod async_drop;
 mod backends;
 mod instances;
 mod schema;

@@ -102,6 +102,16 @@ def stop(i: Instance) -> int:
         return i.proc.wait()
 
 
+def stop_cleanly(i: Instance) -> None:
+    """SIGTERM, and the server must exit 0. On failure the status comes first and then the
+    end of the log (where a shutdown goes wrong), so a shortened report still shows both."""
+    code = stop(i)
+    if code != 0:
+        status = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
+        tail = "".join(i.stderr().splitlines(keepends=True)[-40:])
+        raise AssertionError(f"memstrata-mcp exited with {status} after SIGTERM; the end of its log:\n{tail}")
+
+
 @pytest.fixture
 def instances(binary: str, store: str, tmp_path: Path) -> Iterator[list[Instance]]:
     """Two `memstrata-mcp http` instances on different ports over one database and schema."""

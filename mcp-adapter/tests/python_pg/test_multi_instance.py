@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import Instance, execute, start_http, stop
+from conftest import Instance, execute, start_http, stop_cleanly
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -140,7 +140,7 @@ async def test_fifty_clients_over_two_instances(instances: list[Instance]) -> No
         assert items["semantic"] == CLIENTS * ROUNDS, items
         assert items["short_term"] == CLIENTS * ROUNDS, items
     for inst in (a, b):
-        assert stop(inst) == 0, inst.stderr()
+        stop_cleanly(inst)
 
 
 async def test_sigkill_of_one_instance_loses_nothing_acknowledged(instances: list[Instance]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMEOUT, run_cli, start_http, stop
+from conftest import TIMEOUT, run_cli, start_http, stop_cleanly
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -60,7 +60,7 @@ async def test_tools_and_admin_commands(binary: str, store: str, pg_url: str, tm
             assert (await ok(c, "system_status", {}))["status"] == "healthy"
             await ok(c, "memory_optimize", {})
     finally:
-        assert stop(server) == 0, server.stderr()
+        stop_cleanly(server)
     log = server.stderr()
     assert "audit trail off" in log and "--audit-file" in log, log
     assert password not in log, "the server logged the database password"
@@ -111,7 +111,7 @@ async def test_audit_file_for_a_postgres_store(binary: str, store: str, tmp_path
             r = await c.call_tool("knowledge_update", {"key": "missing", "patch": {"a": 1}})
             assert r.is_error
     finally:
-        assert stop(server) == 0, server.stderr()
+        stop_cleanly(server)
     entries = [json.loads(line) for line in trail.read_text().splitlines()]
     assert [(e["tool"], e["ok"]) for e in entries] == [("knowledge_store", True), ("knowledge_update", False)]
     assert entries[1]["error"] == "NOT_FOUND"
@@ -158,7 +158,7 @@ async def test_a_password_parameter_never_shows_in_logs_or_the_audit_trail(
             await ok(c, "knowledge_store", {"key": "db", "knowledge": {"engine": "postgres"}})
             await ok(c, "episode_record", {"summary": "audited write"})
     finally:
-        assert stop(server) == 0, server.stderr()
+        stop_cleanly(server)
     log = server.stderr()
     assert "password=***" in log, log
     trail = audit.read_text()

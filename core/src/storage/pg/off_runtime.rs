@@ -1,0 +1,42 @@
+//! Closing connections safely from inside async code.
+//!
+//! The `postgres` client is synchronous: every call, and the close that runs
+//! when a client is dropped, blocks on a tokio runtime of its own. On a thread
+//! that is already driving an async runtime (a task's thread, or one inside
+//! `block_on`) tokio refuses that with a panic ("Cannot start a runtime from
+//! within a runtime"), and a panic in a destructor that runs while another one
+//! unwinds aborts the process. The store's operations always ran on blocking
+//! threads (the bindings and the MCP server call them there), but the last
+//! handle of a store can be dropped anywhere: the MCP server's session tasks
+//! released theirs while its runtime shut down, and the process aborted
+//! instead of exiting 0.
+//!
+//! So the destructors that talk to the server (closing the idle pool,
+//! releasing an advisory lock, rolling back an unfinished transaction) run
+//! their work through [`off_async_runtime`].
+
+/// Run `f(value)` on this thread, or, when this thread is inside an async
+/// runtime, on a thread of its own, waiting for it to end.
+///
+/// If no thread can be started, `value` is leaked rather than dropped here
+/// (dropping a connection here would abort the process): the server ends its
+/// session when the process exits, and with it any lock it held.
+pub(crate) fn off_async_runtime<T: Send>(value: T, f: impl FnOnce(T) + Send) {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f(value);
+    }
+    let slot = parking_lot::Mutex::new(Some(value));
+    let started = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("memstrata-pg-close".into())
+            .spawn_scoped(s, || {
+                if let Some(v) = slot.lock().take() {
+                    f(v);
+                }
+            })
+            .is_ok()
+    });
+    if !started && let Some(v) = slot.into_inner() {
+        std::mem::forget(v);
+    }
+}
