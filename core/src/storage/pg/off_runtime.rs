@@ -5,15 +5,16 @@
 //! that is already driving an async runtime (a task's thread, or one inside
 //! `block_on`) tokio refuses that with a panic ("Cannot start a runtime from
 //! within a runtime"), and a panic in a destructor that runs while another one
-//! unwinds aborts the process. The store's operations always ran on blocking
-//! threads (the bindings and the MCP server call them there), but the last
-//! handle of a store can be dropped anywhere: the MCP server's session tasks
-//! released theirs while its runtime shut down, and the process aborted
-//! instead of exiting 0.
+//! unwinds aborts the process.
 //!
-//! So the destructors that talk to the server (closing the idle pool,
-//! releasing an advisory lock, rolling back an unfinished transaction) run
-//! their work through [`off_async_runtime`].
+//! The store's operations, and with them the locks and transactions they hold,
+//! always run on threads that may block (the bindings and the MCP server call
+//! them there; on an async thread their first query would fail the same way).
+//! But the last handle of a store can be dropped anywhere: the MCP server's
+//! session tasks released theirs while its runtime shut down, and the process
+//! aborted instead of exiting 0. So closing the idle pool goes through
+//! [`off_async_runtime`]: a thread of its own, once per store closed, only
+//! when the closing thread is inside a runtime.
 
 /// Run `f(value)` on this thread, or, when this thread is inside an async
 /// runtime, on a thread of its own, waiting for it to end.

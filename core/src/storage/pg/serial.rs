@@ -42,18 +42,15 @@ impl PgStore {
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            let (store, name) = (&self.store, &self.name);
-            super::off_runtime::off_async_runtime(conn, |mut conn| {
-                let unlocked = conn.execute(
-                    "SELECT pg_advisory_unlock($1, hashtext($2))",
-                    &[&LOCK_CLASS, name],
-                );
-                // A connection whose unlock failed may still hold the lock: close it.
-                if unlocked.is_ok() {
-                    store.put(conn);
-                }
-            });
+        if let Some(mut conn) = self.conn.take() {
+            let unlocked = conn.execute(
+                "SELECT pg_advisory_unlock($1, hashtext($2))",
+                &[&LOCK_CLASS, &self.name],
+            );
+            // A connection whose unlock failed may still hold the lock: close it.
+            if unlocked.is_ok() {
+                self.store.put(conn);
+            }
         }
     }
 }
@@ -307,12 +304,10 @@ impl SerialTx {
 impl Drop for SerialTx {
     fn drop(&mut self) {
         if let Some(cell) = self.conn.take() {
-            let store = &self.store;
-            super::off_runtime::off_async_runtime(cell.into_inner(), |mut conn| {
-                if conn.client.batch_execute("ROLLBACK").is_ok() {
-                    store.put(conn);
-                }
-            });
+            let mut conn = cell.into_inner();
+            if conn.client.batch_execute("ROLLBACK").is_ok() {
+                self.store.put(conn);
+            }
         }
     }
 }
