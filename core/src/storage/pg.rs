@@ -179,7 +179,9 @@ impl Drop for PgStore {
     /// Closes the idle connections, off any async runtime (see [`off_runtime`]).
     fn drop(&mut self) {
         let idle = std::mem::take(self.idle.get_mut());
-        off_runtime::off_async_runtime(idle, drop);
+        if !idle.is_empty() {
+            off_runtime::off_async_runtime(idle, drop);
+        }
     }
 }
 

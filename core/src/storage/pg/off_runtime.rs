@@ -13,19 +13,18 @@
 //! But the last handle of a store can be dropped anywhere: the MCP server's
 //! session tasks released theirs while its runtime shut down, and the process
 //! aborted instead of exiting 0. So closing the idle pool goes through
-//! [`off_async_runtime`]: a thread of its own, once per store closed, only
-//! when the closing thread is inside a runtime.
+//! [`off_async_runtime`]: on a thread of its own, once per store closed.
+//! Always, not only inside a runtime: telling whether this thread drives one
+//! would make tokio a dependency of the core, for tens of microseconds per
+//! close.
 
-/// Run `f(value)` on this thread, or, when this thread is inside an async
-/// runtime, on a thread of its own, waiting for it to end.
+/// Run `f(value)` on a thread of its own (which drives no async runtime),
+/// waiting for it to end.
 ///
 /// If no thread can be started, `value` is leaked rather than dropped here
-/// (dropping a connection here would abort the process): the server ends its
-/// session when the process exits, and with it any lock it held.
+/// (dropping a connection here could abort the process): the server ends its
+/// session when the process exits.
 pub(crate) fn off_async_runtime<T: Send>(value: T, f: impl FnOnce(T) + Send) {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return f(value);
-    }
     let slot = parking_lot::Mutex::new(Some(value));
     let started = std::thread::scope(|s| {
         std::thread::Builder::new()
