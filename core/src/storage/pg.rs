@@ -180,7 +180,7 @@ impl Drop for PgStore {
     fn drop(&mut self) {
         let idle = std::mem::take(self.idle.get_mut());
         if !idle.is_empty() {
-            off_runtime::off_async_runtime(idle, drop);
+            off_runtime::drop_off_runtime(idle);
         }
     }
 }

@@ -13,27 +13,23 @@
 //! But the last handle of a store can be dropped anywhere: the MCP server's
 //! session tasks released theirs while its runtime shut down, and the process
 //! aborted instead of exiting 0. So closing the idle pool goes through
-//! [`off_async_runtime`]: on a thread of its own, once per store closed.
+//! [`drop_off_runtime`]: on a thread of its own, once per store closed.
 //! Always, not only inside a runtime: telling whether this thread drives one
 //! would make tokio a dependency of the core (changing every core symbol's
 //! hash, see layout/README.md) to save one short-lived thread per close.
 
-/// Run `f(value)` on a thread of its own (which drives no async runtime),
+/// Drop `value` on a thread of its own (which drives no async runtime),
 /// waiting for it to end.
 ///
 /// If no thread can be started, `value` is leaked rather than dropped here
 /// (dropping a connection here could abort the process): the server ends its
 /// session when the process exits.
-pub(crate) fn off_async_runtime<T: Send>(value: T, f: impl FnOnce(T) + Send) {
+pub(crate) fn drop_off_runtime<T: Send>(value: T) {
     let slot = parking_lot::Mutex::new(Some(value));
     let started = std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("memstrata-pg-close".into())
-            .spawn_scoped(s, || {
-                if let Some(v) = slot.lock().take() {
-                    f(v);
-                }
-            })
+            .spawn_scoped(s, || drop(slot.lock().take()))
             .is_ok()
     });
     if !started && let Some(v) = slot.into_inner() {
